@@ -1,0 +1,156 @@
+"""Settings: defaults < config file (TOML) < environment < command-line flags.
+
+The config file lives at ``$TUI_RATER_CONFIG`` or, by default, ``config.toml`` in the
+platform's config folder (``~/.config/tui-rater/`` on Linux). Example::
+
+    db = "~/studies/stories.db"
+    annotator = "teacher-1"
+    task_files = ["~/studies/my_tasks.toml"]
+
+    [judge]
+    samples = 3
+    temperature = 1.0
+    top_p = 0.9
+    base_url = "http://127.0.0.1:8080/v1"
+    api_key_env = "OPENAI_API_KEY"
+
+    [keys]            # the app's key bindings, by action id
+    undo = "u,ctrl+z"
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+from tui_rater.errors import UserError
+
+DEFAULT_DB = "tui-rater.db"
+ENV_PREFIX = "TUI_RATER_"
+
+
+@dataclass(frozen=True)
+class JudgeDefaults:
+    samples: int = 3  # Chiang & Lee §3.2: three samples per question
+    temperature: float = 1.0
+    top_p: float = 0.9
+    max_tokens: int = 128
+    max_retries: int = 3
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    n_ctx: int = 4096
+    n_gpu_layers: int = 0
+
+
+@dataclass(frozen=True)
+class Settings:
+    db: str = DEFAULT_DB
+    annotator: str | None = None
+    task_files: tuple[str, ...] = ()
+    keys: dict[str, str] = field(default_factory=dict)
+    judge: JudgeDefaults = field(default_factory=JudgeDefaults)
+    config_path: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def config_path() -> Path:
+    explicit = os.environ.get(ENV_PREFIX + "CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    import platformdirs  # only when no explicit path: keeps the common path import-light
+
+    return Path(platformdirs.user_config_dir("tui-rater", appauthor=False)) / "config.toml"
+
+
+def load_settings(path: Path | None = None, environ: dict[str, str] | None = None) -> Settings:
+    environ = os.environ if environ is None else environ
+    path = path or config_path()
+    settings = Settings()
+    warnings: list[str] = []
+    if path.exists():
+        raw = _read_toml(path)
+        settings = _apply_file(settings, raw, path)
+        if sys.platform != "win32" and os.stat(path).st_mode & (stat.S_IRGRP | stat.S_IROTH):
+            # the file may hold an API key (judge.api_key): it should be private
+            warnings.append(f"config file {path} is readable by other users; run `chmod 600 {path}`")
+        settings = replace(settings, config_path=str(path))
+    if environ.get(ENV_PREFIX + "DB"):
+        settings = replace(settings, db=environ[ENV_PREFIX + "DB"])
+    if environ.get(ENV_PREFIX + "ANNOTATOR"):
+        settings = replace(settings, annotator=environ[ENV_PREFIX + "ANNOTATOR"])
+    if environ.get(ENV_PREFIX + "BASE_URL"):
+        settings = replace(settings, judge=replace(settings.judge, base_url=environ[ENV_PREFIX + "BASE_URL"]))
+    return replace(settings, warnings=tuple(warnings))
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise UserError(f"config file {path} is not valid UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"config file {path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read config file {path}: {exc.strerror}") from None
+
+
+def _apply_file(settings: Settings, raw: dict, path: Path) -> Settings:
+    known = {"db", "annotator", "task_files", "keys", "judge"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise UserError(f"config file {path}: unknown setting {unknown[0]!r} (known: {', '.join(sorted(known))})")
+    changes: dict = {}
+    for key in ("db", "annotator"):
+        if key in raw:
+            if not isinstance(raw[key], str) or not raw[key].strip():
+                raise UserError(f"config file {path}: {key!r} must be a non-empty string")
+            changes[key] = str(Path(raw[key]).expanduser()) if key == "db" else raw[key]
+    if "task_files" in raw:
+        files = raw["task_files"]
+        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+            raise UserError(f"config file {path}: 'task_files' must be a list of paths")
+        changes["task_files"] = tuple(str(Path(f).expanduser()) for f in files)
+    if "keys" in raw:
+        keys = raw["keys"]
+        if not isinstance(keys, dict) or not all(isinstance(v, str) for v in keys.values()):
+            raise UserError(f"config file {path}: [keys] maps action names to key strings such as \"u,ctrl+z\"")
+        changes["keys"] = dict(keys)
+    if "judge" in raw:
+        changes["judge"] = _judge_from(raw["judge"], path)
+    return replace(settings, **changes)
+
+
+def _judge_from(raw: object, path: Path) -> JudgeDefaults:
+    if not isinstance(raw, dict):
+        raise UserError(f"config file {path}: [judge] must be a table")
+    defaults = JudgeDefaults()
+    types = {f.name: type(getattr(defaults, f.name)) for f in fields(JudgeDefaults)}
+    values = {}
+    for key, value in raw.items():
+        if key == "api_key":
+            continue  # read by the API backend only; never copied into settings objects
+        if key not in types:
+            raise UserError(f"config file {path}: unknown [judge] setting {key!r}")
+        expected = types[key]
+        if key == "base_url":
+            expected = str
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, expected) or isinstance(value, bool):
+            raise UserError(f"config file {path}: [judge] {key} must be a {expected.__name__}")
+        values[key] = value
+    return replace(defaults, **values)
+
+
+def api_key_from_config(path: Path | None = None) -> str | None:
+    """The key in [judge] api_key, if the user keeps one there (the environment is preferred)."""
+    path = path or config_path()
+    if not path.exists():
+        return None
+    judge = _read_toml(path).get("judge", {})
+    key = judge.get("api_key") if isinstance(judge, dict) else None
+    return key if isinstance(key, str) and key else None

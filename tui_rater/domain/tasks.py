@@ -1,0 +1,432 @@
+"""Tasks, attributes and scales: the papers' evaluation protocols as data.
+
+A task is what one person sees: instructions, the item fields it shows, and the questions
+(attributes) asked about each item. The LLM prompt for each attribute is built from the same
+texts (see ``prompts.py``), so the judge and the human get exactly the same instructions.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tui_rater.errors import UserError
+
+SCALE_KINDS = ("likert", "continuous", "probability", "choice")
+
+
+@dataclass(frozen=True)
+class Choice:
+    key: str  # what the rater types, e.g. "A"
+    label: str  # what the option says
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A rating scale. Choices are stored as their 0-based index (A=0, B=1, tie=2)."""
+
+    kind: str = "likert"
+    low: float = 1
+    high: float = 5
+    labels: dict[int, str] = field(default_factory=dict)  # end (or every) point labels
+    choices: tuple[Choice, ...] = ()
+    # Likert steps: the paper keeps x.5 replies from LLMs (App. D.2.1), so half points are
+    # valid values; humans type whole numbers.
+    step: float = 1.0
+
+    @property
+    def points(self) -> list[float]:
+        """Every whole value of a discrete scale (Likert or choice); empty for 0-100 scales."""
+        if self.kind == "choice":
+            return [float(i) for i in range(len(self.choices))]
+        if self.kind == "likert":
+            return [float(v) for v in range(int(self.low), int(self.high) + 1)]
+        return []
+
+    def contains(self, value: float) -> bool:
+        if value is None or isinstance(value, bool) or not math.isfinite(value):
+            return False
+        if self.kind == "choice":
+            return float(value).is_integer() and 0 <= value < len(self.choices)
+        return self.low <= value <= self.high
+
+    def describe(self) -> str:
+        if self.kind == "choice":
+            return " / ".join(c.key for c in self.choices)
+        low, high = _fmt(self.low), _fmt(self.high)
+        ends = ""
+        if self.labels:
+            lo = self.labels.get(int(self.low))
+            hi = self.labels.get(int(self.high))
+            if lo and hi:
+                ends = f" ({low} = {lo}, {high} = {hi})"
+        return f"{self.kind} {low}-{high}{ends}"
+
+
+def _fmt(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
+@dataclass(frozen=True)
+class Attribute:
+    name: str
+    question: str  # shown to the human, verbatim from the paper
+    scale: Scale
+    # item fields shown to the human only while this question is focused, e.g. the
+    # PROMPT for relevance ("Now read the PROMPT ..." in Chiang & Lee App. D.2.2)
+    shows: tuple[str, ...] = ()
+    # the LLM prompt; None -> built generically from instructions + fields + question
+    template: str | None = None
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    title: str
+    instructions: str
+    fields: tuple[str, ...]  # item columns the task needs
+    display_fields: tuple[str, ...]  # shown for every question
+    attributes: tuple[Attribute, ...]
+    source: str = ""
+    builtin: bool = True
+    # the TOML table a custom task came from, stored in the study file so it travels with it
+    definition: dict | None = field(default=None, compare=False, hash=False, repr=False)
+
+    def attribute(self, name: str) -> Attribute:
+        for attribute in self.attributes:
+            if attribute.name == name:
+                return attribute
+        known = ", ".join(a.name for a in self.attributes)
+        raise UserError(f"task {self.name!r} has no attribute {name!r} (it has: {known})")
+
+    @property
+    def attribute_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.attributes)
+
+
+# --- the papers' built-in tasks ---------------------------------------------------------
+
+_LIKERT_SUFFIX = "(on a scale of 1-5, with 1 being the lowest)"
+_LIKERT = Scale("likert", 1, 5, {1: "lowest", 5: "highest"})
+_AGREE = Scale("likert", 1, 5, {1: "strongly disagree", 5: "strongly agree"})
+
+# Chiang & Lee App. D.2.2: the instruction block the teachers and the LLMs both saw.
+STORY_INSTRUCTIONS = (
+    "Please rate the story fragment\n"
+    "The goal of this task is to rate story fragment.\n"
+    "Note: Please take the time to fully read and understand the story fragment. "
+    "We will reject submissions from workers that are clearly spamming the task."
+)
+
+STORY = Task(
+    name="story",
+    title="Open-ended story rating (Chiang & Lee 2023, §3)",
+    instructions=STORY_INSTRUCTIONS,
+    fields=("prompt", "story"),
+    display_fields=("story",),
+    attributes=(
+        Attribute(
+            "grammaticality",
+            f"How grammatically correct is the text of the story fragment? {_LIKERT_SUFFIX}",
+            _LIKERT,
+        ),
+        Attribute(
+            "cohesiveness",
+            f"How well do the sentences in the story fragment fit together? {_LIKERT_SUFFIX}",
+            _LIKERT,
+        ),
+        Attribute(
+            "likability",
+            f"How enjoyable do you find the story fragment? {_LIKERT_SUFFIX}",
+            _LIKERT,
+        ),
+        Attribute(
+            "relevance",
+            f"How relevant is the story fragment to the prompt? {_LIKERT_SUFFIX}",
+            _LIKERT,
+            shows=("prompt",),
+        ),
+    ),
+    source="Chiang & Lee (2023), §3.1 and App. D.2.2",
+)
+
+TITLE_FLUENCY = Task(
+    name="title-fluency",
+    title="News title fluency (Chiang & Lee 2023, §4)",
+    instructions=(
+        "You are given a news title. Please read the news title and answer the question."
+    ),
+    fields=("title",),
+    display_fields=("title",),
+    attributes=(
+        Attribute(
+            "fluency",
+            # §4's wording; App. D.2.3's copy of the LLM query lacks the closing
+            # parenthesis, which prompts.py keeps verbatim.
+            f"How natural and fluent is the text of the news title? {_LIKERT_SUFFIX}",
+            _LIKERT,
+        ),
+    ),
+    source="Chiang & Lee (2023), §4 and App. D.2.3",
+)
+
+TITLE_MEANING = Task(
+    name="title-meaning",
+    title="Meaning preserved after a synonym-substitution attack (Chiang & Lee 2023, §4)",
+    instructions=(
+        "You are given two news titles. Please read the news titles and answer the question."
+    ),
+    fields=("original", "attacked"),
+    display_fields=("original", "attacked"),
+    attributes=(
+        Attribute(
+            "meaning",
+            "Do you agree that the meaning (or semantics) of news title 1 is preserved in "
+            "news title 2? (on a scale of 1-5, with 1 being the strongly disagree and 5 "
+            "being strongly agree.)",
+            _AGREE,
+        ),
+    ),
+    source="Chiang & Lee (2023), §4 and App. D.2.3",
+)
+
+# HANNA (Chhun et al. 2022): six criteria, defined as in shared/PROTOCOLS.md §4; the
+# question form and 1-5 suffix follow Chiang & Lee so both studies read alike.
+_HANNA_CRITERIA = (
+    ("relevance", "How well does the story match its prompt?"),
+    ("coherence", "How much does the story make sense?"),
+    ("empathy", "How well did you understand the characters' emotions?"),
+    ("surprise", "How surprising was the end of the story?"),
+    ("engagement", "How much did you engage with the story?"),
+    ("complexity", "How elaborate is the story?"),
+)
+HANNA = Task(
+    name="hanna",
+    title="HANNA's six story criteria (Chhun et al. 2022)",
+    instructions=(
+        "Please rate the story written for the prompt below.\n"
+        "Note: Please take the time to fully read and understand the story."
+    ),
+    fields=("prompt", "story"),
+    display_fields=("prompt", "story"),
+    attributes=tuple(
+        Attribute(name, f"{question} {_LIKERT_SUFFIX}", _LIKERT) for name, question in _HANNA_CRITERIA
+    ),
+    source="Chhun et al. (2022), HANNA criteria",
+)
+
+# Chen et al. §2.1, Explicit Score prompt V1 (App. A).
+STORY_EXPLICIT = Task(
+    name="story-explicit",
+    title="Explicit score 0-100 (Chen et al. 2023, §2.1)",
+    instructions=(
+        "Score the following storyline given the beginning of the story on a continual "
+        "scale from 0 (worst) to 100 (best), where a score of 0 means \"The storyline makes "
+        "no sense and is totally not understandable\" and a score of 100 means \"The "
+        "storyline is perfect-written and highly consistent with the given beginning of "
+        "the story\"."
+    ),
+    fields=("prompt", "story"),
+    display_fields=("prompt", "story"),
+    attributes=(
+        Attribute(
+            "overall",
+            "Score:",
+            Scale("continuous", 0, 100, {0: "worst", 100: "best"}),
+        ),
+    ),
+    source="Chen et al. (2023), §2.1 and App. A (prompt V1)",
+)
+
+# Chen et al. §2.2, Pairwise Comparison prompt V1 (App. B).
+STORY_PAIRWISE = Task(
+    name="story-pairwise",
+    title="Pairwise comparison A / B / tie (Chen et al. 2023, §2.2)",
+    instructions=(
+        "Consider the following two storylines written according to the given beginning "
+        "of the story:"
+    ),
+    fields=("prompt", "story_a", "story_b"),
+    display_fields=("prompt", "story_a", "story_b"),
+    attributes=(
+        Attribute(
+            "preference",
+            "Question: Which storyline is better-written and more consistent with the "
+            "beginning of the story? Please answer with one of the following options.",
+            Scale(
+                "choice",
+                0,
+                2,
+                choices=(
+                    Choice("A", "Storyline-1"),
+                    Choice("B", "Storyline-2"),
+                    Choice(
+                        "C",
+                        "Both storylines are equally well-written and consistent with the "
+                        "beginning of the story.",
+                    ),
+                ),
+            ),
+        ),
+    ),
+    source="Chen et al. (2023), §2.2 and App. B (prompt V1)",
+)
+
+BUILTIN_TASKS: dict[str, Task] = {
+    t.name: t for t in (STORY, TITLE_FLUENCY, TITLE_MEANING, HANNA, STORY_EXPLICIT, STORY_PAIRWISE)
+}
+
+
+# --- custom tasks from TOML -------------------------------------------------------------
+
+
+def load_task_file(path: str | Path) -> list[Task]:
+    """Read custom tasks from a TOML file (format in README, example in sample_data/)."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"task file {path} does not exist") from None
+    except UnicodeDecodeError:
+        raise UserError(f"task file {path} is not valid UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"task file {path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read task file {path}: {exc.strerror}") from None
+    entries = raw.get("task")
+    if isinstance(entries, dict):
+        entries = [entries]
+    if not isinstance(entries, list) or not entries:
+        raise UserError(f"task file {path} defines no [[task]] table")
+    return [_task_from_toml(entry, path, i) for i, entry in enumerate(entries, 1)]
+
+
+def task_from_definition(entry: dict, where: str = "the study file") -> Task:
+    """Rebuild a custom task from the definition stored with its items."""
+    return _task_from_toml(entry, Path(where), 1)
+
+
+def _task_from_toml(entry: object, path: Path, index: int) -> Task:
+    where = f"task file {path}, task {index}"
+    if not isinstance(entry, dict):
+        raise UserError(f"{where} is not a table")
+    name = _required_str(entry, "name", where)
+    if name in BUILTIN_TASKS:
+        raise UserError(f"{where}: the name {name!r} is a built-in task; choose another name")
+    fields = entry.get("fields")
+    if not isinstance(fields, list) or not fields or not all(isinstance(f, str) and f.isidentifier() for f in fields):
+        raise UserError(f"{where}: 'fields' must be a non-empty list of column names (letters, digits, _)")
+    reserved = {"id", "system", "task"} & set(fields)
+    if reserved:
+        raise UserError(f"{where}: 'fields' may not use the reserved column name {sorted(reserved)[0]!r}")
+    display = entry.get("display_fields", fields)
+    if not isinstance(display, list) or not set(display) <= set(fields):
+        raise UserError(f"{where}: 'display_fields' must be a list of names from 'fields'")
+    attrs_raw = entry.get("attributes")
+    if not isinstance(attrs_raw, list) or not attrs_raw:
+        raise UserError(f"{where}: define at least one [[task.attributes]] table")
+    attributes = []
+    seen: set[str] = set()
+    for j, attr in enumerate(attrs_raw, 1):
+        awhere = f"{where}, attribute {j}"
+        if not isinstance(attr, dict):
+            raise UserError(f"{awhere} is not a table")
+        aname = _required_str(attr, "name", awhere)
+        if aname in seen:
+            raise UserError(f"{awhere}: attribute name {aname!r} is used twice")
+        seen.add(aname)
+        shows = attr.get("shows", [])
+        if not isinstance(shows, list) or not set(shows) <= set(fields):
+            raise UserError(f"{awhere}: 'shows' must be a list of names from 'fields'")
+        template = attr.get("template")
+        if template is not None and not isinstance(template, str):
+            raise UserError(f"{awhere}: 'template' must be a string")
+        attributes.append(
+            Attribute(
+                name=aname,
+                question=_required_str(attr, "question", awhere),
+                scale=_scale_from_toml(attr.get("scale", {}), awhere),
+                shows=tuple(shows),
+                template=template,
+            )
+        )
+    instructions = entry.get("instructions", "")
+    if not isinstance(instructions, str):
+        raise UserError(f"{where}: 'instructions' must be a string")
+    return Task(
+        name=name,
+        title=str(entry.get("title", name)),
+        instructions=instructions,
+        fields=tuple(fields),
+        display_fields=tuple(display),
+        attributes=tuple(attributes),
+        source=str(entry.get("source", str(path))),
+        builtin=False,
+        definition=entry,
+    )
+
+
+def _required_str(table: dict, key: str, where: str) -> str:
+    value = table.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise UserError(f"{where}: {key!r} must be a non-empty string")
+    return value
+
+
+def _scale_from_toml(raw: object, where: str) -> Scale:
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: 'scale' must be a table")
+    kind = raw.get("kind", "likert")
+    if kind not in SCALE_KINDS:
+        raise UserError(f"{where}: scale kind {kind!r} is not one of {', '.join(SCALE_KINDS)}")
+    if kind == "choice":
+        choices = raw.get("choices")
+        if not isinstance(choices, list) or len(choices) < 2 or not all(isinstance(c, str) for c in choices):
+            raise UserError(f"{where}: a choice scale needs 'choices', a list of at least two labels")
+        keys = [chr(ord("A") + i) for i in range(len(choices))]
+        return Scale("choice", 0, len(choices) - 1, choices=tuple(Choice(k, c) for k, c in zip(keys, choices)))
+    default_low, default_high = (1, 5) if kind == "likert" else (0, 100)
+    low, high = raw.get("low", default_low), raw.get("high", default_high)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)) or low >= high:
+        raise UserError(f"{where}: scale 'low' and 'high' must be numbers with low < high")
+    if kind == "likert" and (not float(low).is_integer() or not float(high).is_integer() or high - low > 9):
+        raise UserError(f"{where}: a likert scale needs whole-number ends at most 10 points apart")
+    labels_raw = raw.get("labels", {})
+    if not isinstance(labels_raw, dict):
+        raise UserError(f"{where}: scale 'labels' must be a table such as {{ \"1\" = \"lowest\" }}")
+    try:
+        labels = {int(k): str(v) for k, v in labels_raw.items()}
+    except ValueError:
+        raise UserError(f"{where}: scale label keys must be whole numbers") from None
+    return Scale(kind, low, high, labels)
+
+
+class TaskRegistry:
+    """Built-in tasks plus any loaded from ``--task-file``."""
+
+    def __init__(self, extra: list[Task] | None = None):
+        self._tasks = dict(BUILTIN_TASKS)
+        for task in extra or []:
+            self._tasks[task.name] = task
+
+    def get(self, name: str) -> Task:
+        try:
+            return self._tasks[name]
+        except KeyError:
+            known = ", ".join(self._tasks)
+            raise UserError(f"unknown task {name!r} (known tasks: {known})") from None
+
+    def __iter__(self):
+        return iter(self._tasks.values())
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tasks
+
+    @classmethod
+    def with_files(cls, paths: list[str] | None) -> "TaskRegistry":
+        extra: list[Task] = []
+        for path in paths or []:
+            extra.extend(load_task_file(path))
+        return cls(extra)

@@ -1,0 +1,375 @@
+"""Import and export through polars: items, long ratings, wide ratings.
+
+Every problem in an input file ends in one ``UserError`` naming the file, the row and the
+column, raised before anything is written: an import is validated whole, then written in
+one transaction, so a bad file leaves the study unchanged.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tui_rater.domain.tasks import Scale, Task
+from tui_rater.errors import UserError
+from tui_rater.store.db import write
+from tui_rater.store.study import Study, content_hash
+
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+MAX_FIELD_CHARS = 100_000  # a story fragment is < 150 words; 100k characters is surely a mistake
+OPTIONAL_ITEM_COLUMNS = ("id", "system")
+RATING_COLUMNS = ("item", "rater", "attribute", "value")
+OPTIONAL_RATING_COLUMNS = ("kind", "sample", "task")
+# columns `export --what ratings` writes, so an export can be imported again
+IGNORED_RATING_COLUMNS = ("system", "raw", "parse_status", "seconds", "created_at")
+
+
+def file_format(path: Path) -> str:
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise UserError(f"{path}: unknown file type {path.suffix or '(none)'!r}; use .csv, .tsv, .jsonl or .parquet")
+    return fmt
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+def read_rows(path: str | Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """Read a table file into (columns, rows); rows are dicts with a 1-based ``_row``."""
+    path = Path(path)
+    fmt = file_format(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist") from None
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory, not a file") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    if not data.strip():
+        raise UserError(f"{path} is empty")
+    if fmt == "parquet":
+        frame = _read_parquet(path, data)
+        columns = frame.columns
+        rows = frame.to_dicts()
+    else:
+        text = _decode(path, data)
+        if fmt == "jsonl":
+            columns, rows = _read_jsonl(path, text)
+        else:
+            frame = _read_csv(path, text, "\t" if fmt == "tsv" else ",")
+            columns, rows = frame.columns, frame.to_dicts()
+    if not rows:
+        raise UserError(f"{path} has a header but no rows")
+    for number, row in enumerate(rows, 1):
+        row["_row"] = number
+    return list(columns), rows
+
+
+def _decode(path: Path, data: bytes) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise UserError(f"{path}, line {line}: the file is not valid UTF-8 (byte {exc.start}); save it as UTF-8") from None
+    return text.removeprefix("\ufeff")
+
+
+def _read_csv(path: Path, text: str, separator: str) -> pl.DataFrame:
+    try:
+        frame = pl.read_csv(io.StringIO(text), separator=separator, infer_schema=False,
+                            raise_if_empty=True)
+    except pl.exceptions.NoDataError:
+        raise UserError(f"{path} is empty") from None
+    except (pl.exceptions.ComputeError, pl.exceptions.PolarsError) as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise UserError(f"{path}: cannot read it as {'TSV' if separator == chr(9) else 'CSV'} ({first})") from None
+    duplicated = [c for c in frame.columns if c.endswith("_duplicated_0")]
+    if duplicated:
+        raise UserError(f"{path}: the header names column {duplicated[0].removesuffix('_duplicated_0')!r} twice")
+    return frame
+
+
+def _read_jsonl(path: Path, text: str) -> tuple[list[str], list[dict]]:
+    rows, columns = [], {}
+    for line_no, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}, line {line_no}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise UserError(f"{path}, line {line_no}: each line must be a JSON object")
+        rows.append(row)
+        columns.update(dict.fromkeys(row))
+    return list(columns), rows
+
+
+def _read_parquet(path: Path, data: bytes) -> pl.DataFrame:
+    try:
+        return pl.read_parquet(io.BytesIO(data))
+    except Exception as exc:  # polars raises several types for a damaged file
+        raise UserError(f"{path}: cannot read it as Parquet ({str(exc).splitlines()[0]})") from None
+
+
+def parse_mapping(pairs: list[str] | None) -> dict[str, str]:
+    """``--map story=text`` -> {"story": "text"}: the task's name = the file's column."""
+    mapping = {}
+    for pair in pairs or []:
+        name, sep, column = pair.partition("=")
+        if not sep or not name.strip() or not column.strip():
+            raise UserError(f"--map expects NAME=COLUMN (e.g. story=text), got {pair!r}")
+        mapping[name.strip()] = column.strip()
+    return mapping
+
+
+def _text(path: Path, row: dict, column: str, required: bool) -> str | None:
+    value = row.get(column)
+    where = f"{path}, row {row['_row']}, column {column!r}"
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        if required:
+            raise UserError(f"{where}: the value is missing")
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise UserError(f"{where}: expected text, found {type(value).__name__} {value!r:.40}")
+    value = str(value)
+    if required and not value.strip():
+        raise UserError(f"{where}: the value is empty")
+    if len(value) > MAX_FIELD_CHARS:
+        raise UserError(f"{where}: the text has {len(value):,} characters, more than the limit of {MAX_FIELD_CHARS:,}")
+    return value
+
+
+# --- items ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ImportResult:
+    added: int
+    skipped: int
+
+
+def import_items(study: Study, path: str | Path, task: Task, mapping: dict[str, str] | None = None,
+                 ignore_extra: bool = False) -> ImportResult:
+    items = prepare_items(path, task, mapping, ignore_extra)
+    added, skipped = study.add_items(task, items, source=str(path))
+    return ImportResult(added, skipped)
+
+
+def prepare_items(path: str | Path, task: Task, mapping: dict[str, str] | None = None,
+                  ignore_extra: bool = False) -> list[dict]:
+    """Read and validate an items file without touching any study (rows ready for ``add_items``)."""
+    path = Path(path)
+    mapping = mapping or {}
+    columns, rows = read_rows(path)
+    wanted = {name: mapping.get(name, name) for name in (*OPTIONAL_ITEM_COLUMNS, *task.fields)}
+    unknown_targets = set(mapping) - set(wanted)
+    if unknown_targets:
+        raise UserError(
+            f"--map names {sorted(unknown_targets)[0]!r}, which is not a column of task {task.name!r} "
+            f"(it uses: {', '.join((*OPTIONAL_ITEM_COLUMNS, *task.fields))})"
+        )
+    missing = [f"{column!r}" + (f" (for {name})" if column != name else "")
+               for name, column in wanted.items() if name in task.fields and column not in columns]
+    if missing:
+        raise UserError(
+            f"{path}: missing column {missing[0]} needed by task {task.name!r} "
+            f"(the file has: {', '.join(columns)}; use --map NAME=COLUMN to rename)"
+        )
+    extra = [c for c in columns if c not in wanted.values()]
+    if extra and not ignore_extra:
+        raise UserError(
+            f"{path}: unknown column {extra[0]!r} for task {task.name!r} "
+            f"(expected {', '.join((*OPTIONAL_ITEM_COLUMNS, *task.fields))}; --ignore-extra skips others)"
+        )
+    items, seen_ids = [], {}
+    for row in rows:
+        item = {name: _text(path, row, column, required=name in task.fields)
+                for name, column in wanted.items() if column in columns}
+        item["_row"] = row["_row"]
+        if item.get("id") is not None:
+            item["id"] = item["id"].strip()
+            if not item["id"]:
+                item["id"] = None
+        if item.get("system") is not None and not item["system"].strip():
+            item["system"] = None
+        key = item.get("id") or content_hash(task.name, item.get("system"), {f: item[f] for f in task.fields})
+        if key in seen_ids:
+            what = f"id {item['id']!r}" if item.get("id") else "item (same text and system)"
+            raise UserError(f"{path}, row {row['_row']}: duplicate {what}, first seen in row {seen_ids[key]}")
+        seen_ids[key] = row["_row"]
+        items.append(item)
+    return items
+
+
+# --- ratings --------------------------------------------------------------------------------
+
+
+def _value(path: Path, row: dict, scale: Scale) -> float:
+    raw = row.get("value")
+    where = f"{path}, row {row['_row']}, column 'value'"
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        raise UserError(f"{where}: the value is missing")
+    if scale.kind == "choice" and isinstance(raw, str) and raw.strip().upper() in [c.key for c in scale.choices]:
+        return float([c.key for c in scale.choices].index(raw.strip().upper()))
+    try:
+        value = float(raw) if not isinstance(raw, bool) else math.nan
+    except (TypeError, ValueError):
+        raise UserError(f"{where}: {str(raw)[:40]!r} is not a number") from None
+    if not scale.contains(value):
+        raise UserError(f"{where}: {raw} is off the scale ({scale.describe()})")
+    return value
+
+
+def import_ratings(study: Study, path: str | Path, default_kind: str = "human") -> ImportResult:
+    path = Path(path)
+    columns, rows = read_rows(path)
+    missing = [c for c in RATING_COLUMNS if c not in columns]
+    if missing:
+        raise UserError(f"{path}: missing column {missing[0]!r} (ratings need: {', '.join(RATING_COLUMNS)})")
+    known = (*RATING_COLUMNS, *OPTIONAL_RATING_COLUMNS, *IGNORED_RATING_COLUMNS)
+    extra = [c for c in columns if c not in known]
+    if extra:
+        raise UserError(f"{path}: unknown column {extra[0]!r} (ratings use: {', '.join(known[:7])})")
+    tasks = study.tasks
+    prepared, seen = [], {}
+    rater_kinds: dict[str, str] = {r.name: r.kind for r in study.raters()}
+    for row in rows:
+        where = f"{path}, row {row['_row']}"
+        item_id = _text(path, row, "item", required=True).strip()
+        task_name = _text(path, row, "task", required=False) if "task" in columns else None
+        matches = study.item_by_id(task_name.strip() if task_name else None, item_id)
+        if not matches:
+            raise UserError(f"{where}, column 'item': no item {item_id!r} in the study (import the items first)")
+        if len(matches) > 1:
+            raise UserError(f"{where}, column 'item': {item_id!r} exists in several tasks; add a 'task' column")
+        item = matches[0]
+        task = tasks.get(item.task)
+        attribute_name = _text(path, row, "attribute", required=True).strip()
+        if attribute_name not in task.attribute_names:
+            raise UserError(f"{where}, column 'attribute': task {task.name!r} has no attribute {attribute_name!r} "
+                            f"(it has: {', '.join(task.attribute_names)})")
+        value = _value(path, row, task.attribute(attribute_name).scale)
+        rater = _text(path, row, "rater", required=True).strip()
+        kind = (_text(path, row, "kind", required=False) or default_kind).strip().lower()
+        if kind not in ("human", "llm"):
+            raise UserError(f"{where}, column 'kind': {kind!r} is neither 'human' nor 'llm'")
+        if rater_kinds.setdefault(rater, kind) != kind:
+            raise UserError(f"{where}, column 'kind': rater {rater!r} is already a {rater_kinds[rater]} rater")
+        sample_raw = row.get("sample")
+        try:
+            sample = int(float(sample_raw)) if sample_raw not in (None, "") else 0
+            if sample < 0 or float(sample_raw or 0) != sample:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise UserError(f"{where}, column 'sample': {sample_raw!r} is not a whole number >= 0") from None
+        key = (item.key, attribute_name, rater, sample)
+        if key in seen:
+            raise UserError(f"{where}: a second rating of item {item_id!r}, {attribute_name}, by {rater} "
+                            f"(sample {sample}), first in row {seen[key]}")
+        seen[key] = row["_row"]
+        prepared.append((item, attribute_name, rater, kind, sample, value))
+    return _write_ratings(study, path, prepared)
+
+
+def _write_ratings(study: Study, path: Path, prepared: list[tuple]) -> ImportResult:
+    added = skipped = 0
+    with write(study.db) as conn:
+        rater_ids: dict[str, int] = {}
+        for item, attribute, rater, kind, sample, value in prepared:
+            if rater not in rater_ids:
+                rater_ids[rater] = (study.human(rater) if kind == "human" else study.judge(rater, {"imported_from": rater})).id
+            rater_id = rater_ids[rater]
+            existing = conn.execute(
+                "SELECT value FROM ratings WHERE item_key = ? AND attribute = ? AND rater_id = ? AND sample = ? "
+                "AND retracted = 0 ORDER BY id DESC LIMIT 1",
+                [item.key, attribute, rater_id, sample],
+            ).fetchone()
+            if existing is not None:
+                if existing[0] != value:
+                    raise UserError(f"{path}: {rater} already rated item {item.id!r} {attribute} "
+                                    f"as {existing[0]:g}, not {value:g} (nothing was imported)")
+                skipped += 1
+                continue
+            study.add_rating(item.key, attribute, rater_id, value, sample=sample, parse_status="imported",
+                             details={"source": str(path)})
+            added += 1
+    return ImportResult(added, skipped)
+
+
+# --- export ---------------------------------------------------------------------------------
+
+
+def items_frame(study: Study, task: str | None = None) -> pl.DataFrame:
+    items = study.items(task)
+    field_names: list[str] = []
+    for name in dict.fromkeys(i.task for i in items):
+        field_names.extend(f for f in study.task(name).fields if f not in field_names)
+    multi_task = len({i.task for i in items}) > 1 or task is None
+    records = []
+    for item in items:
+        record = {"id": item.id}
+        if multi_task:
+            record["task"] = item.task
+        record["system"] = item.system
+        record.update({name: item.fields.get(name) for name in field_names})
+        records.append(record)
+    schema = {"id": pl.Utf8, **({"task": pl.Utf8} if multi_task else {}), "system": pl.Utf8,
+              **{name: pl.Utf8 for name in field_names}}
+    return pl.DataFrame(records, schema=schema)
+
+
+def ratings_frame(study: Study, task: str | None = None) -> pl.DataFrame:
+    schema = {"item": pl.Utf8, "task": pl.Utf8, "system": pl.Utf8, "rater": pl.Utf8, "kind": pl.Utf8,
+              "attribute": pl.Utf8, "sample": pl.Int64, "value": pl.Float64, "raw": pl.Utf8,
+              "parse_status": pl.Utf8, "seconds": pl.Float64, "created_at": pl.Utf8}
+    rows = [{name: r[name] for name in schema} for r in study.current_ratings(task)]
+    return pl.DataFrame(rows, schema=schema)
+
+
+def wide_frame(study: Study, task: str | None = None) -> pl.DataFrame:
+    long = ratings_frame(study, task)
+    base = items_frame(study, task).select(["id", *(["task"] if task is None else []), "system"])
+    if long.is_empty():
+        return base
+    long = long.with_columns(
+        pl.when(pl.col("sample") == 0)
+        .then(pl.col("rater") + ":" + pl.col("attribute"))
+        .otherwise(pl.col("rater") + ":" + pl.col("attribute") + ":" + pl.col("sample").cast(pl.Utf8))
+        .alias("column")
+    )
+    keys = ["item", "task"]
+    wide = long.pivot(on="column", index=keys, values="value", aggregate_function="first")
+    base = base.rename({"id": "item"})
+    if "task" not in base.columns:
+        wide = wide.drop("task")
+        keys = ["item"]
+    return base.join(wide, on=keys, how="left").rename({"item": "id"})
+
+
+def write_frame(frame: pl.DataFrame, out: str | Path) -> None:
+    out = Path(out)
+    fmt = file_format(out)
+    if out.parent and not out.parent.exists():
+        raise UserError(f"cannot write {out}: folder {out.parent} does not exist")
+    tmp = out.with_name(out.name + ".partial")
+    try:
+        if fmt == "csv":
+            frame.write_csv(tmp)
+        elif fmt == "tsv":
+            frame.write_csv(tmp, separator="\t")
+        elif fmt == "jsonl":
+            frame.write_ndjson(tmp)
+        else:
+            frame.write_parquet(tmp)
+        tmp.replace(out)  # never leave a half-written export under the real name
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {out}: {exc.strerror}") from None

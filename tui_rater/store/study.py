@@ -1,0 +1,258 @@
+"""A study file: items, raters, ratings and notes, through sqlite-utils.
+
+Every method that writes commits before it returns (see ``db.write``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import sqlite_utils
+
+from tui_rater.domain.tasks import Task, TaskRegistry, load_task_file, task_from_definition
+from tui_rater.errors import UserError
+from tui_rater.store.db import connect, utc_now, write
+
+
+@dataclass(frozen=True)
+class Item:
+    key: int
+    id: str
+    task: str
+    system: str | None
+    fields: dict[str, str]
+    position: int
+
+
+@dataclass(frozen=True)
+class Rater:
+    id: int
+    name: str
+    kind: str
+    config: dict | None
+
+
+def content_hash(task: str, system: str | None, fields: dict[str, str]) -> str:
+    payload = json.dumps({"task": task, "system": system, "fields": fields}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _item(row: dict) -> Item:
+    return Item(row["key"], row["id"], row["task"], row["system"], json.loads(row["fields"]), row["position"])
+
+
+class Study:
+    """One study file. Thread-safe for one thread at a time; open one per worker thread."""
+
+    def __init__(self, db: sqlite_utils.Database, path: str | Path, task_files: list[str] | None = None):
+        self.db = db
+        self.path = Path(path)
+        self._task_files = task_files or []
+        self._registry: TaskRegistry | None = None
+
+    @classmethod
+    def open(cls, path: str | Path, *, create: bool = True, shared: bool = False,
+             task_files: list[str] | None = None) -> "Study":
+        return cls(connect(path, create=create, shared=shared), path, task_files)
+
+    def reopen(self) -> "Study":
+        """A new connection to the same file (for another thread)."""
+        return Study.open(self.path, create=False, task_files=self._task_files)
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    # --- tasks ---------------------------------------------------------------------------
+
+    @property
+    def tasks(self) -> TaskRegistry:
+        if self._registry is None:
+            stored = [
+                task_from_definition(json.loads(row["definition"]))
+                for row in self.db.query("SELECT definition FROM tasks ORDER BY name")
+            ]
+            from_files = [task for path in self._task_files for task in load_task_file(path)]
+            self._registry = TaskRegistry(stored + from_files)  # a file overrides the stored copy
+        return self._registry
+
+    def task(self, name: str) -> Task:
+        return self.tasks.get(name)
+
+    def remember_task(self, task: Task) -> None:
+        """Store a custom task's definition with the items that use it."""
+        if task.builtin or task.definition is None:
+            return
+        self.db.conn.execute(
+            "INSERT INTO tasks (name, definition, created_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition",
+            (task.name, json.dumps(task.definition, ensure_ascii=False), utc_now()),
+        )
+        self._registry = None
+
+    # --- items ---------------------------------------------------------------------------
+
+    def item(self, key: int) -> Item:
+        rows = list(self.db.query("SELECT * FROM items WHERE key = ?", [key]))
+        if not rows:
+            raise KeyError(key)
+        return _item(rows[0])
+
+    def item_by_id(self, task: str | None, item_id: str) -> list[Item]:
+        if task:
+            sql, params = "SELECT * FROM items WHERE id = ? AND task = ?", [item_id, task]
+        else:
+            sql, params = "SELECT * FROM items WHERE id = ?", [item_id]
+        return [_item(r) for r in self.db.query(sql, params)]
+
+    def items(self, task: str | None = None) -> list[Item]:
+        if task:
+            rows = self.db.query("SELECT * FROM items WHERE task = ? ORDER BY position", [task])
+        else:
+            rows = self.db.query("SELECT * FROM items ORDER BY task, position")
+        return [_item(r) for r in rows]
+
+    def item_task_names(self) -> list[str]:
+        return [r["task"] for r in self.db.query("SELECT DISTINCT task FROM items ORDER BY task")]
+
+    def add_items(self, task: Task, rows: Iterable[dict[str, Any]], source: str = "") -> tuple[int, int]:
+        """Insert validated item rows atomically; return (added, already present).
+
+        Each row has ``id`` (or None), ``system`` (or None) and the task's fields. Re-adding an
+        identical item is a no-op; the same id with different text is refused, whole file.
+        """
+        rows = list(rows)
+        added = skipped = 0
+        now = utc_now()
+        with write(self.db) as conn:
+            self.remember_task(task)
+            position = conn.execute(
+                "SELECT coalesce(max(position), -1) + 1 FROM items WHERE task = ?", [task.name]
+            ).fetchone()[0]
+            for row in rows:
+                fields = {name: row[name] for name in task.fields}
+                digest = content_hash(task.name, row.get("system"), fields)
+                item_id = row.get("id") or digest[:12]
+                existing = conn.execute(
+                    "SELECT content_hash FROM items WHERE task = ? AND id = ?", [task.name, item_id]
+                ).fetchone()
+                if existing:
+                    if existing[0] != digest:
+                        raise UserError(
+                            f"{source or 'input'}, row {row.get('_row', '?')}: item id {item_id!r} is already in "
+                            f"the study with a different text or system (nothing was imported)"
+                        )
+                    skipped += 1
+                    continue
+                conn.execute(
+                    "INSERT INTO items (id, task, system, fields, position, content_hash, source, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [item_id, task.name, row.get("system"), json.dumps(fields, ensure_ascii=False),
+                     position, digest, source, now],
+                )
+                position += 1
+                added += 1
+        return added, skipped
+
+    # --- raters --------------------------------------------------------------------------
+
+    def human(self, name: str) -> Rater:
+        return self._rater(name, "human", None)
+
+    def judge(self, name: str, config: dict) -> Rater:
+        return self._rater(name, "llm", config)
+
+    def _rater(self, name: str, kind: str, config: dict | None) -> Rater:
+        if not name or not name.strip():
+            raise UserError("a rater needs a non-empty name")
+        config_json = json.dumps(config, sort_keys=True) if config is not None else None
+        config_hash = hashlib.sha256(config_json.encode()).hexdigest() if config_json else None
+        with write(self.db) as conn:
+            row = conn.execute("SELECT id, kind, config_hash FROM raters WHERE name = ?", [name]).fetchone()
+            if row is None:
+                if config_hash:
+                    same = conn.execute(
+                        "SELECT id, name FROM raters WHERE config_hash = ?", [config_hash]
+                    ).fetchone()
+                    if same:
+                        return Rater(same[0], same[1], kind, config)
+                cur = conn.execute(
+                    "INSERT INTO raters (name, kind, config, config_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+                    [name, kind, config_json, config_hash, utc_now()],
+                )
+                return Rater(cur.lastrowid, name, kind, config)
+            if row[1] != kind:
+                raise UserError(f"rater {name!r} already exists as a {row[1]} rater, not {kind}")
+            return Rater(row[0], name, kind, config)
+
+    def raters(self, kind: str | None = None) -> list[Rater]:
+        sql = "SELECT * FROM raters" + (" WHERE kind = ?" if kind else "") + " ORDER BY id"
+        return [
+            Rater(r["id"], r["name"], r["kind"], json.loads(r["config"]) if r["config"] else None)
+            for r in self.db.query(sql, [kind] if kind else [])
+        ]
+
+    # --- ratings -------------------------------------------------------------------------
+
+    def add_rating(self, item_key: int, attribute: str, rater_id: int, value: float | None, *,
+                   sample: int = 0, raw: str | None = None, parse_status: str = "ok",
+                   seconds: float | None = None, revises: int | None = None,
+                   details: dict | None = None) -> int:
+        with write(self.db) as conn:
+            cur = conn.execute(
+                "INSERT INTO ratings (item_key, attribute, rater_id, sample, value, raw, parse_status, "
+                "seconds, created_at, revises, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [item_key, attribute, rater_id, sample, value, raw, parse_status, seconds, utc_now(),
+                 revises, json.dumps(details) if details else None],
+            )
+            return cur.lastrowid
+
+    def retract_rating(self, rating_id: int) -> None:
+        with write(self.db) as conn:
+            conn.execute("UPDATE ratings SET retracted = 1 WHERE id = ?", [rating_id])
+
+    def add_note(self, item_key: int, rater_id: int, kind: str, text: str | None = None,
+                 attribute: str | None = None, rating_id: int | None = None) -> int:
+        with write(self.db) as conn:
+            cur = conn.execute(
+                "INSERT INTO notes (item_key, rater_id, kind, attribute, rating_id, text, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [item_key, rater_id, kind, attribute, rating_id, text, utc_now()],
+            )
+            return cur.lastrowid
+
+    def current_ratings(self, task: str | None = None) -> list[dict]:
+        """The ratings in force: not retracted, and for a human the latest per (item, attribute, sample)."""
+        where = "WHERE r.retracted = 0" + (" AND i.task = ?" if task else "")
+        sql = f"""
+            SELECT r.id, i.key AS item_key, i.id AS item, i.task, i.system, r.attribute,
+                   ra.name AS rater, ra.kind, r.sample, r.value, r.raw, r.parse_status,
+                   r.seconds, r.created_at, r.details
+            FROM ratings r JOIN items i ON i.key = r.item_key JOIN raters ra ON ra.id = r.rater_id
+            {where}
+            AND r.id = (SELECT max(r2.id) FROM ratings r2 WHERE r2.item_key = r.item_key
+                        AND r2.attribute = r.attribute AND r2.rater_id = r.rater_id
+                        AND r2.sample = r.sample AND r2.retracted = 0)
+            ORDER BY i.task, i.position, r.attribute, ra.id, r.sample
+        """
+        return list(self.db.query(sql, [task] if task else []))
+
+    # --- summary -------------------------------------------------------------------------
+
+    def info(self) -> dict:
+        q = self.db.query
+        return {
+            "path": str(self.path),
+            "items": [dict(r) for r in q(
+                "SELECT task, coalesce(system, '') AS system, count(*) AS n FROM items "
+                "GROUP BY task, system ORDER BY task, system")],
+            "raters": [dict(r) for r in q(
+                "SELECT ra.name, ra.kind, count(r.id) AS ratings FROM raters ra "
+                "LEFT JOIN ratings r ON r.rater_id = ra.id AND r.retracted = 0 "
+                "GROUP BY ra.id ORDER BY ra.kind, ra.name")],
+            "ratings": next(q("SELECT count(*) AS n FROM ratings WHERE retracted = 0"))["n"],
+            "jobs": {r["status"]: r["n"] for r in q("SELECT status, count(*) AS n FROM jobs GROUP BY status")},
+        }
