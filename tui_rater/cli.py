@@ -92,12 +92,17 @@ def _db_path(args: argparse.Namespace, settings: Settings) -> str:
     return args.db or settings.db
 
 
+_OPENED: list = []  # studies this command opened, closed (and checkpointed) on exit
+
+
 def _open(args: argparse.Namespace, settings: Settings, create: bool = True):
     from tui_rater.store.study import Study
 
     task_files = [*settings.task_files, *getattr(args, "task_file", [])]
-    return Study.open(_db_path(args, settings), create=create, shared=getattr(args, "shared", False),
-                      task_files=task_files)
+    study = Study.open(_db_path(args, settings), create=create, shared=getattr(args, "shared", False),
+                       task_files=task_files)
+    _OPENED.append(study)
+    return study
 
 
 def _console():
@@ -256,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tui-rater: interrupted; everything acknowledged so far is saved", file=sys.stderr)
         return 130
+    finally:
+        while _OPENED:
+            _OPENED.pop().close()
 
 
 if __name__ == "__main__":

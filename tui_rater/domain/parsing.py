@@ -47,7 +47,7 @@ _SCALE_NOISE = [
         r"\b(?:with )?\d+ being (?:the )?(?:lowest|highest|worst|best|strongly disagree|strongly agree|"
         r"not at all|very)[^,.;)]*",
         r"\(\s*\d+\s*(?:-|–|to)\s*\d+\s*\)",
-        r"\b(?:score|rating|stars?)\s*\(?\s*\d+\s*(?:-|–|to)\s*\d+\s*\)?\s*:?(?=\s*$)",
+        r"\b(?:score|rating|stars?)\s*:?\s*\(?\s*\d+\s*(?:-|–|to)\s*\d+\b\s*\)?",
         r"\b(?:news )?title\s*[12]\b",
         r"\bstoryline[- ]?[12]\b",
         r"\btext[- ][12]\b",

@@ -1,0 +1,181 @@
+"""The CLI: one clear sentence and exit 2 for bad input, the study file untouched."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, SAMPLE, digest, run_cli_process
+
+GOOD_ITEMS = "id,system,prompt,story\na,human,P,A story.\nb,gpt2,P,Another story.\n"
+
+BAD_ITEM_FILES = {
+    "missing column": ("x.csv", b"id,prompt\na,P\n", "missing column 'story'"),
+    "unknown column": ("x.csv", b"id,prompt,story,colour\na,P,S,red\n", "unknown column 'colour'"),
+    "empty file": ("x.csv", b"", "is empty"),
+    "header only": ("x.csv", b"id,prompt,story\n", "no rows"),
+    "bad utf-8": ("x.csv", b"id,prompt,story\na,P,caf\xe9\n", "not valid UTF-8"),
+    "duplicate ids": ("x.csv", b"id,prompt,story\na,P,S\na,P,T\n", "duplicate id 'a'"),
+    "empty value": ("x.csv", b"id,prompt,story\na,P,\n", "row 1, column 'story'"),
+    "ragged row": ("x.csv", b"id,prompt,story\na,P,S,extra,more\n", "x.csv"),
+    "wrong type": ("x.jsonl", b'{"id": "a", "prompt": "P", "story": 42.5}\n', "expected text"),
+    "bad json": ("x.jsonl", b'{"id": "a", "prompt": "P", "story": "S"}\n{"id": \n', "line 2: not valid JSON"),
+    "bad parquet": ("x.parquet", b"PAR1 this is not parquet", "cannot read it as Parquet"),
+    "unknown extension": ("x.xlsx", b"whatever", "unknown file type"),
+    "giant field": ("x.csv", b"id,prompt,story\na,P," + b"w" * 100_001 + b"\n", "more than the limit"),
+    "id clash": ("x.csv", b"id,system,prompt,story\na,human,P,Different text.\n", "already in the study"),
+}
+
+
+@pytest.fixture
+def study_file(tmp_path, cli):
+    items = tmp_path / "items.csv"
+    items.write_text(GOOD_ITEMS)
+    db = tmp_path / "study.db"
+    code, out, err = cli("import", items, "--task", "story", "--db", db)
+    assert code == 0, err
+    return db
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ITEM_FILES))
+def test_bad_item_files(case, tmp_path, cli, study_file):
+    name, content, message = BAD_ITEM_FILES[case]
+    bad = tmp_path / name
+    bad.write_bytes(content)
+    before = digest(study_file)
+    code, out, err = cli("import", bad, "--task", "story", "--db", study_file)
+    assert code == 2
+    assert message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert digest(study_file) == before
+
+
+def test_bad_file_does_not_create_a_study(tmp_path, cli):
+    bad = tmp_path / "x.csv"
+    bad.write_bytes(b"id,prompt\na,P\n")
+    code, _, err = cli("import", bad, "--task", "story", "--db", tmp_path / "new.db")
+    assert code == 2 and not (tmp_path / "new.db").exists()
+
+
+BAD_RATING_FILES = {
+    "off the scale": ("item,rater,attribute,value\na,t1,likability,6\n", "off the scale"),
+    "not a number": ("item,rater,attribute,value\na,t1,likability,great\n", "is not a number"),
+    "unknown item": ("item,rater,attribute,value\nzzz,t1,likability,3\n", "no item 'zzz'"),
+    "unknown attribute": ("item,rater,attribute,value\na,t1,humour,3\n", "no attribute 'humour'"),
+    "missing column": ("item,rater,value\na,t1,3\n", "missing column 'attribute'"),
+    "bad kind": ("item,rater,attribute,value,kind\na,t1,likability,3,robot\n", "neither 'human' nor 'llm'"),
+    "duplicate": ("item,rater,attribute,value\na,t1,likability,3\na,t1,likability,4\n", "a second rating"),
+    "bad sample": ("item,rater,attribute,value,sample\na,t1,likability,3,-1\n", "column 'sample'"),
+    # the first rows are fine: the import is atomic, so none of them may land
+    "late error": ("item,rater,attribute,value\na,t1,likability,3\nb,t1,likability,9\n", "row 2"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RATING_FILES))
+def test_bad_rating_files(case, tmp_path, cli, study_file):
+    content, message = BAD_RATING_FILES[case]
+    bad = tmp_path / "r.csv"
+    bad.write_text(content)
+    before = digest(study_file)
+    code, out, err = cli("import-ratings", bad, "--db", study_file)
+    assert code == 2, out
+    assert message in err and "Traceback" not in err
+    assert digest(study_file) == before
+
+
+def test_conflicting_rating_reimport_changes_nothing(tmp_path, cli, study_file):
+    good = tmp_path / "r.csv"
+    good.write_text("item,rater,attribute,value\na,t1,likability,3\n")
+    assert cli("import-ratings", good, "--db", study_file)[0] == 0
+    before = digest(study_file)
+    good.write_text("item,rater,attribute,value\nb,t1,likability,2\na,t1,likability,4\n")
+    code, _, err = cli("import-ratings", good, "--db", study_file)
+    assert code == 2 and "already rated" in err
+    assert digest(study_file) == before
+
+
+def test_bad_flags_and_task_files(tmp_path, cli, study_file):
+    items = tmp_path / "items.csv"
+    items.write_text(GOOD_ITEMS)
+    assert cli("import", items, "--task", "nonesuch", "--db", study_file)[2].count("unknown task 'nonesuch'") == 1
+    assert "NAME=COLUMN" in cli("import", items, "--task", "story", "--map", "story", "--db", study_file)[2]
+    toml = tmp_path / "t.toml"
+    toml.write_text("[[task]]\nname = 'x'\nfields = []\n")
+    code, _, err = cli("tasks", "--task-file", toml)
+    assert code == 2 and "'fields' must be a non-empty list" in err
+    toml.write_text("this is = = not toml")
+    assert "not valid TOML" in cli("tasks", "--task-file", toml)[2]
+    assert "does not exist" in cli("info", "--db", tmp_path / "none.db")[2]
+
+
+def test_custom_task_travels_with_the_study(tmp_path, cli):
+    db = tmp_path / "s.db"
+    code, out, err = cli("import", SAMPLE / "dialogue.csv", "--task", "dialogue",
+                         "--task-file", SAMPLE / "custom_task.toml", "--db", db)
+    assert code == 0, err
+    ratings = tmp_path / "r.csv"
+    ratings.write_text("item,rater,attribute,value\nd1,me,engagingness,80\nd2,me,naturalness,1\n")
+    code, out, err = cli("import-ratings", ratings, "--db", db)  # no --task-file needed now
+    assert code == 0, err
+    assert "2 new ratings" in out
+
+
+def test_tasks_lists_builtins_and_custom(cli):
+    code, out, _ = cli("tasks", "--task-file", SAMPLE / "custom_task.toml")
+    assert code == 0
+    for name in ("story", "title-fluency", "title-meaning", "hanna", "story-explicit", "story-pairwise",
+                 "dialogue", "grammaticality", "engagingness"):
+        assert name in out
+
+
+def test_demo_imports_samples_once(tmp_path):
+    first = run_cli_process("demo", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / "tui-rater.db").exists()  # the documented default file
+    second = run_cli_process("demo", cwd=tmp_path)
+    assert "0 new" in second.stdout
+    info = json.loads(run_cli_process("info", "--json", cwd=tmp_path).stdout)
+    tasks = {row["task"] for row in info["items"]}
+    assert {"story", "title-fluency", "title-meaning", "hanna"} <= tasks
+    assert sum(r["n"] for r in info["items"] if r["task"] == "story") >= 48
+    assert info["ratings"] == 1728 + sum(1 for _ in open(SAMPLE / "hanna_llm_ratings.csv")) - 1
+
+
+def test_export_formats(tmp_path, cli, study_file):
+    for what in ("items", "ratings", "wide"):
+        out = tmp_path / f"{what}.jsonl"
+        code, _, err = cli("export", "--what", what, "--out", out, "--db", study_file)
+        assert code == 0, err
+    assert "unknown file type" in cli("export", "--out", tmp_path / "x.xls", "--db", study_file)[2]
+
+
+def test_env_and_config_file_defaults(tmp_path):
+    import os
+
+    config = tmp_path / "config.toml"
+    config.write_text(f'db = "{tmp_path / "from-config.db"}"\n')
+    env = {**os.environ, "TUI_RATER_CONFIG": str(config)}
+    items = tmp_path / "items.csv"
+    items.write_text(GOOD_ITEMS)
+    assert run_cli_process("import", items, "--task", "story", env=env).returncode == 0
+    assert (tmp_path / "from-config.db").exists()
+    env["TUI_RATER_DB"] = str(tmp_path / "from-env.db")
+    assert run_cli_process("import", items, "--task", "story", env=env).returncode == 0
+    assert (tmp_path / "from-env.db").exists()
+    config.write_text("unknown_setting = 1\n")
+    result = run_cli_process("info", env=env)
+    assert result.returncode == 2 and "unknown setting 'unknown_setting'" in result.stderr
+
+
+def test_headless_commands_do_not_import_textual():
+    code = (
+        "import sys; from tui_rater.cli import main; import tui_rater.store.io, tui_rater.store.study, "
+        "tui_rater.domain.prompts, tui_rater.domain.parsing, tui_rater.domain.diff; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'llama_cpp', 'openai')]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
