@@ -75,7 +75,74 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=cmd_info)
 
+    p = sub.add_parser("judge", parents=[common], help="ask an LLM judge to rate the items (headless, resumable)",
+                       description="Enqueue the judge's missing work and drain the queue with a progress bar. "
+                                   "Safe to interrupt and re-run: finished ratings are kept, the rest resumes.")
+    _judge_flags(p)
+    p.add_argument("--task", help="only this task (default: every task in the study)")
+    p.add_argument("--workers", type=int, default=None, help="parallel workers (default: 1 local, 8 API)")
+    p.add_argument("--limit", type=int, help="only the first N items of each task")
+    p.set_defaults(run=cmd_judge)
+
+    p = sub.add_parser("queue", parents=[common], help="show the judge queue; cancel or retry jobs")
+    p.add_argument("--cancel", action="store_true", help="cancel queued and leased jobs")
+    p.add_argument("--retry", action="store_true", help="queue failed and cancelled jobs again")
+    p.add_argument("--rater", help="only this judge (its name as `queue` lists it)")
+    p.set_defaults(run=cmd_queue)
+
+    p = sub.add_parser("reparse", parents=[common], help="re-apply the reply parser to stored judge replies")
+    p.set_defaults(run=cmd_reparse)
+
     return parser
+
+
+def _judge_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("judge")
+    g.add_argument("--model", required=True, metavar="SPEC",
+                   help="a .gguf file (local llama.cpp) or api:<model> (OpenAI-compatible server)")
+    g.add_argument("--mode", default="text", choices=("text", "constrained", "distribution"),
+                   help="text: free reply + parser (the paper); constrained: reply forced to a valid score; "
+                        "distribution: the scale tokens' probabilities, N samples drawn from them")
+    g.add_argument("--variant", default=None,
+                   help="plain | persona | explain (Chiang & Lee §3.3.2); v1..v5 for the Chen et al. tasks")
+    g.add_argument("--samples", type=int, help="samples per question (default 3, as in the paper)")
+    g.add_argument("--temperature", type=float, help="default 1.0")
+    g.add_argument("--top-p", type=float, help="nucleus sampling p (default 0.9)")
+    g.add_argument("--seed", type=int, default=0, help="base seed; sample k uses seed + k")
+    g.add_argument("--conversation", action="store_true",
+                   help="ask all of an item's questions in one chat, in order (the paper's ChatGPT setting)")
+    g.add_argument("--max-tokens", type=int, help="reply length limit (default 128)")
+    g.add_argument("--max-retries", type=int, help="regenerations of a reply that does not parse (default 3)")
+    g.add_argument("--n-ctx", type=int, help="local: context window in tokens (default 4096)")
+    g.add_argument("--n-gpu-layers", type=int, help="local: layers to offload to CUDA/Metal (-1 = all)")
+    g.add_argument("--chat-template", metavar="FILE", help="local: a Jinja chat template (default: the GGUF's)")
+    g.add_argument("--base-url", help="API: the server, e.g. http://127.0.0.1:8080/v1 (default: OpenAI)")
+    g.add_argument("--api-key-env", help="API: the environment variable holding the key (default OPENAI_API_KEY)")
+    g.add_argument("--timeout", type=float, default=120.0, help="API: seconds to wait for a reply")
+
+
+def judge_spec(args: argparse.Namespace, settings: Settings, task_names: list[str] | None = None):
+    from tui_rater.judge.spec import JudgeSpec
+
+    d = settings.judge
+    template = None
+    if args.chat_template:
+        try:
+            template = Path(args.chat_template).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot read chat template {args.chat_template}: {exc.strerror}") from None
+    chen = any(name in ("story-explicit", "story-pairwise") for name in task_names or [])
+    variant = args.variant or ("v1" if chen else "plain")
+    pick = lambda flag, default: default if flag is None else flag  # noqa: E731
+    return JudgeSpec(
+        model=args.model, mode=args.mode, variant=variant, samples=pick(args.samples, d.samples),
+        temperature=pick(args.temperature, d.temperature), top_p=pick(args.top_p, d.top_p), seed=args.seed,
+        conversation=args.conversation, max_tokens=pick(args.max_tokens, d.max_tokens),
+        max_retries=pick(args.max_retries, d.max_retries), n_ctx=pick(args.n_ctx, d.n_ctx),
+        n_gpu_layers=pick(args.n_gpu_layers, d.n_gpu_layers), chat_template=template,
+        base_url=args.base_url or d.base_url, api_key_env=args.api_key_env or d.api_key_env,
+        timeout_s=args.timeout,
+    ).validate()
 
 
 def _version() -> str:
@@ -235,6 +302,137 @@ def cmd_demo(args, settings) -> int:
         result = import_ratings(study, REPO_SAMPLE_DATA / filename)
         print(f"{filename}: {result.added} new ratings, {result.skipped} already present")
     print_info(study.info())
+    return 0
+
+
+def cmd_judge(args, settings) -> int:
+    import threading
+
+    from tui_rater.judge import queue
+    from tui_rater.judge.spec import provenance, rater_name
+    from tui_rater.judge.worker import jobs_for, run_judge
+    from tui_rater.domain.prompts import variants_for
+
+    study = _open(args, settings, create=False)
+    task_names = [args.task] if args.task else study.item_task_names()
+    if not task_names:
+        raise UserError(f"{study.path} holds no items; import some first")
+    spec = judge_spec(args, settings, task_names)
+    for name in task_names:
+        task = study.task(name)
+        if spec.variant not in variants_for(task):
+            raise UserError(f"variant {spec.variant!r} does not apply to task {name!r} "
+                            f"(choose one of: {', '.join(variants_for(task))}); judge one task at a time with --task")
+        if spec.conversation and spec.mode == "distribution":
+            raise UserError("--conversation works with --mode text or constrained")
+    if args.workers is not None and not 1 <= args.workers <= 64:
+        raise UserError("--workers must be between 1 and 64")
+    workers = args.workers or (8 if spec.is_api else 1)
+    if spec.is_api:
+        spec.api_key()  # fail now, with one sentence, if there is no key
+    config = provenance(spec)
+    rater = study.judge(rater_name(spec, config), config)
+    added = 0
+    for name in task_names:
+        task = study.task(name)
+        keys = [item.key for item in study.items(name)][: args.limit]
+        attributes, samples = jobs_for(task, spec)
+        added += queue.enqueue(study, rater.id, keys, attributes, samples)
+    total = queue.pending(study, rater.id)
+    print(f"judge {rater.name}: {added} new jobs, {total} to run, {workers} worker(s)", file=sys.stderr)
+    threads, progress, stop = run_judge(study.path, rater.id, spec, config, workers=workers)
+    _watch(threads, progress, stop, total)
+    if progress.fatal:
+        raise UserError(f"the judge stopped: {progress.fatal.message}")
+    left = queue.counts(study, rater.id)
+    print(f"done: {progress.done} jobs ({progress.parse_failures} replies did not parse; "
+          f"{progress.cached} answered from the store), failed: {left['failed']}, "
+          f"still queued: {left['queued'] + left['leased']}")
+    return 1 if left["failed"] else 0
+
+
+def _watch(threads, progress, stop, total: int) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("[bold]judging"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[rate]:.2f} jobs/s"), TimeRemainingColumn(),
+               TextColumn("failed {task.fields[failed]}  retrying {task.fields[retried]}"))
+    try:
+        with Progress(*columns, transient=False) as bar:
+            task = bar.add_task("judge", total=total, rate=0.0, failed=0, retried=0)
+            while any(t.is_alive() for t in threads):
+                for t in threads:
+                    t.join(timeout=0.2)
+                elapsed = max(1e-9, __import__("time").monotonic() - progress.started)
+                bar.update(task, completed=progress.done + progress.failed, rate=progress.done / elapsed,
+                           failed=progress.failed, retried=progress.retried)
+            bar.update(task, completed=progress.done + progress.failed)
+    except KeyboardInterrupt:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+        raise
+
+
+def cmd_queue(args, settings) -> int:
+    from rich.table import Table
+
+    from tui_rater.judge import queue
+
+    study = _open(args, settings, create=False)
+    rater_id = None
+    if args.rater:
+        matches = [r for r in study.raters("llm") if r.name == args.rater]
+        if not matches:
+            raise UserError(f"no judge named {args.rater!r} in {study.path}")
+        rater_id = matches[0].id
+    if args.cancel:
+        print(f"cancelled {queue.cancel(study, rater_id)} jobs")
+    if args.retry:
+        print(f"queued {queue.retry(study, rater_id)} jobs again")
+    table = Table(title="Judge queue", title_justify="left")
+    for column in ("judge", "queued", "leased", "done", "failed", "cancelled"):
+        table.add_column(column)
+    for rater in study.raters("llm"):
+        if rater_id is not None and rater.id != rater_id:
+            continue
+        c = queue.counts(study, rater.id)
+        if sum(c.values()):
+            table.add_row(rater.name, *(str(c[k]) for k in ("queued", "leased", "done", "failed", "cancelled")))
+    console = _console()
+    console.print(table)
+    failed = queue.failures(study)
+    if failed:
+        errors = Table(title="Recent failures", title_justify="left")
+        for column in ("item", "attribute", "sample", "attempts", "error"):
+            errors.add_column(column)
+        for f in failed:
+            errors.add_row(f"{f['task']}/{f['item']}", f["attribute"], str(f["sample"]), str(f["attempts"]),
+                           f"{f['error_kind']}: {f['last_error']}")
+        console.print(errors)
+    return 0
+
+
+def cmd_reparse(args, settings) -> int:
+    from tui_rater.judge.worker import parse_reply
+    from tui_rater.store.db import write
+
+    study = _open(args, settings, create=False)
+    rows = list(study.db.query(
+        "SELECT r.id, r.attribute, r.raw, r.value, r.parse_status, i.task FROM ratings r "
+        "JOIN items i ON i.key = r.item_key JOIN raters ra ON ra.id = r.rater_id "
+        "WHERE ra.kind = 'llm' AND r.raw IS NOT NULL"))
+    changed = 0
+    with write(study.db) as conn:
+        for row in rows:
+            attribute = study.task(row["task"]).attribute(row["attribute"])
+            result = parse_reply(row["raw"], attribute, structured=row["raw"].lstrip().startswith("{"))
+            status = "ok" if result.ok else result.failure
+            if (result.value, status) != (row["value"], row["parse_status"]):
+                conn.execute("UPDATE ratings SET value = ?, parse_status = ? WHERE id = ?",
+                             [result.value, status, row["id"]])
+                changed += 1
+    print(f"re-parsed {len(rows)} stored replies: {changed} changed")
     return 0
 
 

@@ -66,12 +66,14 @@ MIGRATIONS: list[str] = [
         parse_status TEXT NOT NULL DEFAULT 'ok',
         seconds REAL,                      -- time the human spent on the item
         created_at TEXT NOT NULL,
-        job_id INTEGER UNIQUE REFERENCES jobs (id),  -- a job's result is stored once
+        job_id INTEGER REFERENCES jobs (id),
         revises INTEGER REFERENCES ratings (id),     -- a revision after reveal, linked to the first
         retracted INTEGER NOT NULL DEFAULT 0,        -- undone by the rater
         details TEXT                       -- JSON: distribution, expected score, source ...
     );
     CREATE INDEX ratings_item ON ratings (item_key, attribute);
+    -- a job's result is stored once (a conversation job stores one rating per attribute)
+    CREATE UNIQUE INDEX ratings_job ON ratings (job_id, attribute, sample) WHERE job_id IS NOT NULL;
     CREATE INDEX ratings_rater ON ratings (rater_id, item_key);
     CREATE TABLE notes (
         id INTEGER PRIMARY KEY,
@@ -84,6 +86,12 @@ MIGRATIONS: list[str] = [
         created_at TEXT NOT NULL
     );
     CREATE INDEX notes_item ON notes (item_key, rater_id);
+    -- identical requests (model SHA-256, prompt, parameters, seed) are answered from here
+    CREATE TABLE replies (
+        request_hash TEXT PRIMARY KEY,
+        reply TEXT NOT NULL,               -- JSON: text, or the distribution
+        created_at TEXT NOT NULL
+    );
     """,
 ]
 

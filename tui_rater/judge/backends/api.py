@@ -1,0 +1,148 @@
+"""Any OpenAI-compatible chat API through the openai client: OpenAI, vLLM, Ollama, llama.cpp server.
+
+The client's own retries are off: the queue retries, with backoff that honours Retry-After,
+so a rate-limited job waits in the queue instead of holding a worker. Errors become typed
+``JudgeError``s; messages never contain the API key.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from tui_rater.domain.tasks import Scale
+from tui_rater.judge.backends.base import Completion, Message, TokenCounts
+from tui_rater.judge.errors import JudgeError
+from tui_rater.judge.scoring import gbnf_for, json_schema_for
+from tui_rater.judge.spec import JudgeSpec
+
+# how a constrained reply is asked for, tried in this order until the server accepts one
+CONSTRAINT_STYLES = ("json_schema", "grammar")
+
+
+def _retry_after(response) -> float | None:
+    if response is None:
+        return None
+    value = response.headers.get("retry-after")
+    if value is None:
+        ms = response.headers.get("retry-after-ms")
+        return float(ms) / 1000 if ms and ms.replace(".", "", 1).isdigit() else None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+        from datetime import datetime, timezone
+
+        try:
+            return max(0.0, (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds())
+        except (TypeError, ValueError):
+            return None
+
+
+class ApiBackend:
+    def __init__(self, spec: JudgeSpec):
+        import openai
+
+        self.spec = spec
+        self.counts = TokenCounts()
+        self._openai = openai
+        self._key = spec.api_key()
+        self.client = openai.OpenAI(base_url=spec.base_url, api_key=self._key, max_retries=0,
+                                    timeout=spec.timeout_s)
+        self._constraint_style: str | None = None
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "[key]") if self._key and len(self._key) > 3 else text
+
+    def _call(self, **kwargs):
+        openai = self._openai
+        try:
+            return self.client.chat.completions.create(model=self.spec.api_model, **kwargs)
+        except openai.AuthenticationError:
+            raise JudgeError("auth", f"the server at {self._where()} refused the API key (401); "
+                             f"check ${self.spec.api_key_env}") from None
+        except openai.PermissionDeniedError:
+            raise JudgeError("auth", f"the server at {self._where()} denied access (403)") from None
+        except openai.NotFoundError:
+            raise JudgeError("unknown_model", f"the server at {self._where()} has no model "
+                             f"{self.spec.api_model!r} (404)") from None
+        except openai.RateLimitError as exc:
+            raise JudgeError("rate_limited", "rate limited (429)", _retry_after(exc.response)) from None
+        except openai.APITimeoutError:
+            raise JudgeError("timeout", f"no answer within {self.spec.timeout_s:g} s") from None
+        except openai.APIConnectionError as exc:
+            raise JudgeError("connection", f"cannot reach {self._where()} ({self._scrub(str(exc))})") from None
+        except openai.InternalServerError as exc:
+            raise JudgeError("server_error", f"server error {exc.status_code}", _retry_after(exc.response)) from None
+        except openai.BadRequestError as exc:
+            raise JudgeError("bad_request", self._scrub(f"the server rejected the request (400): {exc.message}")) from None
+        except openai.UnprocessableEntityError as exc:
+            raise JudgeError("bad_request", self._scrub(f"the server rejected the request (422): {exc.message}")) from None
+        except openai.APIStatusError as exc:
+            kind = "server_error" if exc.status_code >= 500 else "bad_request"
+            raise JudgeError(kind, f"HTTP {exc.status_code}", _retry_after(exc.response)) from None
+        except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:
+            raise JudgeError("malformed", f"the server's answer is not valid JSON ({type(exc).__name__})") from None
+
+    def _where(self) -> str:
+        return self.spec.base_url or "api.openai.com"
+
+    def _reply_text(self, response) -> str:
+        try:
+            choice = response.choices[0]
+            text = choice.message.content
+        except (AttributeError, IndexError, TypeError):
+            raise JudgeError("malformed", "the server's answer has no choices[0].message") from None
+        usage = getattr(response, "usage", None)
+        if usage is not None:
+            self.counts.evaluated += getattr(usage, "prompt_tokens", 0) or 0
+            self.counts.generated += getattr(usage, "completion_tokens", 0) or 0
+        return text or ""
+
+    def complete(self, messages: list[Message], *, temperature: float, top_p: float, max_tokens: int,
+                 seed: int, constrain: Scale | None = None) -> Completion:
+        params = dict(messages=messages, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+        if constrain is None:
+            return Completion(self._reply_text(self._call(**params)))
+        styles = [self._constraint_style] if self._constraint_style else list(CONSTRAINT_STYLES)
+        last: JudgeError | None = None
+        for style in styles:
+            try:
+                response = self._call(**params, **self._constraint(style, constrain))
+            except JudgeError as exc:
+                if exc.kind != "bad_request":
+                    raise
+                last = exc
+                continue
+            self._constraint_style = style
+            return Completion(self._reply_text(response), structured=style == "json_schema")
+        raise JudgeError("unsupported", "the server accepts neither a JSON schema nor a grammar for "
+                         f"constrained output; use --mode text ({last.message if last else ''})")
+
+    @staticmethod
+    def _constraint(style: str, scale: Scale) -> dict:
+        if style == "json_schema":  # OpenAI structured outputs, vLLM
+            return {"response_format": {"type": "json_schema", "json_schema": {
+                "name": "rating", "strict": True, "schema": json_schema_for(scale)}}}
+        return {"extra_body": {"grammar": gbnf_for(scale)}}  # llama.cpp server
+
+    def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]:
+        response = self._call(messages=messages, max_tokens=1, temperature=1.0, logprobs=True, top_logprobs=20)
+        self._reply_text(response)
+        try:
+            content = response.choices[0].logprobs.content
+            top = content[0].top_logprobs
+        except (AttributeError, IndexError, TypeError):
+            top = None
+        if not top:
+            raise JudgeError("no_logprobs", f"the server at {self._where()} returned no top_logprobs; "
+                             "use --mode text or constrained with this API")
+        probabilities = dict.fromkeys(options, 0.0)
+        for entry in top:
+            token = (entry.token or "").strip()
+            if token in probabilities:
+                probabilities[token] += math.exp(entry.logprob)
+        return probabilities
+
+    def close(self) -> None:
+        self.client.close()

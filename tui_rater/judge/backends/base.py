@@ -1,0 +1,37 @@
+"""What a judge backend does: complete a chat, or read the next-token distribution over options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from tui_rater.domain.tasks import Scale
+
+Message = dict[str, str]  # {"role": "user" | "assistant", "content": ...}
+
+
+@dataclass
+class TokenCounts:
+    """Prompt tokens served from the KV cache vs evaluated (issue 7's figures)."""
+
+    cached: int = 0
+    evaluated: int = 0
+    generated: int = 0
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    structured: bool = False  # the reply is {"score": ...} JSON from a constrained request
+
+
+@dataclass
+class Backend(Protocol):
+    counts: TokenCounts = field(default_factory=TokenCounts)
+
+    def complete(self, messages: list[Message], *, temperature: float, top_p: float, max_tokens: int,
+                 seed: int, constrain: Scale | None = None) -> Completion: ...
+
+    def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,40 @@
+"""Typed judge failures: what went wrong, whether a retry may help, and when to retry."""
+
+from __future__ import annotations
+
+# kind -> retry? (429/5xx/timeouts/connection are transient; auth, unknown model, a prompt
+# longer than the context window or a broken model file are not)
+RETRYABLE = {
+    "rate_limited": True,
+    "server_error": True,
+    "timeout": True,
+    "connection": True,
+    "malformed": True,
+    "auth": False,
+    "unknown_model": False,
+    "bad_request": False,
+    "context_overflow": False,
+    "model_load": False,
+    "no_logprobs": False,
+    "unsupported": False,
+}
+
+
+class JudgeError(Exception):
+    def __init__(self, kind: str, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return RETRYABLE.get(self.kind, False)
+
+    @property
+    def fatal_for_judge(self) -> bool:
+        """Failures that will fail every job of this judge the same way: stop its workers."""
+        return self.kind in ("auth", "unknown_model", "model_load", "no_logprobs", "unsupported")
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"

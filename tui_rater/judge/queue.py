@@ -1,0 +1,177 @@
+"""The judge queue: one persistent table in the study file, shared by every worker of every process.
+
+- A job is (item, attribute or '*' for a whole conversation, judge configuration, sample).
+- Workers lease a batch of one item's jobs (so consecutive prompts share their prefix in the
+  model's KV cache) for a limited time; a killed worker's jobs come back when the lease expires.
+- A result is stored in the same transaction that marks the job done, and only if the worker
+  still holds the lease: no job's result is stored twice.
+- Transient failures go back to the queue with exponential backoff that honours Retry-After.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass
+
+from tui_rater.store.db import utc_now, write
+from tui_rater.store.study import Study
+
+LEASE_S = 120.0
+MAX_ATTEMPTS = 6
+BACKOFF_BASE_S = 0.5
+BACKOFF_MAX_S = 120.0
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    item_key: int
+    attribute: str
+    rater_id: int
+    sample: int
+    attempts: int
+
+
+@dataclass(frozen=True)
+class RatingResult:
+    attribute: str
+    sample: int
+    value: float | None
+    raw: str | None
+    parse_status: str
+    details: dict | None = None
+
+
+def enqueue(study: Study, rater_id: int, item_keys: list[int], attributes: list[str], samples: int) -> int:
+    """Add the jobs that do not exist yet; return how many were added."""
+    now = utc_now()
+    rows = [(key, attribute, rater_id, sample, str(key), now, now)
+            for key in item_keys for attribute in attributes for sample in range(samples)]
+    with write(study.db) as conn:
+        before = conn.total_changes
+        conn.executemany(
+            "INSERT OR IGNORE INTO jobs (item_key, attribute, rater_id, sample, prefix_key, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        return conn.total_changes - before
+
+
+def lease(study: Study, rater_id: int, owner: str, max_jobs: int = 64, lease_s: float = LEASE_S) -> list[Job]:
+    """Lease the ready jobs of the next item (one item's jobs, in attribute and sample order)."""
+    now = time.time()
+    with write(study.db) as conn:
+        row = conn.execute(
+            "SELECT item_key FROM jobs WHERE rater_id = ? AND not_before <= ? AND "
+            "(status = 'queued' OR (status = 'leased' AND lease_until < ?)) ORDER BY item_key LIMIT 1",
+            [rater_id, now, now]).fetchone()
+        if row is None:
+            return []
+        rows = conn.execute(
+            "SELECT id, item_key, attribute, rater_id, sample, attempts FROM jobs WHERE rater_id = ? "
+            "AND item_key = ? AND not_before <= ? AND (status = 'queued' OR (status = 'leased' AND lease_until < ?)) "
+            "ORDER BY id LIMIT ?", [rater_id, row[0], now, now, max_jobs]).fetchall()
+        conn.executemany(
+            "UPDATE jobs SET status = 'leased', lease_owner = ?, lease_until = ?, attempts = attempts + 1, "
+            "updated_at = ? WHERE id = ?", [(owner, now + lease_s, utc_now(), r[0]) for r in rows])
+    return [Job(r[0], r[1], r[2], r[3], r[4], r[5] + 1) for r in rows]
+
+
+def renew(study: Study, jobs: list[Job], owner: str, lease_s: float = LEASE_S) -> None:
+    with write(study.db) as conn:
+        conn.executemany("UPDATE jobs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND status = 'leased'",
+                         [(time.time() + lease_s, job.id, owner) for job in jobs])
+
+
+def complete(study: Study, job: Job, owner: str, results: list[RatingResult]) -> bool:
+    """Store a job's ratings and mark it done, atomically; False if the lease was lost meanwhile."""
+    now = utc_now()
+    with write(study.db) as conn:
+        claimed = conn.execute(
+            "UPDATE jobs SET status = 'done', lease_owner = NULL, error_kind = NULL, last_error = NULL, "
+            "updated_at = ? WHERE id = ? AND status = 'leased' AND lease_owner = ?", [now, job.id, owner]).rowcount
+        if claimed != 1:
+            return False
+        conn.executemany(
+            "INSERT INTO ratings (item_key, attribute, rater_id, sample, value, raw, parse_status, created_at, "
+            "job_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(job.item_key, r.attribute, job.rater_id, r.sample, r.value, r.raw, r.parse_status, now, job.id,
+              json.dumps(r.details) if r.details else None) for r in results])
+    return True
+
+
+def fail(study: Study, job: Job, owner: str, kind: str, message: str, *, retryable: bool,
+         retry_after: float | None = None) -> str:
+    """Put a job back with backoff, or mark it failed for good; return its new status."""
+    retry = retryable and job.attempts < MAX_ATTEMPTS
+    delay = 0.0
+    if retry:
+        backoff = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (job.attempts - 1)) * random.uniform(0.8, 1.2)
+        delay = max(backoff, retry_after or 0.0)
+    status = "queued" if retry else "failed"
+    with write(study.db) as conn:
+        conn.execute(
+            "UPDATE jobs SET status = ?, lease_owner = NULL, lease_until = NULL, not_before = ?, error_kind = ?, "
+            "last_error = ?, updated_at = ? WHERE id = ? AND lease_owner = ? AND status = 'leased'",
+            [status, time.time() + delay, kind, message[:500], utc_now(), job.id, owner])
+    return status
+
+
+def release(study: Study, jobs: list[Job], owner: str) -> None:
+    """Give back leased jobs untouched (a worker stopping cleanly); the attempt does not count."""
+    with write(study.db) as conn:
+        conn.executemany(
+            "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL, attempts = attempts - 1 "
+            "WHERE id = ? AND lease_owner = ? AND status = 'leased'", [(job.id, owner) for job in jobs])
+
+
+def cancel(study: Study, rater_id: int | None = None) -> int:
+    with write(study.db) as conn:
+        sql = "UPDATE jobs SET status = 'cancelled', lease_owner = NULL, updated_at = ? WHERE status IN ('queued', 'leased')"
+        params: list = [utc_now()]
+        if rater_id is not None:
+            sql += " AND rater_id = ?"
+            params.append(rater_id)
+        return conn.execute(sql, params).rowcount
+
+
+def retry(study: Study, rater_id: int | None = None) -> int:
+    """Queue failed and cancelled jobs again, with a fresh attempt budget."""
+    with write(study.db) as conn:
+        sql = ("UPDATE jobs SET status = 'queued', attempts = 0, not_before = 0, lease_owner = NULL, updated_at = ? "
+               "WHERE status IN ('failed', 'cancelled')")
+        params: list = [utc_now()]
+        if rater_id is not None:
+            sql += " AND rater_id = ?"
+            params.append(rater_id)
+        return conn.execute(sql, params).rowcount
+
+
+def counts(study: Study, rater_id: int | None = None) -> dict[str, int]:
+    sql = "SELECT status, count(*) FROM jobs" + (" WHERE rater_id = ?" if rater_id is not None else "") + " GROUP BY status"
+    found = dict(study.db.conn.execute(sql, [rater_id] if rater_id is not None else []).fetchall())
+    return {status: found.get(status, 0) for status in ("queued", "leased", "done", "failed", "cancelled")}
+
+
+def pending(study: Study, rater_id: int) -> int:
+    """Jobs that may still produce a result (queued, or leased by a live or dead worker)."""
+    return study.db.conn.execute(
+        "SELECT count(*) FROM jobs WHERE rater_id = ? AND status IN ('queued', 'leased')", [rater_id]).fetchone()[0]
+
+
+def failures(study: Study, limit: int = 20) -> list[dict]:
+    return [dict(r) for r in study.db.query(
+        "SELECT j.id, i.id AS item, i.task, j.attribute, j.sample, ra.name AS rater, j.attempts, j.error_kind, "
+        "j.last_error FROM jobs j JOIN items i ON i.key = j.item_key JOIN raters ra ON ra.id = j.rater_id "
+        "WHERE j.status = 'failed' ORDER BY j.updated_at DESC LIMIT ?", [limit])]
+
+
+def cached_reply(study: Study, request_hash: str) -> dict | None:
+    row = study.db.conn.execute("SELECT reply FROM replies WHERE request_hash = ?", [request_hash]).fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def store_reply(study: Study, request_hash: str, reply: dict) -> None:
+    with write(study.db) as conn:
+        conn.execute("INSERT OR IGNORE INTO replies (request_hash, reply, created_at) VALUES (?, ?, ?)",
+                     [request_hash, json.dumps(reply), utc_now()])

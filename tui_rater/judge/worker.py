@@ -1,0 +1,235 @@
+"""Workers that drain the queue for one judge: ask, parse, store -- in a background thread.
+
+Used by `tui-rater judge` (headless) and by the app (`annotate --judge`). Each worker owns its
+own study connection and its own backend (one llama.cpp model per worker).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from tui_rater.domain.parsing import parse_choice, parse_score
+from tui_rater.domain.prompts import render
+from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.judge import queue
+from tui_rater.judge.errors import JudgeError
+from tui_rater.judge.queue import Job, RatingResult
+from tui_rater.judge.scoring import option_labels, score_distribution
+from tui_rater.judge.spec import JudgeSpec
+from tui_rater.store.study import Study
+
+BackendFactory = Callable[[JudgeSpec], object]
+
+
+def make_backend(spec: JudgeSpec):
+    if spec.is_api:
+        from tui_rater.judge.backends.api import ApiBackend
+
+        return ApiBackend(spec)
+    from tui_rater.judge.backends.local import LocalBackend
+
+    return LocalBackend(spec)
+
+
+@dataclass
+class Progress:
+    """Shared between workers and whoever shows progress (a Rich bar, the app)."""
+
+    done: int = 0
+    failed: int = 0
+    parse_failures: int = 0
+    retried: int = 0
+    cached: int = 0
+    fatal: JudgeError | None = None
+    started: float = field(default_factory=time.monotonic)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, **changes: int) -> None:
+        with self.lock:
+            for name, delta in changes.items():
+                setattr(self, name, getattr(self, name) + delta)
+
+
+def parse_reply(text: str, attribute: Attribute, structured: bool = False):
+    scale = attribute.scale
+    if structured:
+        try:
+            answer = json.loads(text)["score"]
+            if scale.kind == "choice":
+                return parse_choice(str(answer), tuple(option_labels(scale)))
+            return parse_score(str(answer), (scale.low, scale.high))
+        except (ValueError, KeyError, TypeError):
+            pass  # fall back to reading the text
+    if scale.kind == "choice":
+        return parse_choice(text, tuple(c.key for c in scale.choices))
+    return parse_score(text, (scale.low, scale.high))
+
+
+class Worker(threading.Thread):
+    def __init__(self, db_path: str | Path, rater_id: int, spec: JudgeSpec, rater_config: dict, *,
+                 progress: Progress, stop: threading.Event, drain: bool = True,
+                 backend_factory: BackendFactory = make_backend, poll_s: float = 0.5,
+                 on_result: Callable[[Job], None] | None = None):
+        super().__init__(daemon=True, name=f"judge-{rater_id}")
+        self.db_path, self.rater_id, self.spec = db_path, rater_id, spec
+        self.request_identity = json.dumps(
+            {k: v for k, v in rater_config.items() if not k.endswith("_version")}, sort_keys=True)
+        self.progress, self.stop_event, self.drain = progress, stop, drain
+        self.backend_factory, self.poll_s, self.on_result = backend_factory, poll_s, on_result
+        self.owner = f"{uuid.uuid4().hex[:12]}"
+        self.backend = None
+        self.counts = None
+
+    def run(self) -> None:
+        study = self.study = Study.open(self.db_path, create=False)
+        try:
+            self.backend = self.backend_factory(self.spec)
+            self.counts = self.backend.counts
+            while not self.stop_event.is_set():
+                jobs = queue.lease(study, self.rater_id, self.owner)
+                if not jobs:
+                    if self.drain and queue.pending(study, self.rater_id) == 0:
+                        return
+                    self.stop_event.wait(self.poll_s)
+                    continue
+                for index, job in enumerate(jobs):
+                    if self.stop_event.is_set():
+                        queue.release(study, jobs[index:], self.owner)
+                        return
+                    queue.renew(study, jobs[index:], self.owner)
+                    if not self._process(study, job):
+                        queue.release(study, jobs[index + 1:], self.owner)
+                        return
+        except JudgeError as exc:  # the backend could not start (missing or corrupt model ...)
+            self.progress.fatal = exc
+            self.stop_event.set()
+        finally:
+            if self.backend is not None:
+                self.backend.close()
+            study.close()
+
+    # --- one job -------------------------------------------------------------------------
+
+    def _process(self, study: Study, job: Job) -> bool:
+        """Run one job; False when the judge cannot go on (a fatal error)."""
+        item = study.item(job.item_key)
+        task = study.task(item.task)
+        try:
+            if job.attribute == "*":
+                results = self._conversation(task, item.fields, job)
+            else:
+                results = self._attribute(task, task.attribute(job.attribute), item.fields, job, [])
+        except JudgeError as exc:
+            status = queue.fail(study, job, self.owner, exc.kind, exc.message, retryable=exc.retryable,
+                                retry_after=exc.retry_after)
+            if status == "failed":
+                self.progress.add(failed=1)
+            else:
+                self.progress.add(retried=1)
+            if exc.fatal_for_judge:
+                self.progress.fatal = exc
+                self.stop_event.set()
+                return False
+            return True
+        if queue.complete(study, job, self.owner, results):
+            self.progress.add(done=1, parse_failures=sum(r.parse_status != "ok" for r in results))
+            if self.on_result:
+                self.on_result(job)
+        return True
+
+    def _conversation(self, task: Task, fields: dict, job: Job) -> list[RatingResult]:
+        """The paper's ChatGPT setting: the questions in one chat, in the task's order."""
+        history: list[dict] = []
+        results = []
+        for attribute in task.attributes:
+            result = self._attribute(task, attribute, fields, job, history)
+            results.extend(result)
+            history.append({"role": "assistant", "content": result[0].raw or ""})
+        return results
+
+    def _attribute(self, task: Task, attribute: Attribute, fields: dict, job: Job,
+                   history: list[dict]) -> list[RatingResult]:
+        spec = self.spec
+        prompt = render(task, attribute, fields, spec.variant)
+        history.append({"role": "user", "content": prompt.text})
+        messages = list(history)
+        provenance = {"template_id": prompt.template_id, "template_sha256": prompt.template_hash}
+        if spec.mode == "distribution":
+            return self._distribution(attribute, messages, job, provenance)
+        constrain = attribute.scale if spec.mode == "constrained" else None
+        attempts = []
+        for attempt in range(spec.max_retries + 1):
+            # a regenerated reply gets a new seed; the paper regenerated until a rating came
+            seed = spec.seed + job.sample + 1000 * attempt
+            reply = self._cached(messages, seed, lambda: self._complete(messages, seed, constrain))
+            result = parse_reply(reply["text"], attribute, reply.get("structured", False))
+            attempts.append(reply["text"])
+            if result.ok:
+                details = {**provenance, "seed": seed, "attempts": attempt + 1}
+                return [RatingResult(attribute.name, job.sample, result.value, reply["text"], "ok", details)]
+        details = {**provenance, "seed": seed, "attempts": len(attempts), "earlier_replies": attempts[:-1]}
+        return [RatingResult(attribute.name, job.sample, None, attempts[-1], result.failure, details)]
+
+    def _complete(self, messages, seed, constrain) -> dict:
+        completion = self.backend.complete(messages, temperature=self.spec.temperature, top_p=self.spec.top_p,
+                                           max_tokens=self.spec.max_tokens, seed=seed, constrain=constrain)
+        return {"text": completion.text, "structured": completion.structured}
+
+    def _distribution(self, attribute: Attribute, messages, job: Job, provenance: dict) -> list[RatingResult]:
+        """One forward pass; N samples drawn from the scale's distribution (samples 0..N-1)."""
+        spec = self.spec
+        if attribute.scale.kind not in ("likert", "choice"):
+            raise JudgeError("unsupported", f"--mode distribution needs a discrete scale; {attribute.name} is "
+                             f"{attribute.scale.kind} (use --mode text)")
+        labels = option_labels(attribute.scale)
+        reply = self._cached(messages, None, lambda: {"probabilities": self.backend.option_probabilities(messages, labels)})
+        try:
+            scored = score_distribution(reply["probabilities"], attribute.scale, n_samples=spec.samples,
+                                        temperature=spec.temperature, top_p=spec.top_p, seed=spec.seed + job.item_key)
+        except ValueError as exc:
+            return [RatingResult(attribute.name, s, None, None, "no_number", {**provenance, "error": str(exc)})
+                    for s in range(spec.samples)]
+        details = {**provenance, "distribution": scored.probabilities, "mass": scored.mass, "expected": scored.expected}
+        return [RatingResult(attribute.name, s, value, None, "ok", details if s == 0 else {"expected": scored.expected})
+                for s, value in enumerate(scored.samples)]
+
+    def _cached(self, messages, seed, compute: Callable[[], dict]) -> dict:
+        """Identical requests (model, prompt, parameters, seed) are answered from the store."""
+        key = hashlib.sha256(json.dumps([self.request_identity, messages, seed]).encode()).hexdigest()
+        study = self.study
+        found = queue.cached_reply(study, key)
+        if found is not None:
+            self.progress.add(cached=1)
+            return found
+        reply = compute()
+        queue.store_reply(study, key, reply)
+        return reply
+
+
+def jobs_for(task: Task, spec: JudgeSpec) -> tuple[list[str], int]:
+    """(job attributes, samples per job) for a judge configuration on a task."""
+    if spec.conversation:
+        return ["*"], spec.samples
+    if spec.mode == "distribution":
+        return list(task.attribute_names), 1  # one forward pass yields all N samples
+    return list(task.attribute_names), spec.samples
+
+
+def run_judge(db_path: str | Path, rater_id: int, spec: JudgeSpec, rater_config: dict, *, workers: int = 1,
+              drain: bool = True, progress: Progress | None = None, stop: threading.Event | None = None,
+              backend_factory: BackendFactory = make_backend) -> tuple[list[Worker], Progress, threading.Event]:
+    """Start ``workers`` threads for one judge; the caller joins them (or sets ``stop``)."""
+    progress = progress or Progress()
+    stop = stop or threading.Event()
+    threads = [Worker(db_path, rater_id, spec, rater_config, progress=progress, stop=stop, drain=drain,
+                      backend_factory=backend_factory) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    return threads, progress, stop
