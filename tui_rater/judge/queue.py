@@ -11,7 +11,9 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import socket
 import time
 from dataclasses import dataclass
 
@@ -22,6 +24,44 @@ LEASE_S = 120.0
 MAX_ATTEMPTS = 6
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 120.0
+
+
+def new_owner() -> str:
+    """A lease owner id: host and pid, so a dead worker's leases on this host are reclaimed at once."""
+    import uuid
+
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reclaim_dead(study: Study) -> int:
+    """Queue again the jobs leased by processes on this host that no longer run (a crash, kill -9).
+
+    Leases of other hosts, or of live processes, are left to expire on their own.
+    """
+    host = socket.gethostname()
+    owners = [r[0] for r in study.db.conn.execute(
+        "SELECT DISTINCT lease_owner FROM jobs WHERE status = 'leased' AND lease_owner IS NOT NULL")]
+    dead = []
+    for owner in owners:
+        parts = owner.split(":")
+        if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and not _alive(int(parts[1])):
+            dead.append(owner)
+    if not dead:
+        return 0
+    with write(study.db) as conn:
+        return sum(conn.execute(
+            "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL WHERE status = 'leased' "
+            "AND lease_owner = ?", [owner]).rowcount for owner in dead)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ import hashlib
 import json
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -83,13 +82,14 @@ class Worker(threading.Thread):
             {k: v for k, v in rater_config.items() if not k.endswith("_version")}, sort_keys=True)
         self.progress, self.stop_event, self.drain = progress, stop, drain
         self.backend_factory, self.poll_s, self.on_result = backend_factory, poll_s, on_result
-        self.owner = f"{uuid.uuid4().hex[:12]}"
+        self.owner = queue.new_owner()
         self.backend = None
         self.counts = None
 
     def run(self) -> None:
         study = self.study = Study.open(self.db_path, create=False)
         try:
+            queue.reclaim_dead(study)
             self.backend = self.backend_factory(self.spec)
             self.counts = self.backend.counts
             while not self.stop_event.is_set():

@@ -73,7 +73,8 @@ class ApiBackend:
         except openai.APIConnectionError as exc:
             raise JudgeError("connection", f"cannot reach {self._where()} ({self._scrub(str(exc))})") from None
         except openai.InternalServerError as exc:
-            raise JudgeError("server_error", f"server error {exc.status_code}", _retry_after(exc.response)) from None
+            detail = self._scrub(str(exc.message))[:200]
+            raise JudgeError("server_error", f"server error {exc.status_code}: {detail}", _retry_after(exc.response)) from None
         except openai.BadRequestError as exc:
             raise JudgeError("bad_request", self._scrub(f"the server rejected the request (400): {exc.message}")) from None
         except openai.UnprocessableEntityError as exc:
@@ -110,7 +111,10 @@ class ApiBackend:
             try:
                 response = self._call(**params, **self._constraint(style, constrain))
             except JudgeError as exc:
-                if exc.kind != "bad_request":
+                # a server that does not know this kind of constraint says 400/422 (or, like
+                # llama-cpp-python's server, a 500 naming response_format): try the next kind
+                rejected = exc.kind == "bad_request" or (exc.kind == "server_error" and "response_format" in exc.message)
+                if not rejected:
                     raise
                 last = exc
                 continue

@@ -1,0 +1,168 @@
+"""The API judge against the real llama-cpp-python OpenAI-compatible server, and its error paths
+against a small HTTP server on 127.0.0.1 that answers what we tell it to."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tests.judge.conftest import free_port
+from tests.judge.test_local import judge
+from tui_rater.judge import queue
+from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
+from tui_rater.judge.worker import run_judge
+
+PLANTED_KEY = "sk-test-PLANTED-0123456789abcdef"
+
+
+def test_text_mode_through_the_real_server(story_study, llama_server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
+    rater, progress, rows = judge(story_study, JudgeSpec("api:tiny", base_url=llama_server, max_tokens=12,
+                                                         samples=1), workers=4)
+    assert len(rows) == 16 and all(r["raw"] is not None for r in rows)
+    assert rater.config["base_url"] == llama_server and rater.config["api_model"] == "tiny"
+    dump = "\n".join(story_study.db.iterdump())
+    assert PLANTED_KEY not in dump  # the key is never stored
+
+
+def test_constrained_mode_falls_back_to_a_grammar(story_study, llama_server):
+    _, _, rows = judge(story_study, JudgeSpec("api:tiny", base_url=llama_server, mode="constrained", samples=1))
+    assert len(rows) == 16
+    assert all(r["parse_status"] == "ok" and r["value"] in (1, 2, 3, 4, 5) for r in rows)
+
+
+def test_distribution_mode_from_top_logprobs(story_study, llama_server):
+    rater, progress, rows = judge(story_study, JudgeSpec("api:tiny", base_url=llama_server, mode="distribution",
+                                                         samples=3))
+    # the random model's top-20 next tokens rarely include a digit: either a distribution was
+    # read, or the item is recorded as a typed failure -- never a made-up number
+    assert len(rows) == 4 * 4 * 3
+    for r in rows:
+        assert (r["parse_status"] == "ok") == (r["value"] is not None)
+
+
+# --- error paths ---------------------------------------------------------------------------
+
+class Script:
+    """What the fake server answers, request by request."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.times: list[float] = []
+        self.lock = threading.Lock()
+
+    def next(self):
+        with self.lock:
+            self.times.append(time.monotonic())
+            return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def ok_body(text="I would rate it a 4."):
+    return json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                    "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+
+
+@pytest.fixture
+def fake_server():
+    servers = []
+
+    def start(script: Script) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                status, headers, body, delay = script.next()
+                if delay:
+                    time.sleep(delay)
+                self.send_response(status)
+                for k, v in {"content-type": "application/json", **headers}.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+
+
+def run_one(study, spec, n_items=1):
+    spec = spec.validate()
+    config = provenance(spec)
+    rater = study.judge(rater_name(spec, config), config)
+    keys = [i.key for i in study.items("story")][:n_items]
+    queue.enqueue(study, rater.id, keys, ["likability"], 1)
+    threads, progress, _ = run_judge(study.path, rater.id, spec, config)
+    for t in threads:
+        t.join(timeout=60)
+    return rater, progress
+
+
+ERR = json.dumps({"error": {"message": "nope", "type": "x"}})
+
+
+@pytest.mark.parametrize("status,kind", [(401, "auth"), (404, "unknown_model"), (400, "bad_request")])
+def test_final_errors_fail_fast_with_a_typed_failure(story_study, fake_server, status, kind, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
+    url = fake_server(Script([(status, {}, ERR, 0)]))
+    rater, progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1))
+    failed = queue.failures(story_study)
+    assert [f["error_kind"] for f in failed] == [kind]
+    assert failed[0]["attempts"] == 1  # not retried
+    assert PLANTED_KEY not in failed[0]["last_error"]
+    if kind in ("auth", "unknown_model"):
+        assert progress.fatal is not None and progress.fatal.kind == kind
+
+
+def test_429_with_retry_after_is_honoured(story_study, fake_server):
+    script = Script([(429, {"retry-after": "1"}, ERR, 0), (200, {}, ok_body(), 0)])
+    url = fake_server(script)
+    rater, progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1))
+    assert queue.counts(story_study, rater.id)["done"] == 1
+    assert script.times[1] - script.times[0] >= 0.95  # waited as asked
+    value = story_study.db.conn.execute("SELECT value FROM ratings WHERE rater_id = ?", [rater.id]).fetchone()[0]
+    assert value == 4
+
+
+@pytest.mark.parametrize("answer", [
+    (500, {}, ERR, 0),
+    (200, {}, "{this is not json", 0),
+    (200, {}, ok_body(), 3.0),  # slower than the timeout
+])
+def test_transient_errors_are_retried_then_succeed(story_study, fake_server, answer):
+    script = Script([answer, (200, {}, ok_body("5"), 0)])
+    url = fake_server(script)
+    rater, progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1, timeout_s=1.0))
+    assert queue.counts(story_study, rater.id)["done"] == 1
+    assert progress.retried == 1
+    assert story_study.db.conn.execute("SELECT value FROM ratings").fetchone()[0] == 5
+
+
+def test_connection_refused_ends_as_failed_after_retries(story_study, monkeypatch):
+    monkeypatch.setattr(queue, "BACKOFF_BASE_S", 0.01)
+    monkeypatch.setattr(queue, "MAX_ATTEMPTS", 3)
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens here
+    rater, progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1, timeout_s=2))
+    failed = queue.failures(story_study)
+    assert [(f["error_kind"], f["attempts"]) for f in failed] == [("connection", 3)]
+
+
+def test_refusals_are_regenerated_then_recorded(story_study, fake_server):
+    refusal = ok_body("I am an AI and I do not have the ability to experience enjoyment.")
+    url = fake_server(Script([(200, {}, refusal, 0)]))
+    rater, _ = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1, max_retries=2))
+    row = story_study.db.conn.execute("SELECT value, parse_status, details FROM ratings").fetchone()
+    assert row[0] is None and row[1] == "refusal"
+    assert json.loads(row[2])["attempts"] == 3
