@@ -24,22 +24,22 @@ def _done(db) -> int:
 def test_sigkill_then_resume(tmp_path, tiny_gguf):
     db = tmp_path / "crash.db"
     study = Study.open(db)
-    study.add_items(study.task("story"), [dict(s, id=f"{s['id']}-{k}") for k in range(3) for s in STORIES])
+    study.add_items(study.task("story"), [dict(s, id=f"{s['id']}-{k}") for k in range(10) for s in STORIES])
     study.close()
     cmd = [sys.executable, "-m", "tui_rater.cli", "judge", "--db", str(db), "--model", str(tiny_gguf),
            "--max-tokens", "48", "--samples", "2", "--max-retries", "0"]
-    total = 12 * 4 * 2
+    total = 40 * 4 * 2
     killed_at = []
     for trial in range(3):
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        target = (trial + 1) * total // 5
+        target = (trial + 1) * total // 8
         deadline = time.monotonic() + 120
         while _done(db) < target and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+            time.sleep(0.01)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         killed_at.append(_done(db))
-    assert killed_at[-1] < total, "the run finished before it could be killed"
+    assert killed_at[-1] < total, f"the run finished before it could be killed: {killed_at}"
     finish = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert finish.returncode in (0, 1), finish.stderr
     conn = sqlite3.connect(db)
