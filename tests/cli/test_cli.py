@@ -132,10 +132,10 @@ def test_tasks_lists_builtins_and_custom(cli):
 
 
 def test_demo_imports_samples_once(tmp_path):
-    first = run_cli_process("demo", cwd=tmp_path)
+    first = run_cli_process("demo", "--no-app", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert (tmp_path / "tui-rater.db").exists()  # the documented default file
-    second = run_cli_process("demo", cwd=tmp_path)
+    second = run_cli_process("demo", "--no-app", cwd=tmp_path)
     assert "0 new" in second.stdout
     info = json.loads(run_cli_process("info", "--json", cwd=tmp_path).stdout)
     tasks = {row["task"] for row in info["items"]}
@@ -174,7 +174,8 @@ def test_headless_commands_do_not_import_textual():
     code = (
         "import sys; from tui_rater.cli import main; import tui_rater.store.io, tui_rater.store.study, "
         "tui_rater.domain.prompts, tui_rater.domain.parsing, tui_rater.domain.diff, tui_rater.judge.queue, "
-        "tui_rater.judge.worker, tui_rater.judge.spec, tui_rater.judge.scoring; "
+        "tui_rater.judge.worker, tui_rater.judge.spec, tui_rater.judge.scoring, tui_rater.judge.runner, "
+        "tui_rater.store.session, tui_rater.domain.display; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'llama_cpp', 'openai')]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )

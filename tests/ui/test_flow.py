@@ -1,0 +1,191 @@
+"""The rating flow through Textual's Pilot, against a real SQLite file."""
+
+from __future__ import annotations
+
+import json
+
+from tests.ui.conftest import ratings_of, settle
+
+
+async def test_rate_advance_undo_navigate(app_for, study):
+    app = app_for()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4", "3", "2", "5")  # all four questions of item 1
+        await settle(app, pilot)
+        assert app.index == 1 and app.focus_attr == 0
+        assert ratings_of(study, "alice") == [("s0", "grammaticality", 4), ("s0", "cohesiveness", 3),
+                                              ("s0", "likability", 2), ("s0", "relevance", 5)]
+        await pilot.press("1", "u")  # rate then undo
+        await settle(app, pilot)
+        assert len(ratings_of(study, "alice")) == 4 and app.value(1, "grammaticality") is None
+        await pilot.press("9")  # off the scale: nothing happens
+        await pilot.press("down", "down", "3", "up", "left")
+        await settle(app, pilot)
+        assert app.index == 0
+        assert ratings_of(study, "alice")[-1] == ("s1", "likability", 3)
+        await pilot.press("right", "right", "right")
+        assert app.index == 3
+        await pilot.press("right")
+        assert app.index == 3  # stays on the last item
+
+
+async def test_changing_a_rating_keeps_history(app_for, study):
+    app = app_for()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4", "up", "2")  # re-rate grammaticality
+        await settle(app, pilot)
+    rows = study.db.conn.execute("SELECT value FROM ratings WHERE attribute='grammaticality' ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == [4, 2]
+    from tui_rater.store.io import ratings_frame
+
+    assert ratings_frame(study, "story")["value"].to_list() == [2.0]  # the latest is in force
+
+
+async def test_skip_flag_comment_goto(app_for, study):
+    app = app_for()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f", "c")
+        await pilot.press(*"too short", "enter")
+        await pilot.press("s")
+        await settle(app, pilot)
+        assert app.index == 1
+        await pilot.press("g", "4", "enter")
+        assert app.index == 3
+        await pilot.press("g", *"s1", "enter")
+        assert app.index == 1
+        await pilot.press("g", *"nope", "enter")
+        assert app.index == 1
+        await settle(app, pilot)
+    notes = study.db.conn.execute("SELECT kind, text FROM notes ORDER BY id").fetchall()
+    assert notes == [("flag", None), ("comment", "too short"), ("skip", None)]
+
+
+async def test_resume_after_restart_and_seconds_recorded(app_for, study):
+    app = app_for()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4", "3", "2", "5", "1", "1")
+        await settle(app, pilot)
+    again = app_for()
+    async with again.run_test(size=(80, 24)) as pilot:
+        assert again.index == 1 and again.focus_attr == 2  # item 2, first unrated question
+    seconds = [r[0] for r in study.db.conn.execute("SELECT seconds FROM ratings")]
+    assert all(s is not None and s >= 0 for s in seconds)
+
+
+async def test_two_annotators_one_file(app_for, study):
+    alice, bob = app_for("alice"), app_for("bob")
+    async with alice.run_test(size=(80, 24)) as pa, bob.run_test(size=(80, 24)) as pb:
+        await pa.press("5", "5")
+        await pb.press("1")
+        await settle(alice, pa)
+        await settle(bob, pb)
+        assert bob.value(0, "grammaticality") == 1 and bob.value(0, "cohesiveness") is None  # own ratings only
+    assert ratings_of(study, "alice") == [("s0", "grammaticality", 5), ("s0", "cohesiveness", 5)]
+    assert ratings_of(study, "bob") == [("s0", "grammaticality", 1)]
+
+
+async def test_orders(app_for):
+    random_a = app_for("alice", order="random")
+    random_b = app_for("alice", order="random")
+    assert [i.id for i in random_a.session.items] == [i.id for i in random_b.session.items]  # stable
+    grouped = app_for("carol", order="grouped")
+    assert [i.system for i in grouped.session.items] == ["gpt2", "gpt2", "human", "human"]
+
+
+async def test_blind_hides_the_writer(app_for):
+    for blind in (True, False):
+        app = app_for(blind=blind)
+        async with app.run_test(size=(80, 24)):
+            text = str(app.query_one("#item-text").render())
+            assert ("written by: gpt2" in text) is not blind
+
+
+async def test_relevance_shows_the_prompt_only_with_its_question(app_for):
+    app = app_for()
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert "dragon learns to knit" not in str(app.query_one("#item-text").render())
+        await pilot.press("up")  # wraps to relevance
+        assert "dragon learns to knit" in str(app.query_one("#item-text").render())
+    always = app_for(prompt_always=True)
+    async with always.run_test(size=(80, 24)):
+        assert "dragon learns to knit" in str(always.query_one("#item-text").render())
+
+
+async def test_continuous_scale_typed_then_enter(app_for, study):
+    app = app_for(task="story-explicit")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("1", "0", "7", "enter")  # 107 > 100: refused
+        await pilot.press("8", "5", "backspace", "2", "enter")
+        await settle(app, pilot)
+    assert ratings_of(study, "alice") == [("e1", "overall", 82)]
+
+
+async def test_title_pair_changed_words_in_bold(app_for):
+    app = app_for(task="title-meaning")
+    async with app.run_test(size=(80, 24)):
+        text = app.query_one("#item-text").render()
+        bold = {text.plain[s.start:s.end] for s in text.spans if getattr(s.style, "bold", False)
+                and getattr(s.style, "reverse", False)}
+        assert bold == {"dip", "frail"}
+
+
+async def test_help_lists_keys(app_for):
+    app = app_for()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        shown = str(app.screen.query_one("Static").render())
+        for word in ("undo", "skip", "flag", "comment", "go to an item", "quit"):
+            assert word in shown
+        await pilot.press("escape")
+        assert app.screen.id == "_default"
+
+
+async def test_keymap_from_config(app_for, study):
+    app = app_for(keymap={"undo": "z", "skip": "k"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("3", "z")
+        await settle(app, pilot)
+        assert ratings_of(study, "alice") == []
+        await pilot.press("k")
+        assert app.index == 1
+
+
+async def test_reveal_mode_records_reviews_and_revisions(app_for, study):
+    judge = study.judge("gpt-judge", {"model": "x"})
+    item = study.items("story")[0]
+    study.add_rating(item.key, "likability", judge.id, 2, raw="I would rate the story fragment as a 2 in terms of enjoyment.")
+    app = app_for(reveal=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4", "3", "5", "5")
+        await settle(app, pilot)
+        from tui_rater.ui.screens import RevealScreen
+
+        assert isinstance(app.screen, RevealScreen)
+        shown = str(app.screen.query_one("#reveal-text").render())
+        assert "gpt-judge" in shown and "in terms of enjoyment" in shown
+        await pilot.press("down", "down", "x", "c", *"fair point", "enter")  # likability: disagree + comment
+        await pilot.press("r", "3", "enter")  # revise likability to 3
+        await settle(app, pilot)
+        await pilot.press("enter")
+        assert app.index == 1
+    first, revision = study.db.conn.execute(
+        "SELECT id, value, revises FROM ratings WHERE attribute = 'likability' AND rater_id != ? ORDER BY id",
+        [judge.id]).fetchall()
+    assert first[1] == 5 and revision[1] == 3 and revision[2] == first[0]  # the first stays, linked
+    reviews = [json.loads(t) for (t,) in study.db.conn.execute("SELECT text FROM notes WHERE kind = 'review'")]
+    assert {"verdict": "disagree", "comment": ""} in reviews and {"verdict": "disagree", "comment": "fair point"} in reviews
+
+
+async def test_hostile_text_is_shown_literally(app_for, study):
+    hostile = ("[bold red]not bold[/] [link=http://x]no link[/link] \x1b]0;owned\x07 \x1b[2J \x1b]52;c;Zm9v\x07 "
+               "\u202eevil\u202c nul\x00 end")
+    study.add_items(study.task("title-fluency"), [{"id": "h", "system": None, "title": hostile}])
+    app = app_for(task="title-fluency")
+    async with app.run_test(size=(80, 24)):
+        text = app.query_one("#item-text").render()
+        assert "[bold red]not bold[/]" in text.plain and "[link=http://x]" in text.plain
+        assert "\x1b" not in text.plain and "\u202e" not in text.plain and "\x00" not in text.plain
+        assert "⟨ESC⟩]0;owned⟨BEL⟩" in text.plain and "⟨U+202E⟩" in text.plain
+        assert not any(getattr(s.style, "link", None) for s in text.spans)
+    stored = study.items("title-fluency")[0].fields["title"]
+    assert stored == hostile  # the data itself is untouched

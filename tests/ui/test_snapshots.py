@@ -1,0 +1,44 @@
+"""One snapshot per screen at 80x24 (the SSH floor) and 120x40."""
+
+from __future__ import annotations
+
+import pytest
+
+SIZES = [(80, 24), (120, 40)]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_story_screen(snap_compare, app_for, size):
+    assert snap_compare(app_for(), terminal_size=size, press=["4"])
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_title_pair_screen(snap_compare, app_for, size):
+    assert snap_compare(app_for(task="title-meaning"), terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_help_screen(snap_compare, app_for, size):
+    assert snap_compare(app_for(), terminal_size=size, press=["question_mark"])
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_input_screen(snap_compare, app_for, size):
+    assert snap_compare(app_for(), terminal_size=size, press=["c", "h", "i"])
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_reveal_screen(snap_compare, app_for, study, size):
+    judge = study.judge("judge-a", {"m": 1})
+    item = study.items("story")[0]
+    study.add_rating(item.key, "grammaticality", judge.id, 4,
+                     raw="I would rate the grammatical correctness of the text of the story fragment as a 4.")
+    app = app_for(reveal=True)
+
+    async def run_before(pilot):
+        await pilot.press("4", "3", "2", "5")
+        await pilot.pause()
+        app.writer.wait_idle()
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -1,0 +1,161 @@
+"""Modal screens: help, a one-line input (comment, go to), and reveal (the teachers' review)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Input, Static
+
+from tui_rater.domain.display import safe_text
+from tui_rater.store.session import AnnotationSession
+from tui_rater.ui.render import format_value
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close", id="help.close")]
+
+    def __init__(self, rows: list[tuple[str, str]]):
+        super().__init__()
+        self.rows = rows
+
+    def compose(self) -> ComposeResult:
+        text = Text("Keys\n\n", style="bold")
+        for keys, description in self.rows:
+            text.append(f"{keys:>18}  ", style="bold")
+            text.append(description + "\n")
+        text.append("\nThe mouse works but is never needed. Remap keys in the config file's [keys] table.\n",
+                    style="dim")
+        with VerticalScroll(id="help"):
+            yield Static(text)
+        yield Footer()
+
+
+class InputScreen(ModalScreen[str | None]):
+    BINDINGS = [Binding("escape", "cancel", "cancel", id="input.cancel")]
+
+    def __init__(self, prompt: str, placeholder: str = ""):
+        super().__init__()
+        self.prompt = prompt
+        self.placeholder = placeholder
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="input-box"):
+            yield Static(Text(self.prompt, style="bold"))
+            yield Input(placeholder=self.placeholder, id="input-line")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class RevealScreen(ModalScreen[None]):
+    """After an item is committed: the other raters' scores and LLM explanations.
+
+    The annotator records agree / disagree (+ comment) per attribute (Chiang & Lee App. C.3.2).
+    A changed mind is a new rating linked to the first, which stays as it was.
+    """
+
+    BINDINGS = [
+        Binding("up", "move(-1)", "prev q", id="reveal.up"),
+        Binding("down", "move(1)", "next q", id="reveal.down"),
+        Binding("y", "verdict('agree')", "agree", id="reveal.agree"),
+        Binding("x", "verdict('disagree')", "disagree", id="reveal.disagree"),
+        Binding("c", "comment", "comment", id="reveal.comment"),
+        Binding("r", "revise", "revise", id="reveal.revise"),
+        Binding("enter,right,n,escape", "done", "next item", id="reveal.done"),
+    ]
+
+    def __init__(self, session: AnnotationSession, index: int, others: dict, submit):
+        super().__init__()
+        self.session, self.index, self.others, self.submit = session, index, others, submit
+        self.focus_row = 0
+        self.verdicts: dict[str, str] = {}
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="reveal"):
+            yield Static(id="reveal-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_text()
+
+    def refresh_text(self) -> None:
+        task = self.session.task
+        text = Text("Other raters' ratings of this item\n", style="bold")
+        text.append("y agree · x disagree · c comment · r revise your rating · Enter next item\n\n", style="dim")
+        for position, attribute in enumerate(task.attributes):
+            focused = position == self.focus_row
+            mine = self.session.value(self.index, attribute.name)
+            text.append(("▶ " if focused else "  ") + attribute.name, style="bold reverse" if focused else "bold")
+            text.append(f"  you: {format_value(attribute, mine)}")
+            verdict = self.verdicts.get(attribute.name)
+            if verdict:
+                text.append(f"  [{verdict}]", style="bold")
+            text.append("\n")
+            ratings = self.others.get(attribute.name, [])
+            if not ratings:
+                text.append("    no other ratings yet\n", style="dim")
+            for other in ratings:
+                who = f"{safe_text(other.rater)}" + (f" (sample {other.sample})" if other.kind == "llm" else "")
+                text.append(f"    {who}: {format_value(attribute, other.value)}\n")
+                if other.explanation:
+                    text.append(f"      {safe_text(other.explanation.strip())[:400]}\n", style="italic")
+        self.query_one("#reveal-text", Static).update(text)
+
+    def _attribute(self):
+        return self.session.task.attributes[self.focus_row]
+
+    def action_move(self, delta: int) -> None:
+        self.focus_row = (self.focus_row + delta) % len(self.session.task.attributes)
+        self.refresh_text()
+
+    def action_verdict(self, verdict: str) -> None:
+        name = self._attribute().name
+        self.verdicts[name] = verdict
+        self.submit(lambda: self.session.review(self.index, name, verdict))
+        self.refresh_text()
+
+    def action_comment(self) -> None:
+        name = self._attribute().name
+
+        def save(comment: str | None) -> None:
+            if comment:
+                verdict = self.verdicts.get(name, "comment")
+                self.submit(lambda: self.session.review(self.index, name, verdict, comment))
+
+        self.app.push_screen(InputScreen(f"Comment on {name}:"), save)
+
+    def action_revise(self) -> None:
+        attribute = self._attribute()
+        first = self.session.rating_id(self.index, attribute.name)
+
+        def save(answer: str | None) -> None:
+            if not answer:
+                return
+            try:
+                value = float(answer)
+            except ValueError:
+                keys = [c.key for c in attribute.scale.choices]
+                if answer.strip().upper() not in keys:
+                    self.app.notify(f"{answer!r} is not a rating", severity="error")
+                    return
+                value = float(keys.index(answer.strip().upper()))
+            if not attribute.scale.contains(value):
+                self.app.notify(f"{answer} is off the scale", severity="error")
+                return
+            self.submit(lambda: self.session.rate(self.index, attribute.name, value, revises=first),
+                        lambda _: self.refresh_text())
+
+        self.app.push_screen(InputScreen(f"Your revised {attribute.name} rating:"), save)
+
+    def action_done(self) -> None:
+        self.dismiss(None)
