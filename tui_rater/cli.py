@@ -6,6 +6,7 @@ Headless commands never import Textual (a test checks ``sys.modules``).
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
@@ -110,6 +111,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--retry", action="store_true", help="queue failed and cancelled jobs again")
     p.add_argument("--rater", help="only this judge (its name as `queue` lists it)")
     p.set_defaults(run=cmd_queue)
+
+    p = sub.add_parser("report", parents=[common], help="the papers' tables from this study's ratings",
+                       description="Table 1 (mean/std/alpha/% exact per evaluator x system x attribute, Welch marks), "
+                                   "Table 2 (Kendall tau human vs each LLM), rater pairs (Table 6), Table 3 when "
+                                   "judge runs differ in variant or temperature. JSON/CSV: one record per number.")
+    p.add_argument("--task", help="only this task (default: every task with ratings)")
+    p.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table")
+    p.add_argument("--out", type=Path, help="write to this file instead of the terminal")
+    p.set_defaults(run=cmd_report)
 
     p = sub.add_parser("reparse", parents=[common], help="re-apply the reply parser to stored judge replies")
     p.set_defaults(run=cmd_reparse)
@@ -478,6 +488,47 @@ def cmd_queue(args, settings) -> int:
             errors.add_row(f"{f['task']}/{f['item']}", f["attribute"], str(f["sample"]), str(f["attempts"]),
                            f"{f['error_kind']}: {f['last_error']}")
         console.print(errors)
+    return 0
+
+
+def cmd_report(args, settings) -> int:
+    from tui_rater.stats import render
+    from tui_rater.stats.report import build_report
+
+    study = _open(args, settings, create=False)
+    names = [args.task] if args.task else study.item_task_names()
+    for name in names:
+        study.task(name)
+    reports = {name: build_report(study, name) for name in names}
+    reports = {name: records for name, records in reports.items() if records or args.task}
+    if not reports:
+        raise UserError(f"{study.path} holds no ratings yet")
+    if args.format == "table" and not args.out:
+        console = _console()
+        for name, records in reports.items():
+            console.print(render.to_rich(records, name) if records else f"{name}: no ratings yet")
+        return 0
+    if args.format == "json":
+        text = render.to_json(reports, str(study.path))
+    elif args.format == "csv":
+        text = render.to_csv(reports)
+    elif args.format == "markdown":
+        text = "\n".join(render.to_markdown(records, name) for name, records in reports.items())
+    else:
+        from rich.console import Console
+
+        console = Console(record=True, width=160, file=io.StringIO())
+        for name, records in reports.items():
+            console.print(render.to_rich(records, name))
+        text = console.export_text()
+    if args.out:
+        try:
+            args.out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot write {args.out}: {exc.strerror}") from None
+        print(f"wrote the report to {args.out}")
+    else:
+        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
     return 0
 
 

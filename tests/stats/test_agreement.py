@@ -1,0 +1,80 @@
+"""Reference values from shared/reference/stats.md (published or library-verified)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tui_rater.stats import agreement as ag
+
+nan = np.nan
+KRIPPENDORFF = np.array([
+    [1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
+    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
+    [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
+    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan],
+])
+
+
+def test_krippendorff_canonical_example():
+    assert ag.alpha(KRIPPENDORFF, "ordinal", [1, 2, 3, 4, 5]).value == pytest.approx(0.815388, abs=1e-6)
+    assert ag.alpha(KRIPPENDORFF, "interval").value == pytest.approx(0.849107, abs=1e-6)
+    assert ag.alpha(KRIPPENDORFF, "nominal", [1, 2, 3, 4, 5]).value == pytest.approx(113 / 152, abs=1e-6)
+
+
+def test_alpha_undefined_cases_are_na_not_crashes():
+    assert ag.alpha(np.array([[1, 2, 3]]), "interval").note == "needs at least two raters"
+    one_value = ag.alpha(np.array([[3, 3], [3, 3]]), "interval")
+    assert one_value.value is None and one_value.note
+    unpaired = ag.alpha(np.array([[1, nan], [nan, 2]]), "interval")
+    assert unpaired.value is None and "two ratings" in unpaired.note
+
+
+def test_percent_exact():
+    result = ag.percent_exact(KRIPPENDORFF)
+    # units 1-11 have >= 2 values; all-equal in 1, 3, 4, 5, 7, 9, 10, 11
+    assert result.n == 11 and result.value == pytest.approx(100 * 8 / 11)
+
+
+def test_kendall_tau_b():
+    result = ag.kendall_tau([12, 2, 1, 12, 2], [1, 4, 7, 1, 0])
+    assert result.value == pytest.approx(-0.4714045, abs=1e-7)
+    assert result.p == pytest.approx(0.2827455, abs=1e-7)
+    assert ag.kendall_tau([1, 1, 1, 1], [1, 2, 3, 4]).value is None
+
+
+G1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
+G2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
+
+
+def test_welch_and_paired_t_on_r_sleep_data():
+    w = ag.welch(G1, G2)
+    assert w.value == pytest.approx(-1.860813, abs=1e-6)
+    assert w.extra["df"] == pytest.approx(17.77647, abs=1e-5)
+    assert w.p == pytest.approx(0.0793941, abs=1e-7)
+    paired = ag.paired_t(G1, G2)
+    assert paired.value == pytest.approx(-4.062128, abs=1e-6) and paired.p == pytest.approx(0.0028329, abs=1e-7)
+
+
+def test_holm():
+    assert ag.holm([0.01, 0.02, 0.03, 0.04, 0.05]) == pytest.approx([0.05, 0.08, 0.09, 0.09, 0.09])
+    assert ag.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+
+
+def test_weighted_kappa_scikit_learn_reference():
+    y1 = [0] * 46 + [1] * 44 + [2] * 10
+    y2 = [0] * 50 + [1] * 40 + [2] * 10
+    assert ag.weighted_kappa(y1, y2, [0, 1, 2], "none").value == pytest.approx(0.9315, abs=1e-4)
+    assert ag.weighted_kappa(y1, y2, [0, 1, 2], "linear").value == pytest.approx(0.9412, abs=1e-4)
+    assert ag.weighted_kappa(y1, y2, [0, 1, 2], "quadratic").value == pytest.approx(0.9541, abs=1e-4)
+
+
+def test_bias_confusion_and_exact_agreement():
+    human = [1, 2, 3, 4, 5, 3]
+    llm = [2, 3, 3.4, 5, 5, 3.6]
+    b = ag.bias(llm, human)
+    assert b.value == pytest.approx(np.mean(np.array(llm) - np.array(human)))
+    assert b.extra["ci_low"] < b.value < b.extra["ci_high"]
+    m = ag.confusion(human, llm, [1, 2, 3, 4, 5])
+    assert m.sum() == 6 and m[0, 1] == 1 and m[2, 2] == 1 and m[2, 3] == 1  # 3.6 rounds to 4
+    assert ag.exact_agreement(human, llm, [1, 2, 3, 4, 5]).value == pytest.approx(100 * 2 / 6)  # 3=3.4, 5=5

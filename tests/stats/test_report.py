@@ -1,0 +1,143 @@
+"""The report on real data: HANNA's human ratings and an LLM's, checked against krippendorff and scipy."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+
+import krippendorff
+import numpy as np
+import pytest
+from scipy import stats as sp
+
+from tests.conftest import SHARED, run_cli_process
+from tui_rater.stats.report import build_report
+from tui_rater.store.study import Study
+
+HANNA = SHARED / "data" / "hanna" / "hanna_metric_scores_llm.csv"
+CRITERIA = {"RE": "relevance", "CH": "coherence", "EM": "empathy", "SU": "surprise", "EG": "engagement",
+            "CX": "complexity"}
+
+
+@pytest.fixture(scope="module")
+def hanna(tmp_path_factory):
+    if not HANNA.exists():
+        pytest.skip("shared/data is not beside this clone")
+    rows = {r["Model"]: r for r in csv.DictReader(open(HANNA, encoding="utf-8"))}
+    data = {}
+    for system in ("Human", "GPT-2"):
+        for rater in (1, 2, 3):
+            for code in CRITERIA:
+                data[(system, f"h{rater}", code)] = np.array(ast.literal_eval(rows[system][f"Human {rater} {code}"]), float)
+        for code in CRITERIA:
+            data[(system, "llm", code)] = np.array(ast.literal_eval(rows[system][f"Llama-13B {code} 1"]), float)
+    tmp = tmp_path_factory.mktemp("hanna")
+    items = tmp / "items.csv"
+    ratings = tmp / "ratings.csv"
+    with open(items, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "system", "prompt", "story"])
+        for system in ("Human", "GPT-2"):
+            for i in range(96):
+                writer.writerow([f"{system}-{i}", system, f"prompt {i}", f"(HANNA story {i} by {system})"])
+    with open(ratings, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["item", "rater", "attribute", "value", "kind"])
+        for (system, rater, code), values in data.items():
+            for i, value in enumerate(values):
+                if rater == "llm" and not 1 <= value <= 5:
+                    continue  # HANNA's marker for a reply that did not parse
+                writer.writerow([f"{system}-{i}", "llama-13b" if rater == "llm" else f"hanna-{rater}", CRITERIA[code],
+                                 value, "llm" if rater == "llm" else "human"])
+    db = tmp / "hanna.db"
+    assert run_cli_process("import", items, "--task", "hanna", "--db", db).returncode == 0
+    assert run_cli_process("import-ratings", ratings, "--db", db).returncode == 0
+    records = build_report(Study.open(db), "hanna")
+    index = {(r.table, r.attribute, r.system, r.evaluator, r.evaluator_b, r.statistic): r for r in records}
+    return data, index, db
+
+
+def human_matrix(data, system, code):
+    return np.vstack([data[(system, f"h{r}", code)] for r in (1, 2, 3)])
+
+
+def llm_vector(data, system, code):
+    v = data[(system, "llm", code)].copy()
+    v[(v < 1) | (v > 5)] = np.nan
+    return v
+
+
+@pytest.mark.parametrize("code", list(CRITERIA))
+def test_alpha_matches_krippendorff(hanna, code):
+    data, index, _ = hanna
+    for system in ("Human", "GPT-2"):
+        m = human_matrix(data, system, code)
+        expected_i = krippendorff.alpha(reliability_data=m, level_of_measurement="interval")
+        expected_o = krippendorff.alpha(reliability_data=m, level_of_measurement="ordinal",
+                                        value_domain=[1, 2, 3, 4, 5])
+        got = index[("table1", CRITERIA[code], system, "humans", None, "alpha_interval")]
+        assert got.value == pytest.approx(expected_i, abs=1e-9)
+        assert index[("table1", CRITERIA[code], system, "humans", None, "alpha_ordinal")].value == pytest.approx(
+            expected_o, abs=1e-9)
+
+
+@pytest.mark.parametrize("code", list(CRITERIA))
+def test_kendall_and_welch_match_scipy(hanna, code):
+    data, index, _ = hanna
+    name = CRITERIA[code]
+    for system in ("Human", "GPT-2"):
+        human_mean = human_matrix(data, system, code).mean(axis=0)
+        llm = llm_vector(data, system, code)
+        keep = ~np.isnan(llm)
+        expected = sp.kendalltau(human_mean[keep], llm[keep])
+        got = index[("table2", name, system, "humans", "llama-13b", "kendall_tau")]
+        assert got.value == pytest.approx(expected.statistic, abs=1e-12)
+        assert got.p == pytest.approx(expected.pvalue, rel=1e-9)
+    a = human_matrix(data, "Human", code).ravel()
+    b = human_matrix(data, "GPT-2", code).ravel()
+    expected = sp.ttest_ind(a, b, equal_var=False)
+    got = index[("welch", name, "GPT-2", "humans", None, "welch_t")]
+    assert got.value == pytest.approx(expected.statistic, abs=1e-9) and got.p == pytest.approx(expected.pvalue, rel=1e-9)
+
+
+def test_means_and_pairs(hanna):
+    data, index, _ = hanna
+    m = human_matrix(data, "Human", "CH")
+    assert index[("table1", "coherence", "Human", "humans", None, "mean")].value == pytest.approx(m.mean())
+    assert index[("table1", "coherence", "Human", "humans", None, "std")].value == pytest.approx(m.ravel().std(ddof=1))
+    # every human vs every other on all items (Table 6)
+    h1 = np.concatenate([data[("Human", "h1", "CH")], data[("GPT-2", "h1", "CH")]])
+    h2 = np.concatenate([data[("Human", "h2", "CH")], data[("GPT-2", "h2", "CH")]])
+    got = index[("pairs", "coherence", "all", "hanna-h1", "hanna-h2", "kendall_tau")]
+    assert got.value == pytest.approx(sp.kendalltau(h1, h2).statistic)
+
+
+def test_report_formats(hanna, tmp_path):
+    _, _, db = hanna
+    out = run_cli_process("report", "--db", db, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert payload["schema"] == "tui-rater.report/1"
+    record = payload["tasks"]["hanna"][0]
+    assert set(record) == {"table", "task", "attribute", "system", "evaluator", "evaluator_b", "statistic", "value",
+                           "n", "p", "note"}
+    md = run_cli_process("report", "--db", db, "--format", "markdown").stdout
+    assert "## Table 1" in md and "| coherence | humans |" in md
+    table = run_cli_process("report", "--db", db).stdout
+    assert "Table 2" in table and "llama-13b" in table
+    assert run_cli_process("report", "--db", db, "--format", "csv", "--out", tmp_path / "r.csv").returncode == 0
+    assert (tmp_path / "r.csv").read_text().startswith("table,task,attribute")
+
+
+def test_undefined_values_show_as_na(tmp_path):
+    db = tmp_path / "one.db"
+    study = Study.open(db)
+    study.add_items(study.task("title-fluency"), [{"id": "a", "system": None, "title": "T"}])
+    rater = study.human("only")
+    study.add_rating(study.items()[0].key, "fluency", rater.id, 3)
+    records = build_report(study, "title-fluency")
+    alpha = [r for r in records if r.statistic == "alpha_interval"][0]
+    assert alpha.value is None and alpha.note == "needs at least two raters"
+    out = run_cli_process("report", "--db", db)
+    assert out.returncode == 0 and "n/a" in out.stdout

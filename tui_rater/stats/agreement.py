@@ -1,0 +1,227 @@
+"""Agreement and comparison statistics. Each returns a dataclass; rendering is elsewhere.
+
+Undefined values (one rater, no variation, too few items) come back as ``value=None`` with the
+reason in ``note`` -- never an exception, never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats as sp
+
+
+@dataclass(frozen=True)
+class Stat:
+    value: float | None
+    n: int
+    note: str = ""
+    p: float | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+def _na(n: int, note: str) -> Stat:
+    return Stat(None, n, note)
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+# --- one group of raters -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Summary:
+    mean: float | None
+    std: float | None  # sample standard deviation (ddof = 1)
+    n: int
+
+
+def summary(values) -> Summary:
+    x = np.asarray([v for v in values if v is not None], dtype=float)
+    if x.size == 0:
+        return Summary(None, None, 0)
+    return Summary(float(x.mean()), float(x.std(ddof=1)) if x.size > 1 else None, int(x.size))
+
+
+def alpha(matrix: np.ndarray, level: str = "interval", value_domain: list[float] | None = None) -> Stat:
+    """Krippendorff's alpha; ``matrix`` is raters x items with NaN for missing."""
+    import krippendorff
+
+    matrix = np.asarray(matrix, dtype=float)
+    if matrix.ndim != 2 or matrix.shape[0] < 2:
+        return _na(0, "needs at least two raters")
+    pairable = int((np.sum(~np.isnan(matrix), axis=0) >= 2).sum())
+    if pairable == 0:
+        return _na(0, "no item has two ratings")
+    observed = np.unique(matrix[~np.isnan(matrix)])
+    if len(observed) < 2 and (value_domain is None or level != "ordinal"):
+        return _na(pairable, "every rating is the same value")
+    try:
+        kwargs = {"level_of_measurement": level}
+        if level in ("ordinal", "nominal") and value_domain is not None:
+            # the scale's full domain, so unused points still count in the ordinal metric
+            kwargs["value_domain"] = sorted(set(value_domain) | set(observed.tolist()))
+        value = krippendorff.alpha(reliability_data=matrix, **kwargs)
+    except (ValueError, ZeroDivisionError) as exc:
+        return _na(pairable, str(exc))
+    value = _finite(value)
+    return Stat(value, pairable, "" if value is not None else "undefined (no variation)")
+
+
+def percent_exact(matrix: np.ndarray) -> Stat:
+    """% of items (rated by >= 2 raters) on which every rater gave the same rating."""
+    matrix = np.asarray(matrix, dtype=float)
+    agree = total = 0
+    for column in matrix.T:
+        values = column[~np.isnan(column)]
+        if values.size >= 2:
+            total += 1
+            agree += bool(np.all(values == values[0]))
+    if total == 0:
+        return _na(0, "no item has two ratings")
+    return Stat(100.0 * agree / total, total)
+
+
+# --- two evaluators on the same items ---------------------------------------------------------
+
+
+def _paired(x, y) -> tuple[np.ndarray, np.ndarray]:
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = ~(np.isnan(x) | np.isnan(y))
+    return x[keep], y[keep]
+
+
+def kendall_tau(x, y) -> Stat:
+    """Kendall's tau-b with its p-value (Chiang & Lee §3.3.1, Table 2)."""
+    x, y = _paired(x, y)
+    if x.size < 3:
+        return _na(int(x.size), "fewer than 3 items rated by both")
+    if np.all(x == x[0]) or np.all(y == y[0]):
+        return _na(int(x.size), "one side gives every item the same rating")
+    result = sp.kendalltau(x, y)
+    return Stat(_finite(result.statistic), int(x.size), p=_finite(result.pvalue))
+
+
+def spearman(x, y) -> Stat:
+    x, y = _paired(x, y)
+    if x.size < 3 or np.all(x == x[0]) or np.all(y == y[0]):
+        return _na(int(x.size), "too few items or no variation")
+    result = sp.spearmanr(x, y)
+    return Stat(_finite(result.statistic), int(x.size), p=_finite(result.pvalue))
+
+
+def pearson(x, y) -> Stat:
+    x, y = _paired(x, y)
+    if x.size < 3 or np.all(x == x[0]) or np.all(y == y[0]):
+        return _na(int(x.size), "too few items or no variation")
+    result = sp.pearsonr(x, y)
+    return Stat(_finite(result.statistic), int(x.size), p=_finite(result.pvalue))
+
+
+def to_labels(values, labels: list[float]) -> np.ndarray:
+    """Round (averaged) ratings to the nearest scale point (ties go up)."""
+    labels_arr = np.asarray(sorted(labels), dtype=float)
+    values = np.asarray(values, dtype=float)
+    index = np.abs(values[:, None] - labels_arr[None, :] - 1e-9).argmin(axis=1)
+    return labels_arr[index]
+
+
+def weighted_kappa(x, y, labels: list[float], weights: str = "quadratic") -> Stat:
+    """Cohen's kappa with linear or quadratic weights over the scale's full labels."""
+    x, y = _paired(x, y)
+    if x.size < 2:
+        return _na(int(x.size), "fewer than 2 items rated by both")
+    labels = sorted(labels)
+    k = len(labels)
+    ix = {v: i for i, v in enumerate(labels)}
+    a, b = to_labels(x, labels), to_labels(y, labels)
+    observed = np.zeros((k, k))
+    for u, v in zip(a, b):
+        observed[ix[u], ix[v]] += 1
+    observed /= observed.sum()
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    grid = np.abs(np.subtract.outer(np.arange(k), np.arange(k))).astype(float)
+    w = {"quadratic": grid ** 2, "linear": grid, "none": (grid > 0).astype(float)}[weights]
+    denominator = (w * expected).sum()
+    if denominator == 0:
+        return _na(int(x.size), "no variation")
+    return Stat(float(1 - (w * observed).sum() / denominator), int(x.size))
+
+
+def bias(llm, human) -> Stat:
+    """Mean of (LLM - human) over items, with a 95% t confidence interval in ``extra``."""
+    x, y = _paired(llm, human)
+    if x.size < 2:
+        return _na(int(x.size), "fewer than 2 items rated by both")
+    d = x - y
+    mean = float(d.mean())
+    se = float(d.std(ddof=1) / math.sqrt(d.size))
+    half = float(sp.t.ppf(0.975, d.size - 1) * se) if se > 0 else 0.0
+    return Stat(mean, int(d.size), extra={"ci_low": mean - half, "ci_high": mean + half})
+
+
+def exact_agreement(x, y, labels: list[float] | None = None) -> Stat:
+    """% of items on which two evaluators' (rounded) ratings are equal."""
+    x, y = _paired(x, y)
+    if x.size == 0:
+        return _na(0, "no item rated by both")
+    if labels:
+        x, y = to_labels(x, labels), to_labels(y, labels)
+    return Stat(100.0 * float(np.mean(x == y)), int(x.size))
+
+
+def confusion(x, y, labels: list[float]) -> np.ndarray:
+    """Counts: rows = first evaluator's (rounded) rating, columns = second's."""
+    x, y = _paired(x, y)
+    labels = sorted(labels)
+    ix = {v: i for i, v in enumerate(labels)}
+    matrix = np.zeros((len(labels), len(labels)), dtype=int)
+    for u, v in zip(to_labels(x, labels), to_labels(y, labels)):
+        matrix[ix[u], ix[v]] += 1
+    return matrix
+
+
+# --- between systems, and many comparisons --------------------------------------------------------
+
+
+def welch(a, b) -> Stat:
+    """Welch's t-test (unequal variances); value = t, with df and p."""
+    a = np.asarray([v for v in a if v is not None and not math.isnan(v)], dtype=float)
+    b = np.asarray([v for v in b if v is not None and not math.isnan(v)], dtype=float)
+    if a.size < 2 or b.size < 2:
+        return _na(int(a.size + b.size), "each group needs at least 2 ratings")
+    if a.var() == 0 and b.var() == 0:
+        return _na(int(a.size + b.size), "no variation in either group")
+    result = sp.ttest_ind(a, b, equal_var=False)
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
+    return Stat(_finite(result.statistic), int(a.size + b.size), p=_finite(result.pvalue), extra={"df": float(df)})
+
+
+def paired_t(a, b) -> Stat:
+    a, b = _paired(a, b)
+    if a.size < 2:
+        return _na(int(a.size), "fewer than 2 pairs")
+    result = sp.ttest_rel(a, b)
+    return Stat(_finite(result.statistic), int(a.size), p=_finite(result.pvalue), extra={"df": float(a.size - 1)})
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (as R's p.adjust(method = "holm"))."""
+    p = np.asarray(pvalues, dtype=float)
+    m = p.size
+    order = np.argsort(p)
+    adjusted = np.empty(m)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted.tolist()
