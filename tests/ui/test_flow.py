@@ -189,3 +189,38 @@ async def test_hostile_text_is_shown_literally(app_for, study):
         assert not any(getattr(s.style, "link", None) for s in text.spans)
     stored = study.items("title-fluency")[0].fields["title"]
     assert stored == hostile  # the data itself is untouched
+
+
+async def test_agreement_pane_updates_and_jumps(app_for, study):
+    from tui_rater.ui.agreement import AgreementScreen
+
+    judge = study.judge("judge-x", {"m": 1})
+    items = study.items("story")
+    for item, value in zip(items, (1, 5, 3, 4)):
+        for sample in range(2):
+            study.add_rating(item.key, "grammaticality", judge.id, value, sample=sample)
+    other = study.human("bob")
+    for item, value in zip(items, (2, 1, 3, 4)):
+        study.add_rating(item.key, "grammaticality", other.id, value)
+    app = app_for()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("a")
+        assert isinstance(app.screen, AgreementScreen)
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if app.screen.data is not None:
+                break
+        shown = str(app.screen.query_one("#agreement-text").render())
+        assert "judge-x" in shown and "grammaticality" in shown and "largest human–LLM gaps" in shown
+        first = app.screen.data.attributes[0]
+        assert first.rows[0].tau.n == 4 and first.gaps[0].item_id == "s1"  # human 1 vs llm 5
+        # a new rating arrives from elsewhere: the pane recomputes on its own
+        study.add_rating(items[0].key, "cohesiveness", judge.id, 2)
+        before = app.screen.data.n_ratings
+        for _ in range(60):
+            await pilot.pause(0.1)
+            if app.screen.data.n_ratings > before:
+                break
+        assert app.screen.data.n_ratings == before + 1
+        await pilot.press("enter")
+        assert app.screen is app.screen_stack[0] and app.index == 1

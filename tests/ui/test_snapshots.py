@@ -42,3 +42,23 @@ def test_reveal_screen(snap_compare, app_for, study, size):
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_agreement_screen(snap_compare, app_for, study, size):
+    judge = study.judge("judge-a", {"m": 1})
+    human = study.human("bob")
+    for item, (h, j) in zip(study.items("story"), [(1, 2), (2, 2), (4, 5), (5, 5)]):
+        study.add_rating(item.key, "grammaticality", human.id, h)
+        study.add_rating(item.key, "grammaticality", judge.id, j)
+    app = app_for()
+
+    async def run_before(pilot):
+        await pilot.press("a")
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if app.screen.data is not None:
+                break
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

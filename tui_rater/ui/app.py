@@ -53,6 +53,7 @@ class RaterApp(App[None]):
         Binding("g", "goto", "goto", id="goto"),
         Binding("pageup", "scroll(-1)", "scroll", show=False, id="scroll_up"),
         Binding("pagedown", "scroll(1)", "scroll", show=False, id="scroll_down"),
+        Binding("a", "agreement", "agreement", id="agreement"),
         Binding("question_mark", "help", "help", id="help"),
         Binding("q", "quit", "quit", id="quit"),
     ]
@@ -100,7 +101,7 @@ class RaterApp(App[None]):
         return True
 
     _rating_actions = frozenset({"digit", "enter", "backspace", "attribute", "item", "undo", "skip", "flag",
-                                 "comment", "goto", "scroll", "help"})
+                                 "comment", "goto", "scroll", "help", "agreement"})
 
     # --- state helpers -------------------------------------------------------------------
 
@@ -317,6 +318,17 @@ class RaterApp(App[None]):
 
         self.push_screen(InputScreen("Go to item (number or id):", f"1-{len(self.session.items)}"), go)
 
+    def action_agreement(self) -> None:
+        from tui_rater.ui.agreement import AgreementScreen
+
+        index_of = {item.key: i for i, item in enumerate(self.session.items)}
+
+        def jump(index: int | None) -> None:
+            if index is not None:
+                self.show_item(index)
+
+        self.push_screen(AgreementScreen(self.session.study, self.task_.name, index_of.get), jump)
+
     def action_help(self) -> None:
         rows = []
         for binding_id, description in (
@@ -324,7 +336,8 @@ class RaterApp(App[None]):
             ("next_attribute", "next question"), ("prev_attribute", "previous question"),
             ("next_item", "next item"), ("prev_item", "previous item"), ("undo", "undo the last rating"),
             ("skip", "skip this item"), ("flag", "flag this item"), ("comment", "comment on this item"),
-            ("goto", "go to an item"), ("scroll_down", "scroll the text"), ("scroll_up", "scroll the text back"),
+            ("goto", "go to an item"), ("agreement", "live agreement: humans vs each LLM judge"),
+            ("scroll_down", "scroll the text"), ("scroll_up", "scroll the text back"),
             ("help", "this help"), ("quit", "quit (everything is already saved)"),
         ):
             rows.append((self._keys_for(binding_id), description))

@@ -1,0 +1,148 @@
+"""The live agreement pane (key `a`): human vs each LLM judge, for one attribute at a time.
+
+Statistics are computed in a thread worker on its own connection and arrive as a message;
+the pane re-computes when the file holds new ratings, never on a keypress.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from tui_rater.domain.display import safe_text
+from tui_rater.stats.live import PaneData, pane_data
+
+SHADES = " ░▒▓█"
+
+
+def _f(stat, digits=2, suffix="") -> str:
+    return "n/a" if stat is None or stat.value is None else f"{stat.value:.{digits}f}{suffix}"
+
+
+def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
+    text = Text()
+    q = data.queue
+    text.append(f"{data.task} · {data.n_ratings} ratings · judge queue: {q['done']} done, "
+                f"{q['queued'] + q['leased']} waiting, {q['failed']} failed\n", style="bold")
+    for failure in data.failures:
+        text.append(f"  failed: {safe_text(failure['item'])} {failure['attribute']}: {failure['error_kind']}\n",
+                    style="italic")
+    if not data.attributes:
+        return text
+    pane = data.attributes[focus]
+    text.append(f"\n◀ {pane.attribute} ▶ ", style="bold reverse")
+    text.append(f" ({focus + 1}/{len(data.attributes)}, ↑↓ to change)\n\n")
+    if not pane.rows:
+        text.append("No human and LLM ratings of the same items yet.\n", style="dim")
+    else:
+        text.append(f"{'judge':<34} {'α':>6} {'τ':>6} {'exact':>6} {'bias':>6} {'n':>4}\n", style="bold")
+        for row in pane.rows:
+            text.append(f"{safe_text(row.judge)[:34]:<34} {_f(row.alpha):>6} {_f(row.tau):>6} "
+                        f"{_f(row.exact, 0, '%'):>6} {_f(row.bias):>6} {row.tau.n:>4}\n")
+    if pane.confusion is not None:
+        text.append(f"\nconfusion: humans (rows) × {safe_text(pane.confusion_judge or '')[:30]} (columns)\n", style="bold")
+        top = max(1, int(pane.confusion.max()))
+        text.append("     " + "".join(f"{label:>4g}" for label in pane.labels) + "\n")
+        for label, row in zip(pane.labels, pane.confusion):
+            text.append(f"{label:>4g} ")
+            for count in row:
+                shade = SHADES[min(len(SHADES) - 1, int(round((len(SHADES) - 1) * count / top)))]
+                text.append(f" {shade}{count:>2}" if count else "   ·")
+            text.append("\n")
+    if pane.distributions:
+        text.append("\nrating distributions\n", style="bold")
+        for evaluator, counts in pane.distributions.items():
+            total = max(1, sum(counts))
+            bars = " ".join(f"{label:g}:{'█' * round(8 * c / total):<8}" for label, c in zip(pane.labels, counts))
+            text.append(f"{safe_text(evaluator)[:16]:<16} {bars}\n")
+    if pane.gaps:
+        text.append("\nlargest human–LLM gaps (Enter jumps to the item)\n", style="bold")
+        for i, gap in enumerate(pane.gaps):
+            marker = "▶ " if i == selected_gap else "  "
+            text.append(f"{marker}{safe_text(gap.item_id)[:24]:<24} human {gap.human:.2f}  llm {gap.llm:.2f}  "
+                        f"gap {gap.size:.2f}\n", style="reverse" if i == selected_gap else "")
+    return text
+
+
+class AgreementScreen(Screen[int | None]):
+    """Dismisses with the index of an item to re-read, or None."""
+
+    BINDINGS = [
+        Binding("a,escape", "close", "back to rating", id="agreement.close"),
+        Binding("up", "attribute(-1)", "attribute", id="agreement.up"),
+        Binding("down", "attribute(1)", "attribute", show=False, id="agreement.down"),
+        Binding("j", "gap(1)", "next gap", id="agreement.next_gap"),
+        Binding("k", "gap(-1)", "prev gap", id="agreement.prev_gap"),
+        Binding("enter", "jump", "jump to item", id="agreement.jump"),
+    ]
+
+    class Computed(Message):
+        def __init__(self, data: PaneData, marker: tuple) -> None:
+            super().__init__()
+            self.data, self.marker = data, marker
+
+    def __init__(self, study, task_name: str, item_index_of):
+        super().__init__()
+        self.study, self.task_name, self.item_index_of = study, task_name, item_index_of
+        self.data: PaneData | None = None
+        self.focus_attr = 0
+        self.selected_gap = 0
+        self.marker: tuple | None = None
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="agreement"):
+            yield Static(Text("computing…", style="dim"), id="agreement-text")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.compute()
+        self.set_interval(2.0, self.compute)
+
+    @work(thread=True, exclusive=True, group="agreement")
+    def compute(self) -> None:
+        study = self.study.reopen()
+        try:
+            marker = study.db.conn.execute("SELECT count(*), max(id) FROM ratings WHERE retracted = 0").fetchone()
+            jobs = study.db.conn.execute("SELECT count(*), max(updated_at) FROM jobs").fetchone()
+            marker = (*marker, *jobs)
+            if marker == self.marker:
+                return  # nothing new: no work
+            self.post_message(self.Computed(pane_data(study, self.task_name), marker))
+        finally:
+            study.close()
+
+    def on_agreement_screen_computed(self, message: Computed) -> None:
+        self.data, self.marker = message.data, message.marker
+        self.redraw()
+
+    def redraw(self) -> None:
+        if self.data is not None:
+            self.query_one("#agreement-text", Static).update(render_pane(self.data, self.focus_attr, self.selected_gap))
+
+    def action_attribute(self, delta: int) -> None:
+        if self.data and self.data.attributes:
+            self.focus_attr = (self.focus_attr + delta) % len(self.data.attributes)
+            self.selected_gap = 0
+            self.redraw()
+
+    def action_gap(self, delta: int) -> None:
+        if self.data and self.data.attributes:
+            gaps = self.data.attributes[self.focus_attr].gaps
+            if gaps:
+                self.selected_gap = (self.selected_gap + delta) % len(gaps)
+                self.redraw()
+
+    def action_jump(self) -> None:
+        if self.data and self.data.attributes:
+            gaps = self.data.attributes[self.focus_attr].gaps
+            if gaps:
+                self.dismiss(self.item_index_of(gaps[self.selected_gap].item_key))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
