@@ -224,3 +224,25 @@ async def test_agreement_pane_updates_and_jumps(app_for, study):
         assert app.screen.data.n_ratings == before + 1
         await pilot.press("enter")
         assert app.screen is app.screen_stack[0] and app.index == 1
+
+
+async def test_cancel_and_retry_jobs_from_the_app(app_for, study):
+    from tui_rater.judge import queue
+
+    judge = study.judge("judge-q", {"m": 2})
+    queue.enqueue(study, judge.id, [i.key for i in study.items("story")], ["likability"], 1)
+    app = app_for()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("a")
+        await pilot.press("x")
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if queue.counts(study, judge.id)["cancelled"] == 4:
+                break
+        assert queue.counts(study, judge.id)["cancelled"] == 4
+        await pilot.press("r")
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if queue.counts(study, judge.id)["queued"] == 4:
+                break
+        assert queue.counts(study, judge.id)["queued"] == 4

@@ -80,6 +80,8 @@ class AgreementScreen(Screen[int | None]):
         Binding("j", "gap(1)", "next gap", id="agreement.next_gap"),
         Binding("k", "gap(-1)", "prev gap", id="agreement.prev_gap"),
         Binding("enter", "jump", "jump to item", id="agreement.jump"),
+        Binding("x", "queue('cancel')", "cancel jobs", id="agreement.cancel"),
+        Binding("r", "queue('retry')", "retry failed", id="agreement.retry"),
     ]
 
     class Computed(Message):
@@ -143,6 +145,20 @@ class AgreementScreen(Screen[int | None]):
             gaps = self.data.attributes[self.focus_attr].gaps
             if gaps:
                 self.dismiss(self.item_index_of(gaps[self.selected_gap].item_key))
+
+    @work(thread=True, group="queue")
+    def action_queue(self, what: str) -> None:
+        """Cancel the judges' waiting jobs, or queue failed and cancelled ones again."""
+        from tui_rater.judge import queue
+
+        study = self.study.reopen()
+        try:
+            n = queue.cancel(study) if what == "cancel" else queue.retry(study)
+        finally:
+            study.close()
+        self.app.call_from_thread(self.notify, f"{'cancelled' if what == 'cancel' else 'queued again'}: {n} jobs")
+        self.marker = None
+        self.compute()
 
     def action_close(self) -> None:
         self.dismiss(None)
