@@ -14,6 +14,7 @@ TITLES = {
     "table2": "Table 2 — Kendall's τ between the humans' and each LLM's per-item mean",
     "pairs": "Rater pairs — Kendall's τ, every human vs every other (Table 6) and vs each LLM",
     "table3": "Table 3 — judge runs differing in variant / temperature",
+    "extremes": "Items a judge rated at the scale's end on every attribute and sample (check for injected instructions)",
 }
 
 
@@ -85,6 +86,10 @@ def tables(records: list[Record]) -> list[tuple[str, list[str], list[list[str]]]
     t3 = [[r.attribute, r.evaluator, r.statistic, _fmt(r.value), r.note] for r in records if r.table == "table3"]
     if t3:
         out.append((TITLES["table3"], ["attribute", "run", "statistic", "value", "note"], t3))
+    extremes = [[r.evaluator, r.note.removeprefix("item "), r.system, r.statistic.replace("all_", "all at "),
+                 str(r.n)] for r in records if r.table == "extremes"]
+    if extremes:
+        out.append((TITLES["extremes"], ["judge", "item", "system", "ratings", "n"], extremes))
     return out
 
 

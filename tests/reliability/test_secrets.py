@@ -1,0 +1,63 @@
+"""A planted API key never reaches the study file, exports, reports, logs or error messages."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from tests.conftest import SAMPLE, run_cli_process
+from tests.judge.test_api import ERR, Script, fake_server, ok_body  # noqa: F401 - fixture
+
+KEY = "sk-PLANTED-7f3a9c1e5b2d4a6c8e0f"
+
+
+def test_planted_key_appears_nowhere(tmp_path, fake_server):  # noqa: F811
+    env = {**os.environ, "OPENAI_API_KEY": KEY}
+    db = tmp_path / "s.db"
+    outputs = []
+
+    def run(*args):
+        result = run_cli_process(*args, env=env)
+        outputs.extend([result.stdout, result.stderr])
+        return result
+
+    run("import", SAMPLE / "stories.csv", "--task", "story", "--db", db)
+    good = fake_server(Script([(200, {}, ok_body(), 0)]))
+    assert run("judge", "--db", db, "--model", "api:m", "--base-url", good, "--limit", "2", "--samples", "1").returncode == 0
+    refusing = fake_server(Script([(401, {}, ERR, 0)]))
+    failed = run("judge", "--db", db, "--model", "api:other", "--base-url", refusing, "--limit", "1", "--samples", "1")
+    assert failed.returncode == 2 and "refused the API key" in failed.stderr
+    dead = f"http://127.0.0.1:{__import__('tests.judge.conftest', fromlist=['free_port']).free_port()}/v1"
+    run("judge", "--db", db, "--model", "api:third", "--base-url", dead, "--limit", "1", "--samples", "1",
+        "--timeout", "1", "--max-retries", "0")
+    run("queue", "--db", db)
+    run("info", "--db", db, "--json")
+    for what in ("items", "ratings", "wide"):
+        run("export", "--db", db, "--what", what, "--out", tmp_path / f"{what}.csv")
+    run("report", "--db", db, "--format", "json", "--out", tmp_path / "report.json")
+    run("report", "--db", db)
+    files = [p for p in tmp_path.iterdir() if p.is_file()]
+    assert any(p.name.startswith("s.db") for p in files)
+    for path in files:
+        assert KEY.encode() not in path.read_bytes(), path.name
+    for text in outputs:
+        assert KEY not in text
+
+
+def test_key_from_config_file_and_permission_warning(tmp_path, fake_server):  # noqa: F811
+    config = tmp_path / "config.toml"
+    config.write_text(f'[judge]\napi_key = "{KEY}"\n')
+    os.chmod(config, 0o644)
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["TUI_RATER_CONFIG"] = str(config)
+    db = tmp_path / "s.db"
+    run_cli_process("import", SAMPLE / "stories.csv", "--task", "story", "--db", db, env=env)
+    url = fake_server(Script([(200, {}, ok_body(), 0)]))
+    result = run_cli_process("judge", "--db", db, "--model", "api:m", "--base-url", url, "--limit", "1",
+                             "--samples", "1", env=env)
+    assert result.returncode == 0
+    assert "readable by other users" in result.stderr and KEY not in result.stderr + result.stdout
+    os.chmod(config, 0o600)
+    quiet = run_cli_process("info", "--db", db, env=env)
+    assert "readable by other users" not in quiet.stderr
+    assert stat.S_IMODE(os.stat(db).st_mode) == 0o600
