@@ -97,20 +97,28 @@ def enqueue(study: Study, rater_id: int, item_keys: list[int], attributes: list[
         return conn.total_changes - before
 
 
-def lease(study: Study, rater_id: int, owner: str, max_jobs: int = 64, lease_s: float = LEASE_S) -> list[Job]:
-    """Lease the ready jobs of the next item (one item's jobs, in attribute and sample order)."""
+def lease(study: Study, rater_id: int, owner: str, max_jobs: int = 64, lease_s: float = LEASE_S,
+          min_jobs: int = 1) -> list[Job]:
+    """Lease the ready jobs of the next item (one item's jobs, in attribute and sample order).
+
+    Items are added until at least ``min_jobs`` jobs are leased (API judges lease a few items at
+    once, to spend fewer transactions; local judges one, to keep the KV-cache prefix).
+    """
     now = time.time()
+    ready = "rater_id = ? AND not_before <= ? AND (status = 'queued' OR (status = 'leased' AND lease_until < ?))"
     with write(study.db) as conn:
-        row = conn.execute(
-            "SELECT item_key FROM jobs WHERE rater_id = ? AND not_before <= ? AND "
-            "(status = 'queued' OR (status = 'leased' AND lease_until < ?)) ORDER BY item_key LIMIT 1",
-            [rater_id, now, now]).fetchone()
-        if row is None:
+        keys = [r[0] for r in conn.execute(
+            f"SELECT DISTINCT item_key FROM jobs WHERE {ready} ORDER BY item_key LIMIT ?",
+            [rater_id, now, now, max(1, min_jobs)]).fetchall()]
+        if not keys:
             return []
-        rows = conn.execute(
-            "SELECT id, item_key, attribute, rater_id, sample, attempts FROM jobs WHERE rater_id = ? "
-            "AND item_key = ? AND not_before <= ? AND (status = 'queued' OR (status = 'leased' AND lease_until < ?)) "
-            "ORDER BY id LIMIT ?", [rater_id, row[0], now, now, max_jobs]).fetchall()
+        rows = []
+        for key in keys:
+            rows += conn.execute(
+                f"SELECT id, item_key, attribute, rater_id, sample, attempts FROM jobs WHERE {ready} AND item_key = ? "
+                "ORDER BY id LIMIT ?", [rater_id, now, now, key, max_jobs - len(rows)]).fetchall()
+            if len(rows) >= min_jobs or len(rows) >= max_jobs:
+                break
         conn.executemany(
             "UPDATE jobs SET status = 'leased', lease_owner = ?, lease_until = ?, attempts = attempts + 1, "
             "updated_at = ? WHERE id = ?", [(owner, now + lease_s, utc_now(), r[0]) for r in rows])
@@ -123,8 +131,12 @@ def renew(study: Study, jobs: list[Job], owner: str, lease_s: float = LEASE_S) -
                          [(time.time() + lease_s, job.id, owner) for job in jobs])
 
 
-def complete(study: Study, job: Job, owner: str, results: list[RatingResult]) -> bool:
-    """Store a job's ratings and mark it done, atomically; False if the lease was lost meanwhile."""
+def complete(study: Study, job: Job, owner: str, results: list[RatingResult],
+             replies: dict[str, dict] | None = None) -> bool:
+    """Store a job's ratings (and the replies to cache) and mark it done, atomically.
+
+    False if the lease was lost meanwhile: then nothing is stored.
+    """
     now = utc_now()
     with write(study.db) as conn:
         claimed = conn.execute(
@@ -137,6 +149,8 @@ def complete(study: Study, job: Job, owner: str, results: list[RatingResult]) ->
             "job_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(job.item_key, r.attribute, job.rater_id, r.sample, r.value, r.raw, r.parse_status, now, job.id,
               json.dumps(r.details) if r.details else None) for r in results])
+        conn.executemany("INSERT OR IGNORE INTO replies (request_hash, reply, created_at) VALUES (?, ?, ?)",
+                         [(key, json.dumps(reply), now) for key, reply in (replies or {}).items()])
     return True
 
 
@@ -146,8 +160,11 @@ def fail(study: Study, job: Job, owner: str, kind: str, message: str, *, retryab
     retry = retryable and job.attempts < MAX_ATTEMPTS
     delay = 0.0
     if retry:
-        backoff = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (job.attempts - 1)) * random.uniform(0.8, 1.2)
-        delay = max(backoff, retry_after or 0.0)
+        if retry_after is not None:
+            # the server said when: honour it (a little jitter so workers do not return in step)
+            delay = min(BACKOFF_MAX_S, retry_after) * random.uniform(1.0, 1.1)
+        else:
+            delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (job.attempts - 1)) * random.uniform(0.8, 1.2)
     status = "queued" if retry else "failed"
     with write(study.db) as conn:
         conn.execute(

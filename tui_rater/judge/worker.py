@@ -87,13 +87,16 @@ class Worker(threading.Thread):
         self.counts = None
 
     def run(self) -> None:
-        study = self.study = Study.open(self.db_path, create=False)
+        study = self.study = Study.open(self.db_path, create=False, durable=False)
+        self.replies: dict[str, dict] = {}
+        lease_batch = 4 if self.spec.is_api else 1
         try:
             queue.reclaim_dead(study)
             self.backend = self.backend_factory(self.spec)
             self.counts = self.backend.counts
             while not self.stop_event.is_set():
-                jobs = queue.lease(study, self.rater_id, self.owner)
+                jobs = queue.lease(study, self.rater_id, self.owner, min_jobs=lease_batch)
+                leased_until = time.monotonic() + queue.LEASE_S
                 if not jobs:
                     if self.drain and queue.pending(study, self.rater_id) == 0:
                         return
@@ -103,7 +106,9 @@ class Worker(threading.Thread):
                     if self.stop_event.is_set():
                         queue.release(study, jobs[index:], self.owner)
                         return
-                    queue.renew(study, jobs[index:], self.owner)
+                    if leased_until - time.monotonic() < queue.LEASE_S / 2:  # renew when half spent
+                        queue.renew(study, jobs[index:], self.owner)
+                        leased_until = time.monotonic() + queue.LEASE_S
                     if not self._process(study, job):
                         queue.release(study, jobs[index + 1:], self.owner)
                         return
@@ -138,7 +143,8 @@ class Worker(threading.Thread):
                 self.stop_event.set()
                 return False
             return True
-        if queue.complete(study, job, self.owner, results):
+        replies, self.replies = self.replies, {}
+        if queue.complete(study, job, self.owner, results, replies):
             self.progress.add(done=1, parse_failures=sum(r.parse_status != "ok" for r in results))
             if self.on_result:
                 self.on_result(job)
@@ -209,7 +215,7 @@ class Worker(threading.Thread):
             self.progress.add(cached=1)
             return found
         reply = compute()
-        queue.store_reply(study, key, reply)
+        self.replies[key] = reply  # stored with the job's result, in one transaction
         return reply
 
 
@@ -228,6 +234,8 @@ def run_judge(db_path: str | Path, rater_id: int, spec: JudgeSpec, rater_config:
     """Start ``workers`` threads for one judge; the caller joins them (or sets ``stop``)."""
     progress = progress or Progress()
     stop = stop or threading.Event()
+    if spec.is_api:
+        import openai  # noqa: F401 - once here, not under the import lock of 16 starting threads
     threads = [Worker(db_path, rater_id, spec, rater_config, progress=progress, stop=stop, drain=drain,
                       backend_factory=backend_factory) for _ in range(workers)]
     for thread in threads:

@@ -34,8 +34,13 @@ def _create_file(path: Path, shared: bool) -> None:
     os.chmod(path, mode)  # umask may have masked the group bits
 
 
-def connect(path: str | Path, *, create: bool = True, shared: bool = False) -> sqlite_utils.Database:
-    """Open (and if needed create and migrate) a study file."""
+def connect(path: str | Path, *, create: bool = True, shared: bool = False, durable: bool = True) -> sqlite_utils.Database:
+    """Open (and if needed create and migrate) a study file.
+
+    ``durable``: fsync every commit (``synchronous = FULL``), for ratings a person typed. Judge
+    workers pass False (``NORMAL``): in WAL mode a commit still survives a killed process, and a
+    result lost to a power cut is lost together with its job's "done" mark, so it is recomputed.
+    """
     path = Path(path)
     if str(path) != ":memory:":
         if path.is_dir():
@@ -62,8 +67,7 @@ def connect(path: str | Path, *, create: bool = True, shared: bool = False) -> s
         _check_readable(conn, path)
         if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
-        # FULL: a rating acknowledged to the annotator survives a power cut, not only a crash
-        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA synchronous = FULL" if durable else "PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
         raise UserError(f"{path} is not a tui-rater database ({exc})") from None

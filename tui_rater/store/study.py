@@ -56,8 +56,8 @@ class Study:
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool = True, shared: bool = False,
-             task_files: list[str] | None = None) -> "Study":
-        return cls(connect(path, create=create, shared=shared), path, task_files)
+             task_files: list[str] | None = None, durable: bool = True) -> "Study":
+        return cls(connect(path, create=create, shared=shared, durable=durable), path, task_files)
 
     def reopen(self) -> "Study":
         """A new connection to the same file (for another thread)."""

@@ -70,6 +70,8 @@ class RaterApp(App[None]):
         self.shown_at = time.monotonic()
         self.writer: StoreWriter | None = None
         self.last_error: str | None = None
+        # items fully rated, kept up to date on each rating (no recount over every item per key)
+        self.completed = {i for i in range(len(session.items)) if session.complete(i)}
 
     # --- layout --------------------------------------------------------------------------
 
@@ -137,7 +139,7 @@ class RaterApp(App[None]):
     def refresh_status(self) -> None:
         session = self.session
         total = len(session.items)
-        done = sum(1 for i in range(total) if self.item_complete(i)) if total < 5000 else session.rated_count()
+        done = len(self.completed)
         width = 16
         filled = int(width * done / total) if total else 0
         item = session.items[self.index]
@@ -249,6 +251,7 @@ class RaterApp(App[None]):
 
         self.submit(lambda: self.session.rate(index, attribute, value, seconds=round(seconds, 3)), written)
         if self.item_complete(index):
+            self.completed.add(index)
             if self.options.reveal:
                 self.refresh_questions()
                 self.open_reveal(index)
@@ -281,6 +284,8 @@ class RaterApp(App[None]):
             if last is None:
                 self.notify("Nothing to undo in this session")
                 return
+            if not self.session.complete(last.item_index):
+                self.completed.discard(last.item_index)
             self.show_item(last.item_index, self.task_.attribute_names.index(last.attribute))
 
         self.submit(self.session.undo, undone)

@@ -39,6 +39,19 @@ def _retry_after(response) -> float | None:
             return None
 
 
+_CLIENTS: dict[tuple, object] = {}
+_CLIENTS_LOCK = __import__("threading").Lock()
+
+
+def _shared_client(openai, base_url: str | None, key: str, timeout: float):
+    """One thread-safe client (one connection pool, one TLS context) for all workers of a judge."""
+    with _CLIENTS_LOCK:
+        ident = (base_url, key, timeout)
+        if ident not in _CLIENTS:
+            _CLIENTS[ident] = openai.OpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout)
+        return _CLIENTS[ident]
+
+
 class ApiBackend:
     def __init__(self, spec: JudgeSpec):
         import openai
@@ -47,8 +60,7 @@ class ApiBackend:
         self.counts = TokenCounts()
         self._openai = openai
         self._key = spec.api_key()
-        self.client = openai.OpenAI(base_url=spec.base_url, api_key=self._key, max_retries=0,
-                                    timeout=spec.timeout_s)
+        self.client = _shared_client(openai, spec.base_url, self._key, spec.timeout_s)
         self._constraint_style: str | None = None
 
     def _scrub(self, text: str) -> str:
@@ -149,4 +161,4 @@ class ApiBackend:
         return probabilities
 
     def close(self) -> None:
-        self.client.close()
+        pass  # the shared client lives as long as the process
