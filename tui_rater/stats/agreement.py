@@ -79,14 +79,15 @@ def alpha(matrix: np.ndarray, level: str = "interval", value_domain: list[float]
 def percent_exact(matrix: np.ndarray) -> Stat:
     """% of items (rated by >= 2 raters) on which every rater gave the same rating."""
     matrix = np.asarray(matrix, dtype=float)
-    agree = total = 0
-    for column in matrix.T:
-        values = column[~np.isnan(column)]
-        if values.size >= 2:
-            total += 1
-            agree += bool(np.all(values == values[0]))
+    if matrix.ndim != 2 or matrix.size == 0:
+        return _na(0, "no item has two ratings")
+    rated = np.sum(~np.isnan(matrix), axis=0) >= 2
+    total = int(rated.sum())
     if total == 0:
         return _na(0, "no item has two ratings")
+    with np.errstate(all="ignore"):
+        columns = matrix[:, rated]
+        agree = int(np.sum(np.nanmax(columns, axis=0) == np.nanmin(columns, axis=0)))
     return Stat(100.0 * agree / total, total)
 
 

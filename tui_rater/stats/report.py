@@ -46,14 +46,17 @@ class Record:
 
 def load(study: Study, task: str) -> pl.DataFrame:
     """The ratings in force with a value, one row per (item, attribute, rater, sample)."""
-    rows = [
-        {"item_key": r["item_key"], "system": r["system"] or "-", "attribute": r["attribute"], "rater": r["rater"],
-         "kind": r["kind"], "sample": r["sample"], "value": r["value"]}
-        for r in study.current_ratings(task) if r["value"] is not None
-    ]
+    # the latest non-retracted rating per (item, attribute, rater, sample) is the one in force
+    rows = study.db.conn.execute(
+        """SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.name, ra.kind, r.sample, r.value
+           FROM ratings r
+           JOIN (SELECT max(id) AS id FROM ratings WHERE retracted = 0
+                 GROUP BY item_key, attribute, rater_id, sample) latest ON latest.id = r.id
+           JOIN items i ON i.key = r.item_key JOIN raters ra ON ra.id = r.rater_id
+           WHERE i.task = ? AND r.value IS NOT NULL""", [task]).fetchall()
     schema = {"item_key": pl.Int64, "system": pl.Utf8, "attribute": pl.Utf8, "rater": pl.Utf8, "kind": pl.Utf8,
               "sample": pl.Int64, "value": pl.Float64}
-    return pl.DataFrame(rows, schema=schema)
+    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 def reference_system(systems: list[str]) -> str | None:
@@ -76,34 +79,48 @@ class Report:
         self.item_keys = sorted(self.frame["item_key"].unique().to_list())
         self._item_index = {k: i for i, k in enumerate(self.item_keys)}
         self._system_of = dict(self.frame.select("item_key", "system").unique().iter_rows())
+        self._cache: dict = {}
+        self._keys_cache: dict = {}
         # "all systems" where there are several; the one system otherwise
         self.overall = ALL if len(self.systems) > 1 else (self.systems[0] if self.systems else ALL)
 
     # --- matrices ------------------------------------------------------------------------
 
-    def _annotators(self, evaluator: str) -> pl.DataFrame:
-        if evaluator == HUMANS:
-            return self.frame.filter(pl.col("kind") == "human").with_columns(pl.col("rater").alias("annotator"))
-        return self.frame.filter(pl.col("rater") == evaluator).with_columns(
-            pl.col("sample").cast(pl.Utf8).alias("annotator"))
+    def _arrays(self, evaluator: str, attribute: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(annotator index, item key, value, annotator names) of one evaluator on one attribute, cached."""
+        key = (evaluator, attribute)
+        if key not in self._cache:
+            if evaluator == HUMANS:
+                rows = self.frame.filter((pl.col("kind") == "human") & (pl.col("attribute") == attribute))
+                who = rows["rater"].to_numpy()
+            else:
+                rows = self.frame.filter((pl.col("rater") == evaluator) & (pl.col("attribute") == attribute))
+                who = rows["sample"].to_numpy()
+            names, index = np.unique(who, return_inverse=True) if len(who) else (np.array([]), np.array([], int))
+            self._cache[key] = (index, rows["item_key"].to_numpy(), rows["value"].to_numpy(), names)
+        return self._cache[key]
+
+    def _keys(self, system: str) -> np.ndarray:
+        if system not in self._keys_cache:
+            self._keys_cache[system] = np.array(
+                [k for k in self.item_keys if system == ALL or self._system_of[k] == system], dtype=np.int64)
+        return self._keys_cache[system]
 
     def matrix(self, evaluator: str, attribute: str, system: str) -> np.ndarray:
         """Annotators x items (every item of the system, NaN where unrated)."""
-        rows = self._annotators(evaluator).filter(pl.col("attribute") == attribute)
-        if system != ALL:
-            rows = rows.filter(pl.col("system") == system)
-        keys = [k for k in self.item_keys if system == ALL or self._system_of[k] == system]
-        column = {k: i for i, k in enumerate(keys)}
-        annotators = sorted(rows["annotator"].unique().to_list())
-        index = {a: i for i, a in enumerate(annotators)}
-        m = np.full((len(annotators), len(keys)), np.nan)
-        for a, k, v in rows.select("annotator", "item_key", "value").iter_rows():
-            m[index[a], column[k]] = v
-        return m
+        index, item_keys, values, names = self._arrays(evaluator, attribute)
+        keys = self._keys(system)
+        m = np.full((len(names), len(keys)), np.nan)
+        if len(keys) and len(item_keys):
+            position = np.clip(np.searchsorted(keys, item_keys), 0, len(keys) - 1)
+            inside = keys[position] == item_keys
+            m[index[inside], position[inside]] = values[inside]
+        # annotators with no rating of this system's items carry no information
+        return m[~np.all(np.isnan(m), axis=1)] if m.size else m
 
     def item_means(self, evaluator: str, attribute: str, system: str) -> np.ndarray:
         m = self.matrix(evaluator, attribute, system)
-        if m.size == 0:
+        if m.shape[0] == 0:
             return np.full(m.shape[1], np.nan)
         with np.errstate(all="ignore"):
             counts = np.sum(~np.isnan(m), axis=0)
@@ -112,16 +129,18 @@ class Report:
 
     def rater_vector(self, rater: str, attribute: str, system: str) -> np.ndarray:
         """One rater's per-item mean (a judge's samples averaged) over the system's items."""
-        rows = self.frame.filter((pl.col("rater") == rater) & (pl.col("attribute") == attribute))
-        keys = [k for k in self.item_keys if system == ALL or self._system_of[k] == system]
-        column = {k: i for i, k in enumerate(keys)}
-        sums, counts = np.zeros(len(keys)), np.zeros(len(keys))
-        for k, v in rows.select("item_key", "value").iter_rows():
-            if k in column:
-                sums[column[k]] += v
-                counts[column[k]] += 1
-        with np.errstate(all="ignore"):
-            return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        if rater in self.judges:
+            return self.item_means(rater, attribute, system)
+        index, item_keys, values, names = self._arrays(HUMANS, attribute)
+        keys = self._keys(system)
+        out = np.full(len(keys), np.nan)
+        hit = np.nonzero(names == rater)[0]
+        if len(hit) and len(keys):
+            mine = index == hit[0]
+            position = np.clip(np.searchsorted(keys, item_keys[mine]), 0, len(keys) - 1)
+            inside = keys[position] == item_keys[mine]
+            out[position[inside]] = values[mine][inside]
+        return out
 
     # --- tables --------------------------------------------------------------------------
 
@@ -238,16 +257,23 @@ class Report:
         bounds = {a.name: (a.scale.low, a.scale.high) for a in self.task.attributes if a.scale.kind != "choice"}
         if not bounds or len(bounds) < len(self.task.attributes):
             return
-        ids = {item.key: item.id for item in self.study.items(self.task.name)}
         judged = self.frame.filter(pl.col("kind") == "llm")
-        for (judge, item_key), rows in judged.group_by(["rater", "item_key"], maintain_order=True):
-            if rows["attribute"].n_unique() < len(bounds):
-                continue
-            values = list(zip(rows["attribute"].to_list(), rows["value"].to_list()))
-            for statistic, side in (("all_max", 1), ("all_min", 0)):
-                if all(v == bounds[a][side] for a, v in values):
-                    self._add("extremes", "*", self._system_of[item_key], judge, statistic,
-                              value=float(item_key), n=len(values), note=f"item {ids.get(item_key, item_key)}")
+        if judged.is_empty():
+            return
+        judged = judged.with_columns(
+            pl.col("attribute").replace_strict({a: lo for a, (lo, hi) in bounds.items()}, default=None).alias("low"),
+            pl.col("attribute").replace_strict({a: hi for a, (lo, hi) in bounds.items()}, default=None).alias("high"))
+        per_item = judged.group_by(["rater", "item_key"], maintain_order=True).agg(
+            pl.col("attribute").n_unique().alias("attributes"), pl.len().alias("n"),
+            (pl.col("value") == pl.col("high")).all().alias("all_max"),
+            (pl.col("value") == pl.col("low")).all().alias("all_min"))
+        flagged = per_item.filter((pl.col("attributes") == len(bounds)) & (pl.col("all_max") | pl.col("all_min")))
+        if flagged.is_empty():
+            return
+        ids = dict(self.study.db.conn.execute("SELECT key, id FROM items WHERE task = ?", [self.task.name]).fetchall())
+        for judge, item_key, _, n, all_max, _all_min in flagged.iter_rows():
+            self._add("extremes", "*", self._system_of[item_key], judge, "all_max" if all_max else "all_min",
+                      value=float(item_key), n=n, note=f"item {ids.get(item_key, item_key)}")
 
     def build(self) -> list[Record]:
         self.records = []

@@ -6,8 +6,10 @@ thread (``StoreWriter``); widgets are updated on the UI thread only.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -89,6 +91,9 @@ class RaterApp(App[None]):
         if self.judges is not None:
             self.set_interval(1.0, self.refresh_status)
         self.refresh_all()
+        ready_file = os.environ.get("TUI_RATER_READY_FILE")
+        if ready_file:  # for scripts timing start-up: when the first item is on screen
+            self.call_after_refresh(lambda: Path(ready_file).write_text(f"{time.time()}\n"))
 
     def on_unmount(self) -> None:
         if self.writer is not None:
