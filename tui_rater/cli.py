@@ -118,8 +118,29 @@ def _parser() -> argparse.ArgumentParser:
                                    "judge runs differ in variant or temperature. JSON/CSV: one record per number.")
     p.add_argument("--task", help="only this task (default: every task with ratings)")
     p.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table")
+    p.add_argument("--spa-tau", type=float, default=1.1,
+                   help="SPA: exclude annotators with P[X>Y] + P[Y>X] above this (default 1.1)")
+    p.add_argument("--no-spa-filter", action="store_true", help="SPA: keep every annotator")
     p.add_argument("--out", type=Path, help="write to this file instead of the terminal")
     p.set_defaults(run=cmd_report)
+
+    p = sub.add_parser("spa", parents=[common], help="system-level probabilistic assessment (SPA)",
+                       description="Ethayarajh & Jurafsky (2022) §5.2. `spa setup` draws packets of m prompts that "
+                                   "every system answered; rate them with `annotate --task spa`, judge them with "
+                                   "`judge --task spa`, and see the results in `report --task spa`.")
+    spa_sub = p.add_subparsers(dest="spa_command", metavar="SUBCOMMAND")
+    q = spa_sub.add_parser("setup", parents=[common], help="create SPA packets from the study's stories")
+    q.add_argument("--systems", required=True, help="comma-separated systems (the items' `system` values)")
+    q.add_argument("--m", type=int, default=5, help="prompts per packet (default 5; the paper: m >= 4)")
+    q.add_argument("--packets", type=int, default=1, help="packets to create, one per annotator (default 1)")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--source-task", default="story", help="the task whose prompt + story items to use")
+    q.add_argument("--name", default="spa", help="the SPA task's name (default: spa)")
+    q.add_argument("--pairs", choices=("all", "chain"), default="all",
+                   help="compare every pair of systems, or each with the next in --systems order")
+    q.add_argument("--no-likert", action="store_true", help="skip the standard protocol's Likert ratings")
+    q.set_defaults(run=cmd_spa_setup)
+    p.set_defaults(run=lambda args, settings: (p.print_help(), 2)[1])
 
     p = sub.add_parser("reparse", parents=[common], help="re-apply the reply parser to stored judge replies")
     p.set_defaults(run=cmd_reparse)
@@ -131,9 +152,10 @@ def _judge_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("judge")
     g.add_argument("--model", required=True, metavar="SPEC",
                    help="a .gguf file (local llama.cpp) or api:<model> (OpenAI-compatible server)")
-    g.add_argument("--mode", default="text", choices=("text", "constrained", "distribution"),
+    g.add_argument("--mode", default="text", choices=("text", "constrained", "distribution", "implicit"),
                    help="text: free reply + parser (the paper); constrained: reply forced to a valid score; "
-                        "distribution: the scale tokens' probabilities, N samples drawn from them")
+                        "distribution: the scale tokens' probabilities, N samples drawn from them; "
+                        "implicit: Chen et al.'s yes/no Implicit Score (story-explicit)")
     g.add_argument("--variant", default=None,
                    help="plain | persona | explain (Chiang & Lee §3.3.2); v1..v5 for the Chen et al. tasks")
     g.add_argument("--samples", type=int, help="samples per question (default 3, as in the paper)")
@@ -165,9 +187,15 @@ def judge_spec(args: argparse.Namespace, settings: Settings, task_names: list[st
     chen = any(name in ("story-explicit", "story-pairwise") for name in task_names or [])
     variant = args.variant or ("v1" if chen else "plain")
     pick = lambda flag, default: default if flag is None else flag  # noqa: E731
+    samples, temperature = d.samples, d.temperature
+    if chen:
+        # Chen et al.: greedy decoding for explicit scores and pairwise V1-V3; V5 (explicit) and
+        # V4 (pairwise) sample five reasons with top-p and vote / average
+        sampled = variant == "v5" or (variant == "v4" and "story-pairwise" in (task_names or []))
+        samples, temperature = (5, 1.0) if sampled else (1, 0.0)
     return JudgeSpec(
-        model=args.model, mode=args.mode, variant=variant, samples=pick(args.samples, d.samples),
-        temperature=pick(args.temperature, d.temperature), top_p=pick(args.top_p, d.top_p), seed=args.seed,
+        model=args.model, mode=args.mode, variant=variant, samples=pick(args.samples, samples),
+        temperature=pick(args.temperature, temperature), top_p=pick(args.top_p, d.top_p), seed=args.seed,
         conversation=args.conversation, max_tokens=pick(args.max_tokens, d.max_tokens),
         max_retries=pick(args.max_retries, d.max_retries), n_ctx=pick(args.n_ctx, d.n_ctx),
         n_gpu_layers=pick(args.n_gpu_layers, d.n_gpu_layers), chat_template=template,
@@ -217,7 +245,10 @@ def cmd_tasks(args, settings) -> int:
 
     from tui_rater.domain.tasks import TaskRegistry
 
-    registry = TaskRegistry.with_files([*settings.task_files, *args.task_file])
+    if _db_exists(args, settings):  # include the custom tasks stored in the study (SPA, TOML tasks)
+        registry = _open(args, settings, create=False).tasks
+    else:
+        registry = TaskRegistry.with_files([*settings.task_files, *args.task_file])
     table = Table(title="Tasks", show_lines=args.verbose)
     table.add_column("task", style="bold")
     table.add_column("item columns")
@@ -499,7 +530,8 @@ def cmd_report(args, settings) -> int:
     names = [args.task] if args.task else study.item_task_names()
     for name in names:
         study.task(name)
-    reports = {name: build_report(study, name) for name in names}
+    tau = None if args.no_spa_filter else args.spa_tau
+    reports = {name: build_report(study, name, spa_tau=tau) for name in names}
     reports = {name: records for name, records in reports.items() if records or args.task}
     if not reports:
         raise UserError(f"{study.path} holds no ratings yet")
@@ -529,6 +561,21 @@ def cmd_report(args, settings) -> int:
         print(f"wrote the report to {args.out}")
     else:
         sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+    return 0
+
+
+def cmd_spa_setup(args, settings) -> int:
+    from tui_rater.store import spa
+
+    study = _open(args, settings, create=False)
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    result = spa.setup(study, systems, m=args.m, packets=args.packets, seed=args.seed, source_task=args.source_task,
+                       name=args.name, pairs=args.pairs, likert=not args.no_likert)
+    writers = ", ".join(f"writer {letter} = {system}" for letter, system in sorted(result["writers"].items()))
+    print(f"task {result['task']}: {result['packets']} packets of {args.m} prompts ({result['eligible_prompts']} "
+          f"prompts answered by every system), {result['questions']} questions each; {writers} (hidden from raters)")
+    print(f"next: tui-rater annotate --task {result['task']} --annotator NAME   |   "
+          f"tui-rater judge --task {result['task']} --model SPEC")
     return 0
 
 

@@ -62,3 +62,22 @@ def test_agreement_screen(snap_compare, app_for, study, size):
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_pairwise_screen(snap_compare, tmp_path, size):
+    from tests.ui.test_protocols import _pairwise_app
+
+    _, app = _pairwise_app(tmp_path)
+    assert snap_compare(app, terminal_size=size)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_spa_screen(snap_compare, tmp_path, size):
+    from tests.ui.test_protocols import _spa_study
+    from tui_rater.store.session import AnnotationSession
+    from tui_rater.ui.app import make_app
+
+    study = _spa_study(tmp_path)
+    assert snap_compare(make_app(AnnotationSession.open(study.reopen(), "spa", "ann")), terminal_size=size,
+                        press=["6", "5"])

@@ -17,6 +17,7 @@ RETRYABLE = {
     "model_load": False,
     "no_logprobs": False,
     "unsupported": False,
+    "internal": False,
 }
 
 

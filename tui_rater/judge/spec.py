@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tui_rater.errors import UserError
 
-MODES = ("text", "constrained", "distribution")
+MODES = ("text", "constrained", "distribution", "implicit")
 VARIANTS = ("plain", "persona", "explain", "v1", "v2", "v3", "v4", "v5")
 _SHA_CACHE: dict[tuple[str, int, float], str] = {}
 

@@ -22,6 +22,7 @@ from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.queue import Job, RatingResult
 from tui_rater.judge.scoring import option_labels, score_distribution
 from tui_rater.judge.spec import JudgeSpec
+from tui_rater.errors import UserError
 from tui_rater.store.study import Study
 
 BackendFactory = Callable[[JudgeSpec], object]
@@ -127,10 +128,16 @@ class Worker(threading.Thread):
         item = study.item(job.item_key)
         task = study.task(item.task)
         try:
-            if job.attribute == "*":
-                results = self._conversation(task, item.fields, job)
-            else:
-                results = self._attribute(task, task.attribute(job.attribute), item.fields, job, [])
+            try:
+                if job.attribute == "*":
+                    results = self._conversation(task, item.fields, job)
+                else:
+                    results = self._attribute(task, task.attribute(job.attribute), item.fields, job, [])
+            except UserError as exc:  # e.g. a template that needs a field the item lacks
+                raise JudgeError("bad_request", str(exc)) from None
+            except (KeyError, ValueError, TypeError, RuntimeError) as exc:
+                # a bug must not silently kill the worker: the job fails, visibly, and the rest go on
+                raise JudgeError("internal", f"{type(exc).__name__}: {exc}") from None
         except JudgeError as exc:
             status = queue.fail(study, job, self.owner, exc.kind, exc.message, retryable=exc.retryable,
                                 retry_after=exc.retry_after)
@@ -163,25 +170,74 @@ class Worker(threading.Thread):
     def _attribute(self, task: Task, attribute: Attribute, fields: dict, job: Job,
                    history: list[dict]) -> list[RatingResult]:
         spec = self.spec
+        swapped = is_pairwise(task) and job.sample >= (1 if spec.mode == "distribution" else spec.samples)
+        if swapped:  # Chen et al.: every pair is judged in both orders
+            fields = {**fields, "story_a": fields["story_b"], "story_b": fields["story_a"]}
+        if spec.mode == "implicit":
+            return self._implicit(task, attribute, fields, job, history)
         prompt = render(task, attribute, fields, spec.variant)
         history.append({"role": "user", "content": prompt.text})
         messages = list(history)
         provenance = {"template_id": prompt.template_id, "template_sha256": prompt.template_hash}
+        if is_pairwise(task):
+            provenance["order"] = "swapped" if swapped else "original"
         if spec.mode == "distribution":
-            return self._distribution(attribute, messages, job, provenance)
+            results = self._distribution(attribute, messages, job, provenance)
+            return [self._canonical(task, r, swapped) for r in results]
         constrain = attribute.scale if spec.mode == "constrained" else None
         attempts = []
         for attempt in range(spec.max_retries + 1):
             # a regenerated reply gets a new seed; the paper regenerated until a rating came
             seed = spec.seed + job.sample + 1000 * attempt
             reply = self._cached(messages, seed, lambda: self._complete(messages, seed, constrain))
-            result = parse_reply(reply["text"], attribute, reply.get("structured", False))
+            result = parse_reply(reply["text"], self._reply_attribute(task, attribute), reply.get("structured", False))
             attempts.append(reply["text"])
             if result.ok:
                 details = {**provenance, "seed": seed, "attempts": attempt + 1}
-                return [RatingResult(attribute.name, job.sample, result.value, reply["text"], "ok", details)]
+                value = self._on_task_scale(task, result.value, details)
+                rating = RatingResult(attribute.name, job.sample, value, reply["text"], "ok", details)
+                return [self._canonical(task, rating, swapped)]
         details = {**provenance, "seed": seed, "attempts": len(attempts), "earlier_replies": attempts[:-1]}
         return [RatingResult(attribute.name, job.sample, None, attempts[-1], result.failure, details)]
+
+    def _reply_attribute(self, task: Task, attribute: Attribute) -> Attribute:
+        """The scale the reply is written on: Chen et al.'s Explicit V4 answers in 1-5 stars."""
+        if task.name == "story-explicit" and self.spec.variant == "v4":
+            from dataclasses import replace as _replace
+
+            return _replace(attribute, scale=_replace(attribute.scale, kind="likert", low=1, high=5))
+        return attribute
+
+    def _on_task_scale(self, task: Task, value: float, details: dict) -> float:
+        if task.name == "story-explicit" and self.spec.variant == "v4":
+            details["stars"] = value
+            return (value - 1) * 25.0  # Figure 4: V4's stars normalised into [0, 100]
+        return value
+
+    def _canonical(self, task: Task, rating: RatingResult, swapped: bool) -> RatingResult:
+        """A pairwise verdict in terms of the item (0 = story_a better, 1 = story_b, 2 = tie)."""
+        if not is_pairwise(task) or rating.value is None or rating.value == 2:
+            return rating
+        position = int(rating.value)  # 0 = the first text shown, 1 = the second
+        # V3 asks which storyline is *worse*: the other one is the better
+        better_shown = 1 - position if self.spec.variant == "v3" else position
+        canonical = 1 - better_shown if swapped else better_shown
+        details = dict(rating.details or {})
+        details["answered"] = "AB"[position]
+        return RatingResult(rating.attribute, rating.sample, float(canonical), rating.raw, rating.parse_status, details)
+
+    def _implicit(self, task: Task, attribute: Attribute, fields: dict, job: Job, history: list) -> list[RatingResult]:
+        """Chen et al. §2.1: the yes/no question; Implicit = max(p(yes), 1 - p(no)), stored x 100."""
+        from tui_rater.domain.prompts import CHEN_IMPLICIT, fill
+
+        if task.name != "story-explicit":
+            raise JudgeError("unsupported", "--mode implicit applies to the story-explicit task (Chen et al. §2.1)")
+        text = fill(CHEN_IMPLICIT, fields)
+        messages = [*history, {"role": "user", "content": text}]
+        reply = self._cached(messages, None, lambda: {"top": self.backend.top_tokens(messages, 5)})
+        score, p_yes, p_no = implicit_score([tuple(t) for t in reply["top"]])
+        details = {"template_id": "chen/implicit", "p_yes": p_yes, "p_no": p_no, "top5": reply["top"]}
+        return [RatingResult(attribute.name, job.sample, 100.0 * score, None, "ok", details)]
 
     def _complete(self, messages, seed, constrain) -> dict:
         completion = self.backend.complete(messages, temperature=self.spec.temperature, top_p=self.spec.top_p,
@@ -200,10 +256,13 @@ class Worker(threading.Thread):
             scored = score_distribution(reply["probabilities"], attribute.scale, n_samples=spec.samples,
                                         temperature=spec.temperature, top_p=spec.top_p, seed=spec.seed + job.item_key)
         except ValueError as exc:
-            return [RatingResult(attribute.name, s, None, None, "no_number", {**provenance, "error": str(exc)})
-                    for s in range(spec.samples)]
+            return [RatingResult(attribute.name, job.sample * spec.samples + s, None, None, "no_number",
+                                 {**provenance, "error": str(exc)}) for s in range(spec.samples)]
         details = {**provenance, "distribution": scored.probabilities, "mass": scored.mass, "expected": scored.expected}
-        return [RatingResult(attribute.name, s, value, None, "ok", details if s == 0 else {"expected": scored.expected})
+        first = job.sample * spec.samples  # a pairwise task's swapped order takes the next N sample slots
+        return [RatingResult(attribute.name, first + s, value, None, "ok",
+                             details if s == 0 else {"expected": scored.expected, **{k: v for k, v in details.items()
+                                                                                     if k == "order"}})
                 for s, value in enumerate(scored.samples)]
 
     def _cached(self, messages, seed, compute: Callable[[], dict]) -> dict:
@@ -224,8 +283,27 @@ def jobs_for(task: Task, spec: JudgeSpec) -> tuple[list[str], int]:
     if spec.conversation:
         return ["*"], spec.samples
     if spec.mode == "distribution":
-        return list(task.attribute_names), 1  # one forward pass yields all N samples
+        # one forward pass yields all N samples (both orders for a pairwise task)
+        return list(task.attribute_names), 2 if is_pairwise(task) else 1
+    if is_pairwise(task):
+        return list(task.attribute_names), 2 * spec.samples  # every pair in both orders
     return list(task.attribute_names), spec.samples
+
+
+def is_pairwise(task: Task) -> bool:
+    return {"story_a", "story_b"} <= set(task.fields)
+
+
+# Chen et al. §2.1, Eq. 1: the yes / no token variants
+YES_TOKENS = {"Yes", "YES", "yes"}
+NO_TOKENS = {"No", "NO", "no"}
+
+
+def implicit_score(top: list[tuple[str, float]]) -> tuple[float, float, float]:
+    """Implicit Score = max(p(yes), 1 - p(no)) over the top-k next tokens; returns (score, p_yes, p_no)."""
+    p_yes = sum(p for token, p in top if token.strip() in YES_TOKENS)
+    p_no = sum(p for token, p in top if token.strip() in NO_TOKENS)
+    return max(p_yes, 1 - p_no), p_yes, p_no
 
 
 def run_judge(db_path: str | Path, rater_id: int, spec: JudgeSpec, rater_config: dict, *, workers: int = 1,

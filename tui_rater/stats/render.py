@@ -14,6 +14,10 @@ TITLES = {
     "table2": "Table 2 — Kendall's τ between the humans' and each LLM's per-item mean",
     "pairs": "Rater pairs — Kendall's τ, every human vs every other (Table 6) and vs each LLM",
     "table3": "Table 3 — judge runs differing in variant / temperature",
+    "spa": "SPA (Ethayarajh & Jurafsky Table 1 layout): Holm-corrected * α=.10, ** .05, *** .01",
+    "position": "Pairwise judgements in both orders: position bias, order consistency, final verdicts",
+    "bt": "Bradley–Terry abilities (MM) from all pairwise preferences",
+    "meta": "Meta-evaluation against human scores (Chen et al.): sample- and dataset-level, τ-b over pairs",
     "extremes": "Items a judge rated at the scale's end on every attribute and sample (check for injected instructions)",
 }
 
@@ -26,6 +30,13 @@ def _stars(p: float | None) -> str:
     if p is None:
         return ""
     return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
+
+
+def _spa_stars(p: float | None) -> str:
+    # the SPA paper marks Holm-corrected significance at alpha = .10 (*), .05 (**), .01 (***)
+    if p is None:
+        return ""
+    return "***" if p < 0.01 else "**" if p < 0.05 else "*" if p < 0.10 else ""
 
 
 def _index(records: list[Record]) -> dict:
@@ -86,6 +97,29 @@ def tables(records: list[Record]) -> list[tuple[str, list[str], list[list[str]]]
     t3 = [[r.attribute, r.evaluator, r.statistic, _fmt(r.value), r.note] for r in records if r.table == "table3"]
     if t3:
         out.append((TITLES["table3"], ["attribute", "run", "statistic", "value", "note"], t3))
+    spa_rows = []
+    for r in records:
+        if r.table == "spa" and r.statistic == "p_x_over_y":
+            likert = by.get(("spa", r.attribute, r.system, r.evaluator, r.evaluator_b, "likert_delta"))
+            spa_rows.append([r.system, r.evaluator_b or "", r.evaluator,
+                             "n/a" if r.value is None else f"{r.value:.3f}{_spa_stars(r.p)}",
+                             "n/a" if likert is None or likert.value is None else f"{likert.value:+.3f}{_spa_stars(likert.p)}",
+                             str(r.n)])
+    if spa_rows:
+        kept = [f"{r.evaluator}: {r.note}" for r in records if r.table == "spa" and r.statistic == "annotators_kept"]
+        out.append((TITLES["spa"] + ("; " + "; ".join(kept) if kept else ""),
+                    ["System X", "System Y", "evaluator", "P[X≻Y] (SPA)", "Likert Δ", "n"], spa_rows))
+    position = [[r.attribute, r.evaluator, r.statistic, _fmt(r.value), str(r.n)] for r in records
+                if r.table == "position"]
+    if position:
+        out.append((TITLES["position"], ["attribute", "judge", "statistic", "value", "pairs"], position))
+    bt = [[r.attribute, r.evaluator, r.system, _fmt(r.value, 3), str(r.n), r.note] for r in records if r.table == "bt"]
+    if bt:
+        out.append((TITLES["bt"], ["attribute", "evaluator", "system", "log-strength", "comparisons", "note"], bt))
+    meta = [[r.attribute, r.evaluator_b or "", r.statistic, _fmt(r.value, 3), str(r.n)] for r in records
+            if r.table == "meta"]
+    if meta:
+        out.append((TITLES["meta"], ["attribute", "judge", "statistic", "value", "n"], meta))
     extremes = [[r.evaluator, r.note.removeprefix("item "), r.system, r.statistic.replace("all_", "all at "),
                  str(r.n)] for r in records if r.table == "extremes"]
     if extremes:

@@ -69,8 +69,8 @@ def reference_system(systems: list[str]) -> str | None:
 
 
 class Report:
-    def __init__(self, study: Study, task: Task, frame: pl.DataFrame | None = None):
-        self.study, self.task = study, task
+    def __init__(self, study: Study, task: Task, frame: pl.DataFrame | None = None, spa_tau: float | None = 1.1):
+        self.study, self.task, self.spa_tau = study, task, spa_tau
         self.frame = load(study, task.name) if frame is None else frame
         self.records: list[Record] = []
         self.systems = sorted(self.frame["system"].unique().to_list())
@@ -279,16 +279,25 @@ class Report:
         self.records = []
         if self.frame.is_empty():
             return []
+        from tui_rater.stats import protocols
+
+        if protocols.is_spa(self):
+            protocols.spa_records(self, self.spa_tau)
+            return self.records
         self.table1()
         self.table2()
         self.pairwise_raters()
         self.table3()
         self.extremes()
+        if protocols.is_pairwise(self):
+            protocols.pairwise_records(self)
+        elif self.task.name == "story-explicit" or any(a.scale.kind == "continuous" for a in self.task.attributes):
+            protocols.meta_records(self)
         return self.records
 
 
-def build_report(study: Study, task_name: str) -> list[Record]:
-    return Report(study, study.task(task_name)).build()
+def build_report(study: Study, task_name: str, spa_tau: float | None = 1.1) -> list[Record]:
+    return Report(study, study.task(task_name), spa_tau=spa_tau).build()
 
 
 def as_dicts(records: list[Record]) -> list[dict]:

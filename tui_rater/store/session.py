@@ -60,9 +60,25 @@ class AnnotationSession:
             raise UserError(f"{study.path} holds no items for task {task.name!r}; import some first")
         session = cls(study, task, annotator, order, seed)
         session.rater = study.human(annotator)
+        if "packet" in task.fields:
+            items = [session._spa_packet(items)]
         session.items = session._ordered(items)
         session.reload()
         return session
+
+    def _spa_packet(self, items: list[Item]) -> Item:
+        """SPA gives each annotator one packet: theirs if begun, else one nobody has rated yet."""
+        rated = dict(self.study.db.conn.execute(
+            "SELECT r.item_key, min(r.rater_id = ?) FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
+            "WHERE ra.kind = 'human' GROUP BY r.item_key", [self.rater.id]).fetchall())
+        mine = [i for i in items if i.key in rated and rated[i.key] == 1]
+        if mine:
+            return mine[0]
+        untouched = [i for i in items if i.key not in rated]
+        if untouched:
+            return untouched[0]
+        digest = hashlib.sha256(self.annotator.encode()).hexdigest()
+        return items[int(digest[:8], 16) % len(items)]
 
     def _ordered(self, items: list[Item]) -> list[Item]:
         if self.order == "random":

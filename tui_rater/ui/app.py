@@ -18,7 +18,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
 from tui_rater.store.session import AnnotationSession
-from tui_rater.ui.render import item_text, questions_text
+from tui_rater.ui.render import choice_keys, item_text, pairwise_columns, questions_text
 from tui_rater.ui.screens import HelpScreen, InputScreen, RevealScreen
 from tui_rater.ui.writer import StoreWriter
 
@@ -55,7 +55,7 @@ class RaterApp(App[None]):
         Binding("g", "goto", "go", id="goto"),
         Binding("pageup", "scroll(-1)", "scroll", show=False, id="scroll_up"),
         Binding("pagedown", "scroll(1)", "scroll", show=False, id="scroll_down"),
-        Binding("a", "agreement", "stat", id="agreement"),
+        Binding("a,ctrl+a", "agreement", "stat", id="agreement"),
         Binding("question_mark", "help", "help", id="help"),
         Binding("q", "quit", "quit", id="quit"),
     ]
@@ -130,12 +130,23 @@ class RaterApp(App[None]):
         self.refresh_questions()
         self.refresh_status()
 
-    def refresh_item(self) -> None:
+    def refresh_item(self, width: int | None = None) -> None:
         item = self.session.items[self.index]
         attribute = self.task_.attributes[self.focus_attr]
+        width = self.size.width if width is None else width
+        if {"story_a", "story_b"} <= set(self.task_.fields) and width >= 100:
+            # Chen et al.'s pairwise comparison: the two texts side by side when there is room
+            self.query_one("#item-text", Static).update(pairwise_columns(self.task_, item, attribute))
+            self.item_layout = "columns"
+            return
+        self.item_layout = "stacked"
         text = item_text(self.task_, item, attribute, show_system=not self.options.blind,
                          prompt_always=self.options.prompt_always)
         self.query_one("#item-text", Static).update(text)
+
+    def on_resize(self, event) -> None:
+        if {"story_a", "story_b"} <= set(self.task_.fields):
+            self.refresh_item(event.size.width)
 
     def refresh_questions(self) -> None:
         values = {a: self.value(self.index, a) for a in self.task_.attribute_names}
@@ -215,6 +226,8 @@ class RaterApp(App[None]):
             if len(self.typed) < len(str(int(scale.high))):
                 self.typed += digit
             self.refresh_questions()
+        elif digit in choice_keys(scale):
+            self.commit(float(choice_keys(scale).index(digit)))
         else:
             self.bell()
 
@@ -234,13 +247,16 @@ class RaterApp(App[None]):
         self.refresh_questions()
 
     def on_key(self, event) -> None:
-        # choice scales are answered with their option keys (a / b / c ...)
+        # pairwise choices are answered with a / b / t, ahead of the app's own bindings
+        if self.screen is not self.screen_stack[0]:
+            return
         attribute = self.task_.attributes[self.focus_attr]
         if attribute.scale.kind == "choice" and event.character:
-            keys = [c.key.lower() for c in attribute.scale.choices]
-            if event.character.lower() in keys:
+            keys = choice_keys(attribute.scale)
+            if event.character in keys and not event.character.isdigit():
                 event.stop()
-                self.commit(float(keys.index(event.character.lower())))
+                event.prevent_default()
+                self.commit(float(keys.index(event.character)))
 
     def commit(self, value: float) -> None:
         index, attribute = self.index, self.task_.attributes[self.focus_attr].name

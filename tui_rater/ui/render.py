@@ -49,10 +49,21 @@ def item_text(task: Task, item: Item, attribute: Attribute, *, show_system: bool
     return text
 
 
+def choice_keys(scale) -> list[str]:
+    """Keys for a choice scale: a / b / t for Chen et al.'s A / B / tie, else the digits 1..k
+    (letters would collide with the app's own keys: s skip, f flag, c comment ...)."""
+    keys = tuple(c.key for c in scale.choices)
+    if keys == ("A", "B", "C"):
+        return ["a", "b", "t"]
+    if keys == ("A", "B"):
+        return ["a", "b"]
+    return [str(i + 1) for i in range(len(keys))]
+
+
 def scale_hint(attribute: Attribute) -> str:
     scale = attribute.scale
     if scale.kind == "choice":
-        return "  ".join(f"{c.key.lower()}={safe_text(c.label)[:24]}" for c in scale.choices)
+        return "  ".join(f"{key} = {safe_text(c.label)[:28]}" for key, c in zip(choice_keys(scale), scale.choices))
     if scale.kind == "likert":
         low, high = int(scale.low), int(scale.high)
         ends = ""
@@ -70,10 +81,23 @@ def format_value(attribute: Attribute, value: float | None) -> str:
     return f"{value:g}"
 
 
-def questions_text(task: Task, values: dict[str, float | None], focus: int, typed: str) -> Text:
-    """Every question, verbatim, with its current answer; the focused one marked (not by colour alone)."""
+def questions_text(task: Task, values: dict[str, float | None], focus: int, typed: str, window: int = 6) -> Text:
+    """The questions, verbatim, with their answers; the focused one marked (not by colour alone).
+
+    With more than ``window`` questions (SPA asks one per ordered pair of writers), a window
+    around the focused one is shown with a count of the others.
+    """
     text = Text()
-    for position, attribute in enumerate(task.attributes):
+    attributes = list(enumerate(task.attributes))
+    hidden_before = hidden_after = 0
+    if len(attributes) > window:
+        start = max(0, min(focus - window // 2, len(attributes) - window))
+        hidden_before, hidden_after = start, len(attributes) - start - window
+        attributes = attributes[start:start + window]
+    if hidden_before:
+        answered = sum(values.get(a.name) is not None for a in task.attributes[:hidden_before])
+        text.append(f"  … {hidden_before} questions above ({answered} answered)\n", style="dim")
+    for position, attribute in attributes:
         focused = position == focus
         value = values.get(attribute.name)
         marker = "▶ " if focused else "  "
@@ -87,4 +111,26 @@ def questions_text(task: Task, values: dict[str, float | None], focus: int, type
         if focused:
             text.append(f"\n     {scale_hint(attribute)}", style="dim")
         text.append("\n")
+    if hidden_after:
+        text.append(f"  … {hidden_after} questions below\n", style="dim")
     return text
+
+
+def pairwise_columns(task: Task, item: Item, attribute: Attribute):
+    """Two texts side by side (wide terminals): instructions and prompt above, the storylines in columns."""
+    from rich.console import Group
+    from rich.table import Table
+
+    head = Text()
+    if task.instructions:
+        head.append(safe_text(task.instructions) + "\n\n", style="dim")
+    for name in task.display_fields:
+        if name not in ("story_a", "story_b"):
+            head.append(label(name) + "\n", style="bold")
+            head.append(safe_text(item.fields.get(name, "")) + "\n\n")
+    grid = Table.grid(expand=True, padding=(0, 2))
+    grid.add_column(ratio=1)
+    grid.add_column(ratio=1)
+    grid.add_row(*(Text(label(n) + "\n", style="bold") + Text(safe_text(item.fields.get(n, "")))
+                   for n in ("story_a", "story_b")))
+    return Group(head, grid)

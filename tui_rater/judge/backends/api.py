@@ -160,5 +160,18 @@ class ApiBackend:
                 probabilities[token] += math.exp(entry.logprob)
         return probabilities
 
+    def top_tokens(self, messages: list[Message], k: int = 5) -> list[tuple[str, float]]:
+        """The k most probable next tokens from ``top_logprobs`` (the OpenAI API returns at most 20)."""
+        response = self._call(messages=messages, max_tokens=1, temperature=1.0, logprobs=True, top_logprobs=k)
+        self._reply_text(response)
+        try:
+            top = response.choices[0].logprobs.content[0].top_logprobs
+        except (AttributeError, IndexError, TypeError):
+            top = None
+        if not top:
+            raise JudgeError("no_logprobs", f"the server at {self._where()} returned no top_logprobs, which the "
+                             "Implicit Score needs; use the Explicit Score (--mode text) with this API")
+        return [(entry.token or "", math.exp(entry.logprob)) for entry in top[:k]]
+
     def close(self) -> None:
         pass  # the shared client lives as long as the process

@@ -129,6 +129,17 @@ class LocalBackend:
         probs /= probs.sum()
         return {option: float(sum(probs[t] for t in self._option_tokens(option))) for option in options}
 
+    def top_tokens(self, messages: list[Message], k: int = 5) -> list[tuple[str, float]]:
+        """The k most probable next tokens (text, probability): Chen et al.'s Implicit Score input."""
+        tokens = self._tokens(self.render(messages))
+        self._count_prefix(tokens)
+        self._eval_reusing_prefix(tokens)
+        logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),)).astype(np.float64)
+        probs = np.exp(logits - logits.max())
+        probs /= probs.sum()
+        best = np.argsort(-probs)[:k]
+        return [(self.llm.detokenize([int(t)]).decode("utf-8", "replace"), float(probs[t])) for t in best]
+
     def _eval_reusing_prefix(self, tokens: list[int]) -> None:
         llm = self.llm
         shared = 0

@@ -1,0 +1,72 @@
+"""Pilot tests of the pairwise (Chen et al.) and SPA screens."""
+
+from __future__ import annotations
+
+from tests.ui.conftest import ratings_of, settle
+from tui_rater.store import spa
+from tui_rater.store.session import AnnotationSession
+from tui_rater.store.study import Study
+from tui_rater.ui.app import make_app
+
+PAIRS = [{"id": f"p{i}", "system": "gpt2 vs human", "prompt": f"Prompt {i}",
+          "story_a": f"Storyline A{i}: the robot waters the plants.", "story_b": f"Storyline B{i}: rain falls."}
+         for i in range(3)]
+
+
+def _pairwise_app(tmp_path):
+    study = Study.open(tmp_path / "p.db")
+    study.add_items(study.task("story-pairwise"), PAIRS)
+    return study, make_app(AnnotationSession.open(study.reopen(), "story-pairwise", "alice"))
+
+
+async def test_pairwise_keys_a_b_t(tmp_path):
+    study, app = _pairwise_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("b", "t", "a")
+        await settle(app, pilot)
+        assert app.screen is app.screen_stack[0]  # "a" answered; it did not open the agreement pane
+        await pilot.press("ctrl+a")
+        assert app.screen is not app.screen_stack[0]
+    assert ratings_of(study, "alice") == [("p0", "preference", 1), ("p1", "preference", 2), ("p2", "preference", 0)]
+
+
+async def test_pairwise_side_by_side_when_wide_and_stacked_when_narrow(tmp_path):
+    study, app = _pairwise_app(tmp_path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        assert app.item_layout == "columns"
+        await pilot.resize_terminal(90, 30)
+        await pilot.pause()
+        assert app.item_layout == "stacked"
+        plain = str(app.query_one("#item-text").render())
+        assert plain.index("Storyline-1:") < plain.index("Storyline A0") < plain.index("Storyline-2:")
+
+
+def _spa_study(tmp_path):
+    study = Study.open(tmp_path / "spa.db")
+    rows = []
+    for i in range(6):
+        for system in ("human", "gpt2"):
+            rows.append({"id": f"{system}-{i}", "system": system, "prompt": f"Prompt {i}: a clock that runs backwards",
+                         "story": f"{system} story {i}. The clock ticked the wrong way."})
+    study.add_items(study.task("story"), rows)
+    spa.setup(study, ["human", "gpt2"], m=4, packets=2, seed=3)
+    return study
+
+
+async def test_spa_screen_one_packet_per_annotator(tmp_path):
+    study = _spa_study(tmp_path)
+    first = make_app(AnnotationSession.open(study.reopen(), "spa", "ann-1"))
+    async with first.run_test(size=(80, 24)) as pilot:
+        shown = str(first.query_one("#item-text").render())
+        assert "Writer A" in shown and "Writer B" in shown and "Prompt 4:" in shown
+        assert "gpt2" not in shown.split("Writer A", 1)[1][:40]  # writers are anonymised
+        questions = str(first.query_one("#questions").render())
+        assert "what is the % chance that writer A is a better writer than writer B?" in questions
+        await pilot.press("7", "0", "enter", "3", "5", "enter", "4", "2")
+        await settle(first, pilot)
+    second = AnnotationSession.open(study.reopen(), "spa", "ann-2")
+    again = AnnotationSession.open(study.reopen(), "spa", "ann-1")
+    assert second.items[0].id != again.items[0].id  # a fresh packet for a new annotator
+    assert again.items[0].id == first.session.items[0].id
+    values = sorted(v for _, _, v in ratings_of(study, "ann-1"))
+    assert values == [2, 4, 35, 70]
