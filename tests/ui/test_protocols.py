@@ -70,3 +70,13 @@ async def test_spa_screen_one_packet_per_annotator(tmp_path):
     assert again.items[0].id == first.session.items[0].id
     values = sorted(v for _, _, v in ratings_of(study, "ann-1"))
     assert values == [2, 4, 35, 70]
+
+
+async def test_spa_writers_side_by_side_when_wide(tmp_path):
+    study = _spa_study(tmp_path)
+    app = make_app(AnnotationSession.open(study.reopen(), "spa", "wide"))
+    async with app.run_test(size=(120, 30)) as pilot:
+        assert app.item_layout == "columns"
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert app.item_layout == "stacked"

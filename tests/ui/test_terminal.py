@@ -62,3 +62,24 @@ def test_rate_three_items_in_tmux(tmp_path):
     conn = sqlite3.connect(db)
     rows = conn.execute("SELECT i.id, r.value FROM ratings r JOIN items i ON i.key = r.item_key ORDER BY r.id").fetchall()
     assert rows == [("t1", 3.0), ("t2", 4.0), ("t3", 5.0)]
+
+
+def test_sixteen_colours_and_no_colour(tmp_path):
+    """On a 16-colour terminal with NO_COLOR the focused question is still marked, not only coloured."""
+    items = tmp_path / "titles.csv"
+    items.write_text(TITLES)
+    db = tmp_path / "c.db"
+    subprocess.run([sys.executable, "-m", "tui_rater.cli", "import", str(items), "--task", "title-fluency",
+                    "--db", str(db)], check=True, capture_output=True)
+    session = f"tui-rater-colour-{time.monotonic_ns()}"
+    command = (f"env TERM=xterm NO_COLOR=1 {sys.executable} -m tui_rater.cli annotate --db {db} "
+               f"--annotator mono --task title-fluency")
+    tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", command)
+    try:
+        assert wait_for(lambda: "item 1/4" in tmux("capture-pane", "-p", "-t", session))
+        screen = tmux("capture-pane", "-p", "-t", session)
+        assert "▶ [·] fluency" in screen and "q quit" in screen
+        tmux("send-keys", "-t", session, "2")
+        assert wait_for(lambda: count(db) == 1)
+    finally:
+        tmux("kill-session", "-t", session)

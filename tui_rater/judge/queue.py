@@ -226,9 +226,3 @@ def failures(study: Study, limit: int = 20) -> list[dict]:
 def cached_reply(study: Study, request_hash: str) -> dict | None:
     row = study.db.conn.execute("SELECT reply FROM replies WHERE request_hash = ?", [request_hash]).fetchone()
     return json.loads(row[0]) if row else None
-
-
-def store_reply(study: Study, request_hash: str, reply: dict) -> None:
-    with write(study.db) as conn:
-        conn.execute("INSERT OR IGNORE INTO replies (request_hash, reply, created_at) VALUES (?, ?, ?)",
-                     [request_hash, json.dumps(reply), utc_now()])

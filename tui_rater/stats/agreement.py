@@ -111,20 +111,20 @@ def kendall_tau(x, y) -> Stat:
     return Stat(_finite(result.statistic), int(x.size), p=_finite(result.pvalue))
 
 
-def spearman(x, y) -> Stat:
+def _correlation(fn, x, y) -> Stat:
     x, y = _paired(x, y)
     if x.size < 3 or np.all(x == x[0]) or np.all(y == y[0]):
         return _na(int(x.size), "too few items or no variation")
-    result = sp.spearmanr(x, y)
+    result = fn(x, y)
     return Stat(_finite(result.statistic), int(x.size), p=_finite(result.pvalue))
+
+
+def spearman(x, y) -> Stat:
+    return _correlation(sp.spearmanr, x, y)
 
 
 def pearson(x, y) -> Stat:
-    x, y = _paired(x, y)
-    if x.size < 3 or np.all(x == x[0]) or np.all(y == y[0]):
-        return _na(int(x.size), "too few items or no variation")
-    result = sp.pearsonr(x, y)
-    return Stat(_finite(result.statistic), int(x.size), p=_finite(result.pvalue))
+    return _correlation(sp.pearsonr, x, y)
 
 
 def to_labels(values, labels: list[float]) -> np.ndarray:

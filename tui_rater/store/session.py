@@ -125,9 +125,6 @@ class AnnotationSession:
                 return position
         return 0
 
-    def rated_count(self) -> int:
-        return sum(1 for index in range(len(self.items)) if self.complete(index))
-
     def value(self, index: int, attribute: str) -> float | None:
         found = self.mine.get((self.items[index].key, attribute))
         return found[1] if found else None

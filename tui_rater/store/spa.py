@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import random
 import string
-from itertools import permutations
 
 from tui_rater.domain.tasks import task_from_definition
 from tui_rater.errors import UserError
@@ -106,11 +105,3 @@ def setup(study: Study, systems: list[str], m: int = 5, packets: int = 1, seed: 
     added, _ = study.add_items(spa_task, rows, source=f"spa setup --systems {','.join(systems)}")
     return {"task": name, "packets": added, "writers": writer_of, "questions": len(spa_task.attributes),
             "eligible_prompts": len(eligible)}
-
-
-def packet_of(study: Study, item_key: int) -> dict:
-    return json.loads(study.item(item_key).fields["packet"])
-
-
-def ordered_pairs(letters: list[str]) -> list[tuple[str, str]]:
-    return list(permutations(letters, 2))

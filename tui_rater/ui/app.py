@@ -18,7 +18,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
 from tui_rater.store.session import AnnotationSession
-from tui_rater.ui.render import choice_keys, item_text, pairwise_columns, questions_text
+from tui_rater.ui.render import choice_keys, item_text, pairwise_columns, questions_text, spa_columns
 from tui_rater.ui.screens import HelpScreen, InputScreen, RevealScreen
 from tui_rater.ui.writer import StoreWriter
 
@@ -139,13 +139,19 @@ class RaterApp(App[None]):
             self.query_one("#item-text", Static).update(pairwise_columns(self.task_, item, attribute))
             self.item_layout = "columns"
             return
+        if "writers" in self.task_.fields:
+            columns = spa_columns(self.task_, item, width)
+            if columns is not None:  # SPA: each writer's continuations in a column of its own
+                self.query_one("#item-text", Static).update(columns)
+                self.item_layout = "columns"
+                return
         self.item_layout = "stacked"
         text = item_text(self.task_, item, attribute, show_system=not self.options.blind,
                          prompt_always=self.options.prompt_always)
         self.query_one("#item-text", Static).update(text)
 
     def on_resize(self, event) -> None:
-        if {"story_a", "story_b"} <= set(self.task_.fields):
+        if {"story_a", "story_b"} <= set(self.task_.fields) or "writers" in self.task_.fields:
             self.refresh_item(event.size.width)
 
     def refresh_questions(self) -> None:

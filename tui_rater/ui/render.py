@@ -134,3 +134,23 @@ def pairwise_columns(task: Task, item: Item, attribute: Attribute):
     grid.add_row(*(Text(label(n) + "\n", style="bold") + Text(safe_text(item.fields.get(n, "")))
                    for n in ("story_a", "story_b")))
     return Group(head, grid)
+
+
+WRITER_MARK = "━━ Writer "
+
+
+def spa_columns(task: Task, item: Item, width: int):
+    """SPA's writers side by side when each gets at least 48 columns; None when they would not fit."""
+    from rich.console import Group
+    from rich.table import Table
+
+    text = item.fields.get("writers", "")
+    blocks = [b for b in text.split(WRITER_MARK) if b.strip()]
+    if len(blocks) < 2 or width < 48 * len(blocks):
+        return None
+    head = Text(safe_text(task.instructions) + "\n\n", style="dim") if task.instructions else Text()
+    grid = Table.grid(expand=True, padding=(0, 2))
+    for _ in blocks:
+        grid.add_column(ratio=1)
+    grid.add_row(*(Text(safe_text(WRITER_MARK + block.rstrip())) for block in blocks))
+    return Group(head, grid)

@@ -119,24 +119,23 @@ class LocalBackend:
         self.counts.generated += result["usage"]["completion_tokens"]
         return Completion(result["choices"][0]["text"])
 
-    def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]:
-        """One forward pass to the answer position; the probability of each option's token(s)."""
+    def _next_token_probabilities(self, messages: list[Message]) -> np.ndarray:
+        """One forward pass to the answer position (reusing the cached prefix); softmax of the logits."""
         tokens = self._tokens(self.render(messages))
         self._count_prefix(tokens)
         self._eval_reusing_prefix(tokens)
         logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),)).astype(np.float64)
         probs = np.exp(logits - logits.max())
-        probs /= probs.sum()
+        return probs / probs.sum()
+
+    def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]:
+        """The probability of each option's token(s) at the answer position."""
+        probs = self._next_token_probabilities(messages)
         return {option: float(sum(probs[t] for t in self._option_tokens(option))) for option in options}
 
     def top_tokens(self, messages: list[Message], k: int = 5) -> list[tuple[str, float]]:
         """The k most probable next tokens (text, probability): Chen et al.'s Implicit Score input."""
-        tokens = self._tokens(self.render(messages))
-        self._count_prefix(tokens)
-        self._eval_reusing_prefix(tokens)
-        logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),)).astype(np.float64)
-        probs = np.exp(logits - logits.max())
-        probs /= probs.sum()
+        probs = self._next_token_probabilities(messages)
         best = np.argsort(-probs)[:k]
         return [(self.llm.detokenize([int(t)]).decode("utf-8", "replace"), float(probs[t])) for t in best]
 
