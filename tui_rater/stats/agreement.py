@@ -69,7 +69,8 @@ def alpha(matrix: np.ndarray, level: str = "interval", value_domain: list[float]
         if level in ("ordinal", "nominal") and value_domain is not None:
             # the scale's full domain, so unused points still count in the ordinal metric
             kwargs["value_domain"] = sorted(set(value_domain) | set(observed.tolist()))
-        value = krippendorff.alpha(reliability_data=matrix, **kwargs)
+        with np.errstate(all="ignore"):  # 0/0 (no expected disagreement) is reported as undefined below
+            value = krippendorff.alpha(reliability_data=matrix, **kwargs)
     except (ValueError, ZeroDivisionError) as exc:
         return _na(pairable, str(exc))
     value = _finite(value)
