@@ -36,12 +36,17 @@ def wait_for(predicate, timeout=20.0):
     return False
 
 
-def test_rate_three_items_in_tmux(tmp_path):
+def titles_study(tmp_path):
     items = tmp_path / "titles.csv"
     items.write_text(TITLES)
     db = tmp_path / "t.db"
     subprocess.run([sys.executable, "-m", "tui_rater.cli", "import", str(items), "--task", "title-fluency",
                     "--db", str(db)], check=True, capture_output=True)
+    return db
+
+
+def test_rate_three_items_in_tmux(tmp_path):
+    db = titles_study(tmp_path)
     session = f"tui-rater-test-{time.monotonic_ns()}"
     command = f"{sys.executable} -m tui_rater.cli annotate --db {db} --annotator tmux-user --task title-fluency"
     tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
@@ -66,11 +71,7 @@ def test_rate_three_items_in_tmux(tmp_path):
 
 def test_sixteen_colours_and_no_colour(tmp_path):
     """On a 16-colour terminal with NO_COLOR the focused question is still marked, not only coloured."""
-    items = tmp_path / "titles.csv"
-    items.write_text(TITLES)
-    db = tmp_path / "c.db"
-    subprocess.run([sys.executable, "-m", "tui_rater.cli", "import", str(items), "--task", "title-fluency",
-                    "--db", str(db)], check=True, capture_output=True)
+    db = titles_study(tmp_path)
     session = f"tui-rater-colour-{time.monotonic_ns()}"
     command = (f"env TERM=xterm NO_COLOR=1 {sys.executable} -m tui_rater.cli annotate --db {db} "
                f"--annotator mono --task title-fluency")
