@@ -24,7 +24,9 @@ def _done(db) -> int:
 def test_sigkill_then_resume(tmp_path, tiny_gguf):
     db = tmp_path / "crash.db"
     study = Study.open(db)
-    study.add_items(study.task("story"), [dict(s, id=f"{s['id']}-{k}") for k in range(10) for s in STORIES])
+    # distinct texts: identical prompts would be answered from the reply cache and end the run too soon
+    study.add_items(study.task("story"), [dict(s, id=f"{s['id']}-{k}", story=f"{s['story']} (copy {k})")
+                                          for k in range(10) for s in STORIES])
     study.close()
     cmd = [sys.executable, "-m", "tui_rater.cli", "judge", "--db", str(db), "--model", str(tiny_gguf),
            "--max-tokens", "48", "--samples", "2", "--max-retries", "0"]
