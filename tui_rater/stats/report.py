@@ -22,7 +22,7 @@ import polars as pl
 
 from tui_rater.domain.tasks import Task
 from tui_rater.stats import agreement as ag
-from tui_rater.store.study import Study
+from tui_rater.store.study import RATINGS_IN_FORCE, Study
 
 HUMANS = "humans"
 ALL = "all"
@@ -46,14 +46,9 @@ class Record:
 
 def load(study: Study, task: str) -> pl.DataFrame:
     """The ratings in force with a value, one row per (item, attribute, rater, sample)."""
-    # the latest non-retracted rating per (item, attribute, rater, sample) is the one in force
     rows = study.db.conn.execute(
-        """SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.name, ra.kind, r.sample, r.value
-           FROM ratings r
-           JOIN (SELECT max(id) AS id FROM ratings WHERE retracted = 0
-                 GROUP BY item_key, attribute, rater_id, sample) latest ON latest.id = r.id
-           JOIN items i ON i.key = r.item_key JOIN raters ra ON ra.id = r.rater_id
-           WHERE i.task = ? AND r.value IS NOT NULL""", [task]).fetchall()
+        f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.name, ra.kind, r.sample, r.value
+            FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND r.value IS NOT NULL""", [task]).fetchall()
     schema = {"item_key": pl.Int64, "system": pl.Utf8, "attribute": pl.Utf8, "rater": pl.Utf8, "kind": pl.Utf8,
               "sample": pl.Int64, "value": pl.Float64}
     return pl.DataFrame(rows, schema=schema, orient="row")

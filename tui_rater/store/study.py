@@ -36,6 +36,15 @@ class Rater:
     config: dict | None
 
 
+# The one definition of "the ratings in force" (a FROM clause, aliases r, i, ra): not retracted,
+# and for each (item, attribute, rater, sample) the latest -- a changed mind replaces, undo retracts.
+RATINGS_IN_FORCE = """ratings r
+    JOIN (SELECT max(id) AS id FROM ratings WHERE retracted = 0
+          GROUP BY item_key, attribute, rater_id, sample) latest ON latest.id = r.id
+    JOIN items i ON i.key = r.item_key
+    JOIN raters ra ON ra.id = r.rater_id"""
+
+
 def content_hash(task: str, system: str | None, fields: dict[str, str]) -> str:
     payload = json.dumps({"task": task, "system": system, "fields": fields}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
@@ -225,17 +234,13 @@ class Study:
             return cur.lastrowid
 
     def current_ratings(self, task: str | None = None) -> list[dict]:
-        """The ratings in force: not retracted, and for a human the latest per (item, attribute, sample)."""
-        where = "WHERE r.retracted = 0" + (" AND i.task = ?" if task else "")
+        """The ratings in force: not retracted, and the latest per (item, attribute, rater, sample)."""
         sql = f"""
             SELECT r.id, i.key AS item_key, i.id AS item, i.task, i.system, r.attribute,
                    ra.name AS rater, ra.kind, r.sample, r.value, r.raw, r.parse_status,
                    r.seconds, r.created_at, r.details
-            FROM ratings r JOIN items i ON i.key = r.item_key JOIN raters ra ON ra.id = r.rater_id
-            {where}
-            AND r.id = (SELECT max(r2.id) FROM ratings r2 WHERE r2.item_key = r.item_key
-                        AND r2.attribute = r.attribute AND r2.rater_id = r.rater_id
-                        AND r2.sample = r.sample AND r2.retracted = 0)
+            FROM {RATINGS_IN_FORCE}
+            {"WHERE i.task = ?" if task else ""}
             ORDER BY i.task, i.position, r.attribute, ra.id, r.sample
         """
         return list(self.db.query(sql, [task] if task else []))

@@ -89,15 +89,17 @@ class LocalBackend:
                 f"(raise --n-ctx; items are never cut silently)")
         return tokens
 
-    def _count_prefix(self, tokens: list[int]) -> None:
+    def _count_prefix(self, tokens: list[int]) -> int:
+        """Count prompt tokens served from the KV cache vs evaluated; return the shared length."""
         shared = 0
         for a, b in zip(self.llm._input_ids[: self.llm.n_tokens], tokens):
             if a != b:
                 break
             shared += 1
-        shared = min(shared, len(tokens) - 1)
+        shared = min(shared, len(tokens) - 1)  # the last token is always evaluated, for fresh logits
         self.counts.cached += shared
         self.counts.evaluated += len(tokens) - shared
+        return shared
 
     # --- the two operations --------------------------------------------------------------
 
@@ -122,8 +124,8 @@ class LocalBackend:
     def _next_token_probabilities(self, messages: list[Message]) -> np.ndarray:
         """One forward pass to the answer position (reusing the cached prefix); softmax of the logits."""
         tokens = self._tokens(self.render(messages))
-        self._count_prefix(tokens)
-        self._eval_reusing_prefix(tokens)
+        self.llm.n_tokens = self._count_prefix(tokens)  # keep the shared prefix in the KV cache
+        self.llm.eval(tokens[self.llm.n_tokens:])
         logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),)).astype(np.float64)
         probs = np.exp(logits - logits.max())
         return probs / probs.sum()
@@ -138,17 +140,6 @@ class LocalBackend:
         probs = self._next_token_probabilities(messages)
         best = np.argsort(-probs)[:k]
         return [(self.llm.detokenize([int(t)]).decode("utf-8", "replace"), float(probs[t])) for t in best]
-
-    def _eval_reusing_prefix(self, tokens: list[int]) -> None:
-        llm = self.llm
-        shared = 0
-        for a, b in zip(llm._input_ids[: llm.n_tokens], tokens):
-            if a != b:
-                break
-            shared += 1
-        shared = min(shared, len(tokens) - 1)  # re-evaluate at least the last token for fresh logits
-        llm.n_tokens = shared
-        llm.eval(tokens[shared:])
 
     def _option_tokens(self, option: str) -> list[int]:
         """Single tokens that spell the option, bare or after a space ("3", " 3")."""
