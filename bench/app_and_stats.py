@@ -25,7 +25,6 @@ import json
 import os
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,8 +40,10 @@ import numpy as np  # noqa: E402
 from tui_rater.store.db import utc_now  # noqa: E402
 from tui_rater.store.study import Study, content_hash  # noqa: E402
 
-STORY = ("The lighthouse keeper counted the ships that never came. Each night she lit the lamp and wrote "
-         "their names in a book nobody read. ") * 5
+STORY = (
+    "The lighthouse keeper counted the ships that never came. Each night she lit the lamp and wrote "
+    "their names in a book nobody read. "
+) * 5
 
 
 def build_study(path: Path, n_items: int, n_ratings: int) -> Study:
@@ -55,8 +56,10 @@ def build_study(path: Path, n_items: int, n_ratings: int) -> Study:
         system = "human" if i % 2 else "gpt2"
         rows.append((f"i{i}", "story", system, json.dumps(fields), i, content_hash("story", system, fields), now))
     conn.execute("BEGIN")
-    conn.executemany("INSERT INTO items (id, task, system, fields, position, content_hash, created_at) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    conn.executemany(
+        "INSERT INTO items (id, task, system, fields, position, content_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
     conn.execute("COMMIT")
     raters = [study.human(f"teacher-{k}").id for k in range(2)] + [study.judge("judge-1", {"m": 1}).id]
     keys = [r[0] for r in conn.execute("SELECT key FROM items ORDER BY key")]
@@ -67,18 +70,28 @@ def build_study(path: Path, n_items: int, n_ratings: int) -> Study:
         for rater in raters:
             for attribute in attributes:
                 if len(ratings) < n_ratings:
-                    ratings.append((key, attribute, rater, 0 if rater != raters[2] else rng.randint(0, 2),
-                                    float(rng.randint(1, 5)), now))
+                    ratings.append(
+                        (
+                            key,
+                            attribute,
+                            rater,
+                            0 if rater != raters[2] else rng.randint(0, 2),
+                            float(rng.randint(1, 5)),
+                            now,
+                        )
+                    )
     conn.execute("BEGIN")
-    conn.executemany("INSERT INTO ratings (item_key, attribute, rater_id, sample, value, created_at) "
-                     "VALUES (?, ?, ?, ?, ?, ?)", ratings)
+    conn.executemany(
+        "INSERT INTO ratings (item_key, attribute, rater_id, sample, value, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        ratings,
+    )
     conn.execute("COMMIT")
     return study
 
 
 # --- keypress latency (Pilot) ------------------------------------------------------------------
 
-BARE_APP = '''
+BARE_APP = """
 import os, sys, time
 from pathlib import Path
 from textual.app import App
@@ -97,7 +110,7 @@ class Bare(App):
         self.query_one("#s").update(f"item {self.n}")
 if __name__ == "__main__":
     Bare().run()
-'''
+"""
 
 
 def instrument(app) -> list[float]:
@@ -176,9 +189,14 @@ def keypress_bench(db: Path) -> dict:
     ns: dict = {}
     exec(BARE_APP.replace('if __name__ == "__main__":\n    Bare().run()', ""), ns)
     baseline, baseline_wall = asyncio.run(pilot_latencies(ns["Bare"](), keys))
-    return {"keypress_p95_ms": p95(measured) * 1000, "next_item_p95_ms": p95(next_item) * 1000,
-            "keypresses": len(measured), "baseline_bare_textual_p95_ms": p95(baseline) * 1000,
-            "pilot_wall_p95_ms": p95(wall) * 1000, "baseline_pilot_wall_p95_ms": p95(baseline_wall) * 1000}
+    return {
+        "keypress_p95_ms": p95(measured) * 1000,
+        "next_item_p95_ms": p95(next_item) * 1000,
+        "keypresses": len(measured),
+        "baseline_bare_textual_p95_ms": p95(baseline) * 1000,
+        "pilot_wall_p95_ms": p95(wall) * 1000,
+        "baseline_pilot_wall_p95_ms": p95(baseline_wall) * 1000,
+    }
 
 
 def pane_bench(db: Path) -> dict:
@@ -210,7 +228,7 @@ def pane_bench(db: Path) -> dict:
                 study.add_rating(1, "grammaticality", study.human("pane-bench").id, 5.0, sample=round_ + 1)
                 await pilot.pause(2.2)  # the pane re-checks every 2 s
 
-    start = time.perf_counter()
+    time.perf_counter()
     asyncio.run(run())
     AgreementScreen.on_agreement_screen_computed = original
     return {"pane_ui_thread_ms_max": max(ui_times) * 1000 if ui_times else None, "pane_refreshes": len(ui_times)}
@@ -218,20 +236,37 @@ def pane_bench(db: Path) -> dict:
 
 # --- a real process in tmux: cold start, idle CPU, memory -------------------------------------------
 
+
 def run_in_tmux(command: str, ready_file: Path, idle_s: float = 0.0) -> dict:
     session = f"bench-{time.monotonic_ns()}"
     start = time.time()
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24",
-                    f"TUI_RATER_READY_FILE={ready_file} exec {command}"], check=True)
+    subprocess.run(
+        [
+            "tmux",
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            "80",
+            "-y",
+            "24",
+            f"TUI_RATER_READY_FILE={ready_file} exec {command}",
+        ],
+        check=True,
+    )
     try:
         deadline = time.time() + 60
         while not ready_file.exists() and time.time() < deadline:
             time.sleep(0.01)
         ready = float(ready_file.read_text())
-        pid = int(subprocess.run(["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"], capture_output=True,
-                                 text=True).stdout.split()[0])
+        pid = int(
+            subprocess.run(
+                ["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"], capture_output=True, text=True
+            ).stdout.split()[0]
+        )
         time.sleep(1.0)
-        rss_kb = int([line for line in open(f"/proc/{pid}/status") if line.startswith("VmRSS")][0].split()[1])
+        rss_kb = int(next(line for line in open(f"/proc/{pid}/status") if line.startswith("VmRSS")).split()[1])
         cpu = None
         if idle_s:
             ticks = os.sysconf("SC_CLK_TCK")
@@ -257,14 +292,22 @@ def process_bench(db10k: Path, db100k: Path, workdir: Path) -> dict:
     app = run_in_tmux(f"{annotate} {db10k}", workdir / "ready-app", idle_s=10)
     base = run_in_tmux(f"{py} {bare}", workdir / "ready-bare", idle_s=10)
     big = run_in_tmux(f"{annotate} {db100k}", workdir / "ready-big")
-    out.update({"cold_start_s": app["cold_start_s"], "baseline_bare_textual_cold_start_s": base["cold_start_s"],
-                "idle_cpu_percent": app["idle_cpu_percent"], "baseline_bare_idle_cpu_percent": base["idle_cpu_percent"],
-                "rss_mb_100k_items": big["rss_mb"], "baseline_bare_rss_mb": base["rss_mb"],
-                "cold_start_100k_items_s": big["cold_start_s"]})
+    out.update(
+        {
+            "cold_start_s": app["cold_start_s"],
+            "baseline_bare_textual_cold_start_s": base["cold_start_s"],
+            "idle_cpu_percent": app["idle_cpu_percent"],
+            "baseline_bare_idle_cpu_percent": base["idle_cpu_percent"],
+            "rss_mb_100k_items": big["rss_mb"],
+            "baseline_bare_rss_mb": base["rss_mb"],
+            "cold_start_100k_items_s": big["cold_start_s"],
+        }
+    )
     return out
 
 
 # --- statistics --------------------------------------------------------------------------------
+
 
 def stats_bench(db: Path) -> dict:
     import krippendorff
@@ -278,8 +321,11 @@ def stats_bench(db: Path) -> dict:
     records = report.build()
     report_s = time.perf_counter() - start
     # baseline: only the alphas and taus of the report, computed directly on prepared arrays
-    matrices = {(a, s): report.matrix("humans", a, s) for a in study.task("story").attribute_names
-                for s in ("human", "gpt2", "all")}
+    matrices = {
+        (a, s): report.matrix("humans", a, s)
+        for a in study.task("story").attribute_names
+        for s in ("human", "gpt2", "all")
+    }
     judge = {(a, s): report.item_means("judge-1", a, s) for (a, s) in matrices}
     start = time.perf_counter()
     direct = {}
@@ -290,11 +336,18 @@ def stats_bench(db: Path) -> dict:
         keep = ~np.isnan(judge[key])
         sp.kendalltau(h[keep], judge[key][keep])
     baseline_s = time.perf_counter() - start
-    ours = {(r.attribute, r.system): r.value for r in records
-            if r.table == "table1" and r.evaluator == "humans" and r.statistic == "alpha_interval"}
+    ours = {
+        (r.attribute, r.system): r.value
+        for r in records
+        if r.table == "table1" and r.evaluator == "humans" and r.statistic == "alpha_interval"
+    }
     max_diff = max(abs(ours[key] - value) for key, value in direct.items())
-    return {"ratings": report.frame.height, "report_s": report_s, "baseline_direct_alpha_tau_s": baseline_s,
-            "alpha_max_abs_diff_vs_krippendorff": max_diff}
+    return {
+        "ratings": report.frame.height,
+        "report_s": report_s,
+        "baseline_direct_alpha_tau_s": baseline_s,
+        "alpha_max_abs_diff_vs_krippendorff": max_diff,
+    }
 
 
 def main() -> None:
@@ -306,26 +359,45 @@ def main() -> None:
         print(f"built the studies in {time.perf_counter() - t:.1f} s", flush=True)
         figures = {}
         figures.update(stats_bench(workdir / "10k.db"))
-        print(f"report on {figures['ratings']:,} ratings: {figures['report_s']:.2f} s (target < 1 s); direct "
-              f"alpha+tau baseline {figures['baseline_direct_alpha_tau_s']:.2f} s; alpha max |diff| "
-              f"{figures['alpha_max_abs_diff_vs_krippendorff']:.1e} (target <= 1e-9)", flush=True)
+        print(
+            f"report on {figures['ratings']:,} ratings: {figures['report_s']:.2f} s (target < 1 s); direct "
+            f"alpha+tau baseline {figures['baseline_direct_alpha_tau_s']:.2f} s; alpha max |diff| "
+            f"{figures['alpha_max_abs_diff_vs_krippendorff']:.1e} (target <= 1e-9)",
+            flush=True,
+        )
         figures.update(keypress_bench(workdir / "10k.db"))
-        print(f"keypress -> screen p95 {figures['keypress_p95_ms']:.1f} ms, next item p95 "
-              f"{figures['next_item_p95_ms']:.1f} ms over {figures['keypresses']} keys (target < 50 ms); bare Textual "
-              f"p95 {figures['baseline_bare_textual_p95_ms']:.1f} ms; Pilot press+pause wall p95 "
-              f"{figures['pilot_wall_p95_ms']:.1f} ms (bare {figures['baseline_pilot_wall_p95_ms']:.1f} ms)", flush=True)
+        print(
+            f"keypress -> screen p95 {figures['keypress_p95_ms']:.1f} ms, next item p95 "
+            f"{figures['next_item_p95_ms']:.1f} ms over {figures['keypresses']} keys (target < 50 ms); bare Textual "
+            f"p95 {figures['baseline_bare_textual_p95_ms']:.1f} ms; Pilot press+pause wall p95 "
+            f"{figures['pilot_wall_p95_ms']:.1f} ms (bare {figures['baseline_pilot_wall_p95_ms']:.1f} ms)",
+            flush=True,
+        )
         figures.update(pane_bench(workdir / "10k.db"))
-        print(f"agreement pane UI-thread time max {figures['pane_ui_thread_ms_max']:.1f} ms over "
-              f"{figures['pane_refreshes']} refreshes (target < 30 ms)", flush=True)
+        print(
+            f"agreement pane UI-thread time max {figures['pane_ui_thread_ms_max']:.1f} ms over "
+            f"{figures['pane_refreshes']} refreshes (target < 30 ms)",
+            flush=True,
+        )
         if shutil.which("tmux"):
             figures.update(process_bench(workdir / "10k.db", workdir / "100k.db", workdir))
-            print(f"cold start {figures['cold_start_s']:.2f} s (target < 1.5 s; bare Textual "
-                  f"{figures['baseline_bare_textual_cold_start_s']:.2f} s); idle CPU {figures['idle_cpu_percent']:.2f}% "
-                  f"(target < 2%; bare {figures['baseline_bare_idle_cpu_percent']:.2f}%); RSS with 100k items "
-                  f"{figures['rss_mb_100k_items']:.0f} MB (target < 300 MB; bare {figures['baseline_bare_rss_mb']:.0f} MB)",
-                  flush=True)
-    print(json.dumps({"bench": "app_and_stats", "cpus": os.cpu_count(),
-                      **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in figures.items()}}))
+            print(
+                f"cold start {figures['cold_start_s']:.2f} s (target < 1.5 s; bare Textual "
+                f"{figures['baseline_bare_textual_cold_start_s']:.2f} s); idle CPU {figures['idle_cpu_percent']:.2f}% "
+                f"(target < 2%; bare {figures['baseline_bare_idle_cpu_percent']:.2f}%); RSS with 100k items "
+                f"{figures['rss_mb_100k_items']:.0f} MB (target < 300 MB; "
+                f"bare {figures['baseline_bare_rss_mb']:.0f} MB)",
+                flush=True,
+            )
+    print(
+        json.dumps(
+            {
+                "bench": "app_and_stats",
+                "cpus": os.cpu_count(),
+                **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in figures.items()},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -108,8 +108,10 @@ def bare_client(url: str, n: int, workers: int) -> float:
 def queue_rate(url: str, n_jobs: int, workers: int, workdir: Path, name: str) -> dict:
     db = workdir / f"{name}.db"
     study = Study.open(db)
-    study.add_items(TITLE_FLUENCY, [{"id": f"t{i}", "system": None, "title": f"Headline number {i} about markets"}
-                                    for i in range(n_jobs)])
+    study.add_items(
+        TITLE_FLUENCY,
+        [{"id": f"t{i}", "system": None, "title": f"Headline number {i} about markets"} for i in range(n_jobs)],
+    )
     spec = JudgeSpec("api:m", base_url=url, samples=1, max_retries=0).validate()
     config = provenance(spec)
     rater = study.judge(rater_name(spec, config), config)
@@ -120,16 +122,28 @@ def queue_rate(url: str, n_jobs: int, workers: int, workdir: Path, name: str) ->
     for t in threads:
         t.join()
     seconds = time.perf_counter() - start
-    stored = study.db.conn.execute("SELECT count(*) FROM ratings WHERE rater_id = ? AND value IS NOT NULL",
-                                   [rater.id]).fetchone()[0]
+    stored = study.db.conn.execute(
+        "SELECT count(*) FROM ratings WHERE rater_id = ? AND value IS NOT NULL", [rater.id]
+    ).fetchone()[0]
     # steady state: from the first stored result to the last (start-up of 16 clients excluded)
     from datetime import datetime
 
-    stamps = [datetime.fromisoformat(r[0]).timestamp() for r in study.db.conn.execute(
-        "SELECT created_at FROM ratings WHERE rater_id = ? ORDER BY created_at", [rater.id])]
+    stamps = [
+        datetime.fromisoformat(r[0]).timestamp()
+        for r in study.db.conn.execute(
+            "SELECT created_at FROM ratings WHERE rater_id = ? ORDER BY created_at", [rater.id]
+        )
+    ]
     steady = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 and stamps[-1] > stamps[0] else 0.0
-    return {"jobs": n_jobs, "stored": stored, "seconds": round(seconds, 3), "jobs_per_s": n_jobs / seconds,
-            "steady_jobs_per_s": steady, "retried": progress.retried, "failed": progress.failed}
+    return {
+        "jobs": n_jobs,
+        "stored": stored,
+        "seconds": round(seconds, 3),
+        "jobs_per_s": n_jobs / seconds,
+        "steady_jobs_per_s": steady,
+        "retried": progress.retried,
+        "failed": progress.failed,
+    }
 
 
 def main() -> None:
@@ -155,10 +169,12 @@ def main() -> None:
             result["steady_jobs_per_s"] = round(result["steady_jobs_per_s"], 2)
             out[name] = result
             target = 0.9 if name == "plain" else 0.7
-            print(f"{name:>14}: steady {result['steady_jobs_per_s']} jobs/s = {result['steady_vs_ideal']:.2f} of ideal "
-                  f"{ideal:g}/s (target >= {target}); overall incl. start-up {result['jobs_per_s']} = "
-                  f"{result['vs_ideal']:.2f}; stored {result['stored']}/{result['jobs']}, retried {result['retried']}",
-                  flush=True)
+            print(
+                f"{name:>14}: steady {result['steady_jobs_per_s']} jobs/s = {result['steady_vs_ideal']:.2f} of ideal "
+                f"{ideal:g}/s (target >= {target}); overall incl. start-up {result['jobs_per_s']} = "
+                f"{result['vs_ideal']:.2f}; stored {result['stored']}/{result['jobs']}, retried {result['retried']}",
+                flush=True,
+            )
     print(json.dumps(out))
 
 

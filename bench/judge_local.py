@@ -65,13 +65,18 @@ def naive(model: Path, items: list[dict]) -> dict:
             for sample in range(SAMPLES):
                 llm.reset()
                 llm._ctx.kv_cache_clear()  # a fresh context: nothing carried over
-                llm.create_completion(tokens, max_tokens=MAX_TOKENS, temperature=1.0, top_p=0.9, seed=sample,
-                                      top_k=0, min_p=0.0)
+                llm.create_completion(
+                    tokens, max_tokens=MAX_TOKENS, temperature=1.0, top_p=0.9, seed=sample, top_k=0, min_p=0.0
+                )
                 evaluated += len(tokens)
     seconds = time.perf_counter() - start
     llm.close()
-    return {"seconds": seconds, "items_per_s": len(items) / seconds, "prompt_tokens_evaluated": evaluated,
-            "prompt_tokens_cached": 0}
+    return {
+        "seconds": seconds,
+        "items_per_s": len(items) / seconds,
+        "prompt_tokens_evaluated": evaluated,
+        "prompt_tokens_cached": 0,
+    }
 
 
 def floor(model: Path, items: list[dict]) -> dict:
@@ -97,15 +102,20 @@ def floor(model: Path, items: list[dict]) -> dict:
             evaluated += len(tokens) - shared
     seconds = time.perf_counter() - start
     llm.close()
-    return {"seconds": seconds, "items_per_s": len(items) / seconds, "prompt_tokens_evaluated": evaluated,
-            "prompt_tokens_cached": 0}
+    return {
+        "seconds": seconds,
+        "items_per_s": len(items) / seconds,
+        "prompt_tokens_evaluated": evaluated,
+        "prompt_tokens_cached": 0,
+    }
 
 
 def tui_rater_mode(model: Path, items: list[dict], mode: str, workdir: Path) -> dict:
     db = workdir / f"{mode}.db"
     study = Study.open(db)
-    study.add_items(STORY, [{"id": r["id"], "system": r["system"], "prompt": r["prompt"], "story": r["story"]}
-                            for r in items])
+    study.add_items(
+        STORY, [{"id": r["id"], "system": r["system"], "prompt": r["prompt"], "story": r["story"]} for r in items]
+    )
     spec = JudgeSpec(str(model), mode=mode, samples=SAMPLES, max_tokens=MAX_TOKENS, max_retries=0).validate()
     config = provenance(spec)
     rater = study.judge(rater_name(spec, config), config)
@@ -120,8 +130,13 @@ def tui_rater_mode(model: Path, items: list[dict], mode: str, workdir: Path) -> 
     n_ratings = study.db.conn.execute("SELECT count(*) FROM ratings WHERE rater_id = ?", [rater.id]).fetchone()[0]
     assert n_ratings == len(items) * 4 * SAMPLES, n_ratings
     counts = threads[0].counts
-    return {"seconds": seconds, "items_per_s": len(items) / seconds, "prompt_tokens_evaluated": counts.evaluated,
-            "prompt_tokens_cached": counts.cached, "generated_tokens": counts.generated}
+    return {
+        "seconds": seconds,
+        "items_per_s": len(items) / seconds,
+        "prompt_tokens_evaluated": counts.evaluated,
+        "prompt_tokens_cached": counts.cached,
+        "generated_tokens": counts.generated,
+    }
 
 
 def main() -> None:
@@ -133,19 +148,30 @@ def main() -> None:
     items = load_items(args.items)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        model = write_tiny_gguf(workdir / "bench.gguf", n_embd=args.embd, n_layers=args.layers,
-                                n_ff=int(args.embd * 2.6875), n_head=8, seed=1)
-        n_params = (264 * args.embd * 2) + args.layers * (4 * args.embd ** 2 + 3 * args.embd * int(args.embd * 2.6875))
+        model = write_tiny_gguf(
+            workdir / "bench.gguf",
+            n_embd=args.embd,
+            n_layers=args.layers,
+            n_ff=int(args.embd * 2.6875),
+            n_head=8,
+            seed=1,
+        )
+        n_params = (264 * args.embd * 2) + args.layers * (4 * args.embd**2 + 3 * args.embd * int(args.embd * 2.6875))
         tokens = [len(p.encode("utf-8")) for p in prompts_of(items[0])]
         results = {}
-        for name, run in (("floor", lambda: floor(model, items)),
-                          ("distribution", lambda: tui_rater_mode(model, items, "distribution", workdir)),
-                          ("text", lambda: tui_rater_mode(model, items, "text", workdir)),
-                          ("naive", lambda: naive(model, items))):
+        for name, run in (
+            ("floor", lambda: floor(model, items)),
+            ("distribution", lambda: tui_rater_mode(model, items, "distribution", workdir)),
+            ("text", lambda: tui_rater_mode(model, items, "text", workdir)),
+            ("naive", lambda: naive(model, items)),
+        ):
             results[name] = run()
             r = results[name]
-            print(f"{name:>12}: {r['items_per_s']:.3f} items/s ({r['seconds']:.1f} s); prompt tokens evaluated "
-                  f"{r['prompt_tokens_evaluated']}, cached {r['prompt_tokens_cached']}", flush=True)
+            print(
+                f"{name:>12}: {r['items_per_s']:.3f} items/s ({r['seconds']:.1f} s); prompt tokens evaluated "
+                f"{r['prompt_tokens_evaluated']}, cached {r['prompt_tokens_cached']}",
+                flush=True,
+            )
     ratios = {
         "distribution_vs_naive": results["distribution"]["items_per_s"] / results["naive"]["items_per_s"],
         "distribution_vs_floor": results["distribution"]["items_per_s"] / results["floor"]["items_per_s"],
@@ -154,11 +180,23 @@ def main() -> None:
     targets = {"distribution_vs_naive": 10.0, "distribution_vs_floor": 0.8, "text_vs_naive": 2.0}
     for key, value in ratios.items():
         print(f"{key:>24}: {value:.2f} (target >= {targets[key]}) {'ok' if value >= targets[key] else 'MISSED'}")
-    print(json.dumps({"bench": "judge_local", "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-                      "cpus": __import__("os").cpu_count(), "items": len(items), "params_approx": n_params,
-                      "prompt_bytes_first_item": tokens, **{k: round(v, 3) for k, v in ratios.items()},
-                      "results": {k: {kk: round(vv, 4) if isinstance(vv, float) else vv for kk, vv in v.items()}
-                                  for k, v in results.items()}}))
+    print(
+        json.dumps(
+            {
+                "bench": "judge_local",
+                "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+                "cpus": __import__("os").cpu_count(),
+                "items": len(items),
+                "params_approx": n_params,
+                "prompt_bytes_first_item": tokens,
+                **{k: round(v, 3) for k, v in ratios.items()},
+                "results": {
+                    k: {kk: round(vv, 4) if isinstance(vv, float) else vv for kk, vv in v.items()}
+                    for k, v in results.items()
+                },
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -36,5 +36,11 @@ def cli(capsys):
 
 
 def run_cli_process(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120):
-    return subprocess.run([sys.executable, "-m", "tui_rater.cli", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "tui_rater.cli", *map(str, args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -6,5 +6,5 @@ llama.cpp or openai (headless commands and the judge workers import this package
 
 from tui_rater.domain.parsing import ParseResult, parse_score
 
-__all__ = ["ParseResult", "parse_score", "__version__"]
+__all__ = ["ParseResult", "__version__", "parse_score"]
 __version__ = "0.1.0"

@@ -26,12 +26,21 @@ SAMPLE_IMPORTS = (
 
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", metavar="PATH",
-                        help=f"the study file (default: ./{DEFAULT_DB}, or $TUI_RATER_DB, or 'db' in the config file)")
-    common.add_argument("--task-file", action="append", metavar="TOML", default=[],
-                        help="load custom tasks from a TOML file (repeatable)")
-    common.add_argument("--shared", action="store_true",
-                        help="create the study file group-writable (several Unix users on one host)")
+    common.add_argument(
+        "--db",
+        metavar="PATH",
+        help=f"the study file (default: ./{DEFAULT_DB}, or $TUI_RATER_DB, or 'db' in the config file)",
+    )
+    common.add_argument(
+        "--task-file",
+        action="append",
+        metavar="TOML",
+        default=[],
+        help="load custom tasks from a TOML file (repeatable)",
+    )
+    common.add_argument(
+        "--shared", action="store_true", help="create the study file group-writable (several Unix users on one host)"
+    )
 
     parser = argparse.ArgumentParser(
         prog="tui-rater",
@@ -46,22 +55,42 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-app", action="store_true", help="only import and print what the file holds")
     p.set_defaults(run=cmd_demo)
 
-    p = sub.add_parser("annotate", parents=[common], help="rate items with the keyboard (the annotation app)",
-                       description="Open the annotation app. Keys: 1-5 rate, up/down question, left/right item, "
-                                   "u undo, s skip, f flag, c comment, g go to, ? help, q quit.")
+    p = sub.add_parser(
+        "annotate",
+        parents=[common],
+        help="rate items with the keyboard (the annotation app)",
+        description="Open the annotation app. Keys: 1-5 rate, up/down question, left/right item, "
+        "u undo, s skip, f flag, c comment, g go to, ? help, q quit.",
+    )
     p.add_argument("--annotator", help="your rater name (default: $TUI_RATER_ANNOTATOR or 'annotator' in config)")
     p.add_argument("--task", help="the task to rate (default: the study's only task, or 'story')")
-    p.add_argument("--order", choices=("imported", "random", "grouped"), default="imported",
-                   help="item order: as imported, random (stable per annotator and --seed), grouped by system")
+    p.add_argument(
+        "--order",
+        choices=("imported", "random", "grouped"),
+        default="imported",
+        help="item order: as imported, random (stable per annotator and --seed), grouped by system",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed for --order random")
-    p.add_argument("--blind", action=argparse.BooleanOptionalAction, default=True,
-                   help="hide who wrote each item (default: on)")
-    p.add_argument("--reveal", action="store_true",
-                   help="after each item, show the other raters' ratings and record agree/disagree")
-    p.add_argument("--prompt-always", action="store_true",
-                   help="show the prompt for every question (default: with relevance only, as in the paper)")
-    p.add_argument("--judge", action="append", default=[], metavar="SPEC",
-                   help="run an LLM judge in the background (a .gguf path or api:<model>; repeatable)")
+    p.add_argument(
+        "--blind", action=argparse.BooleanOptionalAction, default=True, help="hide who wrote each item (default: on)"
+    )
+    p.add_argument(
+        "--reveal",
+        action="store_true",
+        help="after each item, show the other raters' ratings and record agree/disagree",
+    )
+    p.add_argument(
+        "--prompt-always",
+        action="store_true",
+        help="show the prompt for every question (default: with relevance only, as in the paper)",
+    )
+    p.add_argument(
+        "--judge",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="run an LLM judge in the background (a .gguf path or api:<model>; repeatable)",
+    )
     p.add_argument("--base-url", help="API judges: the server URL")
     p.set_defaults(run=cmd_annotate)
 
@@ -69,22 +98,39 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--verbose", "-v", action="store_true", help="also print each question verbatim")
     p.set_defaults(run=cmd_tasks)
 
-    p = sub.add_parser("import", parents=[common], help="import items from CSV, TSV, JSONL or Parquet",
-                       description="Import items for one task. Columns: id and system (optional) and the task's "
-                                   "fields; see `tui-rater tasks`. Re-importing a file adds nothing twice.")
+    p = sub.add_parser(
+        "import",
+        parents=[common],
+        help="import items from CSV, TSV, JSONL or Parquet",
+        description="Import items for one task. Columns: id and system (optional) and the task's "
+        "fields; see `tui-rater tasks`. Re-importing a file adds nothing twice.",
+    )
     p.add_argument("file", type=Path)
     p.add_argument("--task", required=True, help="the task the items are for")
-    p.add_argument("--map", action="append", metavar="NAME=COLUMN", default=[],
-                   help="read the task's NAME from the file's COLUMN (repeatable), e.g. --map story=text")
+    p.add_argument(
+        "--map",
+        action="append",
+        metavar="NAME=COLUMN",
+        default=[],
+        help="read the task's NAME from the file's COLUMN (repeatable), e.g. --map story=text",
+    )
     p.add_argument("--ignore-extra", action="store_true", help="skip columns the task does not use")
     p.set_defaults(run=cmd_import)
 
-    p = sub.add_parser("import-ratings", parents=[common], help="import existing ratings (long format)",
-                       description="Columns: item, rater, attribute, value; optional kind (human|llm), "
-                                   "sample (0, 1, ...), task (when an item id exists in several tasks).")
+    p = sub.add_parser(
+        "import-ratings",
+        parents=[common],
+        help="import existing ratings (long format)",
+        description="Columns: item, rater, attribute, value; optional kind (human|llm), "
+        "sample (0, 1, ...), task (when an item id exists in several tasks).",
+    )
     p.add_argument("file", type=Path)
-    p.add_argument("--kind", choices=("human", "llm"), default="human",
-                   help="rater kind for rows without a 'kind' column (default: human)")
+    p.add_argument(
+        "--kind",
+        choices=("human", "llm"),
+        default="human",
+        help="rater kind for rows without a 'kind' column (default: human)",
+    )
     p.set_defaults(run=cmd_import_ratings)
 
     p = sub.add_parser("export", parents=[common], help="export items or ratings (format by extension)")
@@ -97,9 +143,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=cmd_info)
 
-    p = sub.add_parser("judge", parents=[common], help="ask an LLM judge to rate the items (headless, resumable)",
-                       description="Enqueue the judge's missing work and drain the queue with a progress bar. "
-                                   "Safe to interrupt and re-run: finished ratings are kept, the rest resumes.")
+    p = sub.add_parser(
+        "judge",
+        parents=[common],
+        help="ask an LLM judge to rate the items (headless, resumable)",
+        description="Enqueue the judge's missing work and drain the queue with a progress bar. "
+        "Safe to interrupt and re-run: finished ratings are kept, the rest resumes.",
+    )
     _judge_flags(p)
     p.add_argument("--task", help="only this task (default: every task in the study)")
     p.add_argument("--workers", type=int, default=None, help="parallel workers (default: 1 local, 8 API)")
@@ -112,22 +162,34 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rater", help="only this judge (its name as `queue` lists it)")
     p.set_defaults(run=cmd_queue)
 
-    p = sub.add_parser("report", parents=[common], help="the papers' tables from this study's ratings",
-                       description="Table 1 (mean/std/alpha/% exact per evaluator x system x attribute, Welch marks), "
-                                   "Table 2 (Kendall tau human vs each LLM), rater pairs (Table 6), Table 3 when "
-                                   "judge runs differ in variant or temperature. JSON/CSV: one record per number.")
+    p = sub.add_parser(
+        "report",
+        parents=[common],
+        help="the papers' tables from this study's ratings",
+        description="Table 1 (mean/std/alpha/% exact per evaluator x system x attribute, Welch marks), "
+        "Table 2 (Kendall tau human vs each LLM), rater pairs (Table 6), Table 3 when "
+        "judge runs differ in variant or temperature. JSON/CSV: one record per number.",
+    )
     p.add_argument("--task", help="only this task (default: every task with ratings)")
     p.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table")
-    p.add_argument("--spa-tau", type=float, default=1.1,
-                   help="SPA: exclude annotators with P[X>Y] + P[Y>X] above this (default 1.1)")
+    p.add_argument(
+        "--spa-tau",
+        type=float,
+        default=1.1,
+        help="SPA: exclude annotators with P[X>Y] + P[Y>X] above this (default 1.1)",
+    )
     p.add_argument("--no-spa-filter", action="store_true", help="SPA: keep every annotator")
     p.add_argument("--out", type=Path, help="write to this file instead of the terminal")
     p.set_defaults(run=cmd_report)
 
-    p = sub.add_parser("spa", parents=[common], help="system-level probabilistic assessment (SPA)",
-                       description="Ethayarajh & Jurafsky (2022) §5.2. `spa setup` draws packets of m prompts that "
-                                   "every system answered; rate them with `annotate --task spa`, judge them with "
-                                   "`judge --task spa`, and see the results in `report --task spa`.")
+    p = sub.add_parser(
+        "spa",
+        parents=[common],
+        help="system-level probabilistic assessment (SPA)",
+        description="Ethayarajh & Jurafsky (2022) §5.2. `spa setup` draws packets of m prompts that "
+        "every system answered; rate them with `annotate --task spa`, judge them with "
+        "`judge --task spa`, and see the results in `report --task spa`.",
+    )
     spa_sub = p.add_subparsers(dest="spa_command", metavar="SUBCOMMAND")
     q = spa_sub.add_parser("setup", parents=[common], help="create SPA packets from the study's stories")
     q.add_argument("--systems", required=True, help="comma-separated systems (the items' `system` values)")
@@ -136,8 +198,12 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--source-task", default="story", help="the task whose prompt + story items to use")
     q.add_argument("--name", default="spa", help="the SPA task's name (default: spa)")
-    q.add_argument("--pairs", choices=("all", "chain"), default="all",
-                   help="compare every pair of systems, or each with the next in --systems order")
+    q.add_argument(
+        "--pairs",
+        choices=("all", "chain"),
+        default="all",
+        help="compare every pair of systems, or each with the next in --systems order",
+    )
     q.add_argument("--no-likert", action="store_true", help="skip the standard protocol's Likert ratings")
     q.set_defaults(run=cmd_spa_setup)
     p.set_defaults(run=lambda args, settings: (p.print_help(), 2)[1])
@@ -150,20 +216,34 @@ def _parser() -> argparse.ArgumentParser:
 
 def _judge_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("judge")
-    g.add_argument("--model", required=True, metavar="SPEC",
-                   help="a .gguf file (local llama.cpp) or api:<model> (OpenAI-compatible server)")
-    g.add_argument("--mode", default="text", choices=("text", "constrained", "distribution", "implicit"),
-                   help="text: free reply + parser (the paper); constrained: reply forced to a valid score; "
-                        "distribution: the scale tokens' probabilities, N samples drawn from them; "
-                        "implicit: Chen et al.'s yes/no Implicit Score (story-explicit)")
-    g.add_argument("--variant", default=None,
-                   help="plain | persona | explain (Chiang & Lee §3.3.2); v1..v5 for the Chen et al. tasks")
+    g.add_argument(
+        "--model",
+        required=True,
+        metavar="SPEC",
+        help="a .gguf file (local llama.cpp) or api:<model> (OpenAI-compatible server)",
+    )
+    g.add_argument(
+        "--mode",
+        default="text",
+        choices=("text", "constrained", "distribution", "implicit"),
+        help="text: free reply + parser (the paper); constrained: reply forced to a valid score; "
+        "distribution: the scale tokens' probabilities, N samples drawn from them; "
+        "implicit: Chen et al.'s yes/no Implicit Score (story-explicit)",
+    )
+    g.add_argument(
+        "--variant",
+        default=None,
+        help="plain | persona | explain (Chiang & Lee §3.3.2); v1..v5 for the Chen et al. tasks",
+    )
     g.add_argument("--samples", type=int, help="samples per question (default 3, as in the paper)")
     g.add_argument("--temperature", type=float, help="default 1.0")
     g.add_argument("--top-p", type=float, help="nucleus sampling p (default 0.9)")
     g.add_argument("--seed", type=int, default=0, help="base seed; sample k uses seed + k")
-    g.add_argument("--conversation", action="store_true",
-                   help="ask all of an item's questions in one chat, in order (the paper's ChatGPT setting)")
+    g.add_argument(
+        "--conversation",
+        action="store_true",
+        help="ask all of an item's questions in one chat, in order (the paper's ChatGPT setting)",
+    )
     g.add_argument("--max-tokens", type=int, help="reply length limit (default 128)")
     g.add_argument("--max-retries", type=int, help="regenerations of a reply that does not parse (default 3)")
     g.add_argument("--n-ctx", type=int, help="local: context window in tokens (default 4096)")
@@ -186,7 +266,7 @@ def judge_spec(args: argparse.Namespace, settings: Settings, task_names: list[st
             raise UserError(f"cannot read chat template {args.chat_template}: {exc.strerror}") from None
     chen = any(name in ("story-explicit", "story-pairwise") for name in task_names or [])
     variant = args.variant or ("v1" if chen else "plain")
-    pick = lambda flag, default: default if flag is None else flag  # noqa: E731
+    pick = lambda flag, default: default if flag is None else flag
     samples, temperature = d.samples, d.temperature
     if chen:
         # Chen et al.: greedy decoding for explicit scores and pairwise V1-V3; V5 (explicit) and
@@ -194,12 +274,21 @@ def judge_spec(args: argparse.Namespace, settings: Settings, task_names: list[st
         sampled = variant == "v5" or (variant == "v4" and "story-pairwise" in (task_names or []))
         samples, temperature = (5, 1.0) if sampled else (1, 0.0)
     return JudgeSpec(
-        model=args.model, mode=args.mode, variant=variant, samples=pick(args.samples, samples),
-        temperature=pick(args.temperature, temperature), top_p=pick(args.top_p, d.top_p), seed=args.seed,
-        conversation=args.conversation, max_tokens=pick(args.max_tokens, d.max_tokens),
-        max_retries=pick(args.max_retries, d.max_retries), n_ctx=pick(args.n_ctx, d.n_ctx),
-        n_gpu_layers=pick(args.n_gpu_layers, d.n_gpu_layers), chat_template=template,
-        base_url=args.base_url or d.base_url, api_key_env=args.api_key_env or d.api_key_env,
+        model=args.model,
+        mode=args.mode,
+        variant=variant,
+        samples=pick(args.samples, samples),
+        temperature=pick(args.temperature, temperature),
+        top_p=pick(args.top_p, d.top_p),
+        seed=args.seed,
+        conversation=args.conversation,
+        max_tokens=pick(args.max_tokens, d.max_tokens),
+        max_retries=pick(args.max_retries, d.max_retries),
+        n_ctx=pick(args.n_ctx, d.n_ctx),
+        n_gpu_layers=pick(args.n_gpu_layers, d.n_gpu_layers),
+        chat_template=template,
+        base_url=args.base_url or d.base_url,
+        api_key_env=args.api_key_env or d.api_key_env,
         timeout_s=args.timeout,
     ).validate()
 
@@ -225,8 +314,9 @@ def _open(args: argparse.Namespace, settings: Settings, create: bool = True):
     from tui_rater.store.study import Study
 
     task_files = [*settings.task_files, *getattr(args, "task_file", [])]
-    study = Study.open(_db_path(args, settings), create=create, shared=getattr(args, "shared", False),
-                       task_files=task_files)
+    study = Study.open(
+        _db_path(args, settings), create=create, shared=getattr(args, "shared", False), task_files=task_files
+    )
     _OPENED.append(study)
     return study
 
@@ -391,15 +481,38 @@ def cmd_annotate(args, settings) -> int:
 def _run_app(args, settings, study, task: str, annotator: str) -> int:
     from tui_rater.store.session import AnnotationSession
 
-    session = AnnotationSession.open(study, task, annotator, order=getattr(args, "order", "imported"),
-                                     seed=getattr(args, "seed", 0))
+    session = AnnotationSession.open(
+        study, task, annotator, order=getattr(args, "order", "imported"), seed=getattr(args, "seed", 0)
+    )
     judges = None
     specs = []
     for model in getattr(args, "judge", []):
-        ns = argparse.Namespace(**{**{k: None for k in (
-            "mode", "variant", "samples", "temperature", "top_p", "max_tokens", "max_retries", "n_ctx",
-            "n_gpu_layers", "chat_template", "api_key_env")}, "model": model, "mode": "text", "seed": 0,
-                                  "conversation": False, "timeout": 120.0, "base_url": getattr(args, "base_url", None)})
+        ns = argparse.Namespace(
+            **{
+                **{
+                    k: None
+                    for k in (
+                        "mode",
+                        "variant",
+                        "samples",
+                        "temperature",
+                        "top_p",
+                        "max_tokens",
+                        "max_retries",
+                        "n_ctx",
+                        "n_gpu_layers",
+                        "chat_template",
+                        "api_key_env",
+                    )
+                },
+                "model": model,
+                "mode": "text",
+                "seed": 0,
+                "conversation": False,
+                "timeout": 120.0,
+                "base_url": getattr(args, "base_url", None),
+            }
+        )
         specs.append(judge_spec(ns, settings, [task]))
     if specs:
         from tui_rater.judge.runner import JudgeRunner
@@ -407,20 +520,23 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
         judges = JudgeRunner(study, task, specs)
     from tui_rater.ui.app import AppOptions, make_app
 
-    options = AppOptions(blind=getattr(args, "blind", True), reveal=getattr(args, "reveal", False),
-                         prompt_always=getattr(args, "prompt_always", False), keymap=settings.keys or None)
+    options = AppOptions(
+        blind=getattr(args, "blind", True),
+        reveal=getattr(args, "reveal", False),
+        prompt_always=getattr(args, "prompt_always", False),
+        keymap=settings.keys or None,
+    )
     app = make_app(session, options, judges)
     app.run()
     return 0
 
 
 def cmd_judge(args, settings) -> int:
-    import threading
 
+    from tui_rater.domain.prompts import variants_for
     from tui_rater.judge import queue
     from tui_rater.judge.spec import provenance, rater_name
     from tui_rater.judge.worker import jobs_for, run_judge
-    from tui_rater.domain.prompts import variants_for
 
     study = _open(args, settings, create=False)
     task_names = [args.task] if args.task else study.item_task_names()
@@ -430,8 +546,10 @@ def cmd_judge(args, settings) -> int:
     for name in task_names:
         task = study.task(name)
         if spec.variant not in variants_for(task):
-            raise UserError(f"variant {spec.variant!r} does not apply to task {name!r} "
-                            f"(choose one of: {', '.join(variants_for(task))}); judge one task at a time with --task")
+            raise UserError(
+                f"variant {spec.variant!r} does not apply to task {name!r} "
+                f"(choose one of: {', '.join(variants_for(task))}); judge one task at a time with --task"
+            )
         if spec.conversation and spec.mode == "distribution":
             raise UserError("--conversation works with --mode text or constrained")
     if args.workers is not None and not 1 <= args.workers <= 64:
@@ -454,18 +572,25 @@ def cmd_judge(args, settings) -> int:
     if progress.fatal:
         raise UserError(f"the judge stopped: {progress.fatal.message}")
     left = queue.counts(study, rater.id)
-    print(f"done: {progress.done} jobs ({progress.parse_failures} replies did not parse; "
-          f"{progress.cached} answered from the store), failed: {left['failed']}, "
-          f"still queued: {left['queued'] + left['leased']}")
+    print(
+        f"done: {progress.done} jobs ({progress.parse_failures} replies did not parse; "
+        f"{progress.cached} answered from the store), failed: {left['failed']}, "
+        f"still queued: {left['queued'] + left['leased']}"
+    )
     return 1 if left["failed"] else 0
 
 
 def _watch(threads, progress, stop, total: int) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    columns = (TextColumn("[bold]judging"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[rate]:.2f} jobs/s"), TimeRemainingColumn(),
-               TextColumn("failed {task.fields[failed]}  retrying {task.fields[retried]}"))
+    columns = (
+        TextColumn("[bold]judging"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]:.2f} jobs/s"),
+        TimeRemainingColumn(),
+        TextColumn("failed {task.fields[failed]}  retrying {task.fields[retried]}"),
+    )
     try:
         with Progress(*columns, transient=False) as bar:
             task = bar.add_task("judge", total=total, rate=0.0, failed=0, retried=0)
@@ -473,8 +598,13 @@ def _watch(threads, progress, stop, total: int) -> None:
                 for t in threads:
                     t.join(timeout=0.2)
                 elapsed = max(1e-9, __import__("time").monotonic() - progress.started)
-                bar.update(task, completed=progress.done + progress.failed, rate=progress.done / elapsed,
-                           failed=progress.failed, retried=progress.retried)
+                bar.update(
+                    task,
+                    completed=progress.done + progress.failed,
+                    rate=progress.done / elapsed,
+                    failed=progress.failed,
+                    retried=progress.retried,
+                )
             bar.update(task, completed=progress.done + progress.failed)
     except KeyboardInterrupt:
         stop.set()
@@ -516,8 +646,13 @@ def cmd_queue(args, settings) -> int:
         for column in ("item", "attribute", "sample", "attempts", "error"):
             errors.add_column(column)
         for f in failed:
-            errors.add_row(f"{f['task']}/{f['item']}", f["attribute"], str(f["sample"]), str(f["attempts"]),
-                           f"{f['error_kind']}: {f['last_error']}")
+            errors.add_row(
+                f"{f['task']}/{f['item']}",
+                f["attribute"],
+                str(f["sample"]),
+                str(f["attempts"]),
+                f"{f['error_kind']}: {f['last_error']}",
+            )
         console.print(errors)
     return 0
 
@@ -569,13 +704,26 @@ def cmd_spa_setup(args, settings) -> int:
 
     study = _open(args, settings, create=False)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    result = spa.setup(study, systems, m=args.m, packets=args.packets, seed=args.seed, source_task=args.source_task,
-                       name=args.name, pairs=args.pairs, likert=not args.no_likert)
+    result = spa.setup(
+        study,
+        systems,
+        m=args.m,
+        packets=args.packets,
+        seed=args.seed,
+        source_task=args.source_task,
+        name=args.name,
+        pairs=args.pairs,
+        likert=not args.no_likert,
+    )
     writers = ", ".join(f"writer {letter} = {system}" for letter, system in sorted(result["writers"].items()))
-    print(f"task {result['task']}: {result['packets']} packets of {args.m} prompts ({result['eligible_prompts']} "
-          f"prompts answered by every system), {result['questions']} questions each; {writers} (hidden from raters)")
-    print(f"next: tui-rater annotate --task {result['task']} --annotator NAME   |   "
-          f"tui-rater judge --task {result['task']} --model SPEC")
+    print(
+        f"task {result['task']}: {result['packets']} packets of {args.m} prompts ({result['eligible_prompts']} "
+        f"prompts answered by every system), {result['questions']} questions each; {writers} (hidden from raters)"
+    )
+    print(
+        f"next: tui-rater annotate --task {result['task']} --annotator NAME   |   "
+        f"tui-rater judge --task {result['task']} --model SPEC"
+    )
     return 0
 
 
@@ -584,10 +732,13 @@ def cmd_reparse(args, settings) -> int:
     from tui_rater.store.db import write
 
     study = _open(args, settings, create=False)
-    rows = list(study.db.query(
-        "SELECT r.id, r.attribute, r.raw, r.value, r.parse_status, i.task FROM ratings r "
-        "JOIN items i ON i.key = r.item_key JOIN raters ra ON ra.id = r.rater_id "
-        "WHERE ra.kind = 'llm' AND r.raw IS NOT NULL"))
+    rows = list(
+        study.db.query(
+            "SELECT r.id, r.attribute, r.raw, r.value, r.parse_status, i.task FROM ratings r "
+            "JOIN items i ON i.key = r.item_key JOIN raters ra ON ra.id = r.rater_id "
+            "WHERE ra.kind = 'llm' AND r.raw IS NOT NULL"
+        )
+    )
     changed = 0
     with write(study.db) as conn:
         for row in rows:
@@ -595,8 +746,9 @@ def cmd_reparse(args, settings) -> int:
             result = parse_reply(row["raw"], attribute, structured=row["raw"].lstrip().startswith("{"))
             status = "ok" if result.ok else result.failure
             if (result.value, status) != (row["value"], row["parse_status"]):
-                conn.execute("UPDATE ratings SET value = ?, parse_status = ? WHERE id = ?",
-                             [result.value, status, row["id"]])
+                conn.execute(
+                    "UPDATE ratings SET value = ?, parse_status = ? WHERE id = ?", [result.value, status, row["id"]]
+                )
                 changed += 1
     print(f"re-parsed {len(rows)} stored replies: {changed} changed")
     return 0

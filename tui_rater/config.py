@@ -117,7 +117,7 @@ def _apply_file(settings: Settings, raw: dict, path: Path) -> Settings:
     if "keys" in raw:
         keys = raw["keys"]
         if not isinstance(keys, dict) or not all(isinstance(v, str) for v in keys.values()):
-            raise UserError(f"config file {path}: [keys] maps action names to key strings such as \"u,ctrl+z\"")
+            raise UserError(f'config file {path}: [keys] maps action names to key strings such as "u,ctrl+z"')
         changes["keys"] = dict(keys)
     if "judge" in raw:
         changes["judge"] = _judge_from(raw["judge"], path)

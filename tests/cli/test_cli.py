@@ -35,7 +35,7 @@ def study_file(tmp_path, cli):
     items = tmp_path / "items.csv"
     items.write_text(GOOD_ITEMS)
     db = tmp_path / "study.db"
-    code, out, err = cli("import", items, "--task", "story", "--db", db)
+    code, _out, err = cli("import", items, "--task", "story", "--db", db)
     assert code == 0, err
     return db
 
@@ -46,7 +46,7 @@ def test_bad_item_files(case, tmp_path, cli, study_file):
     bad = tmp_path / name
     bad.write_bytes(content)
     before = digest(study_file)
-    code, out, err = cli("import", bad, "--task", "story", "--db", study_file)
+    code, _out, err = cli("import", bad, "--task", "story", "--db", study_file)
     assert code == 2
     assert message in err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -56,7 +56,7 @@ def test_bad_item_files(case, tmp_path, cli, study_file):
 def test_bad_file_does_not_create_a_study(tmp_path, cli):
     bad = tmp_path / "x.csv"
     bad.write_bytes(b"id,prompt\na,P\n")
-    code, _, err = cli("import", bad, "--task", "story", "--db", tmp_path / "new.db")
+    code, _, _err = cli("import", bad, "--task", "story", "--db", tmp_path / "new.db")
     assert code == 2 and not (tmp_path / "new.db").exists()
 
 
@@ -113,8 +113,9 @@ def test_bad_flags_and_task_files(tmp_path, cli, study_file):
 
 def test_custom_task_travels_with_the_study(tmp_path, cli):
     db = tmp_path / "s.db"
-    code, out, err = cli("import", SAMPLE / "dialogue.csv", "--task", "dialogue",
-                         "--task-file", SAMPLE / "custom_task.toml", "--db", db)
+    code, out, err = cli(
+        "import", SAMPLE / "dialogue.csv", "--task", "dialogue", "--task-file", SAMPLE / "custom_task.toml", "--db", db
+    )
     assert code == 0, err
     ratings = tmp_path / "r.csv"
     ratings.write_text("item,rater,attribute,value\nd1,me,engagingness,80\nd2,me,naturalness,1\n")
@@ -126,8 +127,17 @@ def test_custom_task_travels_with_the_study(tmp_path, cli):
 def test_tasks_lists_builtins_and_custom(cli):
     code, out, _ = cli("tasks", "--task-file", SAMPLE / "custom_task.toml")
     assert code == 0
-    for name in ("story", "title-fluency", "title-meaning", "hanna", "story-explicit", "story-pairwise",
-                 "dialogue", "grammaticality", "engagingness"):
+    for name in (
+        "story",
+        "title-fluency",
+        "title-meaning",
+        "hanna",
+        "story-explicit",
+        "story-pairwise",
+        "dialogue",
+        "grammaticality",
+        "engagingness",
+    ):
         assert name in out
 
 

@@ -84,7 +84,7 @@ def test_tables_7_to_10_chatgpt_replies():
 
 def test_the_papers_rule_misreads_what_ours_reads():
     # App. D.2.1: remove "1-5", take the first number -> 1 for this Table 9 reply.
-    reply = [r for r in _paper_chatgpt_replies() if r.startswith("The text of the story fragment appears")][0]
+    reply = next(r for r in _paper_chatgpt_replies() if r.startswith("The text of the story fragment appears"))
     paper_rule = re.search(r"\d+(\.\d+)?", reply.replace("1-5", "").replace("out of 5", "").replace("/5", ""))
     assert float(paper_rule.group()) == 1
     assert parse_score(reply).value == 5

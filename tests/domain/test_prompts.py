@@ -32,8 +32,11 @@ def test_title_templates_are_verbatim():
     for name in ("title-fluency", "title-meaning"):
         task = BUILTIN_TASKS[name]
         _, template = template_for(task, task.attributes[0])
-        paper_form = (template.replace("{title}", "[NEWS_TITLE]").replace("{original}", "[BENIGN_TITLE]")
-                      .replace("{attacked}", "[ADVERSARIAL_TITLE]"))
+        paper_form = (
+            template.replace("{title}", "[NEWS_TITLE]")
+            .replace("{original}", "[BENIGN_TITLE]")
+            .replace("{attacked}", "[ADVERSARIAL_TITLE]")
+        )
         assert paper_form in paper
 
 
@@ -53,8 +56,12 @@ def test_chen_explicit_prompts_verbatim(version):
 
 def test_chen_pairwise_v3_verbatim():
     paper = _paper(CHEN)
-    text = (CHEN_PAIRWISE["v3"].replace("{prompt}", "[Conditioned Text]")
-            .replace("{story_a}", "[Generated Text-1]").replace("{story_b}", "[Generated Text-2]"))
+    text = (
+        CHEN_PAIRWISE["v3"]
+        .replace("{prompt}", "[Conditioned Text]")
+        .replace("{story_a}", "[Generated Text-1]")
+        .replace("{story_b}", "[Generated Text-2]")
+    )
     assert text in paper
 
 

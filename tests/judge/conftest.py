@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -13,8 +12,12 @@ from tui_rater.judge.tiny_gguf import write_tiny_gguf
 from tui_rater.store.study import Study
 
 STORIES = [
-    {"id": f"s{i}", "system": "human" if i % 2 else "gpt2", "prompt": f"Prompt number {i}.",
-     "story": f"Story {i}. The cat sat on the mat and thought about fish for a while. Then it slept."}
+    {
+        "id": f"s{i}",
+        "system": "human" if i % 2 else "gpt2",
+        "prompt": f"Prompt number {i}.",
+        "story": f"Story {i}. The cat sat on the mat and thought about fish for a while. Then it slept.",
+    }
     for i in range(4)
 ]
 
@@ -56,9 +59,23 @@ def llama_server(tiny_gguf):
     port = free_port()
     # the log goes to a file: an unread pipe fills up and blocks the server mid-request
     log = open(tiny_gguf.parent / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_gguf), "--host",
-                             "127.0.0.1", "--port", str(port), "--n_ctx", "4096"],
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(tiny_gguf),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "4096",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/v1"

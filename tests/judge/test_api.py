@@ -21,8 +21,9 @@ PLANTED_KEY = "sk-test-PLANTED-0123456789abcdef"
 
 def test_text_mode_through_the_real_server(story_study, llama_server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
-    rater, progress, rows = judge(story_study, JudgeSpec("api:tiny", base_url=llama_server, max_tokens=12,
-                                                         samples=1), workers=4)
+    rater, _progress, rows = judge(
+        story_study, JudgeSpec("api:tiny", base_url=llama_server, max_tokens=12, samples=1), workers=4
+    )
     assert len(rows) == 16 and all(r["raw"] is not None for r in rows)
     assert rater.config["base_url"] == llama_server and rater.config["api_model"] == "tiny"
     dump = "\n".join(story_study.db.iterdump())
@@ -36,8 +37,9 @@ def test_constrained_mode_falls_back_to_a_grammar(story_study, llama_server):
 
 
 def test_distribution_mode_from_top_logprobs(story_study, llama_server):
-    rater, progress, rows = judge(story_study, JudgeSpec("api:tiny", base_url=llama_server, mode="distribution",
-                                                         samples=3))
+    _rater, _progress, rows = judge(
+        story_study, JudgeSpec("api:tiny", base_url=llama_server, mode="distribution", samples=3)
+    )
     # the random model's top-20 next tokens rarely include a digit: either a distribution was
     # read, or the item is recorded as a typed failure -- never a made-up number
     assert len(rows) == 4 * 4 * 3
@@ -46,6 +48,7 @@ def test_distribution_mode_from_top_logprobs(story_study, llama_server):
 
 
 # --- error paths ---------------------------------------------------------------------------
+
 
 class Script:
     """What the fake server answers, request by request."""
@@ -62,10 +65,16 @@ class Script:
 
 
 def ok_body(text="I would rate it a 4."):
-    return json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                    "finish_reason": "stop"}],
-                       "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+    )
 
 
 @pytest.fixture
@@ -117,7 +126,7 @@ ERR = json.dumps({"error": {"message": "nope", "type": "x"}})
 def test_final_errors_fail_fast_with_a_typed_failure(story_study, fake_server, status, kind, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
     url = fake_server(Script([(status, {}, ERR, 0)]))
-    rater, progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1))
+    _rater, progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1))
     failed = queue.failures(story_study)
     assert [f["error_kind"] for f in failed] == [kind]
     assert failed[0]["attempts"] == 1  # not retried
@@ -129,18 +138,21 @@ def test_final_errors_fail_fast_with_a_typed_failure(story_study, fake_server, s
 def test_429_with_retry_after_is_honoured(story_study, fake_server):
     script = Script([(429, {"retry-after": "1"}, ERR, 0), (200, {}, ok_body(), 0)])
     url = fake_server(script)
-    rater, progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1))
+    rater, _progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1))
     assert queue.counts(story_study, rater.id)["done"] == 1
     assert script.times[1] - script.times[0] >= 0.95  # waited as asked
     value = story_study.db.conn.execute("SELECT value FROM ratings WHERE rater_id = ?", [rater.id]).fetchone()[0]
     assert value == 4
 
 
-@pytest.mark.parametrize("answer", [
-    (500, {}, ERR, 0),
-    (200, {}, "{this is not json", 0),
-    (200, {}, ok_body(), 3.0),  # slower than the timeout
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        (500, {}, ERR, 0),
+        (200, {}, "{this is not json", 0),
+        (200, {}, ok_body(), 3.0),  # slower than the timeout
+    ],
+)
 def test_transient_errors_are_retried_then_succeed(story_study, fake_server, answer):
     script = Script([answer, (200, {}, ok_body("5"), 0)])
     url = fake_server(script)
@@ -154,7 +166,7 @@ def test_connection_refused_ends_as_failed_after_retries(story_study, monkeypatc
     monkeypatch.setattr(queue, "BACKOFF_BASE_S", 0.01)
     monkeypatch.setattr(queue, "MAX_ATTEMPTS", 3)
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens here
-    rater, progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1, timeout_s=2))
+    _rater, _progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1, timeout_s=2))
     failed = queue.failures(story_study)
     assert [(f["error_kind"], f["attempts"]) for f in failed] == [("connection", 3)]
 
@@ -162,7 +174,7 @@ def test_connection_refused_ends_as_failed_after_retries(story_study, monkeypatc
 def test_refusals_are_regenerated_then_recorded(story_study, fake_server):
     refusal = ok_body("I am an AI and I do not have the ability to experience enjoyment.")
     url = fake_server(Script([(200, {}, refusal, 0)]))
-    rater, _ = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1, max_retries=2))
+    _rater, _ = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1, max_retries=2))
     row = story_study.db.conn.execute("SELECT value, parse_status, details FROM ratings").fetchone()
     assert row[0] is None and row[1] == "refusal"
     assert json.loads(row[2])["attempts"] == 3

@@ -25,11 +25,27 @@ def test_sigkill_then_resume(tmp_path, tiny_gguf):
     db = tmp_path / "crash.db"
     study = Study.open(db)
     # distinct texts: identical prompts would be answered from the reply cache and end the run too soon
-    study.add_items(study.task("story"), [dict(s, id=f"{s['id']}-{k}", story=f"{s['story']} (copy {k})")
-                                          for k in range(10) for s in STORIES])
+    study.add_items(
+        study.task("story"),
+        [dict(s, id=f"{s['id']}-{k}", story=f"{s['story']} (copy {k})") for k in range(10) for s in STORIES],
+    )
     study.close()
-    cmd = [sys.executable, "-m", "tui_rater.cli", "judge", "--db", str(db), "--model", str(tiny_gguf),
-           "--max-tokens", "48", "--samples", "2", "--max-retries", "0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tui_rater.cli",
+        "judge",
+        "--db",
+        str(db),
+        "--model",
+        str(tiny_gguf),
+        "--max-tokens",
+        "48",
+        "--samples",
+        "2",
+        "--max-retries",
+        "0",
+    ]
     total = 40 * 4 * 2
     killed_at = []
     for trial in range(3):
@@ -47,6 +63,8 @@ def test_sigkill_then_resume(tmp_path, tiny_gguf):
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT count(*) FROM jobs WHERE status = 'done'").fetchone()[0] == total
     assert conn.execute("SELECT count(*) FROM ratings").fetchone()[0] == total
-    assert conn.execute("SELECT count(*) FROM (SELECT DISTINCT item_key, attribute, sample FROM ratings)"
-                        ).fetchone()[0] == total
+    assert (
+        conn.execute("SELECT count(*) FROM (SELECT DISTINCT item_key, attribute, sample FROM ratings)").fetchone()[0]
+        == total
+    )
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -15,12 +15,38 @@ def _demo_study(tmp_path):
 
 def test_judge_queue_and_reparse(tmp_path, tiny_gguf):
     db = _demo_study(tmp_path)
-    result = run_cli_process("judge", "--db", db, "--model", tiny_gguf, "--limit", "2", "--samples", "2",
-                             "--max-tokens", "8", "--max-retries", "0")
+    result = run_cli_process(
+        "judge",
+        "--db",
+        db,
+        "--model",
+        tiny_gguf,
+        "--limit",
+        "2",
+        "--samples",
+        "2",
+        "--max-tokens",
+        "8",
+        "--max-retries",
+        "0",
+    )
     assert result.returncode in (0, 1), result.stderr
     assert "done: 16 jobs" in result.stdout
-    again = run_cli_process("judge", "--db", db, "--model", tiny_gguf, "--limit", "2", "--samples", "2",
-                            "--max-tokens", "8", "--max-retries", "0")
+    again = run_cli_process(
+        "judge",
+        "--db",
+        db,
+        "--model",
+        tiny_gguf,
+        "--limit",
+        "2",
+        "--samples",
+        "2",
+        "--max-tokens",
+        "8",
+        "--max-retries",
+        "0",
+    )
     assert "0 new jobs, 0 to run" in again.stderr  # nothing is redone
     shown = run_cli_process("queue", "--db", db)
     assert shown.returncode == 0 and "16" in shown.stdout

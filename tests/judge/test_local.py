@@ -19,13 +19,14 @@ def judge(study, spec: JudgeSpec, task="story", workers=1):
     for t in threads:
         t.join(timeout=300)
     assert progress.fatal is None, progress.fatal
-    rows = list(study.db.query("SELECT * FROM ratings WHERE rater_id = ? ORDER BY item_key, attribute, sample",
-                               [rater.id]))
+    rows = list(
+        study.db.query("SELECT * FROM ratings WHERE rater_id = ? ORDER BY item_key, attribute, sample", [rater.id])
+    )
     return rater, progress, rows
 
 
 def test_text_mode_stores_raw_replies_and_typed_failures(story_study, tiny_gguf):
-    rater, progress, rows = judge(story_study, JudgeSpec(str(tiny_gguf), max_tokens=16, max_retries=1))
+    rater, _progress, rows = judge(story_study, JudgeSpec(str(tiny_gguf), max_tokens=16, max_retries=1))
     assert len(rows) == 4 * 4 * 3  # items x attributes x samples
     assert all(r["raw"] is not None for r in rows)
     for r in rows:
@@ -48,7 +49,7 @@ def test_constrained_mode_only_valid_scores(story_study, tiny_gguf):
 def test_distribution_mode_one_pass_n_samples(story_study, tiny_gguf):
     import json
 
-    rater, progress, rows = judge(story_study, JudgeSpec(str(tiny_gguf), mode="distribution", samples=5))
+    rater, _progress, rows = judge(story_study, JudgeSpec(str(tiny_gguf), mode="distribution", samples=5))
     assert len(rows) == 4 * 4 * 5
     assert queue.counts(story_study, rater.id)["done"] == 16  # one job (forward pass) per question
     first = json.loads(rows[0]["details"])
@@ -74,8 +75,12 @@ def test_same_seed_same_ratings(tmp_path, tiny_gguf):
 def test_conversation_mode_asks_in_order(story_study, tiny_gguf):
     rater, _, rows = judge(story_study, JudgeSpec(str(tiny_gguf), mode="constrained", samples=1, conversation=True))
     assert queue.counts(story_study, rater.id)["done"] == 4  # one chat per item
-    assert len(rows) == 16 and {r["attribute"] for r in rows} == {"grammaticality", "cohesiveness",
-                                                                  "likability", "relevance"}
+    assert len(rows) == 16 and {r["attribute"] for r in rows} == {
+        "grammaticality",
+        "cohesiveness",
+        "likability",
+        "relevance",
+    }
 
 
 def test_identical_requests_answered_from_the_store(story_study, tiny_gguf):
@@ -91,8 +96,8 @@ def test_identical_requests_answered_from_the_store(story_study, tiny_gguf):
 
 
 def test_prefix_of_one_item_is_reused(story_study, tiny_gguf):
-    from tui_rater.judge.backends.local import LocalBackend
     from tui_rater.domain.prompts import render
+    from tui_rater.judge.backends.local import LocalBackend
 
     backend = LocalBackend(JudgeSpec(str(tiny_gguf)))
     task = story_study.task("story")
@@ -114,7 +119,7 @@ def test_story_longer_than_the_context_is_a_typed_failure(tmp_path, tiny_gguf):
     config = provenance(spec)
     rater = study.judge(rater_name(spec, config), config)
     queue.enqueue(study, rater.id, [study.items()[0].key], ["likability"], 1)
-    threads, progress, _ = run_judge(study.path, rater.id, spec, config)
+    threads, _progress, _ = run_judge(study.path, rater.id, spec, config)
     for t in threads:
         t.join(timeout=60)
     failed = queue.failures(study)

@@ -14,10 +14,20 @@ from tui_rater.stats.report import build_report
 from tui_rater.store import spa
 from tui_rater.store.study import Study
 
-PAIRS = [{"id": f"p{i}", "system": "gpt2 vs human", "prompt": f"Prompt {i}: a dragon learns to knit.",
-          "story_a": f"A{i}. The dragon knitted a scarf.", "story_b": f"B{i}. The scarf caught fire."} for i in range(3)]
-EXPLICIT = [{"id": f"e{i}", "system": s, "prompt": f"Prompt {i % 2}", "story": f"{s} storyline {i}."}
-            for i, s in enumerate(["gpt2", "human", "gpt2", "human"])]
+PAIRS = [
+    {
+        "id": f"p{i}",
+        "system": "gpt2 vs human",
+        "prompt": f"Prompt {i}: a dragon learns to knit.",
+        "story_a": f"A{i}. The dragon knitted a scarf.",
+        "story_b": f"B{i}. The scarf caught fire.",
+    }
+    for i in range(3)
+]
+EXPLICIT = [
+    {"id": f"e{i}", "system": s, "prompt": f"Prompt {i % 2}", "story": f"{s} storyline {i}."}
+    for i, s in enumerate(["gpt2", "human", "gpt2", "human"])
+]
 
 
 @pytest.fixture
@@ -28,8 +38,11 @@ def pair_study(tmp_path):
 
 
 def test_pairwise_both_orders_on_gguf(pair_study, tiny_gguf):
-    rater, _, rows = judge(pair_study, JudgeSpec(str(tiny_gguf), variant="v1", mode="constrained", samples=1,
-                                                 temperature=0.0), task="story-pairwise")
+    _rater, _, rows = judge(
+        pair_study,
+        JudgeSpec(str(tiny_gguf), variant="v1", mode="constrained", samples=1, temperature=0.0),
+        task="story-pairwise",
+    )
     assert len(rows) == 3 * 2  # each pair in both orders
     orders = sorted(json.loads(r["details"])["order"] for r in rows)
     assert orders == ["original"] * 3 + ["swapped"] * 3
@@ -41,17 +54,19 @@ def test_pairwise_both_orders_on_gguf(pair_study, tiny_gguf):
 
 def test_position_bias_and_v3_inversion(pair_study, fake_server):  # noqa: F811
     url = fake_server(Script([(200, {}, ok_body(" (A)"), 0)]))  # a judge that always picks the first text
-    rater, _, rows = judge(pair_study, JudgeSpec("api:m", base_url=url, variant="v1", samples=1, temperature=0.0),
-                           task="story-pairwise")
+    rater, _, rows = judge(
+        pair_study, JudgeSpec("api:m", base_url=url, variant="v1", samples=1, temperature=0.0), task="story-pairwise"
+    )
     by_order = {json.loads(r["details"])["order"]: r["value"] for r in rows if r["item_key"] == rows[0]["item_key"]}
     assert by_order == {"original": 0, "swapped": 1}  # canonical: story_a, then story_b
-    records = {(r.statistic, r.evaluator): r.value for r in build_report(pair_study, "story-pairwise")
-               if r.table == "position"}
+    records = {
+        (r.statistic, r.evaluator): r.value for r in build_report(pair_study, "story-pairwise") if r.table == "position"
+    }
     assert records[("first_position_rate", rater.name)] == 1.0
     assert records[("order_consistency", rater.name)] == 0.0
     assert records[("final_tie", rater.name)] == 3  # inconsistent orders count as ties
     v3 = JudgeSpec("api:m", base_url=url, variant="v3", samples=1, temperature=0.0)
-    rater3, _, rows3 = judge(pair_study, v3, task="story-pairwise")
+    _rater3, _, rows3 = judge(pair_study, v3, task="story-pairwise")
     first = {json.loads(r["details"])["order"]: r["value"] for r in rows3 if r["item_key"] == rows3[0]["item_key"]}
     assert first == {"original": 1, "swapped": 0}  # "(A) is worse" means the other is better
 
@@ -60,25 +75,41 @@ def test_explicit_v4_stars_normalised(tmp_path, fake_server):  # noqa: F811
     study = Study.open(tmp_path / "e.db")
     study.add_items(study.task("story-explicit"), EXPLICIT)
     url = fake_server(Script([(200, {}, ok_body("4 stars"), 0)]))
-    _, _, rows = judge(study, JudgeSpec("api:m", base_url=url, variant="v4", samples=1, temperature=0.0),
-                       task="story-explicit")
+    _, _, rows = judge(
+        study, JudgeSpec("api:m", base_url=url, variant="v4", samples=1, temperature=0.0), task="story-explicit"
+    )
     assert {r["value"] for r in rows} == {75.0}
     assert json.loads(rows[0]["details"])["stars"] == 4
 
 
 def logprob_body(top: dict[str, float]) -> str:
     entries = [{"token": t, "logprob": math.log(p), "bytes": None} for t, p in top.items()]
-    return json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "Yes"},
-                                    "finish_reason": "length",
-                                    "logprobs": {"content": [{"token": "Yes", "logprob": math.log(0.6), "bytes": None,
-                                                              "top_logprobs": entries}]}}]})
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "Yes"},
+                    "finish_reason": "length",
+                    "logprobs": {
+                        "content": [{"token": "Yes", "logprob": math.log(0.6), "bytes": None, "top_logprobs": entries}]
+                    },
+                }
+            ],
+        }
+    )
 
 
 def test_implicit_score_over_api_and_gguf(tmp_path, fake_server, tiny_gguf):  # noqa: F811
     study = Study.open(tmp_path / "i.db")
     study.add_items(study.task("story-explicit"), EXPLICIT)
-    url = fake_server(Script([(200, {}, logprob_body({"Yes": 0.5, " yes": 0.1, "No": 0.25, "NO": 0.05, "Maybe": 0.1}), 0)]))
+    url = fake_server(
+        Script([(200, {}, logprob_body({"Yes": 0.5, " yes": 0.1, "No": 0.25, "NO": 0.05, "Maybe": 0.1}), 0)])
+    )
     _, _, rows = judge(study, JudgeSpec("api:m", base_url=url, mode="implicit", samples=1), task="story-explicit")
     details = json.loads(rows[0]["details"])
     assert details["p_yes"] == pytest.approx(0.6) and details["p_no"] == pytest.approx(0.3)
@@ -94,8 +125,16 @@ def test_meta_evaluation_in_report(tmp_path, fake_server):  # noqa: F811
     human = study.human("h")
     for item, value in zip(study.items("story-explicit"), (20, 80, 30, 70)):
         study.add_rating(item.key, "overall", human.id, value)
-    url = fake_server(Script([(200, {}, ok_body("Score: 40"), 0), (200, {}, ok_body("Score: 90"), 0),
-                              (200, {}, ok_body("Score: 10"), 0), (200, {}, ok_body("Score: 60"), 0)]))
+    url = fake_server(
+        Script(
+            [
+                (200, {}, ok_body("Score: 40"), 0),
+                (200, {}, ok_body("Score: 90"), 0),
+                (200, {}, ok_body("Score: 10"), 0),
+                (200, {}, ok_body("Score: 60"), 0),
+            ]
+        )
+    )
     judge(study, JudgeSpec("api:m", base_url=url, samples=1, temperature=0.0, variant="v1"), task="story-explicit")
     meta = {r.statistic: r for r in build_report(study, "story-explicit") if r.table == "meta"}
     assert meta["dataset_spearman"].n == 4 and meta["pair_tau_b_all"].n == 2  # two texts per prompt
@@ -104,17 +143,26 @@ def test_meta_evaluation_in_report(tmp_path, fake_server):  # noqa: F811
 
 def test_spa_with_a_judge_and_the_tau_filter(tmp_path, fake_server, tiny_gguf):  # noqa: F811
     study = Study.open(tmp_path / "s.db")
-    study.add_items(study.task("story"), [{"id": f"{s}{i}", "system": s, "prompt": f"P{i}", "story": f"{s} {i}."}
-                                          for i in range(5) for s in ("human", "gpt2")])
+    study.add_items(
+        study.task("story"),
+        [
+            {"id": f"{s}{i}", "system": s, "prompt": f"P{i}", "story": f"{s} {i}."}
+            for i in range(5)
+            for s in ("human", "gpt2")
+        ],
+    )
     spa.setup(study, ["human", "gpt2"], m=4, packets=2, seed=1)
     url = fake_server(Script([(200, {}, ok_body("I would say 70"), 0)]))  # 70% both ways: 1.4 > 1.1
     rater, _, rows = judge(study, JudgeSpec("api:m", base_url=url, samples=2, temperature=1.0), task="spa")
     assert len(rows) == 2 * 4 * 2  # packets x questions x samples
     filtered = [r for r in build_report(study, "spa") if r.table == "spa" and r.evaluator == rater.name]
-    kept = [r for r in filtered if r.statistic == "annotators_kept"][0]
+    kept = next(r for r in filtered if r.statistic == "annotators_kept")
     assert kept.value == 0 and kept.n == 4  # every (sample, packet) annotator excluded
-    unfiltered = {r.statistic: r for r in build_report(study, "spa", spa_tau=None)
-                  if r.table == "spa" and r.evaluator == rater.name and r.attribute != "*"}
+    unfiltered = {
+        r.statistic: r
+        for r in build_report(study, "spa", spa_tau=None)
+        if r.table == "spa" and r.evaluator == rater.name and r.attribute != "*"
+    }
     assert unfiltered["p_x_over_y"].value == pytest.approx(0.7) and unfiltered["p_x_over_y"].n == 4
     _, _, local = judge(study, JudgeSpec(str(tiny_gguf), samples=1, max_tokens=8, max_retries=0), task="spa")
     assert len(local) == 2 * 4
@@ -124,28 +172,43 @@ def test_bradley_terry_from_human_pairwise(pair_study):
     human = pair_study.human("h")
     for item, verdict in zip(pair_study.items("story-pairwise"), (1, 1, 2)):  # human's story wins twice, one tie
         pair_study.add_rating(item.key, "preference", human.id, verdict)
-    bt = {r.system: r.value for r in build_report(pair_study, "story-pairwise") if r.table == "bt"
-          and r.evaluator == "humans"}
+    bt = {
+        r.system: r.value
+        for r in build_report(pair_study, "story-pairwise")
+        if r.table == "bt" and r.evaluator == "humans"
+    }
     assert bt["gpt2"] == 0 and bt["human"] > 0
 
 
 def test_pairwise_and_spa_through_the_real_server(pair_study, llama_server, tmp_path):
-    _, _, rows = judge(pair_study, JudgeSpec("api:tiny", base_url=llama_server, mode="constrained", samples=1,
-                                             temperature=0.0, variant="v1"), task="story-pairwise")
+    _, _, rows = judge(
+        pair_study,
+        JudgeSpec("api:tiny", base_url=llama_server, mode="constrained", samples=1, temperature=0.0, variant="v1"),
+        task="story-pairwise",
+    )
     assert len(rows) == 6 and all(r["value"] in (0, 1, 2) for r in rows)
     study = Study.open(tmp_path / "spa-real.db")
-    study.add_items(study.task("story"), [{"id": f"{s}{i}", "system": s, "prompt": f"P{i}", "story": f"{s} {i}."}
-                                          for i in range(4) for s in ("human", "gpt2")])
+    study.add_items(
+        study.task("story"),
+        [
+            {"id": f"{s}{i}", "system": s, "prompt": f"P{i}", "story": f"{s} {i}."}
+            for i in range(4)
+            for s in ("human", "gpt2")
+        ],
+    )
     spa.setup(study, ["human", "gpt2"], m=4, packets=1, likert=False)
-    _, _, spa_rows = judge(study, JudgeSpec("api:tiny", base_url=llama_server, mode="constrained", samples=2,
-                                            temperature=1.0), task="spa")
+    _, _, spa_rows = judge(
+        study, JudgeSpec("api:tiny", base_url=llama_server, mode="constrained", samples=2, temperature=1.0), task="spa"
+    )
     assert len(spa_rows) == 2 * 2 and all(0 <= r["value"] <= 100 for r in spa_rows)
 
 
 def test_a_job_error_fails_the_job_and_the_worker_goes_on(pair_study, tiny_gguf):
     from tui_rater.judge import queue
 
-    rater, progress, rows = judge(pair_study, JudgeSpec(str(tiny_gguf), samples=1, max_tokens=4), task="story-pairwise")
+    _rater, _progress, _rows = judge(
+        pair_study, JudgeSpec(str(tiny_gguf), samples=1, max_tokens=4), task="story-pairwise"
+    )
     failures = queue.failures(pair_study)
     assert len(failures) == 6 and {f["error_kind"] for f in failures} == {"bad_request"}
     assert "does not apply to task" in failures[0]["last_error"]

@@ -10,11 +10,12 @@ LIKERT = STORY.attributes[0].scale
 
 
 def test_expected_score_and_samples():
-    scored = score_distribution({"1": 0.1, "2": 0.1, "3": 0.2, "4": 0.4, "5": 0.0}, LIKERT,
-                                n_samples=2000, temperature=1.0, top_p=1.0, seed=0)
+    scored = score_distribution(
+        {"1": 0.1, "2": 0.1, "3": 0.2, "4": 0.4, "5": 0.0}, LIKERT, n_samples=2000, temperature=1.0, top_p=1.0, seed=0
+    )
     assert scored.mass == pytest.approx(0.8)
     assert scored.probabilities["4"] == pytest.approx(0.5)
-    assert scored.expected == pytest.approx((1 * .1 + 2 * .1 + 3 * .2 + 4 * .4) / .8)
+    assert scored.expected == pytest.approx((1 * 0.1 + 2 * 0.1 + 3 * 0.2 + 4 * 0.4) / 0.8)
     assert 5.0 not in scored.samples
     assert np.mean(scored.samples) == pytest.approx(scored.expected, abs=0.08)
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import digest
 
@@ -27,7 +28,7 @@ def study_file(tmp_path, cli):
 
 
 def _check(result, db, before):
-    code, out, err = result
+    code, _out, err = result
     assert "Traceback" not in err
     if code != 0:
         assert code == 2
@@ -44,7 +45,7 @@ def _mutations(base: bytes):
         st.just(base.decode().encode("latin-1") + "é,\xff".encode("latin-1")),
         st.integers(1, 3).map(lambda k: base + base.splitlines(keepends=True)[1] * k),
         st.integers(0, 200_000).map(lambda n: base + b"c,human,P," + b"x" * n + b"\n"),
-        st.tuples(st.integers(0, len(base)), st.binary(max_size=30)).map(lambda t: base[:t[0]] + t[1] + base[t[0]:]),
+        st.tuples(st.integers(0, len(base)), st.binary(max_size=30)).map(lambda t: base[: t[0]] + t[1] + base[t[0] :]),
     )
 
 
@@ -69,8 +70,10 @@ def test_import_ratings_any_bytes(tmp_path, cli, study_file, content, ext):
     _check(cli("import-ratings", path, "--db", study_file), study_file, before)
 
 
-TOML = (b'[[task]]\nname = "t"\nfields = ["text"]\n[[task.attributes]]\nname = "q"\n'
-        b'question = "How good?"\nscale = { kind = "likert", low = 1, high = 5 }\n')
+TOML = (
+    b'[[task]]\nname = "t"\nfields = ["text"]\n[[task.attributes]]\nname = "q"\n'
+    b'question = "How good?"\nscale = { kind = "likert", low = 1, high = 5 }\n'
+)
 
 
 @SETTINGS

@@ -23,13 +23,31 @@ def test_planted_key_appears_nowhere(tmp_path, fake_server):  # noqa: F811
 
     run("import", SAMPLE / "stories.csv", "--task", "story", "--db", db)
     good = fake_server(Script([(200, {}, ok_body(), 0)]))
-    assert run("judge", "--db", db, "--model", "api:m", "--base-url", good, "--limit", "2", "--samples", "1").returncode == 0
+    assert (
+        run("judge", "--db", db, "--model", "api:m", "--base-url", good, "--limit", "2", "--samples", "1").returncode
+        == 0
+    )
     refusing = fake_server(Script([(401, {}, ERR, 0)]))
     failed = run("judge", "--db", db, "--model", "api:other", "--base-url", refusing, "--limit", "1", "--samples", "1")
     assert failed.returncode == 2 and "refused the API key" in failed.stderr
     dead = f"http://127.0.0.1:{__import__('tests.judge.conftest', fromlist=['free_port']).free_port()}/v1"
-    run("judge", "--db", db, "--model", "api:third", "--base-url", dead, "--limit", "1", "--samples", "1",
-        "--timeout", "1", "--max-retries", "0")
+    run(
+        "judge",
+        "--db",
+        db,
+        "--model",
+        "api:third",
+        "--base-url",
+        dead,
+        "--limit",
+        "1",
+        "--samples",
+        "1",
+        "--timeout",
+        "1",
+        "--max-retries",
+        "0",
+    )
     run("queue", "--db", db)
     run("info", "--db", db, "--json")
     for what in ("items", "ratings", "wide"):
@@ -53,8 +71,9 @@ def test_key_from_config_file_and_permission_warning(tmp_path, fake_server):  # 
     db = tmp_path / "s.db"
     run_cli_process("import", SAMPLE / "stories.csv", "--task", "story", "--db", db, env=env)
     url = fake_server(Script([(200, {}, ok_body(), 0)]))
-    result = run_cli_process("judge", "--db", db, "--model", "api:m", "--base-url", url, "--limit", "1",
-                             "--samples", "1", env=env)
+    result = run_cli_process(
+        "judge", "--db", db, "--model", "api:m", "--base-url", url, "--limit", "1", "--samples", "1", env=env
+    )
     assert result.returncode == 0
     assert "readable by other users" in result.stderr and KEY not in result.stderr + result.stdout
     os.chmod(config, 0o600)

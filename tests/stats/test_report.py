@@ -16,8 +16,14 @@ from tui_rater.stats.report import build_report
 from tui_rater.store.study import Study
 
 HANNA = SHARED / "data" / "hanna" / "hanna_metric_scores_llm.csv"
-CRITERIA = {"RE": "relevance", "CH": "coherence", "EM": "empathy", "SU": "surprise", "EG": "engagement",
-            "CX": "complexity"}
+CRITERIA = {
+    "RE": "relevance",
+    "CH": "coherence",
+    "EM": "empathy",
+    "SU": "surprise",
+    "EG": "engagement",
+    "CX": "complexity",
+}
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +35,9 @@ def hanna(tmp_path_factory):
     for system in ("Human", "GPT-2"):
         for rater in (1, 2, 3):
             for code in CRITERIA:
-                data[(system, f"h{rater}", code)] = np.array(ast.literal_eval(rows[system][f"Human {rater} {code}"]), float)
+                data[(system, f"h{rater}", code)] = np.array(
+                    ast.literal_eval(rows[system][f"Human {rater} {code}"]), float
+                )
         for code in CRITERIA:
             data[(system, "llm", code)] = np.array(ast.literal_eval(rows[system][f"Llama-13B {code} 1"]), float)
     tmp = tmp_path_factory.mktemp("hanna")
@@ -48,8 +56,15 @@ def hanna(tmp_path_factory):
             for i, value in enumerate(values):
                 if rater == "llm" and not 1 <= value <= 5:
                     continue  # HANNA's marker for a reply that did not parse
-                writer.writerow([f"{system}-{i}", "llama-13b" if rater == "llm" else f"hanna-{rater}", CRITERIA[code],
-                                 value, "llm" if rater == "llm" else "human"])
+                writer.writerow(
+                    [
+                        f"{system}-{i}",
+                        "llama-13b" if rater == "llm" else f"hanna-{rater}",
+                        CRITERIA[code],
+                        value,
+                        "llm" if rater == "llm" else "human",
+                    ]
+                )
     db = tmp / "hanna.db"
     assert run_cli_process("import", items, "--task", "hanna", "--db", db).returncode == 0
     assert run_cli_process("import-ratings", ratings, "--db", db).returncode == 0
@@ -74,12 +89,14 @@ def test_alpha_matches_krippendorff(hanna, code):
     for system in ("Human", "GPT-2"):
         m = human_matrix(data, system, code)
         expected_i = krippendorff.alpha(reliability_data=m, level_of_measurement="interval")
-        expected_o = krippendorff.alpha(reliability_data=m, level_of_measurement="ordinal",
-                                        value_domain=[1, 2, 3, 4, 5])
+        expected_o = krippendorff.alpha(
+            reliability_data=m, level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5]
+        )
         got = index[("table1", CRITERIA[code], system, "humans", None, "alpha_interval")]
         assert got.value == pytest.approx(expected_i, abs=1e-9)
         assert index[("table1", CRITERIA[code], system, "humans", None, "alpha_ordinal")].value == pytest.approx(
-            expected_o, abs=1e-9)
+            expected_o, abs=1e-9
+        )
 
 
 @pytest.mark.parametrize("code", list(CRITERIA))
@@ -98,7 +115,9 @@ def test_kendall_and_welch_match_scipy(hanna, code):
     b = human_matrix(data, "GPT-2", code).ravel()
     expected = sp.ttest_ind(a, b, equal_var=False)
     got = index[("welch", name, "GPT-2", "humans", None, "welch_t")]
-    assert got.value == pytest.approx(expected.statistic, abs=1e-9) and got.p == pytest.approx(expected.pvalue, rel=1e-9)
+    assert got.value == pytest.approx(expected.statistic, abs=1e-9) and got.p == pytest.approx(
+        expected.pvalue, rel=1e-9
+    )
 
 
 def test_means_and_pairs(hanna):
@@ -120,8 +139,19 @@ def test_report_formats(hanna, tmp_path):
     payload = json.loads(out.stdout)
     assert payload["schema"] == "tui-rater.report/1"
     record = payload["tasks"]["hanna"][0]
-    assert set(record) == {"table", "task", "attribute", "system", "evaluator", "evaluator_b", "statistic", "value",
-                           "n", "p", "note"}
+    assert set(record) == {
+        "table",
+        "task",
+        "attribute",
+        "system",
+        "evaluator",
+        "evaluator_b",
+        "statistic",
+        "value",
+        "n",
+        "p",
+        "note",
+    }
     md = run_cli_process("report", "--db", db, "--format", "markdown").stdout
     assert "## Table 1" in md and "| coherence | humans |" in md
     table = run_cli_process("report", "--db", db).stdout
@@ -137,7 +167,7 @@ def test_undefined_values_show_as_na(tmp_path):
     rater = study.human("only")
     study.add_rating(study.items()[0].key, "fluency", rater.id, 3)
     records = build_report(study, "title-fluency")
-    alpha = [r for r in records if r.statistic == "alpha_interval"][0]
+    alpha = next(r for r in records if r.statistic == "alpha_interval")
     assert alpha.value is None and alpha.note == "needs at least two raters"
     out = run_cli_process("report", "--db", db)
     assert out.returncode == 0 and "n/a" in out.stdout

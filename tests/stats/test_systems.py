@@ -13,8 +13,14 @@ def test_bradley_terry_stigler_citations():
     # BradleyTerry2 vignette: wins row over column
     systems = ["Biometrika", "CommStat", "JASA", "JRSS-B"]
     wins = np.zeros((4, 4))
-    for (i, j), (a, b) in {(0, 1): (730, 33), (0, 2): (498, 320), (0, 3): (221, 284), (1, 2): (68, 813),
-                           (1, 3): (17, 276), (2, 3): (142, 325)}.items():
+    for (i, j), (a, b) in {
+        (0, 1): (730, 33),
+        (0, 2): (498, 320),
+        (0, 3): (221, 284),
+        (1, 2): (68, 813),
+        (1, 3): (17, 276),
+        (2, 3): (142, 325),
+    }.items():
         wins[i, j], wins[j, i] = a, b
     result = bradley_terry(wins, systems)
     assert result.converged
@@ -38,8 +44,13 @@ def test_spa_filter_both_orders_ttest_and_holm():
         "bad": {("X", "Y"): 0.9, ("Y", "X"): 0.9, ("Y", "Z"): 0.5, ("Z", "Y"): 0.5},  # 1.8 > 1.1
         "edge": {("X", "Y"): 0.6, ("Y", "X"): 0.5, ("Y", "Z"): 0.6, ("Z", "Y"): 0.5},  # exactly 1.1: kept
     }
-    likert = {"a1": {"X": 4, "Y": 3, "Z": 3}, "a2": {"X": 5, "Y": 3, "Z": 2}, "a3": {"X": 4, "Y": 4, "Z": 3},
-              "edge": {"X": 3, "Y": 3, "Z": 3}, "bad": {"X": 1, "Y": 5, "Z": 5}}
+    likert = {
+        "a1": {"X": 4, "Y": 3, "Z": 3},
+        "a2": {"X": 5, "Y": 3, "Z": 2},
+        "a3": {"X": 4, "Y": 4, "Z": 3},
+        "edge": {"X": 3, "Y": 3, "Z": 3},
+        "bad": {"X": 1, "Y": 5, "Z": 5},
+    }
     result = spa(probabilities, [("X", "Y"), ("Y", "Z")], likert)
     assert result.excluded == ["bad"] and result.annotators == 4
     xy, yz = result.comparisons
@@ -49,6 +60,7 @@ def test_spa_filter_both_orders_ttest_and_holm():
     assert xy.t == pytest.approx(expected.statistic) and xy.p_value == pytest.approx(expected.pvalue)
     ps = [xy.p_value, yz.p_value]
     from tui_rater.stats.agreement import holm
+
     assert [xy.p_holm, yz.p_holm] == pytest.approx(holm(ps))
     deltas = np.array([4 - 3, 5 - 3, 4 - 4, 3 - 3])
     assert xy.likert_delta == pytest.approx(deltas.mean())
@@ -68,7 +80,8 @@ def test_position_bias_and_inconsistency_as_tie():
 
 def test_pair_tau_b_formula_and_meta_evaluation():
     assert pair_tau_b(np.array([1, 2, -1, 0]), np.array([3, -1, -2, 1])) == pytest.approx(
-        (2 - 1) / np.sqrt((2 + 1 + 1) * (2 + 1 + 0)))
+        (2 - 1) / np.sqrt((2 + 1 + 1) * (2 + 1 + 0))
+    )
     inputs = ["p1"] * 4 + ["p2"] * 4
     human = [10, 20, 30, 40, 50, 60, 70, 80]
     metric = [12, 18, 35, 33, 40, 65, 60, 90]

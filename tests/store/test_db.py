@@ -83,13 +83,20 @@ def test_two_processes_write_one_file(tmp_path):
     script = tmp_path / "writer.py"
     script.write_text(WRITER.format(root=str(ROOT)))
     n = 150
-    procs = [subprocess.Popen([sys.executable, str(script), str(path), f"annotator-{k}", str(n)],
-                              stderr=subprocess.PIPE, text=True) for k in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(path), f"annotator-{k}", str(n)], stderr=subprocess.PIPE, text=True
+        )
+        for k in range(2)
+    ]
     for proc in procs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
         assert "locked" not in err
-    counts = dict(study.db.conn.execute(
-        "SELECT ra.name, count(*) FROM ratings r JOIN raters ra ON ra.id = r.rater_id GROUP BY ra.name"))
+    counts = dict(
+        study.db.conn.execute(
+            "SELECT ra.name, count(*) FROM ratings r JOIN raters ra ON ra.id = r.rater_id GROUP BY ra.name"
+        )
+    )
     assert counts == {"annotator-0": n, "annotator-1": n}
     assert study.db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

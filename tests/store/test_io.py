@@ -1,18 +1,14 @@
 from __future__ import annotations
 
-import json
-
 import polars as pl
 import pytest
 
 from tests.conftest import SAMPLE
-from tui_rater.errors import UserError
-from tui_rater.store.io import (import_items, import_ratings, items_frame, ratings_frame, wide_frame,
-                                write_frame)
+from tui_rater.store.io import import_items, import_ratings, items_frame, ratings_frame, wide_frame, write_frame
 from tui_rater.store.study import Study
 
 STORY_ROWS = [
-    {"id": "a", "system": "human", "prompt": "P1", "story": "Line one.\nLine \"two\", with a comma."},
+    {"id": "a", "system": "human", "prompt": "P1", "story": 'Line one.\nLine "two", with a comma.'},
     {"id": "b", "system": "gpt2", "prompt": "P1", "story": "Ünïcödé — and [bold red]markup[/] {braces} \x1b[31m."},
     {"id": "c", "system": "human", "prompt": "P2", "story": "   leading and trailing spaces   "},
 ]
@@ -58,16 +54,25 @@ def test_column_mapping(tmp_path):
 def test_ratings_round_trip_and_wide(tmp_path):
     study = Study.open(tmp_path / "s.db")
     import_items(study, _write(pl.DataFrame(STORY_ROWS), tmp_path / "i.csv"), study.task("story"))
-    ratings = pl.DataFrame({
-        "item": ["a", "a", "b", "b"], "rater": ["t1", "t2", "t1", "gpt"], "attribute": ["likability"] * 4,
-        "value": [4.0, 3.0, 2.0, 4.5], "kind": ["human", "human", "human", "llm"], "sample": [0, 0, 0, 1],
-    })
+    ratings = pl.DataFrame(
+        {
+            "item": ["a", "a", "b", "b"],
+            "rater": ["t1", "t2", "t1", "gpt"],
+            "attribute": ["likability"] * 4,
+            "value": [4.0, 3.0, 2.0, 4.5],
+            "kind": ["human", "human", "human", "llm"],
+            "sample": [0, 0, 0, 1],
+        }
+    )
     source = _write(ratings, tmp_path / "r.csv")
     assert import_ratings(study, source).added == 4
     assert import_ratings(study, source).skipped == 4
     long = ratings_frame(study, "story")
-    assert long.select("item", "rater", "attribute", "value", "kind", "sample").sort("item", "rater").equals(
-        ratings.sort("item", "rater"))
+    assert (
+        long.select("item", "rater", "attribute", "value", "kind", "sample")
+        .sort("item", "rater")
+        .equals(ratings.sort("item", "rater"))
+    )
     # an export of ratings imports again (its extra columns are known)
     exported = _write(long, tmp_path / "export.csv")
     assert import_ratings(study, exported).skipped == 4
@@ -88,7 +93,8 @@ def test_choice_values_import_as_keys(tmp_path):
     study = Study.open(tmp_path / "s.db")
     rows = [{"id": "p1", "prompt": "P", "story_a": "A.", "story_b": "B."}]
     import_items(study, _write(pl.DataFrame(rows), tmp_path / "p.csv"), study.task("story-pairwise"))
-    r = _write(pl.DataFrame({"item": ["p1"], "rater": ["h"], "attribute": ["preference"], "value": ["B"]}),
-               tmp_path / "r.csv")
+    r = _write(
+        pl.DataFrame({"item": ["p1"], "rater": ["h"], "attribute": ["preference"], "value": ["B"]}), tmp_path / "r.csv"
+    )
     import_ratings(study, r)
     assert ratings_frame(study)["value"].to_list() == [1.0]

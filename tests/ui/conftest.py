@@ -7,13 +7,21 @@ from tui_rater.store.study import Study
 from tui_rater.ui.app import AppOptions, make_app
 
 STORIES = [
-    {"id": f"s{i}", "system": "gpt2" if i < 2 else "human", "prompt": f"Prompt {i}: a dragon learns to knit.",
-     "story": f"Story {i}. " + "The dragon sat by the fire and counted stitches. " * 3}
+    {
+        "id": f"s{i}",
+        "system": "gpt2" if i < 2 else "human",
+        "prompt": f"Prompt {i}: a dragon learns to knit.",
+        "story": f"Story {i}. " + "The dragon sat by the fire and counted stitches. " * 3,
+    }
     for i in range(4)
 ]
 TITLES = [
-    {"id": "t1", "system": "textfooler", "original": "Stocks fall after weak retail sales report",
-     "attacked": "Stocks dip after frail retail sales report"},
+    {
+        "id": "t1",
+        "system": "textfooler",
+        "original": "Stocks fall after weak retail sales report",
+        "attacked": "Stocks dip after frail retail sales report",
+    },
     {"id": "t2", "system": "benign", "original": "Oil prices climb", "attacked": "Oil prices climb"},
 ]
 
@@ -37,9 +45,14 @@ def app_for(study):
 
 
 def ratings_of(study, annotator):
-    return [tuple(r) for r in study.db.conn.execute(
-        "SELECT i.id, r.attribute, r.value FROM ratings r JOIN items i ON i.key = r.item_key "
-        "JOIN raters ra ON ra.id = r.rater_id WHERE ra.name = ? AND r.retracted = 0 ORDER BY r.id", [annotator])]
+    return [
+        tuple(r)
+        for r in study.db.conn.execute(
+            "SELECT i.id, r.attribute, r.value FROM ratings r JOIN items i ON i.key = r.item_key "
+            "JOIN raters ra ON ra.id = r.rater_id WHERE ra.name = ? AND r.retracted = 0 ORDER BY r.id",
+            [annotator],
+        )
+    ]
 
 
 async def settle(app, pilot):

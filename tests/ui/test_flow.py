@@ -13,8 +13,12 @@ async def test_rate_advance_undo_navigate(app_for, study):
         await pilot.press("4", "3", "2", "5")  # all four questions of item 1
         await settle(app, pilot)
         assert app.index == 1 and app.focus_attr == 0
-        assert ratings_of(study, "alice") == [("s0", "grammaticality", 4), ("s0", "cohesiveness", 3),
-                                              ("s0", "likability", 2), ("s0", "relevance", 5)]
+        assert ratings_of(study, "alice") == [
+            ("s0", "grammaticality", 4),
+            ("s0", "cohesiveness", 3),
+            ("s0", "likability", 2),
+            ("s0", "relevance", 5),
+        ]
         await pilot.press("1", "u")  # rate then undo
         await settle(app, pilot)
         assert len(ratings_of(study, "alice")) == 4 and app.value(1, "grammaticality") is None
@@ -124,8 +128,11 @@ async def test_title_pair_changed_words_in_bold(app_for):
     app = app_for(task="title-meaning")
     async with app.run_test(size=(80, 24)):
         text = app.query_one("#item-text").render()
-        bold = {text.plain[s.start:s.end] for s in text.spans if getattr(s.style, "bold", False)
-                and getattr(s.style, "reverse", False)}
+        bold = {
+            text.plain[s.start : s.end]
+            for s in text.spans
+            if getattr(s.style, "bold", False) and getattr(s.style, "reverse", False)
+        }
         assert bold == {"dip", "frail"}
 
 
@@ -153,7 +160,9 @@ async def test_keymap_from_config(app_for, study):
 async def test_reveal_mode_records_reviews_and_revisions(app_for, study):
     judge = study.judge("gpt-judge", {"model": "x"})
     item = study.items("story")[0]
-    study.add_rating(item.key, "likability", judge.id, 2, raw="I would rate the story fragment as a 2 in terms of enjoyment.")
+    study.add_rating(
+        item.key, "likability", judge.id, 2, raw="I would rate the story fragment as a 2 in terms of enjoyment."
+    )
     app = app_for(reveal=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("4", "3", "5", "5")
@@ -170,15 +179,21 @@ async def test_reveal_mode_records_reviews_and_revisions(app_for, study):
         assert app.index == 1
     first, revision = study.db.conn.execute(
         "SELECT id, value, revises FROM ratings WHERE attribute = 'likability' AND rater_id != ? ORDER BY id",
-        [judge.id]).fetchall()
+        [judge.id],
+    ).fetchall()
     assert first[1] == 5 and revision[1] == 3 and revision[2] == first[0]  # the first stays, linked
     reviews = [json.loads(t) for (t,) in study.db.conn.execute("SELECT text FROM notes WHERE kind = 'review'")]
-    assert {"verdict": "disagree", "comment": ""} in reviews and {"verdict": "disagree", "comment": "fair point"} in reviews
+    assert {"verdict": "disagree", "comment": ""} in reviews and {
+        "verdict": "disagree",
+        "comment": "fair point",
+    } in reviews
 
 
 async def test_hostile_text_is_shown_literally(app_for, study):
-    hostile = ("[bold red]not bold[/] [link=http://x]no link[/link] \x1b]0;owned\x07 \x1b[2J \x1b]52;c;Zm9v\x07 "
-               "\u202eevil\u202c nul\x00 end")
+    hostile = (
+        "[bold red]not bold[/] [link=http://x]no link[/link] \x1b]0;owned\x07 \x1b[2J \x1b]52;c;Zm9v\x07 "
+        "\u202eevil\u202c nul\x00 end"
+    )
     study.add_items(study.task("title-fluency"), [{"id": "h", "system": None, "title": hostile}])
     app = app_for(task="title-fluency")
     async with app.run_test(size=(80, 24)):

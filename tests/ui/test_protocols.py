@@ -8,9 +8,16 @@ from tui_rater.store.session import AnnotationSession
 from tui_rater.store.study import Study
 from tui_rater.ui.app import make_app
 
-PAIRS = [{"id": f"p{i}", "system": "gpt2 vs human", "prompt": f"Prompt {i}",
-          "story_a": f"Storyline A{i}: the robot waters the plants.", "story_b": f"Storyline B{i}: rain falls."}
-         for i in range(3)]
+PAIRS = [
+    {
+        "id": f"p{i}",
+        "system": "gpt2 vs human",
+        "prompt": f"Prompt {i}",
+        "story_a": f"Storyline A{i}: the robot waters the plants.",
+        "story_b": f"Storyline B{i}: rain falls.",
+    }
+    for i in range(3)
+]
 
 
 def _pairwise_app(tmp_path):
@@ -31,7 +38,7 @@ async def test_pairwise_keys_a_b_t(tmp_path):
 
 
 async def test_pairwise_side_by_side_when_wide_and_stacked_when_narrow(tmp_path):
-    study, app = _pairwise_app(tmp_path)
+    _study, app = _pairwise_app(tmp_path)
     async with app.run_test(size=(120, 30)) as pilot:
         assert app.item_layout == "columns"
         await pilot.resize_terminal(90, 30)
@@ -46,8 +53,14 @@ def _spa_study(tmp_path):
     rows = []
     for i in range(6):
         for system in ("human", "gpt2"):
-            rows.append({"id": f"{system}-{i}", "system": system, "prompt": f"Prompt {i}: a clock that runs backwards",
-                         "story": f"{system} story {i}. The clock ticked the wrong way."})
+            rows.append(
+                {
+                    "id": f"{system}-{i}",
+                    "system": system,
+                    "prompt": f"Prompt {i}: a clock that runs backwards",
+                    "story": f"{system} story {i}. The clock ticked the wrong way.",
+                }
+            )
     study.add_items(study.task("story"), rows)
     spa.setup(study, ["human", "gpt2"], m=4, packets=2, seed=3)
     return study

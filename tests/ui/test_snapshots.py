@@ -31,8 +31,13 @@ def test_input_screen(snap_compare, app_for, size):
 def test_reveal_screen(snap_compare, app_for, study, size):
     judge = study.judge("judge-a", {"m": 1})
     item = study.items("story")[0]
-    study.add_rating(item.key, "grammaticality", judge.id, 4,
-                     raw="I would rate the grammatical correctness of the text of the story fragment as a 4.")
+    study.add_rating(
+        item.key,
+        "grammaticality",
+        judge.id,
+        4,
+        raw="I would rate the grammatical correctness of the text of the story fragment as a 4.",
+    )
     app = app_for(reveal=True)
 
     async def run_before(pilot):
@@ -79,5 +84,6 @@ def test_spa_screen(snap_compare, tmp_path, size):
     from tui_rater.ui.app import make_app
 
     study = _spa_study(tmp_path)
-    assert snap_compare(make_app(AnnotationSession.open(study.reopen(), "spa", "ann")), terminal_size=size,
-                        press=["6", "5"])
+    assert snap_compare(
+        make_app(AnnotationSession.open(study.reopen(), "spa", "ann")), terminal_size=size, press=["6", "5"]
+    )

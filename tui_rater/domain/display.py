@@ -14,8 +14,16 @@ import re
 _BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 # every C0 control except tab and newline, DEL, and the C1 range
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _BIDI + "]")
-_NAMES = {"\x1b": "ESC", "\x00": "NUL", "\x07": "BEL", "\x08": "BS", "\r": "CR", "\x7f": "DEL", "\x9b": "CSI",
-          "\x9d": "OSC"}
+_NAMES = {
+    "\x1b": "ESC",
+    "\x00": "NUL",
+    "\x07": "BEL",
+    "\x08": "BS",
+    "\r": "CR",
+    "\x7f": "DEL",
+    "\x9b": "CSI",
+    "\x9d": "OSC",
+}
 
 
 def _placeholder(match: re.Match[str]) -> str:

@@ -24,8 +24,17 @@ from dataclasses import dataclass
 FAILURES = ("refusal", "no_number", "out_of_range", "ambiguous")
 
 _NUMBER_WORDS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
-    "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
 }
 _NUM = r"(\d+(?:\.\d+)?|" + "|".join(_NUMBER_WORDS) + r")"
 
@@ -42,7 +51,8 @@ _REFUSAL = re.compile(
 _SCALE_NOISE = [
     re.compile(p, re.IGNORECASE)
     for p in (
-        r"\bon a (?:continual |continuous |likert |\d+-point )?scale (?:of|from) \d+\s*(?:-|–|—|to)\s*\d+(?:\s*\([^)]*\))?",
+        r"\bon a (?:continual |continuous |likert |\d+-point )?scale (?:of|from) "
+        r"\d+\s*(?:-|–|—|to)\s*\d+(?:\s*\([^)]*\))?",
         r"\bfrom \d+ \((?:worst|lowest)\) to \d+ \((?:best|highest)\)",
         r"\b(?:with )?\d+ being (?:the )?(?:lowest|highest|worst|best|strongly disagree|strongly agree|"
         r"not at all|very)[^,.;)]*",
@@ -82,7 +92,9 @@ _ANY_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w])")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
 _CHOICE_LEADING = re.compile(r"^\s*\(?([A-Z])\)?(?:[\s.,:)]|$)")
 _CHOICE_PATTERNS = [
-    re.compile(r"\b(?:answer|option|choose|choice|select)\s*(?:is|:)?\s*(?:option\s*)?\(?([A-Z])\)?(?![\w])", re.IGNORECASE),
+    re.compile(
+        r"\b(?:answer|option|choose|choice|select)\s*(?:is|:)?\s*(?:option\s*)?\(?([A-Z])\)?(?![\w])", re.IGNORECASE
+    ),
     re.compile(r"\(([A-Z])\)"),
 ]
 

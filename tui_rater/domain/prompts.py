@@ -31,8 +31,7 @@ CHIANG_LEE_TEMPLATES: dict[tuple[str, str], str] = {
     + "How well do the sentences in the story fragment fit together? (on a scale of 1-5, with 1 being the lowest)",
     ("story", "likability"): _STORY_HEAD
     + "How enjoyable do you find the story fragment? (on a scale of 1-5, with 1 being the lowest)",
-    ("story", "relevance"): _STORY_HEAD
-    + "Now read the PROMPT based on which the story fragment was written.\n"
+    ("story", "relevance"): _STORY_HEAD + "Now read the PROMPT based on which the story fragment was written.\n"
     "PROMPT: {prompt}\n"
     "(End of PROMPT)\n"
     "How relevant is the story fragment to the prompt? (on a scale of 1-5, with 1 being the lowest)",
@@ -40,7 +39,10 @@ CHIANG_LEE_TEMPLATES: dict[tuple[str, str], str] = {
     ("title-fluency", "fluency"): "You are given a news title. Please read the news title and answer the question.\n"
     "News title:\n{title}\n(End of news title)\n"
     "Question: How natural and fluent is the text of the news title? (on a scale of 1-5, with 1 being the lowest",
-    ("title-meaning", "meaning"): "You are given two news titles. Please read the news titles and answer the question.\n"
+    (
+        "title-meaning",
+        "meaning",
+    ): "You are given two news titles. Please read the news titles and answer the question.\n"
     "News title 1:\n{original}\n(End of news title 1)\n"
     "News title 2:\n{attacked}\n(End of news title 2)\n"
     "Question: Do you agree that the meaning (or semantics) of news title 1 is preserved in news title 2? "
@@ -49,7 +51,7 @@ CHIANG_LEE_TEMPLATES: dict[tuple[str, str], str] = {
 
 _CHEN_BODY = "The beginning of the story:\n{prompt}\n\nStoryline:\n{story}\n\n"
 _CHEN_V1_HEAD = (
-    'Score the following storyline given the beginning of the story on a continual scale from 0 (worst) '
+    "Score the following storyline given the beginning of the story on a continual scale from 0 (worst) "
     'to 100 (best), where a score of 0 means "The storyline makes no sense and is totally not understandable" '
     'and a score of 100 means "The storyline is perfect-written and highly consistent with the given beginning '
     'of the story".'
@@ -79,13 +81,13 @@ CHEN_IMPLICIT = (
     + "Question: Is the storyline well-written and consistent with the beginning of the story?\n\nAnswer:"
 )
 
-_PAIR_BODY = (
-    "The beginning of the story:\n{prompt}\n\nStoryline-1:\n{story_a}\n\nStoryline-2:\n{story_b}\n\n"
-)
+_PAIR_BODY = "The beginning of the story:\n{prompt}\n\nStoryline-1:\n{story_a}\n\nStoryline-2:\n{story_b}\n\n"
 _PAIR_HEAD = "Consider the following two storylines written according to the given beginning of the story:\n"
 # Chen et al. App. B: Pairwise Comparison prompts V1-V4.
 CHEN_PAIRWISE: dict[str, str] = {
-    "v1": _PAIR_HEAD + "\n" + _PAIR_BODY
+    "v1": _PAIR_HEAD
+    + "\n"
+    + _PAIR_BODY
     + "Question: Which storyline is better-written and more consistent with the beginning of the story? "
     "Please answer with one of the following options.\n\n"
     "Options:\n(A) Storyline-1\n(B) Storyline-2\n"
@@ -97,13 +99,15 @@ CHEN_PAIRWISE: dict[str, str] = {
     "Options:\n(A) {story_a}\n(B) {story_b}\n"
     "(C) Both storylines are equally well-written and consistent with the beginning of the story.\n\n"
     "Answer: I will choose Option",
-    "v3": _PAIR_HEAD + _PAIR_BODY
+    "v3": _PAIR_HEAD
+    + _PAIR_BODY
     + "Question: Which storyline has poorer writing and is less consistent with the beginning of the story? "
     "Please answer with one of the following options.\n\n"
     "Options:\n(A) Storyline-1\n(B) Storyline-2\n"
     "(C) Both storylines are equally poor-written and inconsistent with the beginning of the story.\n\n"
     "Answer: I will choose Option",
-    "v4": _PAIR_HEAD + _PAIR_BODY
+    "v4": _PAIR_HEAD
+    + _PAIR_BODY
     + "Question: Which storyline is better-written and more consistent with the beginning of the story? "
     'Please first give your reason carefully (indicated by "Reason:") and then choose one of the following '
     'options (indicated by "Answer: A/B/C").\n\n'
@@ -134,8 +138,7 @@ def template_for(task: Task, attribute: Attribute, variant: str = "plain") -> tu
     """Return (template_id, template text) for one attribute of a task."""
     if variant not in variants_for(task):
         raise UserError(
-            f"variant {variant!r} does not apply to task {task.name!r} "
-            f"(choose one of: {', '.join(variants_for(task))})"
+            f"variant {variant!r} does not apply to task {task.name!r} (choose one of: {', '.join(variants_for(task))})"
         )
     if task.name == "story-explicit":
         return f"chen/explicit/{variant}", CHEN_EXPLICIT[variant]

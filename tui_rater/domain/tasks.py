@@ -155,9 +155,7 @@ STORY = Task(
 TITLE_FLUENCY = Task(
     name="title-fluency",
     title="News title fluency (Chiang & Lee 2023, §4)",
-    instructions=(
-        "You are given a news title. Please read the news title and answer the question."
-    ),
+    instructions=("You are given a news title. Please read the news title and answer the question."),
     fields=("title",),
     display_fields=("title",),
     attributes=(
@@ -175,9 +173,7 @@ TITLE_FLUENCY = Task(
 TITLE_MEANING = Task(
     name="title-meaning",
     title="Meaning preserved after a synonym-substitution attack (Chiang & Lee 2023, §4)",
-    instructions=(
-        "You are given two news titles. Please read the news titles and answer the question."
-    ),
+    instructions=("You are given two news titles. Please read the news titles and answer the question."),
     fields=("original", "attacked"),
     display_fields=("original", "attacked"),
     attributes=(
@@ -211,9 +207,7 @@ HANNA = Task(
     ),
     fields=("prompt", "story"),
     display_fields=("prompt", "story"),
-    attributes=tuple(
-        Attribute(name, f"{question} {_LIKERT_SUFFIX}", _LIKERT) for name, question in _HANNA_CRITERIA
-    ),
+    attributes=tuple(Attribute(name, f"{question} {_LIKERT_SUFFIX}", _LIKERT) for name, question in _HANNA_CRITERIA),
     source="Chhun et al. (2022), HANNA criteria",
 )
 
@@ -223,10 +217,10 @@ STORY_EXPLICIT = Task(
     title="Explicit score 0-100 (Chen et al. 2023, §2.1)",
     instructions=(
         "Score the following storyline given the beginning of the story on a continual "
-        "scale from 0 (worst) to 100 (best), where a score of 0 means \"The storyline makes "
-        "no sense and is totally not understandable\" and a score of 100 means \"The "
+        'scale from 0 (worst) to 100 (best), where a score of 0 means "The storyline makes '
+        'no sense and is totally not understandable" and a score of 100 means "The '
         "storyline is perfect-written and highly consistent with the given beginning of "
-        "the story\"."
+        'the story".'
     ),
     fields=("prompt", "story"),
     display_fields=("prompt", "story"),
@@ -244,10 +238,7 @@ STORY_EXPLICIT = Task(
 STORY_PAIRWISE = Task(
     name="story-pairwise",
     title="Pairwise comparison A / B / tie (Chen et al. 2023, §2.2)",
-    instructions=(
-        "Consider the following two storylines written according to the given beginning "
-        "of the story:"
-    ),
+    instructions=("Consider the following two storylines written according to the given beginning of the story:"),
     fields=("prompt", "story_a", "story_b"),
     display_fields=("prompt", "story_a", "story_b"),
     attributes=(
@@ -264,8 +255,7 @@ STORY_PAIRWISE = Task(
                     Choice("B", "Storyline-2"),
                     Choice(
                         "C",
-                        "Both storylines are equally well-written and consistent with the "
-                        "beginning of the story.",
+                        "Both storylines are equally well-written and consistent with the beginning of the story.",
                     ),
                 ),
             ),
@@ -395,7 +385,7 @@ def _scale_from_toml(raw: object, where: str) -> Scale:
         raise UserError(f"{where}: a likert scale needs whole-number ends at most 10 points apart")
     labels_raw = raw.get("labels", {})
     if not isinstance(labels_raw, dict):
-        raise UserError(f"{where}: scale 'labels' must be a table such as {{ \"1\" = \"lowest\" }}")
+        raise UserError(f'{where}: scale \'labels\' must be a table such as {{ "1" = "lowest" }}')
     try:
         labels = {int(k): str(v) for k, v in labels_raw.items()}
     except ValueError:
@@ -425,7 +415,7 @@ class TaskRegistry:
         return name in self._tasks
 
     @classmethod
-    def with_files(cls, paths: list[str] | None) -> "TaskRegistry":
+    def with_files(cls, paths: list[str] | None) -> TaskRegistry:
         extra: list[Task] = []
         for path in paths or []:
             extra.extend(load_task_file(path))

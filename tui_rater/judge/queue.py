@@ -49,8 +49,12 @@ def reclaim_dead(study: Study) -> int:
     Leases of other hosts, or of live processes, are left to expire on their own.
     """
     host = socket.gethostname()
-    owners = [r[0] for r in study.db.conn.execute(
-        "SELECT DISTINCT lease_owner FROM jobs WHERE status = 'leased' AND lease_owner IS NOT NULL")]
+    owners = [
+        r[0]
+        for r in study.db.conn.execute(
+            "SELECT DISTINCT lease_owner FROM jobs WHERE status = 'leased' AND lease_owner IS NOT NULL"
+        )
+    ]
     dead = []
     for owner in owners:
         parts = owner.split(":")
@@ -59,9 +63,14 @@ def reclaim_dead(study: Study) -> int:
     if not dead:
         return 0
     with write(study.db) as conn:
-        return sum(conn.execute(
-            "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL WHERE status = 'leased' "
-            "AND lease_owner = ?", [owner]).rowcount for owner in dead)
+        return sum(
+            conn.execute(
+                "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL WHERE status = 'leased' "
+                "AND lease_owner = ?",
+                [owner],
+            ).rowcount
+            for owner in dead
+        )
 
 
 @dataclass(frozen=True)
@@ -87,18 +96,25 @@ class RatingResult:
 def enqueue(study: Study, rater_id: int, item_keys: list[int], attributes: list[str], samples: int) -> int:
     """Add the jobs that do not exist yet; return how many were added."""
     now = utc_now()
-    rows = [(key, attribute, rater_id, sample, str(key), now, now)
-            for key in item_keys for attribute in attributes for sample in range(samples)]
+    rows = [
+        (key, attribute, rater_id, sample, str(key), now, now)
+        for key in item_keys
+        for attribute in attributes
+        for sample in range(samples)
+    ]
     with write(study.db) as conn:
         before = conn.total_changes
         conn.executemany(
             "INSERT OR IGNORE INTO jobs (item_key, attribute, rater_id, sample, prefix_key, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
         return conn.total_changes - before
 
 
-def lease(study: Study, rater_id: int, owner: str, max_jobs: int = 64, lease_s: float = LEASE_S,
-          min_jobs: int = 1) -> list[Job]:
+def lease(
+    study: Study, rater_id: int, owner: str, max_jobs: int = 64, lease_s: float = LEASE_S, min_jobs: int = 1
+) -> list[Job]:
     """Lease the ready jobs of the next item (one item's jobs, in attribute and sample order).
 
     Items are added until at least ``min_jobs`` jobs are leased (API judges lease a few items at
@@ -107,32 +123,43 @@ def lease(study: Study, rater_id: int, owner: str, max_jobs: int = 64, lease_s: 
     now = time.time()
     ready = "rater_id = ? AND not_before <= ? AND (status = 'queued' OR (status = 'leased' AND lease_until < ?))"
     with write(study.db) as conn:
-        keys = [r[0] for r in conn.execute(
-            f"SELECT DISTINCT item_key FROM jobs WHERE {ready} ORDER BY item_key LIMIT ?",
-            [rater_id, now, now, max(1, min_jobs)]).fetchall()]
+        keys = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT DISTINCT item_key FROM jobs WHERE {ready} ORDER BY item_key LIMIT ?",
+                [rater_id, now, now, max(1, min_jobs)],
+            ).fetchall()
+        ]
         if not keys:
             return []
         rows = []
         for key in keys:
             rows += conn.execute(
                 f"SELECT id, item_key, attribute, rater_id, sample, attempts FROM jobs WHERE {ready} AND item_key = ? "
-                "ORDER BY id LIMIT ?", [rater_id, now, now, key, max_jobs - len(rows)]).fetchall()
+                "ORDER BY id LIMIT ?",
+                [rater_id, now, now, key, max_jobs - len(rows)],
+            ).fetchall()
             if len(rows) >= min_jobs or len(rows) >= max_jobs:
                 break
         conn.executemany(
             "UPDATE jobs SET status = 'leased', lease_owner = ?, lease_until = ?, attempts = attempts + 1, "
-            "updated_at = ? WHERE id = ?", [(owner, now + lease_s, utc_now(), r[0]) for r in rows])
+            "updated_at = ? WHERE id = ?",
+            [(owner, now + lease_s, utc_now(), r[0]) for r in rows],
+        )
     return [Job(r[0], r[1], r[2], r[3], r[4], r[5] + 1) for r in rows]
 
 
 def renew(study: Study, jobs: list[Job], owner: str, lease_s: float = LEASE_S) -> None:
     with write(study.db) as conn:
-        conn.executemany("UPDATE jobs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND status = 'leased'",
-                         [(time.time() + lease_s, job.id, owner) for job in jobs])
+        conn.executemany(
+            "UPDATE jobs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND status = 'leased'",
+            [(time.time() + lease_s, job.id, owner) for job in jobs],
+        )
 
 
-def complete(study: Study, job: Job, owner: str, results: list[RatingResult],
-             replies: dict[str, dict] | None = None) -> bool:
+def complete(
+    study: Study, job: Job, owner: str, results: list[RatingResult], replies: dict[str, dict] | None = None
+) -> bool:
     """Store a job's ratings (and the replies to cache) and mark it done, atomically.
 
     False if the lease was lost meanwhile: then nothing is stored.
@@ -141,21 +168,40 @@ def complete(study: Study, job: Job, owner: str, results: list[RatingResult],
     with write(study.db) as conn:
         claimed = conn.execute(
             "UPDATE jobs SET status = 'done', lease_owner = NULL, error_kind = NULL, last_error = NULL, "
-            "updated_at = ? WHERE id = ? AND status = 'leased' AND lease_owner = ?", [now, job.id, owner]).rowcount
+            "updated_at = ? WHERE id = ? AND status = 'leased' AND lease_owner = ?",
+            [now, job.id, owner],
+        ).rowcount
         if claimed != 1:
             return False
         conn.executemany(
             "INSERT INTO ratings (item_key, attribute, rater_id, sample, value, raw, parse_status, created_at, "
             "job_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(job.item_key, r.attribute, job.rater_id, r.sample, r.value, r.raw, r.parse_status, now, job.id,
-              json.dumps(r.details) if r.details else None) for r in results])
-        conn.executemany("INSERT OR IGNORE INTO replies (request_hash, reply, created_at) VALUES (?, ?, ?)",
-                         [(key, json.dumps(reply), now) for key, reply in (replies or {}).items()])
+            [
+                (
+                    job.item_key,
+                    r.attribute,
+                    job.rater_id,
+                    r.sample,
+                    r.value,
+                    r.raw,
+                    r.parse_status,
+                    now,
+                    job.id,
+                    json.dumps(r.details) if r.details else None,
+                )
+                for r in results
+            ],
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO replies (request_hash, reply, created_at) VALUES (?, ?, ?)",
+            [(key, json.dumps(reply), now) for key, reply in (replies or {}).items()],
+        )
     return True
 
 
-def fail(study: Study, job: Job, owner: str, kind: str, message: str, *, retryable: bool,
-         retry_after: float | None = None) -> str:
+def fail(
+    study: Study, job: Job, owner: str, kind: str, message: str, *, retryable: bool, retry_after: float | None = None
+) -> str:
     """Put a job back with backoff, or mark it failed for good; return its new status."""
     retry = retryable and job.attempts < MAX_ATTEMPTS
     delay = 0.0
@@ -170,7 +216,8 @@ def fail(study: Study, job: Job, owner: str, kind: str, message: str, *, retryab
         conn.execute(
             "UPDATE jobs SET status = ?, lease_owner = NULL, lease_until = NULL, not_before = ?, error_kind = ?, "
             "last_error = ?, updated_at = ? WHERE id = ? AND lease_owner = ? AND status = 'leased'",
-            [status, time.time() + delay, kind, message[:500], utc_now(), job.id, owner])
+            [status, time.time() + delay, kind, message[:500], utc_now(), job.id, owner],
+        )
     return status
 
 
@@ -179,12 +226,17 @@ def release(study: Study, jobs: list[Job], owner: str) -> None:
     with write(study.db) as conn:
         conn.executemany(
             "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL, attempts = attempts - 1 "
-            "WHERE id = ? AND lease_owner = ? AND status = 'leased'", [(job.id, owner) for job in jobs])
+            "WHERE id = ? AND lease_owner = ? AND status = 'leased'",
+            [(job.id, owner) for job in jobs],
+        )
 
 
 def cancel(study: Study, rater_id: int | None = None) -> int:
     with write(study.db) as conn:
-        sql = "UPDATE jobs SET status = 'cancelled', lease_owner = NULL, updated_at = ? WHERE status IN ('queued', 'leased')"
+        sql = (
+            "UPDATE jobs SET status = 'cancelled', lease_owner = NULL, updated_at = ? "
+            "WHERE status IN ('queued', 'leased')"
+        )
         params: list = [utc_now()]
         if rater_id is not None:
             sql += " AND rater_id = ?"
@@ -195,8 +247,10 @@ def cancel(study: Study, rater_id: int | None = None) -> int:
 def retry(study: Study, rater_id: int | None = None) -> int:
     """Queue failed and cancelled jobs again, with a fresh attempt budget."""
     with write(study.db) as conn:
-        sql = ("UPDATE jobs SET status = 'queued', attempts = 0, not_before = 0, lease_owner = NULL, updated_at = ? "
-               "WHERE status IN ('failed', 'cancelled')")
+        sql = (
+            "UPDATE jobs SET status = 'queued', attempts = 0, not_before = 0, lease_owner = NULL, updated_at = ? "
+            "WHERE status IN ('failed', 'cancelled')"
+        )
         params: list = [utc_now()]
         if rater_id is not None:
             sql += " AND rater_id = ?"
@@ -205,7 +259,11 @@ def retry(study: Study, rater_id: int | None = None) -> int:
 
 
 def counts(study: Study, rater_id: int | None = None) -> dict[str, int]:
-    sql = "SELECT status, count(*) FROM jobs" + (" WHERE rater_id = ?" if rater_id is not None else "") + " GROUP BY status"
+    sql = (
+        "SELECT status, count(*) FROM jobs"
+        + (" WHERE rater_id = ?" if rater_id is not None else "")
+        + " GROUP BY status"
+    )
     found = dict(study.db.conn.execute(sql, [rater_id] if rater_id is not None else []).fetchall())
     return {status: found.get(status, 0) for status in ("queued", "leased", "done", "failed", "cancelled")}
 
@@ -213,14 +271,20 @@ def counts(study: Study, rater_id: int | None = None) -> dict[str, int]:
 def pending(study: Study, rater_id: int) -> int:
     """Jobs that may still produce a result (queued, or leased by a live or dead worker)."""
     return study.db.conn.execute(
-        "SELECT count(*) FROM jobs WHERE rater_id = ? AND status IN ('queued', 'leased')", [rater_id]).fetchone()[0]
+        "SELECT count(*) FROM jobs WHERE rater_id = ? AND status IN ('queued', 'leased')", [rater_id]
+    ).fetchone()[0]
 
 
 def failures(study: Study, limit: int = 20) -> list[dict]:
-    return [dict(r) for r in study.db.query(
-        "SELECT j.id, i.id AS item, i.task, j.attribute, j.sample, ra.name AS rater, j.attempts, j.error_kind, "
-        "j.last_error FROM jobs j JOIN items i ON i.key = j.item_key JOIN raters ra ON ra.id = j.rater_id "
-        "WHERE j.status = 'failed' ORDER BY j.updated_at DESC LIMIT ?", [limit])]
+    return [
+        dict(r)
+        for r in study.db.query(
+            "SELECT j.id, i.id AS item, i.task, j.attribute, j.sample, ra.name AS rater, j.attempts, j.error_kind, "
+            "j.last_error FROM jobs j JOIN items i ON i.key = j.item_key JOIN raters ra ON ra.id = j.rater_id "
+            "WHERE j.status = 'failed' ORDER BY j.updated_at DESC LIMIT ?",
+            [limit],
+        )
+    ]
 
 
 def cached_reply(study: Study, request_hash: str) -> dict | None:

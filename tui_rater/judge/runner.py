@@ -24,9 +24,15 @@ class JudgeRunner:
             rater = study.judge(rater_name(spec, config), config)
             attributes, samples = jobs_for(task, spec)
             queue.enqueue(study, rater.id, keys, attributes, samples)
-            threads, progress, _ = run_judge(study.path, rater.id, spec, config, drain=False,
-                                             workers=workers_per_judge if not spec.is_api else 4,
-                                             stop=self.stop_event)
+            threads, progress, _ = run_judge(
+                study.path,
+                rater.id,
+                spec,
+                config,
+                drain=False,
+                workers=workers_per_judge if not spec.is_api else 4,
+                stop=self.stop_event,
+            )
             self.threads.extend(threads)
             self.progress.append((rater.name.split("/")[0], progress))
 

@@ -52,8 +52,9 @@ class DistributionScore:
     samples: list[float]
 
 
-def score_distribution(raw: dict[str, float], scale: Scale, *, n_samples: int, temperature: float,
-                       top_p: float, seed: int) -> DistributionScore:
+def score_distribution(
+    raw: dict[str, float], scale: Scale, *, n_samples: int, temperature: float, top_p: float, seed: int
+) -> DistributionScore:
     labels = option_labels(scale)
     values = np.array(scale.points, dtype=float)
     p = np.array([max(raw.get(label, 0.0), 0.0) for label in labels], dtype=float)

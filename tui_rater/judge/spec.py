@@ -51,7 +51,7 @@ class JudgeSpec:
     def api_model(self) -> str:
         return self.model.removeprefix("api:")
 
-    def validate(self) -> "JudgeSpec":
+    def validate(self) -> JudgeSpec:
         if self.mode not in MODES:
             raise UserError(f"--mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.variant not in VARIANTS:

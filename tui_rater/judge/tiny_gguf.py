@@ -18,8 +18,9 @@ import numpy as np
 
 def _bytes_to_unicode() -> dict[int, str]:
     # GPT-2's reversible byte -> printable character map (what a "gpt2" BPE vocabulary uses)
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(
-        range(ord("®"), ord("ÿ") + 1))
+    printable = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     chars = printable[:]
     n = 0
     for b in range(256):
@@ -34,8 +35,17 @@ def _bytes_to_unicode() -> dict[int, str]:
 MERGES = ["Ġ t", "t h", "Ġ a", "i n", "e r", "Ġt h"]
 
 
-def write_tiny_gguf(path: str | Path, *, n_embd: int = 64, n_layers: int = 2, n_ff: int = 128,
-                    n_head: int = 4, n_ctx: int = 4096, seed: int = 0, chat_template: str | None = None) -> Path:
+def write_tiny_gguf(
+    path: str | Path,
+    *,
+    n_embd: int = 64,
+    n_layers: int = 2,
+    n_ff: int = 128,
+    n_head: int = 4,
+    n_ctx: int = 4096,
+    seed: int = 0,
+    chat_template: str | None = None,
+) -> Path:
     import gguf
 
     path = Path(path)
@@ -105,8 +115,7 @@ def main() -> None:
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    write_tiny_gguf(args.out, n_embd=args.embd, n_layers=args.layers, n_ff=args.ff, n_head=args.heads,
-                    seed=args.seed)
+    write_tiny_gguf(args.out, n_embd=args.embd, n_layers=args.layers, n_ff=args.ff, n_head=args.heads, seed=args.seed)
     print(args.out)
 
 

@@ -10,19 +10,19 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from tui_rater.domain.parsing import parse_choice, parse_score
 from tui_rater.domain.prompts import render
 from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.errors import UserError
 from tui_rater.judge import queue
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.queue import Job, RatingResult
 from tui_rater.judge.scoring import option_labels, score_distribution
 from tui_rater.judge.spec import JudgeSpec
-from tui_rater.errors import UserError
 from tui_rater.store.study import Study
 
 BackendFactory = Callable[[JudgeSpec], object]
@@ -73,14 +73,25 @@ def parse_reply(text: str, attribute: Attribute, structured: bool = False):
 
 
 class Worker(threading.Thread):
-    def __init__(self, db_path: str | Path, rater_id: int, spec: JudgeSpec, rater_config: dict, *,
-                 progress: Progress, stop: threading.Event, drain: bool = True,
-                 backend_factory: BackendFactory = make_backend, poll_s: float = 0.5,
-                 on_result: Callable[[Job], None] | None = None):
+    def __init__(
+        self,
+        db_path: str | Path,
+        rater_id: int,
+        spec: JudgeSpec,
+        rater_config: dict,
+        *,
+        progress: Progress,
+        stop: threading.Event,
+        drain: bool = True,
+        backend_factory: BackendFactory = make_backend,
+        poll_s: float = 0.5,
+        on_result: Callable[[Job], None] | None = None,
+    ):
         super().__init__(daemon=True, name=f"judge-{rater_id}")
         self.db_path, self.rater_id, self.spec = db_path, rater_id, spec
         self.request_identity = json.dumps(
-            {k: v for k, v in rater_config.items() if not k.endswith("_version")}, sort_keys=True)
+            {k: v for k, v in rater_config.items() if not k.endswith("_version")}, sort_keys=True
+        )
         self.progress, self.stop_event, self.drain = progress, stop, drain
         self.backend_factory, self.poll_s, self.on_result = backend_factory, poll_s, on_result
         self.owner = queue.new_owner()
@@ -111,7 +122,7 @@ class Worker(threading.Thread):
                         queue.renew(study, jobs[index:], self.owner)
                         leased_until = time.monotonic() + queue.LEASE_S
                     if not self._process(study, job):
-                        queue.release(study, jobs[index + 1:], self.owner)
+                        queue.release(study, jobs[index + 1 :], self.owner)
                         return
         except JudgeError as exc:  # the backend could not start (missing or corrupt model ...)
             self.progress.fatal = exc
@@ -139,8 +150,9 @@ class Worker(threading.Thread):
                 # a bug must not silently kill the worker: the job fails, visibly, and the rest go on
                 raise JudgeError("internal", f"{type(exc).__name__}: {exc}") from None
         except JudgeError as exc:
-            status = queue.fail(study, job, self.owner, exc.kind, exc.message, retryable=exc.retryable,
-                                retry_after=exc.retry_after)
+            status = queue.fail(
+                study, job, self.owner, exc.kind, exc.message, retryable=exc.retryable, retry_after=exc.retry_after
+            )
             if status == "failed":
                 self.progress.add(failed=1)
             else:
@@ -167,8 +179,9 @@ class Worker(threading.Thread):
             history.append({"role": "assistant", "content": result[0].raw or ""})
         return results
 
-    def _attribute(self, task: Task, attribute: Attribute, fields: dict, job: Job,
-                   history: list[dict]) -> list[RatingResult]:
+    def _attribute(
+        self, task: Task, attribute: Attribute, fields: dict, job: Job, history: list[dict]
+    ) -> list[RatingResult]:
         spec = self.spec
         swapped = is_pairwise(task) and job.sample >= (1 if spec.mode == "distribution" else spec.samples)
         if swapped:  # Chen et al.: every pair is judged in both orders
@@ -189,7 +202,7 @@ class Worker(threading.Thread):
         for attempt in range(spec.max_retries + 1):
             # a regenerated reply gets a new seed; the paper regenerated until a rating came
             seed = spec.seed + job.sample + 1000 * attempt
-            reply = self._cached(messages, seed, lambda: self._complete(messages, seed, constrain))
+            reply = self._cached(messages, seed, lambda seed=seed: self._complete(messages, seed, constrain))
             result = parse_reply(reply["text"], self._reply_attribute(task, attribute), reply.get("structured", False))
             attempts.append(reply["text"])
             if result.ok:
@@ -240,30 +253,65 @@ class Worker(threading.Thread):
         return [RatingResult(attribute.name, job.sample, 100.0 * score, None, "ok", details)]
 
     def _complete(self, messages, seed, constrain) -> dict:
-        completion = self.backend.complete(messages, temperature=self.spec.temperature, top_p=self.spec.top_p,
-                                           max_tokens=self.spec.max_tokens, seed=seed, constrain=constrain)
+        completion = self.backend.complete(
+            messages,
+            temperature=self.spec.temperature,
+            top_p=self.spec.top_p,
+            max_tokens=self.spec.max_tokens,
+            seed=seed,
+            constrain=constrain,
+        )
         return {"text": completion.text, "structured": completion.structured}
 
     def _distribution(self, attribute: Attribute, messages, job: Job, provenance: dict) -> list[RatingResult]:
         """One forward pass; N samples drawn from the scale's distribution (samples 0..N-1)."""
         spec = self.spec
         if attribute.scale.kind not in ("likert", "choice"):
-            raise JudgeError("unsupported", f"--mode distribution needs a discrete scale; {attribute.name} is "
-                             f"{attribute.scale.kind} (use --mode text)")
+            raise JudgeError(
+                "unsupported",
+                f"--mode distribution needs a discrete scale; {attribute.name} is "
+                f"{attribute.scale.kind} (use --mode text)",
+            )
         labels = option_labels(attribute.scale)
-        reply = self._cached(messages, None, lambda: {"probabilities": self.backend.option_probabilities(messages, labels)})
+        reply = self._cached(
+            messages, None, lambda: {"probabilities": self.backend.option_probabilities(messages, labels)}
+        )
         try:
-            scored = score_distribution(reply["probabilities"], attribute.scale, n_samples=spec.samples,
-                                        temperature=spec.temperature, top_p=spec.top_p, seed=spec.seed + job.item_key)
+            scored = score_distribution(
+                reply["probabilities"],
+                attribute.scale,
+                n_samples=spec.samples,
+                temperature=spec.temperature,
+                top_p=spec.top_p,
+                seed=spec.seed + job.item_key,
+            )
         except ValueError as exc:
-            return [RatingResult(attribute.name, job.sample * spec.samples + s, None, None, "no_number",
-                                 {**provenance, "error": str(exc)}) for s in range(spec.samples)]
+            return [
+                RatingResult(
+                    attribute.name,
+                    job.sample * spec.samples + s,
+                    None,
+                    None,
+                    "no_number",
+                    {**provenance, "error": str(exc)},
+                )
+                for s in range(spec.samples)
+            ]
         details = {**provenance, "distribution": scored.probabilities, "mass": scored.mass, "expected": scored.expected}
         first = job.sample * spec.samples  # a pairwise task's swapped order takes the next N sample slots
-        return [RatingResult(attribute.name, first + s, value, None, "ok",
-                             details if s == 0 else {"expected": scored.expected, **{k: v for k, v in details.items()
-                                                                                     if k == "order"}})
-                for s, value in enumerate(scored.samples)]
+        return [
+            RatingResult(
+                attribute.name,
+                first + s,
+                value,
+                None,
+                "ok",
+                details
+                if s == 0
+                else {"expected": scored.expected, **{k: v for k, v in details.items() if k == "order"}},
+            )
+            for s, value in enumerate(scored.samples)
+        ]
 
     def _cached(self, messages, seed, compute: Callable[[], dict]) -> dict:
         """Identical requests (model, prompt, parameters, seed) are answered from the store."""
@@ -306,16 +354,36 @@ def implicit_score(top: list[tuple[str, float]]) -> tuple[float, float, float]:
     return max(p_yes, 1 - p_no), p_yes, p_no
 
 
-def run_judge(db_path: str | Path, rater_id: int, spec: JudgeSpec, rater_config: dict, *, workers: int = 1,
-              drain: bool = True, progress: Progress | None = None, stop: threading.Event | None = None,
-              backend_factory: BackendFactory = make_backend) -> tuple[list[Worker], Progress, threading.Event]:
+def run_judge(
+    db_path: str | Path,
+    rater_id: int,
+    spec: JudgeSpec,
+    rater_config: dict,
+    *,
+    workers: int = 1,
+    drain: bool = True,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+    backend_factory: BackendFactory = make_backend,
+) -> tuple[list[Worker], Progress, threading.Event]:
     """Start ``workers`` threads for one judge; the caller joins them (or sets ``stop``)."""
     progress = progress or Progress()
     stop = stop or threading.Event()
     if spec.is_api:
         import openai  # noqa: F401 - once here, not under the import lock of 16 starting threads
-    threads = [Worker(db_path, rater_id, spec, rater_config, progress=progress, stop=stop, drain=drain,
-                      backend_factory=backend_factory) for _ in range(workers)]
+    threads = [
+        Worker(
+            db_path,
+            rater_id,
+            spec,
+            rater_config,
+            progress=progress,
+            stop=stop,
+            drain=drain,
+            backend_factory=backend_factory,
+        )
+        for _ in range(workers)
+    ]
     for thread in threads:
         thread.start()
     return threads, progress, stop

@@ -151,7 +151,7 @@ def weighted_kappa(x, y, labels: list[float], weights: str = "quadratic") -> Sta
     observed /= observed.sum()
     expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
     grid = np.abs(np.subtract.outer(np.arange(k), np.arange(k))).astype(float)
-    w = {"quadratic": grid ** 2, "linear": grid, "none": (grid > 0).astype(float)}[weights]
+    w = {"quadratic": grid**2, "linear": grid, "none": (grid > 0).astype(float)}[weights]
     denominator = (w * expected).sum()
     if denominator == 0:
         return _na(int(x.size), "no variation")
@@ -204,7 +204,7 @@ def welch(a, b) -> Stat:
         return _na(int(a.size + b.size), "no variation in either group")
     result = sp.ttest_ind(a, b, equal_var=False)
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
     return Stat(_finite(result.statistic), int(a.size + b.size), p=_finite(result.pvalue), extra={"df": float(df)})
 
 

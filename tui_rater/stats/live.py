@@ -68,14 +68,24 @@ def pane_data(study: Study, task_name: str, top_gaps: int = 5) -> PaneData:
             if human is None:
                 continue
             both = np.vstack([human, llm])
-            pane.rows.append(JudgeRow(judge, ag.alpha(both, "interval"), ag.kendall_tau(human, llm),
-                                      ag.exact_agreement(human, llm, labels or None), ag.bias(llm, human)))
+            pane.rows.append(
+                JudgeRow(
+                    judge,
+                    ag.alpha(both, "interval"),
+                    ag.kendall_tau(human, llm),
+                    ag.exact_agreement(human, llm, labels or None),
+                    ag.bias(llm, human),
+                )
+            )
             if pane.confusion is None and labels:
                 pane.confusion = ag.confusion(human, llm, labels)
                 pane.confusion_judge = judge
                 keys = report.item_keys
-                gaps = [Gap(keys[i], ids.get(keys[i], str(keys[i])), float(human[i]), float(llm[i]))
-                        for i in range(len(keys)) if not (np.isnan(human[i]) or np.isnan(llm[i]))]
+                gaps = [
+                    Gap(keys[i], ids.get(keys[i], str(keys[i])), float(human[i]), float(llm[i]))
+                    for i in range(len(keys))
+                    if not (np.isnan(human[i]) or np.isnan(llm[i]))
+                ]
                 pane.gaps = sorted(gaps, key=lambda g: -g.size)[:top_gaps]
         if labels:
             for evaluator in report.evaluators():

@@ -26,11 +26,11 @@ _LIKERT_ATTRIBUTE = re.compile(r"^likert_([A-Z])$")
 _VERSUS = re.compile(r"^\s*(.+?)\s+(?:vs\.?|\|)\s+(.+?)\s*$")
 
 
-def is_spa(report: "Report") -> bool:
+def is_spa(report: Report) -> bool:
     return any(_SPA_ATTRIBUTE.match(a) for a in report.task.attribute_names)
 
 
-def spa_records(report: "Report", tau: float | None = st.SPA_TAU) -> None:
+def spa_records(report: Report, tau: float | None = st.SPA_TAU) -> None:
     packets = {item.key: json.loads(item.fields["packet"]) for item in report.study.items(report.task.name)}
     pairs, seen = [], set()
     for name in report.task.attribute_names:
@@ -41,7 +41,8 @@ def spa_records(report: "Report", tau: float | None = st.SPA_TAU) -> None:
     # annotators: a human on one packet; a judge's sample on one packet (its samples as annotators)
     groups: dict[str, dict[str, dict]] = {}
     for item_key, attribute, rater, kind, sample, value in report.frame.select(
-            "item_key", "attribute", "rater", "kind", "sample", "value").iter_rows():
+        "item_key", "attribute", "rater", "kind", "sample", "value"
+    ).iter_rows():
         writers = packets[item_key]["writers"]
         evaluator = "humans" if kind == "human" else rater
         annotator = f"{rater}/{item_key}" if kind == "human" else f"{sample}/{item_key}"
@@ -56,27 +57,67 @@ def spa_records(report: "Report", tau: float | None = st.SPA_TAU) -> None:
         return
     comparisons = [(any_packet["writers"][x], any_packet["writers"][y]) for x, y in pairs]
     for evaluator, annotators in groups.items():
-        result = st.spa({a: v["p"] for a, v in annotators.items()}, comparisons,
-                        {a: v["likert"] for a, v in annotators.items() if v["likert"]} or None, tau)
+        result = st.spa(
+            {a: v["p"] for a, v in annotators.items()},
+            comparisons,
+            {a: v["likert"] for a, v in annotators.items() if v["likert"]} or None,
+            tau,
+        )
         for c in result.comparisons:
             label = f"{c.system_x} > {c.system_y}"
-            report._add("spa", label, c.system_x, evaluator, "p_x_over_y", value=c.p_x_over_y, n=c.n, p=c.p_holm,
-                        evaluator_b=c.system_y, note="" if c.p_x_over_y is not None else "no answers")
-            report._add("spa", label, c.system_x, evaluator, "spa_t", value=c.t, n=c.n, p=c.p_value,
-                        evaluator_b=c.system_y, note="" if c.t is not None else "fewer than 2 annotators or no variation")
-            report._add("spa", label, c.system_x, evaluator, "likert_delta", value=c.likert_delta, n=c.likert_n,
-                        p=c.likert_p_holm, evaluator_b=c.system_y,
-                        note="" if c.likert_delta is not None else "no Likert ratings")
-        report._add("spa", "*", "all", evaluator, "annotators_kept", value=float(result.annotators),
-                    n=result.annotators + len(result.excluded),
-                    note=f"excluded (P[X>Y] + P[Y>X] > {tau}): {len(result.excluded)}" if tau else "no filter")
+            report._add(
+                "spa",
+                label,
+                c.system_x,
+                evaluator,
+                "p_x_over_y",
+                value=c.p_x_over_y,
+                n=c.n,
+                p=c.p_holm,
+                evaluator_b=c.system_y,
+                note="" if c.p_x_over_y is not None else "no answers",
+            )
+            report._add(
+                "spa",
+                label,
+                c.system_x,
+                evaluator,
+                "spa_t",
+                value=c.t,
+                n=c.n,
+                p=c.p_value,
+                evaluator_b=c.system_y,
+                note="" if c.t is not None else "fewer than 2 annotators or no variation",
+            )
+            report._add(
+                "spa",
+                label,
+                c.system_x,
+                evaluator,
+                "likert_delta",
+                value=c.likert_delta,
+                n=c.likert_n,
+                p=c.likert_p_holm,
+                evaluator_b=c.system_y,
+                note="" if c.likert_delta is not None else "no Likert ratings",
+            )
+        report._add(
+            "spa",
+            "*",
+            "all",
+            evaluator,
+            "annotators_kept",
+            value=float(result.annotators),
+            n=result.annotators + len(result.excluded),
+            note=f"excluded (P[X>Y] + P[Y>X] > {tau}): {len(result.excluded)}" if tau else "no filter",
+        )
 
 
-def is_pairwise(report: "Report") -> bool:
+def is_pairwise(report: Report) -> bool:
     return {"story_a", "story_b"} <= set(report.task.fields)
 
 
-def pairwise_records(report: "Report") -> None:
+def pairwise_records(report: Report) -> None:
     configs = {r.name: r.config or {} for r in report.study.raters("llm")}
     for attribute in report.task.attributes:
         rows = report.frame.filter(pl.col("attribute") == attribute.name)
@@ -87,19 +128,41 @@ def pairwise_records(report: "Report") -> None:
             items = sorted({k for k, _ in verdicts})
             judgements = [(verdicts.get((k, s)), verdicts.get((k, n + s))) for k in items for s in range(n)]
             bias = st.position_bias(judgements)
-            report._add("position", attribute.name, report.overall, judge, "first_position_rate",
-                        value=bias.first_position_rate, n=bias.pairs,
-                        note="" if bias.first_position_rate is not None else "no decisive verdicts")
-            report._add("position", attribute.name, report.overall, judge, "order_consistency",
-                        value=bias.consistent_rate, n=bias.pairs,
-                        note="" if bias.consistent_rate is not None else "no pair judged in both orders")
+            report._add(
+                "position",
+                attribute.name,
+                report.overall,
+                judge,
+                "first_position_rate",
+                value=bias.first_position_rate,
+                n=bias.pairs,
+                note="" if bias.first_position_rate is not None else "no decisive verdicts",
+            )
+            report._add(
+                "position",
+                attribute.name,
+                report.overall,
+                judge,
+                "order_consistency",
+                value=bias.consistent_rate,
+                n=bias.pairs,
+                note="" if bias.consistent_rate is not None else "no pair judged in both orders",
+            )
             for verdict, count in bias.verdicts.items():
-                report._add("position", attribute.name, report.overall, judge, f"final_{verdict}",
-                            value=float(count), n=bias.pairs, note="inconsistent orders count as ties")
+                report._add(
+                    "position",
+                    attribute.name,
+                    report.overall,
+                    judge,
+                    f"final_{verdict}",
+                    value=float(count),
+                    n=bias.pairs,
+                    note="inconsistent orders count as ties",
+                )
         _bradley_terry(report, attribute.name, rows)
 
 
-def _bradley_terry(report: "Report", attribute: str, rows: pl.DataFrame) -> None:
+def _bradley_terry(report: Report, attribute: str, rows: pl.DataFrame) -> None:
     pairs = {}
     for item in report.study.items(report.task.name):
         match = _VERSUS.match(item.system or "")
@@ -126,11 +189,19 @@ def _bradley_terry(report: "Report", attribute: str, rows: pl.DataFrame) -> None
     for evaluator, m in wins.items():
         result = st.bradley_terry(m, names)
         for system, strength in zip(result.systems, result.log_strength):
-            report._add("bt", attribute, system, evaluator, "bt_log_strength", value=strength, n=int(m.sum()),
-                        note=f"relative to {names[0]}" + ("" if result.converged else "; did not converge"))
+            report._add(
+                "bt",
+                attribute,
+                system,
+                evaluator,
+                "bt_log_strength",
+                value=strength,
+                n=int(m.sum()),
+                note=f"relative to {names[0]}" + ("" if result.converged else "; did not converge"),
+            )
 
 
-def meta_records(report: "Report") -> None:
+def meta_records(report: Report) -> None:
     """Chen et al.: each judge's per-item score vs the humans', sample- and dataset-level."""
     if not report.humans or not report.judges:
         return
@@ -142,12 +213,32 @@ def meta_records(report: "Report") -> None:
         human = report.item_means("humans", attribute.name, "all")
         for judge in report.judges:
             meta = st.meta_evaluation(inputs, list(human), list(report.item_means(judge, attribute.name, "all")))
-            for statistic, value in (("sample_spearman", meta.sample_spearman), ("sample_pearson", meta.sample_pearson),
-                                     ("dataset_spearman", meta.dataset_spearman),
-                                     ("dataset_pearson", meta.dataset_pearson)):
-                report._add("meta", attribute.name, "all", "humans", statistic, value=value,
-                            n=meta.inputs if statistic.startswith("sample") else meta.texts, evaluator_b=judge,
-                            note="" if value is not None else "too few texts per input or no variation")
+            for statistic, value in (
+                ("sample_spearman", meta.sample_spearman),
+                ("sample_pearson", meta.sample_pearson),
+                ("dataset_spearman", meta.dataset_spearman),
+                ("dataset_pearson", meta.dataset_pearson),
+            ):
+                report._add(
+                    "meta",
+                    attribute.name,
+                    "all",
+                    "humans",
+                    statistic,
+                    value=value,
+                    n=meta.inputs if statistic.startswith("sample") else meta.texts,
+                    evaluator_b=judge,
+                    note="" if value is not None else "too few texts per input or no variation",
+                )
             for difficulty, (tau, n) in meta.kendall_pairs.items():
-                report._add("meta", attribute.name, "all", "humans", f"pair_tau_b_{difficulty}", value=tau, n=n,
-                            evaluator_b=judge, note="" if tau is not None else "no pairs")
+                report._add(
+                    "meta",
+                    attribute.name,
+                    "all",
+                    "humans",
+                    f"pair_tau_b_{difficulty}",
+                    value=tau,
+                    n=n,
+                    evaluator_b=judge,
+                    note="" if tau is not None else "no pairs",
+                )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections import defaultdict
 
 from tui_rater.stats.report import ALL, HUMANS, SCHEMA, Record, as_dicts
 
@@ -18,7 +17,9 @@ TITLES = {
     "position": "Pairwise judgements in both orders: position bias, order consistency, final verdicts",
     "bt": "Bradley–Terry abilities (MM) from all pairwise preferences",
     "meta": "Meta-evaluation against human scores (Chen et al.): sample- and dataset-level, τ-b over pairs",
-    "extremes": "Items a judge rated at the scale's end on every attribute and sample (check for injected instructions)",
+    "extremes": (
+        "Items a judge rated at the scale's end on every attribute and sample (check for injected instructions)"
+    ),
 }
 
 
@@ -59,7 +60,10 @@ def tables(records: list[Record]) -> list[tuple[str, list[str], list[list[str]]]
             for evaluator in evaluators:
                 row = [attribute, evaluator]
                 for system in systems:
-                    get = lambda s: by.get(("table1", attribute, system, evaluator, None, s))  # noqa: E731
+
+                    def get(statistic, attribute=attribute, system=system, evaluator=evaluator):
+                        return by.get(("table1", attribute, system, evaluator, None, statistic))
+
                     mean, std = get("mean"), get("std")
                     if mean is None or mean.value is None:
                         row.append("n/a")
@@ -71,7 +75,9 @@ def tables(records: list[Record]) -> list[tuple[str, list[str], list[list[str]]]
                     cell += f" {_fmt(ex.value if ex else None, 0)}%"
                     row.append(cell)
                 rows.append(row)
-        out.append((TITLES["table1"] + " (* Welch p<.05 vs the reference system)", ["attribute", "evaluator", *systems], rows))
+        out.append(
+            (TITLES["table1"] + " (* Welch p<.05 vs the reference system)", ["attribute", "evaluator", *systems], rows)
+        )
     pairs2 = list(dict.fromkeys((r.attribute, r.evaluator_b) for r in records if r.table == "table2"))
     if pairs2:
         t2_systems = sorted({r.system for r in records if r.table == "table2"}, key=lambda s: (s == ALL, s))
@@ -82,16 +88,28 @@ def tables(records: list[Record]) -> list[tuple[str, list[str], list[list[str]]]
                 tau = by.get(("table2", attribute, system, HUMANS, judge, "kendall_tau"))
                 row.append("n/a" if tau is None or tau.value is None else f"{tau.value:.3f}{_stars(tau.p)}")
             overall = t2_systems[-1]
-            extra = {s: by.get(("table2", attribute, overall, HUMANS, judge, s)) for s in
-                     ("bias_llm_minus_human", "qw_kappa", "exact_agreement")}
+            extra = {
+                s: by.get(("table2", attribute, overall, HUMANS, judge, s))
+                for s in ("bias_llm_minus_human", "qw_kappa", "exact_agreement")
+            }
             row.append(_fmt(extra["bias_llm_minus_human"].value if extra["bias_llm_minus_human"] else None))
             row.append(_fmt(extra["qw_kappa"].value if extra["qw_kappa"] else None))
             row.append(_fmt(extra["exact_agreement"].value if extra["exact_agreement"] else None, 0) + "%")
             rows.append(row)
-        out.append((TITLES["table2"], ["attribute", "LLM", *[f"τ {s}" for s in t2_systems], "bias", "qw κ", "exact"],
-                    rows))
-    pair_rows = [[r.attribute, r.evaluator, r.evaluator_b or "", "n/a" if r.value is None else f"{r.value:.3f}{_stars(r.p)}",
-                  str(r.n)] for r in records if r.table == "pairs"]
+        out.append(
+            (TITLES["table2"], ["attribute", "LLM", *[f"τ {s}" for s in t2_systems], "bias", "qw κ", "exact"], rows)
+        )
+    pair_rows = [
+        [
+            r.attribute,
+            r.evaluator,
+            r.evaluator_b or "",
+            "n/a" if r.value is None else f"{r.value:.3f}{_stars(r.p)}",
+            str(r.n),
+        ]
+        for r in records
+        if r.table == "pairs"
+    ]
     if pair_rows:
         out.append((TITLES["pairs"], ["attribute", "rater", "rater", "τ", "n"], pair_rows))
     t3 = [[r.attribute, r.evaluator, r.statistic, _fmt(r.value), r.note] for r in records if r.table == "table3"]
@@ -101,27 +119,45 @@ def tables(records: list[Record]) -> list[tuple[str, list[str], list[list[str]]]
     for r in records:
         if r.table == "spa" and r.statistic == "p_x_over_y":
             likert = by.get(("spa", r.attribute, r.system, r.evaluator, r.evaluator_b, "likert_delta"))
-            spa_rows.append([r.system, r.evaluator_b or "", r.evaluator,
-                             "n/a" if r.value is None else f"{r.value:.3f}{_spa_stars(r.p)}",
-                             "n/a" if likert is None or likert.value is None else f"{likert.value:+.3f}{_spa_stars(likert.p)}",
-                             str(r.n)])
+            spa_rows.append(
+                [
+                    r.system,
+                    r.evaluator_b or "",
+                    r.evaluator,
+                    "n/a" if r.value is None else f"{r.value:.3f}{_spa_stars(r.p)}",
+                    "n/a" if likert is None or likert.value is None else f"{likert.value:+.3f}{_spa_stars(likert.p)}",
+                    str(r.n),
+                ]
+            )
     if spa_rows:
         kept = [f"{r.evaluator}: {r.note}" for r in records if r.table == "spa" and r.statistic == "annotators_kept"]
-        out.append((TITLES["spa"] + ("; " + "; ".join(kept) if kept else ""),
-                    ["System X", "System Y", "evaluator", "P[X≻Y] (SPA)", "Likert Δ", "n"], spa_rows))
-    position = [[r.attribute, r.evaluator, r.statistic, _fmt(r.value), str(r.n)] for r in records
-                if r.table == "position"]
+        out.append(
+            (
+                TITLES["spa"] + ("; " + "; ".join(kept) if kept else ""),
+                ["System X", "System Y", "evaluator", "P[X≻Y] (SPA)", "Likert Δ", "n"],
+                spa_rows,
+            )
+        )
+    position = [
+        [r.attribute, r.evaluator, r.statistic, _fmt(r.value), str(r.n)] for r in records if r.table == "position"
+    ]
     if position:
         out.append((TITLES["position"], ["attribute", "judge", "statistic", "value", "pairs"], position))
     bt = [[r.attribute, r.evaluator, r.system, _fmt(r.value, 3), str(r.n), r.note] for r in records if r.table == "bt"]
     if bt:
         out.append((TITLES["bt"], ["attribute", "evaluator", "system", "log-strength", "comparisons", "note"], bt))
-    meta = [[r.attribute, r.evaluator_b or "", r.statistic, _fmt(r.value, 3), str(r.n)] for r in records
-            if r.table == "meta"]
+    meta = [
+        [r.attribute, r.evaluator_b or "", r.statistic, _fmt(r.value, 3), str(r.n)]
+        for r in records
+        if r.table == "meta"
+    ]
     if meta:
         out.append((TITLES["meta"], ["attribute", "judge", "statistic", "value", "n"], meta))
-    extremes = [[r.evaluator, r.note.removeprefix("item "), r.system, r.statistic.replace("all_", "all at "),
-                 str(r.n)] for r in records if r.table == "extremes"]
+    extremes = [
+        [r.evaluator, r.note.removeprefix("item "), r.system, r.statistic.replace("all_", "all at "), str(r.n)]
+        for r in records
+        if r.table == "extremes"
+    ]
     if extremes:
         out.append((TITLES["extremes"], ["judge", "item", "system", "ratings", "n"], extremes))
     return out
@@ -152,13 +188,31 @@ def to_markdown(records: list[Record], task: str) -> str:
 
 
 def to_json(reports: dict[str, list[Record]], study_path: str) -> str:
-    return json.dumps({"schema": SCHEMA, "study": study_path,
-                       "tasks": {task: as_dicts(records) for task, records in reports.items()}}, indent=1)
+    return json.dumps(
+        {
+            "schema": SCHEMA,
+            "study": study_path,
+            "tasks": {task: as_dicts(records) for task, records in reports.items()},
+        },
+        indent=1,
+    )
 
 
 def to_csv(reports: dict[str, list[Record]]) -> str:
     buffer = io.StringIO()
-    fields = ["table", "task", "attribute", "system", "evaluator", "evaluator_b", "statistic", "value", "n", "p", "note"]
+    fields = [
+        "table",
+        "task",
+        "attribute",
+        "system",
+        "evaluator",
+        "evaluator_b",
+        "statistic",
+        "value",
+        "n",
+        "p",
+        "note",
+    ]
     writer = csv.DictWriter(buffer, fieldnames=fields)
     writer.writeheader()
     for records in reports.values():

@@ -48,9 +48,18 @@ def load(study: Study, task: str) -> pl.DataFrame:
     """The ratings in force with a value, one row per (item, attribute, rater, sample)."""
     rows = study.db.conn.execute(
         f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.name, ra.kind, r.sample, r.value
-            FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND r.value IS NOT NULL""", [task]).fetchall()
-    schema = {"item_key": pl.Int64, "system": pl.Utf8, "attribute": pl.Utf8, "rater": pl.Utf8, "kind": pl.Utf8,
-              "sample": pl.Int64, "value": pl.Float64}
+            FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND r.value IS NOT NULL""",
+        [task],
+    ).fetchall()
+    schema = {
+        "item_key": pl.Int64,
+        "system": pl.Utf8,
+        "attribute": pl.Utf8,
+        "rater": pl.Utf8,
+        "kind": pl.Utf8,
+        "sample": pl.Int64,
+        "value": pl.Float64,
+    }
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
@@ -98,7 +107,8 @@ class Report:
     def _keys(self, system: str) -> np.ndarray:
         if system not in self._keys_cache:
             self._keys_cache[system] = np.array(
-                [k for k in self.item_keys if system == ALL or self._system_of[k] == system], dtype=np.int64)
+                [k for k in self.item_keys if system == ALL or self._system_of[k] == system], dtype=np.int64
+            )
         return self._keys_cache[system]
 
     def matrix(self, evaluator: str, attribute: str, system: str) -> np.ndarray:
@@ -139,12 +149,38 @@ class Report:
 
     # --- tables --------------------------------------------------------------------------
 
-    def _add(self, table, attribute, system, evaluator, statistic, stat: ag.Stat | None = None, *,
-             value=None, n=0, evaluator_b=None, p=None, note=""):
+    def _add(
+        self,
+        table,
+        attribute,
+        system,
+        evaluator,
+        statistic,
+        stat: ag.Stat | None = None,
+        *,
+        value=None,
+        n=0,
+        evaluator_b=None,
+        p=None,
+        note="",
+    ):
         if stat is not None:
             value, n, p, note = stat.value, stat.n, stat.p, stat.note
-        self.records.append(Record(table, self.task.name, attribute, system, evaluator, evaluator_b, statistic,
-                                   None if value is None else float(value), int(n), p, note))
+        self.records.append(
+            Record(
+                table,
+                self.task.name,
+                attribute,
+                system,
+                evaluator,
+                evaluator_b,
+                statistic,
+                None if value is None else float(value),
+                int(n),
+                p,
+                note,
+            )
+        )
 
     def evaluators(self) -> list[str]:
         return ([HUMANS] if self.humans else []) + self.judges
@@ -158,25 +194,61 @@ class Report:
                 for system in systems:
                     m = self.matrix(evaluator, attribute.name, system)
                     s = ag.summary(m[~np.isnan(m)].tolist())
-                    self._add("table1", attribute.name, system, evaluator, "mean", value=s.mean, n=s.n,
-                              note="" if s.mean is not None else "no ratings")
-                    self._add("table1", attribute.name, system, evaluator, "std", value=s.std, n=s.n,
-                              note="" if s.std is not None else "fewer than 2 ratings")
-                    self._add("table1", attribute.name, system, evaluator, "alpha_ordinal",
-                              ag.alpha(m, "ordinal", domain))
+                    self._add(
+                        "table1",
+                        attribute.name,
+                        system,
+                        evaluator,
+                        "mean",
+                        value=s.mean,
+                        n=s.n,
+                        note="" if s.mean is not None else "no ratings",
+                    )
+                    self._add(
+                        "table1",
+                        attribute.name,
+                        system,
+                        evaluator,
+                        "std",
+                        value=s.std,
+                        n=s.n,
+                        note="" if s.std is not None else "fewer than 2 ratings",
+                    )
+                    self._add(
+                        "table1", attribute.name, system, evaluator, "alpha_ordinal", ag.alpha(m, "ordinal", domain)
+                    )
                     self._add("table1", attribute.name, system, evaluator, "alpha_interval", ag.alpha(m, "interval"))
                     self._add("table1", attribute.name, system, evaluator, "percent_exact", ag.percent_exact(m))
                 reference = reference_system(self.systems)
                 for system in self.systems:
                     if system == reference:
                         continue
-                    a, b = self.matrix(evaluator, attribute.name, reference), self.matrix(evaluator, attribute.name, system)
+                    a, b = (
+                        self.matrix(evaluator, attribute.name, reference),
+                        self.matrix(evaluator, attribute.name, system),
+                    )
                     w = ag.welch(a[~np.isnan(a)].tolist(), b[~np.isnan(b)].tolist())
-                    self._add("welch", attribute.name, system, evaluator, "welch_t", w, evaluator_b=None,
-                              note=w.note or f"vs {reference}")
+                    self._add(
+                        "welch",
+                        attribute.name,
+                        system,
+                        evaluator,
+                        "welch_t",
+                        w,
+                        evaluator_b=None,
+                        note=w.note or f"vs {reference}",
+                    )
                     if w.ok:
-                        self._add("welch", attribute.name, system, evaluator, "welch_df", value=w.extra["df"], n=w.n,
-                                  note=f"vs {reference}")
+                        self._add(
+                            "welch",
+                            attribute.name,
+                            system,
+                            evaluator,
+                            "welch_df",
+                            value=w.extra["df"],
+                            n=w.n,
+                            note=f"vs {reference}",
+                        )
 
     def table2(self) -> None:
         """Human (per-item mean of the humans) vs each LLM (per-item mean of its samples)."""
@@ -189,24 +261,57 @@ class Report:
                 for system in systems:
                     h = self.item_means(HUMANS, attribute.name, system)
                     j = self.item_means(judge, attribute.name, system)
-                    self._add("table2", attribute.name, system, HUMANS, "kendall_tau", ag.kendall_tau(h, j),
-                              evaluator_b=judge)
+                    self._add(
+                        "table2", attribute.name, system, HUMANS, "kendall_tau", ag.kendall_tau(h, j), evaluator_b=judge
+                    )
                     if system != self.overall:
                         continue
-                    self._add("table2", attribute.name, system, HUMANS, "spearman", ag.spearman(h, j), evaluator_b=judge)
+                    self._add(
+                        "table2", attribute.name, system, HUMANS, "spearman", ag.spearman(h, j), evaluator_b=judge
+                    )
                     self._add("table2", attribute.name, system, HUMANS, "pearson", ag.pearson(h, j), evaluator_b=judge)
                     b = ag.bias(j, h)
                     self._add("table2", attribute.name, system, HUMANS, "bias_llm_minus_human", b, evaluator_b=judge)
                     if b.ok:
-                        self._add("table2", attribute.name, system, HUMANS, "bias_ci_low", value=b.extra["ci_low"],
-                                  n=b.n, evaluator_b=judge)
-                        self._add("table2", attribute.name, system, HUMANS, "bias_ci_high", value=b.extra["ci_high"],
-                                  n=b.n, evaluator_b=judge)
+                        self._add(
+                            "table2",
+                            attribute.name,
+                            system,
+                            HUMANS,
+                            "bias_ci_low",
+                            value=b.extra["ci_low"],
+                            n=b.n,
+                            evaluator_b=judge,
+                        )
+                        self._add(
+                            "table2",
+                            attribute.name,
+                            system,
+                            HUMANS,
+                            "bias_ci_high",
+                            value=b.extra["ci_high"],
+                            n=b.n,
+                            evaluator_b=judge,
+                        )
                     if labels:
-                        self._add("table2", attribute.name, system, HUMANS, "qw_kappa",
-                                  ag.weighted_kappa(h, j, labels), evaluator_b=judge)
-                        self._add("table2", attribute.name, system, HUMANS, "exact_agreement",
-                                  ag.exact_agreement(h, j, labels), evaluator_b=judge)
+                        self._add(
+                            "table2",
+                            attribute.name,
+                            system,
+                            HUMANS,
+                            "qw_kappa",
+                            ag.weighted_kappa(h, j, labels),
+                            evaluator_b=judge,
+                        )
+                        self._add(
+                            "table2",
+                            attribute.name,
+                            system,
+                            HUMANS,
+                            "exact_agreement",
+                            ag.exact_agreement(h, j, labels),
+                            evaluator_b=judge,
+                        )
 
     def pairwise_raters(self) -> None:
         """Every human vs every other (Table 6) and vs each LLM: Kendall's tau on per-item ratings."""
@@ -236,12 +341,27 @@ class Report:
                     s = ag.summary(m[~np.isnan(m)].tolist())
                     means.append(s.mean)
                     config = configs[name]
-                    self._add("table3", attribute.name, ALL, name, "mean", value=s.mean, n=s.n,
-                              note=f"variant={config.get('variant')} T={config.get('temperature')}")
+                    self._add(
+                        "table3",
+                        attribute.name,
+                        ALL,
+                        name,
+                        "mean",
+                        value=s.mean,
+                        n=s.n,
+                        note=f"variant={config.get('variant')} T={config.get('temperature')}",
+                    )
                 valid = [m for m in means if m is not None]
-                self._add("table3", attribute.name, ALL, " | ".join(names), "std_of_means",
-                          value=float(np.std(valid, ddof=1)) if len(valid) > 1 else None, n=len(valid),
-                          note="" if len(valid) > 1 else "fewer than 2 runs with ratings")
+                self._add(
+                    "table3",
+                    attribute.name,
+                    ALL,
+                    " | ".join(names),
+                    "std_of_means",
+                    value=float(np.std(valid, ddof=1)) if len(valid) > 1 else None,
+                    n=len(valid),
+                    note="" if len(valid) > 1 else "fewer than 2 runs with ratings",
+                )
 
     def extremes(self) -> None:
         """Items a judge rated at the very top (or bottom) on every attribute and sample.
@@ -257,18 +377,29 @@ class Report:
             return
         judged = judged.with_columns(
             pl.col("attribute").replace_strict({a: lo for a, (lo, hi) in bounds.items()}, default=None).alias("low"),
-            pl.col("attribute").replace_strict({a: hi for a, (lo, hi) in bounds.items()}, default=None).alias("high"))
+            pl.col("attribute").replace_strict({a: hi for a, (lo, hi) in bounds.items()}, default=None).alias("high"),
+        )
         per_item = judged.group_by(["rater", "item_key"], maintain_order=True).agg(
-            pl.col("attribute").n_unique().alias("attributes"), pl.len().alias("n"),
+            pl.col("attribute").n_unique().alias("attributes"),
+            pl.len().alias("n"),
             (pl.col("value") == pl.col("high")).all().alias("all_max"),
-            (pl.col("value") == pl.col("low")).all().alias("all_min"))
+            (pl.col("value") == pl.col("low")).all().alias("all_min"),
+        )
         flagged = per_item.filter((pl.col("attributes") == len(bounds)) & (pl.col("all_max") | pl.col("all_min")))
         if flagged.is_empty():
             return
         ids = dict(self.study.db.conn.execute("SELECT key, id FROM items WHERE task = ?", [self.task.name]).fetchall())
         for judge, item_key, _, n, all_max, _all_min in flagged.iter_rows():
-            self._add("extremes", "*", self._system_of[item_key], judge, "all_max" if all_max else "all_min",
-                      value=float(item_key), n=n, note=f"item {ids.get(item_key, item_key)}")
+            self._add(
+                "extremes",
+                "*",
+                self._system_of[item_key],
+                judge,
+                "all_max" if all_max else "all_min",
+                value=float(item_key),
+                n=n,
+                note=f"item {ids.get(item_key, item_key)}",
+            )
 
     def build(self) -> list[Record]:
         self.records = []

@@ -39,8 +39,12 @@ class SpaResult:
     excluded: list[str] = field(default_factory=list)
 
 
-def spa(probabilities: dict[str, dict[tuple[str, str], float]], comparisons: list[tuple[str, str]],
-        likert: dict[str, dict[str, float]] | None = None, tau: float | None = SPA_TAU) -> SpaResult:
+def spa(
+    probabilities: dict[str, dict[tuple[str, str], float]],
+    comparisons: list[tuple[str, str]],
+    likert: dict[str, dict[str, float]] | None = None,
+    tau: float | None = SPA_TAU,
+) -> SpaResult:
     """Aggregate SPA answers.
 
     ``probabilities[annotator][(X, Y)]`` is that annotator's P[X > Y] in [0, 1]; ``comparisons`` the
@@ -75,8 +79,19 @@ def spa(probabilities: dict[str, dict[tuple[str, str], float]], comparisons: lis
                 delta = float((a - b).mean())
                 if len(pairs) >= 2 and np.std(a - b) > 0:
                     delta_p = float(sp.ttest_rel(a, b).pvalue)  # the standard protocol's paired t-test
-        rows.append(SpaComparison(x, y, float(values.mean()) if values.size else None, int(values.size), t, p,
-                                  likert_delta=delta, likert_n=n_likert, likert_p=delta_p))
+        rows.append(
+            SpaComparison(
+                x,
+                y,
+                float(values.mean()) if values.size else None,
+                int(values.size),
+                t,
+                p,
+                likert_delta=delta,
+                likert_n=n_likert,
+                likert_p=delta_p,
+            )
+        )
     # Holm-Bonferroni across the comparisons, separately for SPA and for the Likert deltas
     rows = _with_holm(rows, "p_value", "p_holm")
     rows = _with_holm(rows, "likert_p", "likert_p_holm")
@@ -114,9 +129,13 @@ def bradley_terry(wins: np.ndarray, systems: list[str], max_iter: int = 10_000, 
     strength = np.ones(k)
     converged = False
     iteration = 0
-    for iteration in range(1, max_iter + 1):
-        denominator = np.array([sum(games[i, j] / (strength[i] + strength[j]) for j in range(k) if j != i and games[i, j])
-                                for i in range(k)])
+    for iteration in range(1, max_iter + 1):  # noqa: B007 - the count is reported
+        denominator = np.array(
+            [
+                sum(games[i, j] / (strength[i] + strength[j]) for j in range(k) if j != i and games[i, j])
+                for i in range(k)
+            ]
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
             updated = np.where(denominator > 0, total_wins / denominator, strength)
         updated = np.maximum(updated, 1e-300)
@@ -160,8 +179,9 @@ def position_bias(judgements: list[tuple[float | None, float | None]]) -> Positi
             verdicts[{0: "A", 1: "B", 2: "tie"}[int(original)]] += 1
         else:
             verdicts["tie"] += 1  # inconsistent across orders: a tie, as in MT-Bench
-    return PositionBias(complete, first / decisive if decisive else None,
-                        consistent / complete if complete else None, verdicts)
+    return PositionBias(
+        complete, first / decisive if decisive else None, consistent / complete if complete else None, verdicts
+    )
 
 
 # --- Chen et al.'s meta-evaluation --------------------------------------------------------------------
@@ -226,10 +246,19 @@ def meta_evaluation(inputs: list[str], human: list[float], metric: list[float]) 
         gap = np.abs(human_d)
         low, high = np.quantile(gap, [1 / 3, 2 / 3])
         # hard pairs: humans barely tell the texts apart; easy: a large human score gap
-        for name, mask in (("all", np.ones_like(gap, bool)), ("hard", gap <= low),
-                           ("medium", (gap > low) & (gap <= high)), ("easy", gap > high)):
+        for name, mask in (
+            ("all", np.ones_like(gap, bool)),
+            ("hard", gap <= low),
+            ("medium", (gap > low) & (gap <= high)),
+            ("easy", gap > high),
+        ):
             kendall[name] = (pair_tau_b(human_d[mask], metric_d[mask]), int(mask.sum()))
     return MetaEvaluation(
-        float(np.mean(spearman)) if spearman else None, float(np.mean(pearson)) if pearson else None,
-        _corr(sp.spearmanr, human_arr, metric_arr), _corr(sp.pearsonr, human_arr, metric_arr),
-        len(groups), int(human_arr.size), kendall)
+        float(np.mean(spearman)) if spearman else None,
+        float(np.mean(pearson)) if pearson else None,
+        _corr(sp.spearmanr, human_arr, metric_arr),
+        _corr(sp.pearsonr, human_arr, metric_arr),
+        len(groups),
+        int(human_arr.size),
+        kendall,
+    )

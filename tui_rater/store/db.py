@@ -11,7 +11,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import sqlite_utils
@@ -23,7 +23,7 @@ BUSY_TIMEOUT_S = 30.0
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _create_file(path: Path, shared: bool) -> None:
@@ -34,7 +34,9 @@ def _create_file(path: Path, shared: bool) -> None:
     os.chmod(path, mode)  # umask may have masked the group bits
 
 
-def connect(path: str | Path, *, create: bool = True, shared: bool = False, durable: bool = True) -> sqlite_utils.Database:
+def connect(
+    path: str | Path, *, create: bool = True, shared: bool = False, durable: bool = True
+) -> sqlite_utils.Database:
     """Open (and if needed create and migrate) a study file.
 
     ``durable``: fsync every commit (``synchronous = FULL``), for ratings a person typed. Judge
@@ -60,9 +62,7 @@ def connect(path: str | Path, *, create: bool = True, shared: bool = False, dura
             with contextlib.suppress(OSError):
                 os.chmod(path, os.stat(path).st_mode | 0o060)
     try:
-        conn = sqlite3.connect(
-            str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         _check_readable(conn, path)
         if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
@@ -92,7 +92,8 @@ def migrate(db: sqlite_utils.Database, path: Path | str = "") -> int:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise UserError(
-            f"{path} was written by a newer tui-rater (schema {version}, this one knows {SCHEMA_VERSION}); upgrade tui-rater"
+            f"{path} was written by a newer tui-rater (schema {version}, this one knows {SCHEMA_VERSION}); "
+            "upgrade tui-rater"
         )
     while version < SCHEMA_VERSION:
         with write(db):

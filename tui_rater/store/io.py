@@ -77,14 +77,15 @@ def _decode(path: Path, data: bytes) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise UserError(f"{path}, line {line}: the file is not valid UTF-8 (byte {exc.start}); save it as UTF-8") from None
+        raise UserError(
+            f"{path}, line {line}: the file is not valid UTF-8 (byte {exc.start}); save it as UTF-8"
+        ) from None
     return text.removeprefix("\ufeff")
 
 
 def _read_csv(path: Path, text: str, separator: str) -> pl.DataFrame:
     try:
-        frame = pl.read_csv(io.StringIO(text), separator=separator, infer_schema=False,
-                            raise_if_empty=True)
+        frame = pl.read_csv(io.StringIO(text), separator=separator, infer_schema=False, raise_if_empty=True)
     except pl.exceptions.NoDataError:
         raise UserError(f"{path} is empty") from None
     except (pl.exceptions.ComputeError, pl.exceptions.PolarsError) as exc:
@@ -156,15 +157,17 @@ class ImportResult:
     skipped: int
 
 
-def import_items(study: Study, path: str | Path, task: Task, mapping: dict[str, str] | None = None,
-                 ignore_extra: bool = False) -> ImportResult:
+def import_items(
+    study: Study, path: str | Path, task: Task, mapping: dict[str, str] | None = None, ignore_extra: bool = False
+) -> ImportResult:
     items = prepare_items(path, task, mapping, ignore_extra)
     added, skipped = study.add_items(task, items, source=str(path))
     return ImportResult(added, skipped)
 
 
-def prepare_items(path: str | Path, task: Task, mapping: dict[str, str] | None = None,
-                  ignore_extra: bool = False) -> list[dict]:
+def prepare_items(
+    path: str | Path, task: Task, mapping: dict[str, str] | None = None, ignore_extra: bool = False
+) -> list[dict]:
     """Read and validate an items file without touching any study (rows ready for ``add_items``)."""
     path = Path(path)
     mapping = mapping or {}
@@ -176,8 +179,11 @@ def prepare_items(path: str | Path, task: Task, mapping: dict[str, str] | None =
             f"--map names {sorted(unknown_targets)[0]!r}, which is not a column of task {task.name!r} "
             f"(it uses: {', '.join((*OPTIONAL_ITEM_COLUMNS, *task.fields))})"
         )
-    missing = [f"{column!r}" + (f" (for {name})" if column != name else "")
-               for name, column in wanted.items() if name in task.fields and column not in columns]
+    missing = [
+        f"{column!r}" + (f" (for {name})" if column != name else "")
+        for name, column in wanted.items()
+        if name in task.fields and column not in columns
+    ]
     if missing:
         raise UserError(
             f"{path}: missing column {missing[0]} needed by task {task.name!r} "
@@ -191,8 +197,11 @@ def prepare_items(path: str | Path, task: Task, mapping: dict[str, str] | None =
         )
     items, seen_ids = [], {}
     for row in rows:
-        item = {name: _text(path, row, column, required=name in task.fields)
-                for name, column in wanted.items() if column in columns}
+        item = {
+            name: _text(path, row, column, required=name in task.fields)
+            for name, column in wanted.items()
+            if column in columns
+        }
         item["_row"] = row["_row"]
         if item.get("id") is not None:
             item["id"] = item["id"].strip()
@@ -254,8 +263,10 @@ def import_ratings(study: Study, path: str | Path, default_kind: str = "human") 
         task = tasks.get(item.task)
         attribute_name = _text(path, row, "attribute", required=True).strip()
         if attribute_name not in task.attribute_names:
-            raise UserError(f"{where}, column 'attribute': task {task.name!r} has no attribute {attribute_name!r} "
-                            f"(it has: {', '.join(task.attribute_names)})")
+            raise UserError(
+                f"{where}, column 'attribute': task {task.name!r} has no attribute {attribute_name!r} "
+                f"(it has: {', '.join(task.attribute_names)})"
+            )
         value = _value(path, row, task.attribute(attribute_name).scale)
         rater = _text(path, row, "rater", required=True).strip()
         kind = (_text(path, row, "kind", required=False) or default_kind).strip().lower()
@@ -272,8 +283,10 @@ def import_ratings(study: Study, path: str | Path, default_kind: str = "human") 
             raise UserError(f"{where}, column 'sample': {sample_raw!r} is not a whole number >= 0") from None
         key = (item.key, attribute_name, rater, sample)
         if key in seen:
-            raise UserError(f"{where}: a second rating of item {item_id!r}, {attribute_name}, by {rater} "
-                            f"(sample {sample}), first in row {seen[key]}")
+            raise UserError(
+                f"{where}: a second rating of item {item_id!r}, {attribute_name}, by {rater} "
+                f"(sample {sample}), first in row {seen[key]}"
+            )
         seen[key] = row["_row"]
         prepared.append((item, attribute_name, rater, kind, sample, value))
     return _write_ratings(study, path, prepared)
@@ -285,7 +298,9 @@ def _write_ratings(study: Study, path: Path, prepared: list[tuple]) -> ImportRes
         rater_ids: dict[str, int] = {}
         for item, attribute, rater, kind, sample, value in prepared:
             if rater not in rater_ids:
-                rater_ids[rater] = (study.human(rater) if kind == "human" else study.judge(rater, {"imported_from": rater})).id
+                rater_ids[rater] = (
+                    study.human(rater) if kind == "human" else study.judge(rater, {"imported_from": rater})
+                ).id
             rater_id = rater_ids[rater]
             existing = conn.execute(
                 "SELECT value FROM ratings WHERE item_key = ? AND attribute = ? AND rater_id = ? AND sample = ? "
@@ -294,12 +309,21 @@ def _write_ratings(study: Study, path: Path, prepared: list[tuple]) -> ImportRes
             ).fetchone()
             if existing is not None:
                 if existing[0] != value:
-                    raise UserError(f"{path}: {rater} already rated item {item.id!r} {attribute} "
-                                    f"as {existing[0]:g}, not {value:g} (nothing was imported)")
+                    raise UserError(
+                        f"{path}: {rater} already rated item {item.id!r} {attribute} "
+                        f"as {existing[0]:g}, not {value:g} (nothing was imported)"
+                    )
                 skipped += 1
                 continue
-            study.add_rating(item.key, attribute, rater_id, value, sample=sample, parse_status="imported",
-                             details={"source": str(path)})
+            study.add_rating(
+                item.key,
+                attribute,
+                rater_id,
+                value,
+                sample=sample,
+                parse_status="imported",
+                details={"source": str(path)},
+            )
             added += 1
     return ImportResult(added, skipped)
 
@@ -321,15 +345,30 @@ def items_frame(study: Study, task: str | None = None) -> pl.DataFrame:
         record["system"] = item.system
         record.update({name: item.fields.get(name) for name in field_names})
         records.append(record)
-    schema = {"id": pl.Utf8, **({"task": pl.Utf8} if multi_task else {}), "system": pl.Utf8,
-              **{name: pl.Utf8 for name in field_names}}
+    schema = {
+        "id": pl.Utf8,
+        **({"task": pl.Utf8} if multi_task else {}),
+        "system": pl.Utf8,
+        **{name: pl.Utf8 for name in field_names},
+    }
     return pl.DataFrame(records, schema=schema)
 
 
 def ratings_frame(study: Study, task: str | None = None) -> pl.DataFrame:
-    schema = {"item": pl.Utf8, "task": pl.Utf8, "system": pl.Utf8, "rater": pl.Utf8, "kind": pl.Utf8,
-              "attribute": pl.Utf8, "sample": pl.Int64, "value": pl.Float64, "raw": pl.Utf8,
-              "parse_status": pl.Utf8, "seconds": pl.Float64, "created_at": pl.Utf8}
+    schema = {
+        "item": pl.Utf8,
+        "task": pl.Utf8,
+        "system": pl.Utf8,
+        "rater": pl.Utf8,
+        "kind": pl.Utf8,
+        "attribute": pl.Utf8,
+        "sample": pl.Int64,
+        "value": pl.Float64,
+        "raw": pl.Utf8,
+        "parse_status": pl.Utf8,
+        "seconds": pl.Float64,
+        "created_at": pl.Utf8,
+    }
     rows = [{name: r[name] for name in schema} for r in study.current_ratings(task)]
     return pl.DataFrame(rows, schema=schema)
 

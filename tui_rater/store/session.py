@@ -50,8 +50,9 @@ class AnnotationSession:
     undo_stack: list[Undo] = field(default_factory=list)
 
     @classmethod
-    def open(cls, study: Study, task_name: str, annotator: str, order: str = "imported",
-             seed: int = 0) -> "AnnotationSession":
+    def open(
+        cls, study: Study, task_name: str, annotator: str, order: str = "imported", seed: int = 0
+    ) -> AnnotationSession:
         if order not in ORDERS:
             raise UserError(f"--order must be one of {', '.join(ORDERS)}, not {order!r}")
         task = study.task(task_name)
@@ -68,9 +69,13 @@ class AnnotationSession:
 
     def _spa_packet(self, items: list[Item]) -> Item:
         """SPA gives each annotator one packet: theirs if begun, else one nobody has rated yet."""
-        rated = dict(self.study.db.conn.execute(
-            "SELECT r.item_key, min(r.rater_id = ?) FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
-            "WHERE ra.kind = 'human' GROUP BY r.item_key", [self.rater.id]).fetchall())
+        rated = dict(
+            self.study.db.conn.execute(
+                "SELECT r.item_key, min(r.rater_id = ?) FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
+                "WHERE ra.kind = 'human' GROUP BY r.item_key",
+                [self.rater.id],
+            ).fetchall()
+        )
         mine = [i for i in items if i.key in rated and rated[i.key] == 1]
         if mine:
             return mine[0]
@@ -98,10 +103,12 @@ class AnnotationSession:
         rows = self.study.db.conn.execute(
             "SELECT r.id, r.item_key, r.attribute, r.value FROM ratings r JOIN items i ON i.key = r.item_key "
             "WHERE r.rater_id = ? AND i.task = ? AND r.retracted = 0 ORDER BY r.id",
-            [self.rater.id, self.task.name]).fetchall()
+            [self.rater.id, self.task.name],
+        ).fetchall()
         self.mine = {(item_key, attribute): (rating_id, value) for rating_id, item_key, attribute, value in rows}
         notes = self.study.db.conn.execute(
-            "SELECT item_key, kind FROM notes WHERE rater_id = ? AND kind IN ('skip', 'flag')", [self.rater.id]).fetchall()
+            "SELECT item_key, kind FROM notes WHERE rater_id = ? AND kind IN ('skip', 'flag')", [self.rater.id]
+        ).fetchall()
         self.skipped = {k for k, kind in notes if kind == "skip"}
         self.flagged = {k for k, kind in notes if kind == "flag"}
 
@@ -141,15 +148,17 @@ class AnnotationSession:
 
     # --- changes (each one committed before it returns) -----------------------------------
 
-    def rate(self, index: int, attribute: str, value: float, seconds: float | None = None,
-             revises: int | None = None) -> int:
+    def rate(
+        self, index: int, attribute: str, value: float, seconds: float | None = None, revises: int | None = None
+    ) -> int:
         scale = self.task.attribute(attribute).scale
         if not scale.contains(value):
             raise UserError(f"{value:g} is off the scale ({scale.describe()})")
         item = self.items[index]
         previous = self.mine.get((item.key, attribute))
-        rating_id = self.study.add_rating(item.key, attribute, self.rater.id, value, parse_status="human",
-                                          seconds=seconds, revises=revises)
+        rating_id = self.study.add_rating(
+            item.key, attribute, self.rater.id, value, parse_status="human", seconds=seconds, revises=revises
+        )
         self.mine[(item.key, attribute)] = (rating_id, value)
         self.undo_stack.append(Undo(index, attribute, rating_id, previous[1] if previous else None))
         return rating_id
@@ -163,8 +172,9 @@ class AnnotationSession:
         self.reload()
         return last
 
-    def note(self, index: int, kind: str, text: str | None = None, attribute: str | None = None,
-             rating_id: int | None = None) -> None:
+    def note(
+        self, index: int, kind: str, text: str | None = None, attribute: str | None = None, rating_id: int | None = None
+    ) -> None:
         key = self.items[index].key
         self.study.add_note(key, self.rater.id, kind, text, attribute, rating_id)
         if kind == "skip":
@@ -179,7 +189,9 @@ class AnnotationSession:
         rows = self.study.db.conn.execute(
             "SELECT r.attribute, ra.name, ra.kind, r.value, r.sample, r.raw FROM ratings r "
             "JOIN raters ra ON ra.id = r.rater_id WHERE r.item_key = ? AND r.rater_id != ? AND r.retracted = 0 "
-            "ORDER BY r.attribute, ra.kind, ra.name, r.sample", [self.items[index].key, self.rater.id]).fetchall()
+            "ORDER BY r.attribute, ra.kind, ra.name, r.sample",
+            [self.items[index].key, self.rater.id],
+        ).fetchall()
         found: dict[str, list[OtherRating]] = {}
         for attribute, name, kind, value, sample, raw in rows:
             found.setdefault(attribute, []).append(OtherRating(name, kind, value, sample, raw))

@@ -10,6 +10,7 @@ packet and questions through the queue.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import string
@@ -19,34 +20,59 @@ from tui_rater.errors import UserError
 from tui_rater.store.study import Study
 
 # §5.2 step 2, with "system" -> "writer" as in the paper's own study (writers A-E, App. A)
-SPA_QUESTION = ("Based on what you've read, from 0 to 100, what is the % chance that writer {x} is a better "
-                "writer than writer {y}?")
-LIKERT_QUESTION = ("How good is writer {x}'s first continuation (Prompt 1)? (on a scale of 1-5, with 1 being "
-                   "the lowest)")
-INSTRUCTIONS = ("You will read stories by several writers. Each writer continued the same {m} writing prompts. "
-                "Some writers may be people and some may be AI systems. Judge each writer on how coherent, "
-                "fluent, interesting and relevant to the prompt their stories are.")
+SPA_QUESTION = (
+    "Based on what you've read, from 0 to 100, what is the % chance that writer {x} is a better writer than writer {y}?"
+)
+LIKERT_QUESTION = "How good is writer {x}'s first continuation (Prompt 1)? (on a scale of 1-5, with 1 being the lowest)"
+INSTRUCTIONS = (
+    "You will read stories by several writers. Each writer continued the same {m} writing prompts. "
+    "Some writers may be people and some may be AI systems. Judge each writer on how coherent, "
+    "fluent, interesting and relevant to the prompt their stories are."
+)
 
 
 def spa_task_definition(name: str, letters: list[str], m: int, pairs: list[tuple[str, str]], likert: bool) -> dict:
     attributes = []
     for x, y in pairs:
         for a, b in ((x, y), (y, x)):  # both orders (step 3's filter needs both)
-            attributes.append({"name": f"p_{a}_over_{b}", "question": SPA_QUESTION.format(x=a, y=b),
-                               "scale": {"kind": "probability", "low": 0, "high": 100}})
+            attributes.append(
+                {
+                    "name": f"p_{a}_over_{b}",
+                    "question": SPA_QUESTION.format(x=a, y=b),
+                    "scale": {"kind": "probability", "low": 0, "high": 100},
+                }
+            )
     if likert:
         for x in letters:
-            attributes.append({"name": f"likert_{x}", "question": LIKERT_QUESTION.format(x=x),
-                               "scale": {"kind": "likert", "low": 1, "high": 5,
-                                         "labels": {"1": "lowest", "5": "highest"}}})
-    return {"name": name, "title": "System-level probabilistic assessment (Ethayarajh & Jurafsky 2022, §5.2)",
-            "instructions": INSTRUCTIONS.format(m=m), "fields": ["writers", "packet"],
-            "display_fields": ["writers"], "attributes": attributes,
-            "source": "Ethayarajh & Jurafsky (2022), The Authenticity Gap in Human Evaluation, §5.2"}
+            attributes.append(
+                {
+                    "name": f"likert_{x}",
+                    "question": LIKERT_QUESTION.format(x=x),
+                    "scale": {"kind": "likert", "low": 1, "high": 5, "labels": {"1": "lowest", "5": "highest"}},
+                }
+            )
+    return {
+        "name": name,
+        "title": "System-level probabilistic assessment (Ethayarajh & Jurafsky 2022, §5.2)",
+        "instructions": INSTRUCTIONS.format(m=m),
+        "fields": ["writers", "packet"],
+        "display_fields": ["writers"],
+        "attributes": attributes,
+        "source": "Ethayarajh & Jurafsky (2022), The Authenticity Gap in Human Evaluation, §5.2",
+    }
 
 
-def setup(study: Study, systems: list[str], m: int = 5, packets: int = 1, seed: int = 0, source_task: str = "story",
-          name: str = "spa", pairs: str = "all", likert: bool = True) -> dict:
+def setup(
+    study: Study,
+    systems: list[str],
+    m: int = 5,
+    packets: int = 1,
+    seed: int = 0,
+    source_task: str = "story",
+    name: str = "spa",
+    pairs: str = "all",
+    likert: bool = True,
+) -> dict:
     if len(systems) < 2 or len(set(systems)) != len(systems):
         raise UserError("--systems needs at least two different system names, e.g. --systems human,gpt2")
     if len(systems) > 26:
@@ -65,12 +91,16 @@ def setup(study: Study, systems: list[str], m: int = 5, packets: int = 1, seed: 
         by_prompt.setdefault(item.fields["prompt"], {}).setdefault(item.system or "", item.fields["story"])
     missing = [s for s in systems if s not in known]
     if missing:
-        raise UserError(f"no {source_task} items were written by {missing[0]!r} (systems in the study: "
-                        f"{', '.join(sorted(str(s) for s in known))})")
+        raise UserError(
+            f"no {source_task} items were written by {missing[0]!r} (systems in the study: "
+            f"{', '.join(sorted(str(s) for s in known))})"
+        )
     eligible = sorted(p for p, stories in by_prompt.items() if all(s in stories for s in systems))
     if len(eligible) < m:
-        raise UserError(f"only {len(eligible)} prompts were answered by every one of {', '.join(systems)}; "
-                        f"--m {m} needs at least {m}")
+        raise UserError(
+            f"only {len(eligible)} prompts were answered by every one of {', '.join(systems)}; "
+            f"--m {m} needs at least {m}"
+        )
     if name in study.item_task_names():
         raise UserError(f"the study already has SPA packets in task {name!r}; choose another --name")
     rng = random.Random(seed)
@@ -79,11 +109,11 @@ def setup(study: Study, systems: list[str], m: int = 5, packets: int = 1, seed: 
     shuffled = systems[:]
     rng.shuffle(shuffled)
     writer_of = dict(zip(letters, shuffled))
-    letter_of = {s: l for l, s in writer_of.items()}
+    letter_of = {system: letter for letter, system in writer_of.items()}
     if pairs == "all":
-        comparisons = [(letter_of[a], letter_of[b]) for i, a in enumerate(systems) for b in systems[i + 1:]]
+        comparisons = [(letter_of[a], letter_of[b]) for i, a in enumerate(systems) for b in systems[i + 1 :]]
     elif pairs == "chain":
-        comparisons = [(letter_of[a], letter_of[b]) for a, b in zip(systems, systems[1:])]
+        comparisons = [(letter_of[a], letter_of[b]) for a, b in itertools.pairwise(systems)]
     else:
         raise UserError("--pairs must be 'all' or 'chain'")
     definition = spa_task_definition(name, letters, m, comparisons, likert)
@@ -100,8 +130,19 @@ def setup(study: Study, systems: list[str], m: int = 5, packets: int = 1, seed: 
                 lines.append("")
             blocks.append("\n".join(lines))
         packet = {"writers": writer_of, "prompts": prompts, "m": m, "seed": seed, "packet": number}
-        rows.append({"id": f"packet-{number + 1}", "system": "spa", "writers": "\n".join(blocks),
-                     "packet": json.dumps(packet, ensure_ascii=False)})
+        rows.append(
+            {
+                "id": f"packet-{number + 1}",
+                "system": "spa",
+                "writers": "\n".join(blocks),
+                "packet": json.dumps(packet, ensure_ascii=False),
+            }
+        )
     added, _ = study.add_items(spa_task, rows, source=f"spa setup --systems {','.join(systems)}")
-    return {"task": name, "packets": added, "writers": writer_of, "questions": len(spa_task.attributes),
-            "eligible_prompts": len(eligible)}
+    return {
+        "task": name,
+        "packets": added,
+        "writers": writer_of,
+        "questions": len(spa_task.attributes),
+        "eligible_prompts": len(eligible),
+    }

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import sqlite_utils
 
@@ -64,11 +65,18 @@ class Study:
         self._registry: TaskRegistry | None = None
 
     @classmethod
-    def open(cls, path: str | Path, *, create: bool = True, shared: bool = False,
-             task_files: list[str] | None = None, durable: bool = True) -> "Study":
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        create: bool = True,
+        shared: bool = False,
+        task_files: list[str] | None = None,
+        durable: bool = True,
+    ) -> Study:
         return cls(connect(path, create=create, shared=shared, durable=durable), path, task_files)
 
-    def reopen(self) -> "Study":
+    def reopen(self) -> Study:
         """A new connection to the same file (for another thread)."""
         return Study.open(self.path, create=False, task_files=self._task_files)
 
@@ -159,8 +167,16 @@ class Study:
                 conn.execute(
                     "INSERT INTO items (id, task, system, fields, position, content_hash, source, created_at) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [item_id, task.name, row.get("system"), json.dumps(fields, ensure_ascii=False),
-                     position, digest, source, now],
+                    [
+                        item_id,
+                        task.name,
+                        row.get("system"),
+                        json.dumps(fields, ensure_ascii=False),
+                        position,
+                        digest,
+                        source,
+                        now,
+                    ],
                 )
                 position += 1
                 added += 1
@@ -183,9 +199,7 @@ class Study:
             row = conn.execute("SELECT id, kind, config_hash FROM raters WHERE name = ?", [name]).fetchone()
             if row is None:
                 if config_hash:
-                    same = conn.execute(
-                        "SELECT id, name FROM raters WHERE config_hash = ?", [config_hash]
-                    ).fetchone()
+                    same = conn.execute("SELECT id, name FROM raters WHERE config_hash = ?", [config_hash]).fetchone()
                     if same:
                         return Rater(same[0], same[1], kind, config)
                 cur = conn.execute(
@@ -206,16 +220,37 @@ class Study:
 
     # --- ratings -------------------------------------------------------------------------
 
-    def add_rating(self, item_key: int, attribute: str, rater_id: int, value: float | None, *,
-                   sample: int = 0, raw: str | None = None, parse_status: str = "ok",
-                   seconds: float | None = None, revises: int | None = None,
-                   details: dict | None = None) -> int:
+    def add_rating(
+        self,
+        item_key: int,
+        attribute: str,
+        rater_id: int,
+        value: float | None,
+        *,
+        sample: int = 0,
+        raw: str | None = None,
+        parse_status: str = "ok",
+        seconds: float | None = None,
+        revises: int | None = None,
+        details: dict | None = None,
+    ) -> int:
         with write(self.db) as conn:
             cur = conn.execute(
                 "INSERT INTO ratings (item_key, attribute, rater_id, sample, value, raw, parse_status, "
                 "seconds, created_at, revises, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [item_key, attribute, rater_id, sample, value, raw, parse_status, seconds, utc_now(),
-                 revises, json.dumps(details) if details else None],
+                [
+                    item_key,
+                    attribute,
+                    rater_id,
+                    sample,
+                    value,
+                    raw,
+                    parse_status,
+                    seconds,
+                    utc_now(),
+                    revises,
+                    json.dumps(details) if details else None,
+                ],
             )
             return cur.lastrowid
 
@@ -223,8 +258,15 @@ class Study:
         with write(self.db) as conn:
             conn.execute("UPDATE ratings SET retracted = 1 WHERE id = ?", [rating_id])
 
-    def add_note(self, item_key: int, rater_id: int, kind: str, text: str | None = None,
-                 attribute: str | None = None, rating_id: int | None = None) -> int:
+    def add_note(
+        self,
+        item_key: int,
+        rater_id: int,
+        kind: str,
+        text: str | None = None,
+        attribute: str | None = None,
+        rating_id: int | None = None,
+    ) -> int:
         with write(self.db) as conn:
             cur = conn.execute(
                 "INSERT INTO notes (item_key, rater_id, kind, attribute, rating_id, text, created_at) "
@@ -251,13 +293,21 @@ class Study:
         q = self.db.query
         return {
             "path": str(self.path),
-            "items": [dict(r) for r in q(
-                "SELECT task, coalesce(system, '') AS system, count(*) AS n FROM items "
-                "GROUP BY task, system ORDER BY task, system")],
-            "raters": [dict(r) for r in q(
-                "SELECT ra.name, ra.kind, count(r.id) AS ratings FROM raters ra "
-                "LEFT JOIN ratings r ON r.rater_id = ra.id AND r.retracted = 0 "
-                "GROUP BY ra.id ORDER BY ra.kind, ra.name")],
+            "items": [
+                dict(r)
+                for r in q(
+                    "SELECT task, coalesce(system, '') AS system, count(*) AS n FROM items "
+                    "GROUP BY task, system ORDER BY task, system"
+                )
+            ],
+            "raters": [
+                dict(r)
+                for r in q(
+                    "SELECT ra.name, ra.kind, count(r.id) AS ratings FROM raters ra "
+                    "LEFT JOIN ratings r ON r.rater_id = ra.id AND r.retracted = 0 "
+                    "GROUP BY ra.id ORDER BY ra.kind, ra.name"
+                )
+            ],
             "ratings": next(q("SELECT count(*) AS n FROM ratings WHERE retracted = 0"))["n"],
             "jobs": {r["status"]: r["n"] for r in q("SELECT status, count(*) AS n FROM jobs GROUP BY status")},
         }

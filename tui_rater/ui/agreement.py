@@ -28,11 +28,15 @@ def _f(stat, digits=2, suffix="") -> str:
 def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
     text = Text()
     q = data.queue
-    text.append(f"{data.task} · {data.n_ratings} ratings · judge queue: {q['done']} done, "
-                f"{q['queued'] + q['leased']} waiting, {q['failed']} failed\n", style="bold")
+    text.append(
+        f"{data.task} · {data.n_ratings} ratings · judge queue: {q['done']} done, "
+        f"{q['queued'] + q['leased']} waiting, {q['failed']} failed\n",
+        style="bold",
+    )
     for failure in data.failures:
-        text.append(f"  failed: {safe_text(failure['item'])} {failure['attribute']}: {failure['error_kind']}\n",
-                    style="italic")
+        text.append(
+            f"  failed: {safe_text(failure['item'])} {failure['attribute']}: {failure['error_kind']}\n", style="italic"
+        )
     if not data.attributes:
         return text
     pane = data.attributes[focus]
@@ -43,16 +47,20 @@ def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
     else:
         text.append(f"{'judge':<34} {'α':>6} {'τ':>6} {'exact':>6} {'bias':>6} {'n':>4}\n", style="bold")
         for row in pane.rows:
-            text.append(f"{safe_text(row.judge)[:34]:<34} {_f(row.alpha):>6} {_f(row.tau):>6} "
-                        f"{_f(row.exact, 0, '%'):>6} {_f(row.bias):>6} {row.tau.n:>4}\n")
+            text.append(
+                f"{safe_text(row.judge)[:34]:<34} {_f(row.alpha):>6} {_f(row.tau):>6} "
+                f"{_f(row.exact, 0, '%'):>6} {_f(row.bias):>6} {row.tau.n:>4}\n"
+            )
     if pane.confusion is not None:
-        text.append(f"\nconfusion: humans (rows) × {safe_text(pane.confusion_judge or '')[:30]} (columns)\n", style="bold")
+        text.append(
+            f"\nconfusion: humans (rows) × {safe_text(pane.confusion_judge or '')[:30]} (columns)\n", style="bold"
+        )
         top = max(1, int(pane.confusion.max()))
         text.append("     " + "".join(f"{label:>4g}" for label in pane.labels) + "\n")
         for label, row in zip(pane.labels, pane.confusion):
             text.append(f"{label:>4g} ")
             for count in row:
-                shade = SHADES[min(len(SHADES) - 1, int(round((len(SHADES) - 1) * count / top)))]
+                shade = SHADES[min(len(SHADES) - 1, round((len(SHADES) - 1) * count / top))]
                 text.append(f" {shade}{count:>2}" if count else "   ·")
             text.append("\n")
     if pane.distributions:
@@ -65,8 +73,11 @@ def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
         text.append("\nlargest human–LLM gaps (Enter jumps to the item)\n", style="bold")
         for i, gap in enumerate(pane.gaps):
             marker = "▶ " if i == selected_gap else "  "
-            text.append(f"{marker}{safe_text(gap.item_id)[:24]:<24} human {gap.human:.2f}  llm {gap.llm:.2f}  "
-                        f"gap {gap.size:.2f}\n", style="reverse" if i == selected_gap else "")
+            text.append(
+                f"{marker}{safe_text(gap.item_id)[:24]:<24} human {gap.human:.2f}  llm {gap.llm:.2f}  "
+                f"gap {gap.size:.2f}\n",
+                style="reverse" if i == selected_gap else "",
+            )
     return text
 
 

@@ -103,12 +103,27 @@ class RaterApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         # while a modal screen (help, input, reveal) is up, its keys win over the rating keys
-        if action not in ("quit",) and self.screen is not self.screen_stack[0] and action in self._rating_actions:
-            return False
-        return True
+        return not (
+            action not in ("quit",) and self.screen is not self.screen_stack[0] and action in self._rating_actions
+        )
 
-    _rating_actions = frozenset({"digit", "enter", "backspace", "attribute", "item", "undo", "skip", "flag",
-                                 "comment", "goto", "scroll", "help", "agreement"})
+    _rating_actions = frozenset(
+        {
+            "digit",
+            "enter",
+            "backspace",
+            "attribute",
+            "item",
+            "undo",
+            "skip",
+            "flag",
+            "comment",
+            "goto",
+            "scroll",
+            "help",
+            "agreement",
+        }
+    )
 
     # --- state helpers -------------------------------------------------------------------
 
@@ -146,8 +161,9 @@ class RaterApp(App[None]):
                 self.item_layout = "columns"
                 return
         self.item_layout = "stacked"
-        text = item_text(self.task_, item, attribute, show_system=not self.options.blind,
-                         prompt_always=self.options.prompt_always)
+        text = item_text(
+            self.task_, item, attribute, show_system=not self.options.blind, prompt_always=self.options.prompt_always
+        )
         self.query_one("#item-text", Static).update(text)
 
     def on_resize(self, event) -> None:
@@ -365,12 +381,20 @@ class RaterApp(App[None]):
         rows = []
         for binding_id, description in (
             ("rate", "rate the focused question (1-5; 0-100 scales: digits then Enter; a/b/c choices)"),
-            ("next_attribute", "next question"), ("prev_attribute", "previous question"),
-            ("next_item", "next item"), ("prev_item", "previous item"), ("undo", "undo the last rating"),
-            ("skip", "skip this item"), ("flag", "flag this item"), ("comment", "comment on this item"),
-            ("goto", "go to an item"), ("agreement", "live agreement: humans vs each LLM judge"),
-            ("scroll_down", "scroll the text"), ("scroll_up", "scroll the text back"),
-            ("help", "this help"), ("quit", "quit (everything is already saved)"),
+            ("next_attribute", "next question"),
+            ("prev_attribute", "previous question"),
+            ("next_item", "next item"),
+            ("prev_item", "previous item"),
+            ("undo", "undo the last rating"),
+            ("skip", "skip this item"),
+            ("flag", "flag this item"),
+            ("comment", "comment on this item"),
+            ("goto", "go to an item"),
+            ("agreement", "live agreement: humans vs each LLM judge"),
+            ("scroll_down", "scroll the text"),
+            ("scroll_up", "scroll the text back"),
+            ("help", "this help"),
+            ("quit", "quit (everything is already saved)"),
         ):
             rows.append((self._keys_for(binding_id), description))
         self.push_screen(HelpScreen(rows))

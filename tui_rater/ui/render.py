@@ -93,7 +93,7 @@ def questions_text(task: Task, values: dict[str, float | None], focus: int, type
     if len(attributes) > window:
         start = max(0, min(focus - window // 2, len(attributes) - window))
         hidden_before, hidden_after = start, len(attributes) - start - window
-        attributes = attributes[start:start + window]
+        attributes = attributes[start : start + window]
     if hidden_before:
         answered = sum(values.get(a.name) is not None for a in task.attributes[:hidden_before])
         text.append(f"  … {hidden_before} questions above ({answered} answered)\n", style="dim")
@@ -131,8 +131,9 @@ def pairwise_columns(task: Task, item: Item, attribute: Attribute):
     grid = Table.grid(expand=True, padding=(0, 2))
     grid.add_column(ratio=1)
     grid.add_column(ratio=1)
-    grid.add_row(*(Text(label(n) + "\n", style="bold") + Text(safe_text(item.fields.get(n, "")))
-                   for n in ("story_a", "story_b")))
+    grid.add_row(
+        *(Text(label(n) + "\n", style="bold") + Text(safe_text(item.fields.get(n, ""))) for n in ("story_a", "story_b"))
+    )
     return Group(head, grid)
 
 

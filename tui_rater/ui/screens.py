@@ -26,8 +26,9 @@ class HelpScreen(ModalScreen[None]):
         for keys, description in self.rows:
             text.append(f"{keys:>18}  ", style="bold")
             text.append(description + "\n")
-        text.append("\nThe mouse works but is never needed. Remap keys in the config file's [keys] table.\n",
-                    style="dim")
+        text.append(
+            "\nThe mouse works but is never needed. Remap keys in the config file's [keys] table.\n", style="dim"
+        )
         with VerticalScroll(id="help"):
             yield Static(text)
         yield Footer()
@@ -152,8 +153,10 @@ class RevealScreen(ModalScreen[None]):
             if not attribute.scale.contains(value):
                 self.app.notify(f"{answer} is off the scale", severity="error")
                 return
-            self.submit(lambda: self.session.rate(self.index, attribute.name, value, revises=first),
-                        lambda _: self.refresh_text())
+            self.submit(
+                lambda: self.session.rate(self.index, attribute.name, value, revises=first),
+                lambda _: self.refresh_text(),
+            )
 
         self.app.push_screen(InputScreen(f"Your revised {attribute.name} rating:"), save)
 

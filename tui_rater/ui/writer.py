@@ -7,9 +7,11 @@ annotator's actions (rate, then undo) exactly as typed.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class StoreWriter:
@@ -38,11 +40,11 @@ class StoreWriter:
             call, done = item
             try:
                 result = call()
-            except BaseException as exc:  # noqa: BLE001 - reported to the UI, the thread lives on
+            except BaseException as exc:
                 self._safe_deliver(lambda exc=exc: self._on_error(exc))
             else:
                 if done is not None:
-                    self._safe_deliver(lambda result=result: done(result))
+                    self._safe_deliver(lambda result=result, done=done: done(result))
             finally:
                 with self._lock:
                     self._pending -= 1
@@ -50,10 +52,8 @@ class StoreWriter:
                         self._idle.set()
 
     def _safe_deliver(self, callback: Callable[[], None]) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # the app has already stopped
             self._deliver(callback)
-        except RuntimeError:
-            pass  # the app has already stopped
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Block until every submitted call has run (tests, and a clean exit)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC
 
 from tui_rater.domain.tasks import Scale
 from tui_rater.judge.backends.base import Completion, Message, TokenCounts
@@ -30,11 +31,11 @@ def _retry_after(response) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
+        from datetime import datetime
         from email.utils import parsedate_to_datetime
-        from datetime import datetime, timezone
 
         try:
-            return max(0.0, (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds())
+            return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
         except (TypeError, ValueError):
             return None
 
@@ -71,13 +72,15 @@ class ApiBackend:
         try:
             return self.client.chat.completions.create(model=self.spec.api_model, **kwargs)
         except openai.AuthenticationError:
-            raise JudgeError("auth", f"the server at {self._where()} refused the API key (401); "
-                             f"check ${self.spec.api_key_env}") from None
+            raise JudgeError(
+                "auth", f"the server at {self._where()} refused the API key (401); check ${self.spec.api_key_env}"
+            ) from None
         except openai.PermissionDeniedError:
             raise JudgeError("auth", f"the server at {self._where()} denied access (403)") from None
         except openai.NotFoundError:
-            raise JudgeError("unknown_model", f"the server at {self._where()} has no model "
-                             f"{self.spec.api_model!r} (404)") from None
+            raise JudgeError(
+                "unknown_model", f"the server at {self._where()} has no model {self.spec.api_model!r} (404)"
+            ) from None
         except openai.RateLimitError as exc:
             raise JudgeError("rate_limited", "rate limited (429)", _retry_after(exc.response)) from None
         except openai.APITimeoutError:
@@ -86,11 +89,17 @@ class ApiBackend:
             raise JudgeError("connection", f"cannot reach {self._where()} ({self._scrub(str(exc))})") from None
         except openai.InternalServerError as exc:
             detail = self._scrub(str(exc.message))[:200]
-            raise JudgeError("server_error", f"server error {exc.status_code}: {detail}", _retry_after(exc.response)) from None
+            raise JudgeError(
+                "server_error", f"server error {exc.status_code}: {detail}", _retry_after(exc.response)
+            ) from None
         except openai.BadRequestError as exc:
-            raise JudgeError("bad_request", self._scrub(f"the server rejected the request (400): {exc.message}")) from None
+            raise JudgeError(
+                "bad_request", self._scrub(f"the server rejected the request (400): {exc.message}")
+            ) from None
         except openai.UnprocessableEntityError as exc:
-            raise JudgeError("bad_request", self._scrub(f"the server rejected the request (422): {exc.message}")) from None
+            raise JudgeError(
+                "bad_request", self._scrub(f"the server rejected the request (422): {exc.message}")
+            ) from None
         except openai.APIStatusError as exc:
             kind = "server_error" if exc.status_code >= 500 else "bad_request"
             raise JudgeError(kind, f"HTTP {exc.status_code}", _retry_after(exc.response)) from None
@@ -112,8 +121,16 @@ class ApiBackend:
             self.counts.generated += getattr(usage, "completion_tokens", 0) or 0
         return text or ""
 
-    def complete(self, messages: list[Message], *, temperature: float, top_p: float, max_tokens: int,
-                 seed: int, constrain: Scale | None = None) -> Completion:
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        temperature: float,
+        top_p: float,
+        max_tokens: int,
+        seed: int,
+        constrain: Scale | None = None,
+    ) -> Completion:
         params = dict(messages=messages, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
         if constrain is None:
             return Completion(self._reply_text(self._call(**params)))
@@ -125,21 +142,30 @@ class ApiBackend:
             except JudgeError as exc:
                 # a server that does not know this kind of constraint says 400/422 (or, like
                 # llama-cpp-python's server, a 500 naming response_format): try the next kind
-                rejected = exc.kind == "bad_request" or (exc.kind == "server_error" and "response_format" in exc.message)
+                rejected = exc.kind == "bad_request" or (
+                    exc.kind == "server_error" and "response_format" in exc.message
+                )
                 if not rejected:
                     raise
                 last = exc
                 continue
             self._constraint_style = style
             return Completion(self._reply_text(response), structured=style == "json_schema")
-        raise JudgeError("unsupported", "the server accepts neither a JSON schema nor a grammar for "
-                         f"constrained output; use --mode text ({last.message if last else ''})")
+        raise JudgeError(
+            "unsupported",
+            "the server accepts neither a JSON schema nor a grammar for "
+            f"constrained output; use --mode text ({last.message if last else ''})",
+        )
 
     @staticmethod
     def _constraint(style: str, scale: Scale) -> dict:
         if style == "json_schema":  # OpenAI structured outputs, vLLM
-            return {"response_format": {"type": "json_schema", "json_schema": {
-                "name": "rating", "strict": True, "schema": json_schema_for(scale)}}}
+            return {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "rating", "strict": True, "schema": json_schema_for(scale)},
+                }
+            }
         return {"extra_body": {"grammar": gbnf_for(scale)}}  # llama.cpp server
 
     def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]:
@@ -151,8 +177,10 @@ class ApiBackend:
         except (AttributeError, IndexError, TypeError):
             top = None
         if not top:
-            raise JudgeError("no_logprobs", f"the server at {self._where()} returned no top_logprobs; "
-                             "use --mode text or constrained with this API")
+            raise JudgeError(
+                "no_logprobs",
+                f"the server at {self._where()} returned no top_logprobs; use --mode text or constrained with this API",
+            )
         probabilities = dict.fromkeys(options, 0.0)
         for entry in top:
             token = (entry.token or "").strip()
@@ -169,8 +197,11 @@ class ApiBackend:
         except (AttributeError, IndexError, TypeError):
             top = None
         if not top:
-            raise JudgeError("no_logprobs", f"the server at {self._where()} returned no top_logprobs, which the "
-                             "Implicit Score needs; use the Explicit Score (--mode text) with this API")
+            raise JudgeError(
+                "no_logprobs",
+                f"the server at {self._where()} returned no top_logprobs, which the "
+                "Implicit Score needs; use the Explicit Score (--mode text) with this API",
+            )
         return [(entry.token or "", math.exp(entry.logprob)) for entry in top[:k]]
 
     def close(self) -> None:

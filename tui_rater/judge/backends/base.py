@@ -29,8 +29,16 @@ class Completion:
 class Backend(Protocol):
     counts: TokenCounts = field(default_factory=TokenCounts)
 
-    def complete(self, messages: list[Message], *, temperature: float, top_p: float, max_tokens: int,
-                 seed: int, constrain: Scale | None = None) -> Completion: ...
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        temperature: float,
+        top_p: float,
+        max_tokens: int,
+        seed: int,
+        constrain: Scale | None = None,
+    ) -> Completion: ...
 
     def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]: ...
 

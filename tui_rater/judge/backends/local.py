@@ -49,8 +49,14 @@ class LocalBackend:
         self.counts = TokenCounts()
         try:
             with _quiet_stderr():
-                self.llm = Llama(model_path=spec.model, n_ctx=spec.n_ctx, n_gpu_layers=spec.n_gpu_layers,
-                                 seed=spec.seed, verbose=False, logits_all=False)
+                self.llm = Llama(
+                    model_path=spec.model,
+                    n_ctx=spec.n_ctx,
+                    n_gpu_layers=spec.n_gpu_layers,
+                    seed=spec.seed,
+                    verbose=False,
+                    logits_all=False,
+                )
         except (ValueError, RuntimeError, OSError) as exc:
             raise JudgeError("model_load", f"llama.cpp could not load {spec.model} ({exc})") from None
         self._grammars: dict[str, object] = {}
@@ -71,8 +77,11 @@ class LocalBackend:
                 return ""
             return self.llm.detokenize([int(token_id)], special=True).decode("utf-8", "replace")
 
-        return Jinja2ChatFormatter(template, eos_token=token_text("tokenizer.ggml.eos_token_id"),
-                                   bos_token=token_text("tokenizer.ggml.bos_token_id"))
+        return Jinja2ChatFormatter(
+            template,
+            eos_token=token_text("tokenizer.ggml.eos_token_id"),
+            bos_token=token_text("tokenizer.ggml.bos_token_id"),
+        )
 
     def render(self, messages: list[Message]) -> str:
         if self._formatter is not None:
@@ -86,7 +95,8 @@ class LocalBackend:
             raise JudgeError(
                 "context_overflow",
                 f"the prompt is {len(tokens)} tokens, the context window {self.spec.n_ctx} "
-                f"(raise --n-ctx; items are never cut silently)")
+                f"(raise --n-ctx; items are never cut silently)",
+            )
         return tokens
 
     def _count_prefix(self, tokens: list[int]) -> int:
@@ -103,8 +113,16 @@ class LocalBackend:
 
     # --- the two operations --------------------------------------------------------------
 
-    def complete(self, messages: list[Message], *, temperature: float, top_p: float, max_tokens: int,
-                 seed: int, constrain: Scale | None = None) -> Completion:
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        temperature: float,
+        top_p: float,
+        max_tokens: int,
+        seed: int,
+        constrain: Scale | None = None,
+    ) -> Completion:
         prompt = self.render(messages)
         tokens = self._tokens(prompt)
         grammar = self._grammar(constrain) if constrain is not None else None
@@ -114,8 +132,16 @@ class LocalBackend:
         self._count_prefix(tokens)
         try:
             result = self.llm.create_completion(
-                tokens, max_tokens=4 if constrain is not None else budget, temperature=temperature,
-                top_p=top_p, seed=seed, grammar=grammar, top_k=0, min_p=0.0, repeat_penalty=1.0)
+                tokens,
+                max_tokens=4 if constrain is not None else budget,
+                temperature=temperature,
+                top_p=top_p,
+                seed=seed,
+                grammar=grammar,
+                top_k=0,
+                min_p=0.0,
+                repeat_penalty=1.0,
+            )
         except ValueError as exc:
             raise JudgeError("context_overflow", str(exc)) from None
         self.counts.generated += result["usage"]["completion_tokens"]
@@ -125,7 +151,7 @@ class LocalBackend:
         """One forward pass to the answer position (reusing the cached prefix); softmax of the logits."""
         tokens = self._tokens(self.render(messages))
         self.llm.n_tokens = self._count_prefix(tokens)  # keep the shared prefix in the KV cache
-        self.llm.eval(tokens[self.llm.n_tokens:])
+        self.llm.eval(tokens[self.llm.n_tokens :])
         logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),)).astype(np.float64)
         probs = np.exp(logits - logits.max())
         return probs / probs.sum()
