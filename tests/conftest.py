@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,12 @@ SAMPLE = ROOT / "sample_data"
 def digest(path: Path) -> str | None:
     """SHA-256 of a file (None if absent): 'the database is byte-for-byte unchanged'."""
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache_dir(tmp_path_factory):
+    """Model hashes (tui_rater.judge.spec.file_sha256) are cached in a temporary folder, never the user's."""
+    os.environ["TUI_RATER_CACHE_DIR"] = str(tmp_path_factory.mktemp("user-cache"))
 
 
 @pytest.fixture

@@ -152,7 +152,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     _judge_flags(p)
     p.add_argument("--task", help="only this task (default: every task in the study)")
-    p.add_argument("--workers", type=int, default=None, help="parallel workers (default: 1 local, 8 API)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="parallel workers (default: 16 local sequences in one shared model, 8 API)",
+    )
     p.add_argument("--limit", type=int, help="only the first N items of each task")
     p.set_defaults(run=cmd_judge)
 
@@ -554,7 +559,9 @@ def cmd_judge(args, settings) -> int:
             raise UserError("--conversation works with --mode text or constrained")
     if args.workers is not None and not 1 <= args.workers <= 64:
         raise UserError("--workers must be between 1 and 64")
-    workers = args.workers or (8 if spec.is_api else 1)
+    from tui_rater.judge.backends.local import DEFAULT_SEQUENCES
+
+    workers = args.workers or (8 if spec.is_api else DEFAULT_SEQUENCES)  # local: sequences of one model, not copies
     if spec.is_api:
         spec.api_key()  # fail now, with one sentence, if there is no key
     config = provenance(spec)

@@ -23,6 +23,9 @@ class TokenCounts:
 class Completion:
     text: str
     structured: bool = False  # the reply is {"score": ...} JSON from a constrained request
+    # "stop": the model ended the reply; "length": cut by max_tokens or the context window (a truncated reply);
+    # None: the backend did not say
+    finish_reason: str | None = None
 
 
 @dataclass
@@ -41,5 +44,7 @@ class Backend(Protocol):
     ) -> Completion: ...
 
     def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]: ...
+
+    def top_tokens(self, messages: list[Message], k: int = 5) -> list[tuple[str, float]]: ...
 
     def close(self) -> None: ...
