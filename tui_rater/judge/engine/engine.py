@@ -42,15 +42,16 @@ class Engine:
         self.n_batch = n_batch
         n_threads = n_threads or os.cpu_count() or 1
         try:
-            self.ctx = Context(
-                self.model, n_ctx_seq=n_ctx, n_seq=n_seq, n_batch=n_batch, n_threads=n_threads, gpu=n_gpu_layers != 0
-            )
+            self.ctx = Context(self.model, n_ctx_seq=n_ctx, n_seq=n_seq, n_batch=n_batch, n_threads=n_threads)
         except Exception:
             self.model.close()
             raise
         self.batch = Batch(n_batch, n_seq)
         self.slots = [Slot(i, n_ctx + 1) for i in range(n_seq)]
         self.counts = TokenCounts()  # written by the engine thread only
+        # what idle sequences keep for later prompts (a conversation's next turn, an item's next question), most
+        # recently used first: every cell kept widens every sequence's attention in the unified cache
+        self.idle_budget = n_ctx
         self.steps = 0
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._waiting: deque[Request] = deque()
@@ -289,6 +290,17 @@ class Engine:
         self._tick += 1
         slot.last_used = self._tick
         request.future.set_result(result)
+        self._trim_idle()
+
+    def _trim_idle(self) -> None:
+        """Keep the most recently used idle sequences' tokens within the budget; forget the rest."""
+        kept = 0
+        for slot in sorted((s for s in self.slots if s.idle and s.n_kv), key=lambda s: -s.last_used):
+            if kept + slot.n_kv <= self.idle_budget:
+                kept += slot.n_kv
+            else:
+                self.ctx.seq_rm(slot.seq, 0, -1)
+                slot.n_kv = 0
 
     def _fail_all(self, error: JudgeError) -> None:
         """Fail every request in flight or waiting, and start again from an empty KV cache."""
