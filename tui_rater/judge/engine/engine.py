@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from tui_rater.judge.backends.base import TokenCounts
-from tui_rater.judge.engine.native import Batch, Context, Model
+from tui_rater.judge.engine.native import Batch, Context, LoadError, Model
 from tui_rater.judge.engine.sampling import SequenceSampler
 from tui_rater.judge.engine.slots import Generated, Request, Slot, place
 from tui_rater.judge.errors import JudgeError
@@ -47,6 +47,7 @@ class Engine:
             self.model.close()
             raise
         self.batch = Batch(n_batch, n_seq)
+        self._warm_up()
         self.slots = [Slot(i, n_ctx + 1) for i in range(n_seq)]
         self.counts = TokenCounts()  # written by the engine thread only
         # what idle sequences keep for later prompts (a conversation's next turn, an item's next question), most
@@ -60,6 +61,21 @@ class Engine:
         self._samplers = ThreadPoolExecutor(n_threads, thread_name_prefix="llama-sampler") if n_threads > 1 else None
         self._thread = threading.Thread(target=self._run, name="llama-engine", daemon=True)
         self._thread.start()
+
+    def _warm_up(self) -> None:
+        """One decode before the first prompt (as llama.cpp's tools do): the first real batch is not slowed by
+        loading the weights into memory and allocating the compute graph."""
+        self.batch.add(np.array([self.model.bos or 0], np.int32), 0, 0, True)
+        code = self.ctx.decode(self.batch)
+        self.batch.clear()
+        self.ctx.clear()
+        if code != 0:
+            self.close_native()
+            raise LoadError(f"llama.cpp could not decode with {self.model.path} (llama_decode returned {code})")
+
+    def close_native(self) -> None:
+        self.ctx.close()
+        self.model.close()
 
     # --- the callers' side (any thread) ---------------------------------------------------
 
@@ -106,8 +122,7 @@ class Engine:
                 slot.sampler.close()
         if self._samplers is not None:
             self._samplers.shutdown()
-        self.ctx.close()
-        self.model.close()
+        self.close_native()
 
     # --- the engine thread --------------------------------------------------------------------
 

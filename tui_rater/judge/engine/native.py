@@ -61,6 +61,7 @@ class Model:
         if not ptr:
             raise LoadError(f"llama.cpp could not load {path}")
         self.ptr = ptr
+        self.path = path
         self.vocab = lc.llama_model_get_vocab(ptr)
         self.n_vocab = int(lc.llama_vocab_n_tokens(self.vocab))
         self.n_ctx_train = int(lc.llama_model_n_ctx_train(ptr))
