@@ -68,11 +68,20 @@ class Progress:
     fatal: JudgeError | None = None
     started: float = field(default_factory=time.monotonic)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    changed: threading.Condition = field(default_factory=threading.Condition)
 
     def add(self, **changes: int) -> None:
         with self.lock:
             for name, delta in changes.items():
                 setattr(self, name, getattr(self, name) + delta)
+        with self.changed:
+            self.changed.notify_all()
+
+    def wait_for_change(self, timeout: float) -> None:
+        """Until another worker ends a job (its lease may have been the last) or ``timeout``: a worker that found
+        nothing to lease looks again then, instead of a whole poll interval after the queue drained."""
+        with self.changed:
+            self.changed.wait(timeout)
 
 
 def parse_reply(text: str, attribute: Attribute, structured: bool = False):
@@ -130,7 +139,7 @@ class Worker(threading.Thread):
                 if not jobs:
                     if self.drain and queue.pending(study, self.rater_id) == 0:
                         return
-                    self.stop_event.wait(self.poll_s)
+                    self.progress.wait_for_change(self.poll_s)
                     continue
                 for index, job in enumerate(jobs):
                     if self.stop_event.is_set():

@@ -132,22 +132,32 @@ class LocalBackend:
         )
         return Completion(self.model.detokenize(result.tokens), finish_reason=result.finish_reason)
 
-    def _next_token_probabilities(self, messages: list[Message]) -> np.ndarray:
-        logits = self.engine.probe(self.prompt_tokens(messages)).astype(np.float64)  # type: ignore[attr-defined]
-        probs = np.exp(logits - logits.max())
-        return probs / probs.sum()
+    def _next_token_probabilities(self, messages: list[Message]) -> tuple[np.ndarray, float, float]:
+        """(logits, max logit, log of the softmax's normaliser): p(t) = exp(logit[t] - max - log_z). One pass in
+        float32 with a float64 sum: a full float64 softmax of a 152k vocabulary per question costs ~1.5 ms."""
+        logits = self.engine.probe(self.prompt_tokens(messages))  # type: ignore[attr-defined]
+        top = float(logits.max())
+        return logits, top, float(np.log(np.exp(logits - top).sum(dtype=np.float64)))
 
     def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]:
         """The raw next-token probability of each option's token(s) at the answer position (not renormalised)."""
         token_ids = {option: self._option_tokens(option) for option in options}
-        probs = self._next_token_probabilities(messages)
-        return {option: float(sum(probs[t] for t in ids)) for option, ids in token_ids.items()}
+        logits, top, log_z = self._next_token_probabilities(messages)
+
+        def p(t: int) -> float:
+            return float(np.exp(float(logits[t]) - top - log_z))
+
+        return {option: sum(p(t) for t in ids) for option, ids in token_ids.items()}
 
     def top_tokens(self, messages: list[Message], k: int = 5) -> list[tuple[str, float]]:
         """The k most probable next tokens (text, probability): Chen et al.'s Implicit Score input."""
-        probs = self._next_token_probabilities(messages)
-        best = np.argsort(-probs, kind="stable")[:k]
-        return [(self.model.piece(int(t)).decode("utf-8", "replace"), float(probs[t])) for t in best]
+        logits, top, log_z = self._next_token_probabilities(messages)
+        best = np.argpartition(-logits, k)[:k] if k < logits.size else np.arange(logits.size)
+        best = best[np.lexsort((best, -logits[best]))]  # most probable first; equal logits in token order
+        return [
+            (self.model.piece(int(t)).decode("utf-8", "replace"), float(np.exp(float(logits[t]) - top - log_z)))
+            for t in best
+        ]
 
     def _option_tokens(self, option: str) -> list[int]:
         """Single tokens that spell the option, bare or after a space ("3", " 3")."""
