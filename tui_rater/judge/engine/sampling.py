@@ -3,13 +3,14 @@
 Chiang & Lee sample with temperature 1.0 and nucleus top-p 0.9 over the whole vocabulary (no top-k). llama.cpp's
 ``top_p`` sampler gets the nucleus by sorting the candidates; when the nucleus is large (a flat distribution: 126k of
 Qwen2's 152k tokens on a random-weight model) that is a full sort of the vocabulary, 11 of the 13 ms a token costs.
-Here the nucleus is found by selection in O(vocabulary) on the float64 probabilities, and llama.cpp's own samplers
-do the rest in C, on the nucleus only: ``temp`` then ``dist`` (mt19937 seeded per sequence), after llama.cpp's
-``grammar`` sampler in constrained mode -- the chain llama-cpp-python builds (grammar -> top-p -> temp -> dist).
+Here the nucleus is found by selection in O(vocabulary) (a histogram of log-probabilities), and llama.cpp's own
+samplers do the rest in C, on the nucleus only: ``temp`` then ``dist`` (mt19937 seeded per sequence), after
+llama.cpp's ``grammar`` sampler in constrained mode -- the chain llama-cpp-python builds (grammar -> top-p -> temp ->
+dist).
 
 A nucleus of at most ``SORTED_NUCLEUS`` tokens is cut with llama.cpp's own float32 arithmetic and handed to ``dist``
 in descending order, as llama.cpp's top-p leaves it, so such steps draw the same token as llama-cpp-python for the
-same seed and logits; a larger nucleus (a nearly flat distribution) is the exact float64 one, handed over in token
+same seed and logits; a larger nucleus (a nearly flat distribution) is cut with float64 sums, handed over in token
 order: the same distribution, a different token for the same seed.
 """
 
@@ -23,60 +24,39 @@ import numpy as np
 from tui_rater.judge.engine.native import TOKEN_DATA, Model
 
 SORTED_NUCLEUS = 4096
-_WINDOW = 16  # sample positions either side of the estimated cut (see nucleus_cut)
+_BINS_PER_NAT, _BINS = 64, 64 * 64  # a histogram of log-probabilities, 1/64 nat wide, down to e^-64 of the top
 
 
 class GrammarError(ValueError):
     """The GBNF grammar does not parse."""
 
 
-def nucleus_cut(p: np.ndarray, top_p: float) -> float:
-    """The smallest probability in the nucleus: the most probable tokens whose mass first reaches ``top_p``.
-
-    ``p`` need not be normalised. Selection, not a sort: a strided sample estimates where the cut lies, one pass
-    over the candidates keeps only those near it (everything above is counted as kept), and only that window is
-    sorted. Expected O(n).
-    """
-    target = top_p * float(p.sum())
-    cand, above = p, 0.0  # candidates still undecided; mass of those decided to be above the cut
-    while cand.size > 4 * SORTED_NUCLEUS:
-        sample = np.sort(cand[:: max(1, cand.size // 1024)])[::-1]
-        scaled = above + np.cumsum(sample) * (float(cand.sum()) / float(sample.sum()))
-        i = int(np.searchsorted(scaled, target))
-        hi, lo = sample[max(i - _WINDOW, 0)], sample[min(i + _WINDOW, sample.size - 1)]
-        over = cand > hi
-        mass_over = float(cand.sum(where=over))
-        if above + mass_over >= target:  # the cut is above hi
-            cand = cand[over]
-            continue
-        window = ~over & (cand >= lo)
-        mass_window = float(cand.sum(where=window))
-        if above + mass_over + mass_window < target:  # the cut is below lo
-            above += mass_over + mass_window
-            cand = cand[cand < lo]
-            continue
-        if window.all():  # no progress (top_p very close to 1): sort what is left
-            break
-        above += mass_over
-        cand = cand[window]
-    ordered = np.sort(cand)[::-1]
-    i = int(np.searchsorted(above + np.cumsum(ordered), target))
-    return float(ordered[min(i, ordered.size - 1)])
-
-
 def nucleus(logits: np.ndarray, top_p: float) -> tuple[np.ndarray, bool]:
-    """Token ids of the nucleus (tokens of probability 0, e.g. masked by a grammar, never), and whether sorted."""
+    """Token ids of the nucleus (tokens of probability 0, e.g. masked by a grammar, never), and whether sorted.
+
+    Selection, not a sort: a histogram of the tokens' log-probabilities (float32 probabilities, float64 masses)
+    finds the bin where the running mass reaches ``top_p``; only that bin's tokens are sorted. O(vocabulary).
+    """
     top = float(logits.max())
     if not np.isfinite(top):
         return np.empty(0, np.int64), True
-    p = np.exp(logits.astype(np.float64) - top)
-    ids = np.flatnonzero(p > 0)
-    if top_p >= 1.0:
-        return ids, False
-    cut = nucleus_cut(p if ids.size == p.size else p[ids], top_p)
-    if np.count_nonzero(p >= cut) <= SORTED_NUCLEUS:
-        return _llama_top_p(logits, p, cut, top_p), True
-    return ids[p[ids] >= cut], False
+    below = top - logits  # nats below the most probable token (inf: masked)
+    p = np.exp(-below)
+    if top_p >= 1.0:  # llama.cpp's top-p keeps everything, in token order
+        return np.flatnonzero(p > 0), False
+    bins = np.minimum(below * _BINS_PER_NAT, _BINS - 1).astype(np.int32)
+    running = np.cumsum(np.bincount(bins, weights=p, minlength=_BINS))
+    target = top_p * float(running[-1])
+    edge = min(int(np.searchsorted(running, target)), _BINS - 1)  # the first bin whose running mass reaches it
+    inside = np.flatnonzero(bins == edge)
+    inside = inside[np.argsort(-p[inside], kind="stable")]
+    above = float(running[edge - 1]) if edge else 0.0
+    reached = int(np.searchsorted(above + np.cumsum(p[inside], dtype=np.float64), target))
+    cut = p[inside[min(reached, inside.size - 1)]]
+    ids = np.flatnonzero(p >= max(cut, np.finfo(np.float32).tiny))
+    if ids.size <= SORTED_NUCLEUS:
+        return _llama_top_p(logits, p, float(cut), top_p), True
+    return ids, False
 
 
 def _llama_top_p(logits: np.ndarray, p: np.ndarray, cut: float, top_p: float) -> np.ndarray:
@@ -115,8 +95,10 @@ class SequenceSampler:
             if not self.grammar:
                 raise GrammarError("the GBNF grammar does not parse")
         # LLAMA_DEFAULT_SEED (2^32 - 1) would mean "random": seeds are taken modulo 2^32 - 1
-        self.chain = None if self.greedy else _chain(lc.llama_sampler_init_temp(temperature),
-                                                     lc.llama_sampler_init_dist(seed % 0xFFFFFFFF))  # fmt: skip
+        self.chain = None
+        if not self.greedy:  # (temperature 1 divides every logit by 1: left out)
+            scale = [lc.llama_sampler_init_temp(temperature)] if temperature != 1.0 else []
+            self.chain = _chain(*scale, lc.llama_sampler_init_dist(seed % 0xFFFFFFFF))
 
     def sample(self, logits: np.ndarray) -> int:
         if self.grammar is not None:
