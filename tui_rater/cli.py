@@ -9,9 +9,13 @@ import argparse
 import io
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tui_rater.config import DEFAULT_DB, Settings, load_settings
-from tui_rater.errors import UserError
+from tui_rater.domain.errors import UserError
+
+if TYPE_CHECKING:
+    from tui_rater.service.judging import JudgeOptions
 
 REPO_SAMPLE_DATA = Path(__file__).resolve().parent.parent / "sample_data"
 
@@ -246,6 +250,12 @@ def _judge_flags(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--max-tokens", type=int, help="reply length limit (default 128)")
     g.add_argument("--max-retries", type=int, help="regenerations of a reply that does not parse (default 3)")
+    g.add_argument(
+        "--min-mass",
+        type=float,
+        help="distribution: below this next-token probability on the scale's options a pass is stored as "
+        "low_mass, not as a rating (default 0.5)",
+    )
     g.add_argument("--n-ctx", type=int, help="local: context window in tokens (default 4096)")
     g.add_argument("--n-gpu-layers", type=int, help="local: layers to offload to CUDA/Metal (-1 = all)")
     g.add_argument("--chat-template", metavar="FILE", help="local: a Jinja chat template (default: the GGUF's)")
@@ -254,43 +264,37 @@ def _judge_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=float, default=120.0, help="API: seconds to wait for a reply")
 
 
-def judge_spec(args: argparse.Namespace, settings: Settings, task_names: list[str] | None = None):
-    from tui_rater.judge.spec import JudgeSpec
+def judge_options(args: argparse.Namespace) -> JudgeOptions:
+    """The judge flags as the service's options (None: the protocol's or the config file's default)."""
+    from tui_rater.service.judging import JudgeOptions
 
-    d = settings.judge
     template = None
     if args.chat_template:
         try:
             template = Path(args.chat_template).read_text(encoding="utf-8")
         except OSError as exc:
             raise UserError(f"cannot read chat template {args.chat_template}: {exc.strerror}") from None
-    chen = any(name in ("story-explicit", "story-pairwise") for name in task_names or [])
-    variant = args.variant or ("v1" if chen else "plain")
-    pick = lambda flag, default: default if flag is None else flag
-    samples, temperature = d.samples, d.temperature
-    if chen:
-        # Chen et al.: greedy decoding for explicit scores and pairwise V1-V3; V5 (explicit) and
-        # V4 (pairwise) sample five reasons with top-p and vote / average
-        sampled = variant == "v5" or (variant == "v4" and "story-pairwise" in (task_names or []))
-        samples, temperature = (5, 1.0) if sampled else (1, 0.0)
-    return JudgeSpec(
+        except UnicodeDecodeError:
+            raise UserError(f"chat template {args.chat_template} is not valid UTF-8") from None
+    return JudgeOptions(
         model=args.model,
         mode=args.mode,
-        variant=variant,
-        samples=pick(args.samples, samples),
-        temperature=pick(args.temperature, temperature),
-        top_p=pick(args.top_p, d.top_p),
+        variant=args.variant,
+        samples=args.samples,
+        temperature=args.temperature,
+        top_p=args.top_p,
         seed=args.seed,
         conversation=args.conversation,
-        max_tokens=pick(args.max_tokens, d.max_tokens),
-        max_retries=pick(args.max_retries, d.max_retries),
-        n_ctx=pick(args.n_ctx, d.n_ctx),
-        n_gpu_layers=pick(args.n_gpu_layers, d.n_gpu_layers),
+        max_tokens=args.max_tokens,
+        max_retries=args.max_retries,
+        min_mass=args.min_mass,
+        n_ctx=args.n_ctx,
+        n_gpu_layers=args.n_gpu_layers,
         chat_template=template,
-        base_url=args.base_url or d.base_url,
-        api_key_env=args.api_key_env or d.api_key_env,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
         timeout_s=args.timeout,
-    ).validate()
+    )
 
 
 def _version() -> str:
@@ -485,39 +489,13 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
         study, task, annotator, order=getattr(args, "order", "imported"), seed=getattr(args, "seed", 0)
     )
     judges = None
-    specs = []
-    for model in getattr(args, "judge", []):
-        ns = argparse.Namespace(
-            **{
-                **{
-                    k: None
-                    for k in (
-                        "mode",
-                        "variant",
-                        "samples",
-                        "temperature",
-                        "top_p",
-                        "max_tokens",
-                        "max_retries",
-                        "n_ctx",
-                        "n_gpu_layers",
-                        "chat_template",
-                        "api_key_env",
-                    )
-                },
-                "model": model,
-                "mode": "text",
-                "seed": 0,
-                "conversation": False,
-                "timeout": 120.0,
-                "base_url": getattr(args, "base_url", None),
-            }
-        )
-        specs.append(judge_spec(ns, settings, [task]))
-    if specs:
-        from tui_rater.judge.runner import JudgeRunner
+    if getattr(args, "judge", []):
+        from tui_rater.service.judging import BackgroundJudges, JudgeOptions, resolve_spec
 
-        judges = JudgeRunner(study, task, specs)
+        base_url = getattr(args, "base_url", None)
+        tasks = [study.task(task)]
+        specs = [resolve_spec(JudgeOptions(m, base_url=base_url), tasks, settings.judge) for m in args.judge]
+        judges = BackgroundJudges(study, task, specs)
     from tui_rater.ui.app import AppOptions, make_app
 
     options = AppOptions(
@@ -532,46 +510,24 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
 
 
 def cmd_judge(args, settings) -> int:
-
-    from tui_rater.domain.prompts import variants_for
-    from tui_rater.judge import queue
-    from tui_rater.judge.spec import provenance, rater_name
-    from tui_rater.judge.worker import jobs_for, run_judge
+    from tui_rater.service import judging
 
     study = _open(args, settings, create=False)
     task_names = [args.task] if args.task else study.item_task_names()
     if not task_names:
         raise UserError(f"{study.path} holds no items; import some first")
-    spec = judge_spec(args, settings, task_names)
-    for name in task_names:
-        task = study.task(name)
-        if spec.variant not in variants_for(task):
-            raise UserError(
-                f"variant {spec.variant!r} does not apply to task {name!r} "
-                f"(choose one of: {', '.join(variants_for(task))}); judge one task at a time with --task"
-            )
-        if spec.conversation and spec.mode == "distribution":
-            raise UserError("--conversation works with --mode text or constrained")
-    if args.workers is not None and not 1 <= args.workers <= 64:
-        raise UserError("--workers must be between 1 and 64")
-    workers = args.workers or (8 if spec.is_api else 1)
-    if spec.is_api:
-        spec.api_key()  # fail now, with one sentence, if there is no key
-    config = provenance(spec)
-    rater = study.judge(rater_name(spec, config), config)
-    added = 0
-    for name in task_names:
-        task = study.task(name)
-        keys = [item.key for item in study.items(name)][: args.limit]
-        attributes, samples = jobs_for(task, spec)
-        added += queue.enqueue(study, rater.id, keys, attributes, samples)
-    total = queue.pending(study, rater.id)
-    print(f"judge {rater.name}: {added} new jobs, {total} to run, {workers} worker(s)", file=sys.stderr)
-    threads, progress, stop = run_judge(study.path, rater.id, spec, config, workers=workers)
-    _watch(threads, progress, stop, total)
+    spec = judging.resolve_spec(judge_options(args), [study.task(name) for name in task_names], settings.judge)
+    plan = judging.plan_judge(study, spec, task_names, args.limit)
+    workers = args.workers or judging.default_workers(spec)
+    print(
+        f"judge {plan.rater.name}: {plan.added} new jobs, {plan.pending} to run, {workers} worker(s)", file=sys.stderr
+    )
+    run = judging.start_judge(study.path, plan, workers)
+    _watch(run.threads, run.progress, run.stop_event, plan.pending)
+    progress = run.progress
     if progress.fatal:
         raise UserError(f"the judge stopped: {progress.fatal.message}")
-    left = queue.counts(study, rater.id)
+    left = judging.queue_counts(study, plan.rater.id)
     print(
         f"done: {progress.done} jobs ({progress.parse_failures} replies did not parse; "
         f"{progress.cached} answered from the store), failed: {left['failed']}, "
@@ -616,7 +572,7 @@ def _watch(threads, progress, stop, total: int) -> None:
 def cmd_queue(args, settings) -> int:
     from rich.table import Table
 
-    from tui_rater.judge import queue
+    from tui_rater.service import judging
 
     study = _open(args, settings, create=False)
     rater_id = None
@@ -626,21 +582,21 @@ def cmd_queue(args, settings) -> int:
             raise UserError(f"no judge named {args.rater!r} in {study.path}")
         rater_id = matches[0].id
     if args.cancel:
-        print(f"cancelled {queue.cancel(study, rater_id)} jobs")
+        print(f"cancelled {judging.cancel_jobs(study, rater_id)} jobs")
     if args.retry:
-        print(f"queued {queue.retry(study, rater_id)} jobs again")
+        print(f"queued {judging.retry_jobs(study, rater_id)} jobs again")
     table = Table(title="Judge queue", title_justify="left")
     for column in ("judge", "queued", "leased", "done", "failed", "cancelled"):
         table.add_column(column)
     for rater in study.raters("llm"):
         if rater_id is not None and rater.id != rater_id:
             continue
-        c = queue.counts(study, rater.id)
+        c = judging.queue_counts(study, rater.id)
         if sum(c.values()):
             table.add_row(rater.name, *(str(c[k]) for k in ("queued", "leased", "done", "failed", "cancelled")))
     console = _console()
     console.print(table)
-    failed = queue.failures(study)
+    failed = judging.queue_failures(study)
     if failed:
         errors = Table(title="Recent failures", title_justify="left")
         for column in ("item", "attribute", "sample", "attempts", "error"):
@@ -658,18 +614,12 @@ def cmd_queue(args, settings) -> int:
 
 
 def cmd_report(args, settings) -> int:
+    from tui_rater.service.reports import build_reports
     from tui_rater.stats import render
-    from tui_rater.stats.report import build_report
 
     study = _open(args, settings, create=False)
-    names = [args.task] if args.task else study.item_task_names()
-    for name in names:
-        study.task(name)
     tau = None if args.no_spa_filter else args.spa_tau
-    reports = {name: build_report(study, name, spa_tau=tau) for name in names}
-    reports = {name: records for name, records in reports.items() if records or args.task}
-    if not reports:
-        raise UserError(f"{study.path} holds no ratings yet")
+    reports = build_reports(study, [args.task] if args.task else None, tau)
     if args.format == "table" and not args.out:
         console = _console()
         for name, records in reports.items():
@@ -728,29 +678,15 @@ def cmd_spa_setup(args, settings) -> int:
 
 
 def cmd_reparse(args, settings) -> int:
-    from tui_rater.judge.worker import parse_reply
-    from tui_rater.store.db import write
+    from tui_rater.service.reparse import reparse
 
     study = _open(args, settings, create=False)
-    rows = list(
-        study.db.query(
-            "SELECT r.id, r.attribute, r.raw, r.value, r.parse_status, i.task FROM ratings r "
-            "JOIN items i ON i.key = r.item_key JOIN raters ra ON ra.id = r.rater_id "
-            "WHERE ra.kind = 'llm' AND r.raw IS NOT NULL"
-        )
+    result = reparse(study)
+    statuses = ", ".join(f"{n} now {status}" for status, n in sorted(result.by_status.items()))
+    print(
+        f"re-read {result.checked} stored judge ratings: {result.changed} changed"
+        + (f" ({statuses})" if statuses else "")
     )
-    changed = 0
-    with write(study.db) as conn:
-        for row in rows:
-            attribute = study.task(row["task"]).attribute(row["attribute"])
-            result = parse_reply(row["raw"], attribute, structured=row["raw"].lstrip().startswith("{"))
-            status = "ok" if result.ok else result.failure
-            if (result.value, status) != (row["value"], row["parse_status"]):
-                conn.execute(
-                    "UPDATE ratings SET value = ?, parse_status = ? WHERE id = ?", [result.value, status, row["id"]]
-                )
-                changed += 1
-    print(f"re-parsed {len(rows)} stored replies: {changed} changed")
     return 0
 
 

@@ -27,7 +27,7 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from tui_rater.errors import UserError
+from tui_rater.domain.errors import UserError
 
 DEFAULT_DB = "tui-rater.db"
 ENV_PREFIX = "TUI_RATER_"

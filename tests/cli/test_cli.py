@@ -184,7 +184,7 @@ def test_headless_commands_do_not_import_textual():
     code = (
         "import sys; from tui_rater.cli import main; import tui_rater.store.io, tui_rater.store.study, "
         "tui_rater.domain.prompts, tui_rater.domain.parsing, tui_rater.domain.diff, tui_rater.judge.queue, "
-        "tui_rater.judge.worker, tui_rater.judge.spec, tui_rater.judge.scoring, tui_rater.judge.runner, "
+        "tui_rater.judge.worker, tui_rater.judge.spec, tui_rater.service.judging, tui_rater.service.reparse, "
         "tui_rater.store.session, tui_rater.domain.display; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'llama_cpp', 'openai')]; "
         "print(bad); sys.exit(1 if bad else 0)"

@@ -5,9 +5,21 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import SHARED
-from tui_rater.domain.prompts import CHEN_EXPLICIT, CHEN_PAIRWISE, fill, render, template_for
+from tui_rater.domain import protocols
+from tui_rater.domain.errors import UserError
+from tui_rater.domain.prompts import CHEN_EXPLICIT, CHEN_PAIRWISE, fill
 from tui_rater.domain.tasks import BUILTIN_TASKS, STORY
-from tui_rater.errors import UserError
+
+
+def template_for(task, attribute, variant="plain"):
+    protocol = protocols.of(attribute)
+    protocol.check_variant(task, attribute, variant)
+    return protocol.template(task, attribute, variant)
+
+
+def render(task, attribute, fields, variant="plain"):
+    return protocols.of(attribute).render(task, attribute, fields, variant)
+
 
 CHIANG = SHARED / "seeds" / "001_29096bd7282ac109.txt"
 CHEN = SHARED / "seeds" / "004_2ef064783dfcafc3.txt"

@@ -112,7 +112,7 @@ def run_one(study, spec, n_items=1):
     config = provenance(spec)
     rater = study.judge(rater_name(spec, config), config)
     keys = [i.key for i in study.items("story")][:n_items]
-    queue.enqueue(study, rater.id, keys, ["likability"], 1)
+    queue.enqueue(study, rater.id, keys, [("likability", "", 0)])
     threads, progress, _ = run_judge(study.path, rater.id, spec, config)
     for t in threads:
         t.join(timeout=60)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tests.judge.test_api import ERR, Script, fake_server  # noqa: F401 - fixture
 from tests.ui.conftest import STORIES, ratings_of, settle
-from tui_rater.judge.runner import JudgeRunner
 from tui_rater.judge.spec import JudgeSpec
+from tui_rater.service.judging import BackgroundJudges
 from tui_rater.stats.report import build_report
 from tui_rater.store.session import AnnotationSession
 from tui_rater.store.study import Study
@@ -16,7 +16,7 @@ async def test_failing_judge_does_not_stop_the_person(tmp_path, fake_server):  #
     study = Study.open(tmp_path / "f.db")
     study.add_items(study.task("story"), STORIES)
     url = fake_server(Script([(401, {}, ERR, 0)]))
-    runner = JudgeRunner(study, "story", [JudgeSpec("api:m", base_url=url, samples=1).validate()])
+    runner = BackgroundJudges(study, "story", [JudgeSpec("api:m", base_url=url, samples=1).validate()])
     app = make_app(AnnotationSession.open(study.reopen(), "story", "alice"), judges=runner)
     async with app.run_test(size=(100, 30)) as pilot:
         for _ in range(60):

@@ -245,7 +245,7 @@ async def test_cancel_and_retry_jobs_from_the_app(app_for, study):
     from tui_rater.judge import queue
 
     judge = study.judge("judge-q", {"m": 2})
-    queue.enqueue(study, judge.id, [i.key for i in study.items("story")], ["likability"], 1)
+    queue.enqueue(study, judge.id, [i.key for i in study.items("story")], [("likability", "", 0)])
     app = app_for()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("a")

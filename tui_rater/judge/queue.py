@@ -81,6 +81,7 @@ class Job:
     rater_id: int
     sample: int
     attempts: int
+    presentation: str = ""  # '' as stored, or a pair's 'original' / 'swapped' order
 
 
 @dataclass(frozen=True)
@@ -93,20 +94,22 @@ class RatingResult:
     details: dict | None = None
 
 
-def enqueue(study: Study, rater_id: int, item_keys: list[int], attributes: list[str], samples: int) -> int:
-    """Add the jobs that do not exist yet; return how many were added."""
+def enqueue(study: Study, rater_id: int, item_keys: list[int], shapes: list[tuple[str, str, int]]) -> int:
+    """Add the jobs that do not exist yet, ``shapes`` = (attribute, presentation, sample) per item.
+
+    Return how many were added.
+    """
     now = utc_now()
     rows = [
-        (key, attribute, rater_id, sample, str(key), now, now)
+        (key, attribute, rater_id, sample, presentation, str(key), now, now)
         for key in item_keys
-        for attribute in attributes
-        for sample in range(samples)
+        for attribute, presentation, sample in shapes
     ]
     with write(study.db) as conn:
         before = conn.total_changes
         conn.executemany(
-            "INSERT OR IGNORE INTO jobs (item_key, attribute, rater_id, sample, prefix_key, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO jobs (item_key, attribute, rater_id, sample, presentation, prefix_key, created_at, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
         return conn.total_changes - before
@@ -135,8 +138,8 @@ def lease(
         rows = []
         for key in keys:
             rows += conn.execute(
-                f"SELECT id, item_key, attribute, rater_id, sample, attempts FROM jobs WHERE {ready} AND item_key = ? "
-                "ORDER BY id LIMIT ?",
+                "SELECT id, item_key, attribute, rater_id, sample, attempts, presentation FROM jobs "
+                f"WHERE {ready} AND item_key = ? ORDER BY id LIMIT ?",
                 [rater_id, now, now, key, max_jobs - len(rows)],
             ).fetchall()
             if len(rows) >= min_jobs or len(rows) >= max_jobs:
@@ -146,7 +149,7 @@ def lease(
             "updated_at = ? WHERE id = ?",
             [(owner, now + lease_s, utc_now(), r[0]) for r in rows],
         )
-    return [Job(r[0], r[1], r[2], r[3], r[4], r[5] + 1) for r in rows]
+    return [Job(r[0], r[1], r[2], r[3], r[4], r[5] + 1, r[6]) for r in rows]
 
 
 def renew(study: Study, jobs: list[Job], owner: str, lease_s: float = LEASE_S) -> None:
@@ -174,13 +177,14 @@ def complete(
         if claimed != 1:
             return False
         conn.executemany(
-            "INSERT INTO ratings (item_key, attribute, rater_id, sample, value, raw, parse_status, created_at, "
-            "job_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO ratings (item_key, attribute, rater_id, presentation, sample, value, raw, parse_status, "
+            "created_at, job_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     job.item_key,
                     r.attribute,
                     job.rater_id,
+                    job.presentation,
                     r.sample,
                     r.value,
                     r.raw,
@@ -279,7 +283,8 @@ def failures(study: Study, limit: int = 20) -> list[dict]:
     return [
         dict(r)
         for r in study.db.query(
-            "SELECT j.id, i.id AS item, i.task, j.attribute, j.sample, ra.name AS rater, j.attempts, j.error_kind, "
+            "SELECT j.id, i.id AS item, i.task, j.attribute, j.presentation, j.sample, ra.name AS rater, j.attempts, "
+            "j.error_kind, "
             "j.last_error FROM jobs j JOIN items i ON i.key = j.item_key JOIN raters ra ON ra.id = j.rater_id "
             "WHERE j.status = 'failed' ORDER BY j.updated_at DESC LIMIT ?",
             [limit],

@@ -52,9 +52,8 @@ class PaneData:
     failures: list[dict]
 
 
-def pane_data(study: Study, task_name: str, top_gaps: int = 5) -> PaneData:
-    from tui_rater.judge import queue
-
+def pane_data(study: Study, task_name: str, queue: dict[str, int], failures: list[dict], top_gaps: int = 5) -> PaneData:
+    """The pane's numbers; ``queue`` and ``failures`` describe the judge queue (the service reads them)."""
     task = study.task(task_name)
     report = Report(study, task)
     ids = {item.key: item.id for item in study.items(task_name)}
@@ -93,8 +92,4 @@ def pane_data(study: Study, task_name: str, top_gaps: int = 5) -> PaneData:
                 values = ag.to_labels(m[~np.isnan(m)], labels) if m.size else np.array([])
                 pane.distributions[evaluator] = [int(np.sum(values == label)) for label in labels]
         attributes.append(pane)
-    counts = {"queued": 0, "leased": 0, "done": 0, "failed": 0, "cancelled": 0}
-    for rater in study.raters("llm"):
-        for status, n in queue.counts(study, rater.id).items():
-            counts[status] += n
-    return PaneData(task_name, report.frame.height, attributes, counts, queue.failures(study, limit=3))
+    return PaneData(task_name, report.frame.height, attributes, queue, failures)

@@ -16,28 +16,30 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from tui_rater.domain import protocols
+from tui_rater.domain.protocols import ORIGINAL, SWAPPED
 from tui_rater.stats import systems as st
 
 if TYPE_CHECKING:
     from tui_rater.stats.report import Report
 
-_SPA_ATTRIBUTE = re.compile(r"^p_([A-Z])_over_([A-Z])$")
-_LIKERT_ATTRIBUTE = re.compile(r"^likert_([A-Z])$")
 _VERSUS = re.compile(r"^\s*(.+?)\s+(?:vs\.?|\|)\s+(.+?)\s*$")
 
 
 def is_spa(report: Report) -> bool:
-    return any(_SPA_ATTRIBUTE.match(a) for a in report.task.attribute_names)
+    return any("spa" in protocols.of(a).report_sections for a in report.task.attributes)
 
 
 def spa_records(report: Report, tau: float | None = st.SPA_TAU) -> None:
     packets = {item.key: json.loads(item.fields["packet"]) for item in report.study.items(report.task.name)}
+    # SPA's questions say which writers they compare (p: x over y) or rate (likert: writer)
+    compared = {a.name: (a.params["x"], a.params["y"]) for a in report.task.attributes if "x" in a.params}
+    rated = {a.name: a.params["writer"] for a in report.task.attributes if "writer" in a.params}
     pairs, seen = [], set()
-    for name in report.task.attribute_names:
-        match = _SPA_ATTRIBUTE.match(name)
-        if match and frozenset(match.groups()) not in seen:
-            seen.add(frozenset(match.groups()))
-            pairs.append(match.groups())
+    for x, y in compared.values():
+        if frozenset((x, y)) not in seen:
+            seen.add(frozenset((x, y)))
+            pairs.append((x, y))
     # annotators: a human on one packet; a judge's sample on one packet (its samples as annotators)
     groups: dict[str, dict[str, dict]] = {}
     for item_key, attribute, rater, kind, sample, value in report.frame.select(
@@ -47,11 +49,11 @@ def spa_records(report: Report, tau: float | None = st.SPA_TAU) -> None:
         evaluator = "humans" if kind == "human" else rater
         annotator = f"{rater}/{item_key}" if kind == "human" else f"{sample}/{item_key}"
         entry = groups.setdefault(evaluator, {}).setdefault(annotator, {"p": {}, "likert": {}})
-        if match := _SPA_ATTRIBUTE.match(attribute):
-            x, y = match.groups()
+        if attribute in compared:
+            x, y = compared[attribute]
             entry["p"][(writers[x], writers[y])] = value / 100.0
-        elif match := _LIKERT_ATTRIBUTE.match(attribute):
-            entry["likert"][writers[match.group(1)]] = value
+        elif attribute in rated:
+            entry["likert"][writers[rated[attribute]]] = value
     any_packet = next(iter(packets.values()), None)
     if not any_packet:
         return
@@ -114,19 +116,19 @@ def spa_records(report: Report, tau: float | None = st.SPA_TAU) -> None:
 
 
 def is_pairwise(report: Report) -> bool:
-    return {"story_a", "story_b"} <= set(report.task.fields)
+    return any("position" in protocols.of(a).report_sections for a in report.task.attributes)
 
 
 def pairwise_records(report: Report) -> None:
-    configs = {r.name: r.config or {} for r in report.study.raters("llm")}
     for attribute in report.task.attributes:
         rows = report.frame.filter(pl.col("attribute") == attribute.name)
         for judge in report.judges:
-            n = int(configs.get(judge, {}).get("samples", 1) or 1)
             mine = rows.filter(pl.col("rater") == judge)
-            verdicts = {(k, s): v for k, s, v in mine.select("item_key", "sample", "value").iter_rows()}
-            items = sorted({k for k, _ in verdicts})
-            judgements = [(verdicts.get((k, s)), verdicts.get((k, n + s))) for k in items for s in range(n)]
+            verdicts = {
+                (k, p, s): v for k, p, s, v in mine.select("item_key", "presentation", "sample", "value").iter_rows()
+            }
+            pairs = sorted({(k, s) for k, _, s in verdicts})
+            judgements = [(verdicts.get((k, ORIGINAL, s)), verdicts.get((k, SWAPPED, s))) for k, s in pairs]
             bias = st.position_bias(judgements)
             report._add(
                 "position",

@@ -45,9 +45,10 @@ class Record:
 
 
 def load(study: Study, task: str) -> pl.DataFrame:
-    """The ratings in force with a value, one row per (item, attribute, rater, sample)."""
+    """The ratings in force with a value, one row per (item, attribute, rater, presentation, sample)."""
     rows = study.db.conn.execute(
-        f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.name, ra.kind, r.sample, r.value
+        f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.name, ra.kind, r.presentation, r.sample,
+                   r.value
             FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND r.value IS NOT NULL""",
         [task],
     ).fetchall()
@@ -57,6 +58,7 @@ def load(study: Study, task: str) -> pl.DataFrame:
         "attribute": pl.Utf8,
         "rater": pl.Utf8,
         "kind": pl.Utf8,
+        "presentation": pl.Utf8,
         "sample": pl.Int64,
         "value": pl.Float64,
     }
@@ -99,7 +101,8 @@ class Report:
                 who = rows["rater"].to_numpy()
             else:
                 rows = self.frame.filter((pl.col("rater") == evaluator) & (pl.col("attribute") == attribute))
-                who = rows["sample"].to_numpy()
+                # a judge's annotators are its samples (of each presentation of the item)
+                who = (rows["presentation"] + "/" + rows["sample"].cast(pl.Utf8)).to_numpy()
             names, index = np.unique(who, return_inverse=True) if len(who) else (np.array([]), np.array([], int))
             self._cache[key] = (index, rows["item_key"].to_numpy(), rows["value"].to_numpy(), names)
         return self._cache[key]

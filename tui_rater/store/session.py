@@ -11,8 +11,9 @@ import json
 import random
 from dataclasses import dataclass, field
 
+from tui_rater.domain import protocols
+from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task
-from tui_rater.errors import UserError
 from tui_rater.store.study import Item, Study
 
 ORDERS = ("imported", "random", "grouped")
@@ -61,7 +62,7 @@ class AnnotationSession:
             raise UserError(f"{study.path} holds no items for task {task.name!r}; import some first")
         session = cls(study, task, annotator, order, seed)
         session.rater = study.human(annotator)
-        if "packet" in task.fields:
+        if protocols.one_item_per_annotator(task):
             items = [session._spa_packet(items)]
         session.items = session._ordered(items)
         session.reload()

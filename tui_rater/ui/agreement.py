@@ -16,7 +16,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
-from tui_rater.stats.live import PaneData, pane_data
+from tui_rater.service.live import agreement_pane
+from tui_rater.stats.live import PaneData
 
 SHADES = " ░▒▓█"
 
@@ -121,12 +122,9 @@ class AgreementScreen(Screen[int | None]):
     def compute(self) -> None:
         study = self.study.reopen()
         try:
-            marker = study.db.conn.execute("SELECT count(*), max(id) FROM ratings WHERE retracted = 0").fetchone()
-            jobs = study.db.conn.execute("SELECT count(*), max(updated_at) FROM jobs").fetchone()
-            marker = (*marker, *jobs)
-            if marker == self.marker:
-                return  # nothing new: no work
-            self.post_message(self.Computed(pane_data(study, self.task_name), marker))
+            data, marker = agreement_pane(study, self.task_name, self.marker)
+            if data is not None:  # None: nothing new in the file, no work
+                self.post_message(self.Computed(data, marker))
         finally:
             study.close()
 
@@ -160,11 +158,11 @@ class AgreementScreen(Screen[int | None]):
     @work(thread=True, group="queue")
     def action_queue(self, what: str) -> None:
         """Cancel the judges' waiting jobs, or queue failed and cancelled ones again."""
-        from tui_rater.judge import queue
+        from tui_rater.service.judging import cancel_jobs, retry_jobs
 
         study = self.study.reopen()
         try:
-            n = queue.cancel(study) if what == "cancel" else queue.retry(study)
+            n = cancel_jobs(study) if what == "cancel" else retry_jobs(study)
         finally:
             study.close()
         self.app.call_from_thread(self.notify, f"{'cancelled' if what == 'cancel' else 'queued again'}: {n} jobs")

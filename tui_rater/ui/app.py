@@ -17,8 +17,9 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
+from tui_rater.domain import protocols
 from tui_rater.store.session import AnnotationSession
-from tui_rater.ui.render import choice_keys, item_text, pairwise_columns, questions_text, spa_columns
+from tui_rater.ui.render import item_text, pairwise_columns, questions_text, spa_columns
 from tui_rater.ui.screens import HelpScreen, InputScreen, RevealScreen
 from tui_rater.ui.writer import StoreWriter
 
@@ -64,7 +65,7 @@ class RaterApp(App[None]):
         super().__init__()
         self.session = session
         self.options = options or AppOptions()
-        self.judges = judges  # a running JudgeRunner, or None
+        self.judges = judges  # running BackgroundJudges, or None
         self.index = session.resume_index()
         self.focus_attr = session.first_unrated_attribute(self.index)
         self.typed = ""
@@ -149,12 +150,13 @@ class RaterApp(App[None]):
         item = self.session.items[self.index]
         attribute = self.task_.attributes[self.focus_attr]
         width = self.size.width if width is None else width
-        if {"story_a", "story_b"} <= set(self.task_.fields) and width >= 100:
+        layout = protocols.of(attribute).layout(attribute)
+        if layout == "pair" and width >= 100:
             # Chen et al.'s pairwise comparison: the two texts side by side when there is room
             self.query_one("#item-text", Static).update(pairwise_columns(self.task_, item, attribute))
             self.item_layout = "columns"
             return
-        if "writers" in self.task_.fields:
+        if layout == "writers":
             columns = spa_columns(self.task_, item, width)
             if columns is not None:  # SPA: each writer's continuations in a column of its own
                 self.query_one("#item-text", Static).update(columns)
@@ -167,7 +169,8 @@ class RaterApp(App[None]):
         self.query_one("#item-text", Static).update(text)
 
     def on_resize(self, event) -> None:
-        if {"story_a", "story_b"} <= set(self.task_.fields) or "writers" in self.task_.fields:
+        attribute = self.task_.attributes[self.focus_attr]
+        if protocols.of(attribute).layout(attribute) != "stacked":
             self.refresh_item(event.size.width)
 
     def refresh_questions(self) -> None:
@@ -237,19 +240,13 @@ class RaterApp(App[None]):
 
     def action_digit(self, digit: str) -> None:
         attribute = self.task_.attributes[self.focus_attr]
-        scale = attribute.scale
-        if scale.kind == "likert":
-            value = float(digit)
-            if not scale.contains(value):
-                self.bell()
-                return
-            self.commit(value)
-        elif scale.kind in ("continuous", "probability"):
-            if len(self.typed) < len(str(int(scale.high))):
+        human = protocols.of(attribute).human_input(attribute)
+        if human.kind == "number":
+            if len(self.typed) < len(str(int(attribute.scale.high))):
                 self.typed += digit
             self.refresh_questions()
-        elif digit in choice_keys(scale):
-            self.commit(float(choice_keys(scale).index(digit)))
+        elif digit in human.keys:
+            self.commit(human.values[human.keys.index(digit)])
         else:
             self.bell()
 
@@ -273,12 +270,12 @@ class RaterApp(App[None]):
         if self.screen is not self.screen_stack[0]:
             return
         attribute = self.task_.attributes[self.focus_attr]
-        if attribute.scale.kind == "choice" and event.character:
-            keys = choice_keys(attribute.scale)
-            if event.character in keys and not event.character.isdigit():
-                event.stop()
-                event.prevent_default()
-                self.commit(float(keys.index(event.character)))
+        human = protocols.of(attribute).human_input(attribute)
+        character = event.character
+        if human.kind == "key" and character and not character.isdigit() and character in human.keys:
+            event.stop()
+            event.prevent_default()
+            self.commit(human.values[human.keys.index(character)])
 
     def commit(self, value: float) -> None:
         index, attribute = self.index, self.task_.attributes[self.focus_attr].name

@@ -9,6 +9,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 
+from tui_rater.domain import protocols
 from tui_rater.domain.display import safe_text
 from tui_rater.store.session import AnnotationSession
 from tui_rater.ui.render import format_value
@@ -142,16 +143,9 @@ class RevealScreen(ModalScreen[None]):
         def save(answer: str | None) -> None:
             if not answer:
                 return
-            try:
-                value = float(answer)
-            except ValueError:
-                keys = [c.key for c in attribute.scale.choices]
-                if answer.strip().upper() not in keys:
-                    self.app.notify(f"{answer!r} is not a rating", severity="error")
-                    return
-                value = float(keys.index(answer.strip().upper()))
-            if not attribute.scale.contains(value):
-                self.app.notify(f"{answer} is off the scale", severity="error")
+            value = protocols.of(attribute).value_from_text(attribute, answer)
+            if value is None:
+                self.app.notify(f"{safe_text(answer)!r} is not a rating on this scale", severity="error")
                 return
             self.submit(
                 lambda: self.session.rate(self.index, attribute.name, value, revises=first),

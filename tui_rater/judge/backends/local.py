@@ -14,10 +14,8 @@ import sys
 
 import numpy as np
 
-from tui_rater.domain.tasks import Scale
 from tui_rater.judge.backends.base import Completion, Message, TokenCounts
 from tui_rater.judge.errors import JudgeError
-from tui_rater.judge.scoring import gbnf_for
 from tui_rater.judge.spec import JudgeSpec
 
 
@@ -121,11 +119,12 @@ class LocalBackend:
         top_p: float,
         max_tokens: int,
         seed: int,
-        constrain: Scale | None = None,
+        grammar: str | None = None,
+        json_schema: dict | None = None,
     ) -> Completion:
         prompt = self.render(messages)
         tokens = self._tokens(prompt)
-        grammar = self._grammar(constrain) if constrain is not None else None
+        compiled = self._grammar(grammar) if grammar is not None else None
         budget = min(max_tokens, self.spec.n_ctx - len(tokens) - 1)
         if budget < 1:
             raise JudgeError("context_overflow", "no room left in the context window for the reply")
@@ -133,11 +132,11 @@ class LocalBackend:
         try:
             result = self.llm.create_completion(
                 tokens,
-                max_tokens=4 if constrain is not None else budget,
+                max_tokens=min(budget, 8) if grammar is not None else budget,
                 temperature=temperature,
                 top_p=top_p,
                 seed=seed,
-                grammar=grammar,
+                grammar=compiled,
                 top_k=0,
                 min_p=0.0,
                 repeat_penalty=1.0,
@@ -145,7 +144,8 @@ class LocalBackend:
         except ValueError as exc:
             raise JudgeError("context_overflow", str(exc)) from None
         self.counts.generated += result["usage"]["completion_tokens"]
-        return Completion(result["choices"][0]["text"])
+        choice = result["choices"][0]
+        return Completion(choice["text"], finish_reason=choice.get("finish_reason") or "stop")
 
     def _next_token_probabilities(self, messages: list[Message]) -> np.ndarray:
         """One forward pass to the answer position (reusing the cached prefix); softmax of the logits."""
@@ -180,8 +180,7 @@ class LocalBackend:
             self._token_of[option] = found
         return self._token_of[option]
 
-    def _grammar(self, scale: Scale):
-        text = gbnf_for(scale)
+    def _grammar(self, text: str):
         if text not in self._grammars:
             from llama_cpp import LlamaGrammar
 
