@@ -163,7 +163,7 @@ def _arm(judge: ArrayLike, human: ArrayLike, power_tuned: bool) -> tuple[_Arm | 
     return _Arm(f, y, rated, lam), "; ".join(notes)
 
 
-def _interval(estimate: float, variance: float, n: int, confidence: float, note: str = "") -> Interval:
+def normal_interval(estimate: float, variance: float, n: int, confidence: float, note: str = "") -> Interval:
     se = math.sqrt(max(variance, 0.0))
     half = float(sp.norm.ppf(0.5 + confidence / 2)) * se
     if n < SMALL_SAMPLE:
@@ -208,7 +208,7 @@ def ppi_mean(judge: ArrayLike, human: ArrayLike, *, power_tuned: bool = False, c
             note=note,
         )
     fixed_over_n, scalable = arm.fixed() / arm.n_items, arm.scalable()
-    estimate = _interval(arm.estimate, fixed_over_n + scalable, arm.n_rated, confidence, note)
+    estimate = normal_interval(arm.estimate, fixed_over_n + scalable, arm.n_rated, confidence, note)
     return PpiMean(
         estimate,
         _classical(arm.y[arm.rated], confidence),
@@ -229,7 +229,7 @@ def _classical(human: np.ndarray, confidence: float) -> Interval:
     y = human[~np.isnan(human)]
     if y.size < 2:
         return Interval(None, n=int(y.size), note="needs at least 2 human ratings")
-    return _interval(float(y.mean()), _var(y) / y.size, int(y.size), confidence)
+    return normal_interval(float(y.mean()), _var(y) / y.size, int(y.size), confidence)
 
 
 # --- two systems -------------------------------------------------------------------------------------
@@ -291,7 +291,7 @@ def ppi_difference(
         notes += [note] if note else []
     note = "; ".join(notes)
     rated, capacity = a.n_rated + b.n_rated, min(a.n_items / a.n_rated, b.n_items / b.n_rated)
-    estimate = _interval(a.estimate - b.estimate, fixed + scalable, min(a.n_rated, b.n_rated), confidence, note)
+    estimate = normal_interval(a.estimate - b.estimate, fixed + scalable, min(a.n_rated, b.n_rated), confidence, note)
     halving = _halving(fixed, scalable, rated, math.floor(capacity * rated))
     return PpiDifference(*names, estimate, classical, paired, a.lam, b.lam, halving, note)
 
@@ -307,7 +307,7 @@ def _classical_difference(human_a: np.ndarray, human_b: np.ndarray, paired: bool
         if both.sum() >= 2:  # units rated for both systems make the two means covary
             cov = np.cov(human_a[both], human_b[both], ddof=1)[0, 1]
             variance -= 2 * both.sum() / (ya.size * yb.size) * cov
-    return _interval(float(ya.mean() - yb.mean()), variance, int(min(ya.size, yb.size)), confidence)
+    return normal_interval(float(ya.mean() - yb.mean()), variance, int(min(ya.size, yb.size)), confidence)
 
 
 # --- from the study's ratings -------------------------------------------------------------------------
