@@ -244,6 +244,17 @@ def test_items_with_one_human_or_no_judge_rating_are_dropped():
     assert [r.items for r in result.comparisons] == [1, 1, 1]
 
 
+def test_missing_ratings_are_no_ratings():
+    humans = simulated(np.random.default_rng(4))
+    judge = dict(humans["h0"])
+    complete = at.alt_test(humans, judge, epsilon=0.1)
+    holes = {name: {**ratings, 60: math.nan, 61: None} for name, ratings in humans.items()}
+    failed = {**judge, 0: math.nan, 60: 3.0, 61: 3.0}
+    result = at.alt_test(holes, failed, epsilon=0.1)
+    assert result.items == complete.items - 1  # item 0 lost its judge rating; 60, 61 have no human one
+    assert all(r.rho_judge is not None and not math.isnan(r.rho_judge) for r in result.comparisons)
+
+
 def test_custom_alignment_score_for_free_text():
     def overlap(text: float, others) -> float:  # any similarity works; here: closeness on a number line
         return -float(np.mean(np.abs(np.asarray(others) - text)))

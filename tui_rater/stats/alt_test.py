@@ -190,6 +190,9 @@ def human_comparisons(
 ) -> tuple[list[HumanComparison], int, str]:
     """The leave-one-out comparisons (before the multiple-comparison step): (rows, items used, scoring)."""
     score, scoring_name = _scoring(level, scoring)
+    # a missing rating (None, NaN: a judge failure) is no rating, never a comparison with NaN
+    humans = {name: {i: v for i, v in ratings.items() if _present(v)} for name, ratings in humans.items()}
+    judge = {i: v for i, v in judge.items() if _present(v)}
     counts: dict[Hashable, int] = {}
     for ratings in humans.values():
         for item in ratings:
@@ -197,6 +200,10 @@ def human_comparisons(
     items = {i for i, c in counts.items() if c >= max(2, min_humans_per_item) and i in judge}
     rows = [_human_comparison(humans, judge, h, items, score, epsilon, max(2, min_items_per_human)) for h in humans]
     return rows, len(items), scoring_name
+
+
+def _present(value: object) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
 def _scoring(level: str, scoring: str | Scoring | None) -> tuple[Scoring, str]:
