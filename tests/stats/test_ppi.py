@@ -147,14 +147,14 @@ def test_halving_is_impossible_when_the_judge_term_dominates_or_items_run_out():
     judge, human = simulate(rng, items=100, rated=70, judge_noise=2.0)
     crowded = ppi.ppi_mean(judge, human)
     assert crowded.judge_term < 0
-    assert crowded.halving.extra_ratings is None and "more than the 100" in crowded.halving.note
+    assert crowded.halving.extra_ratings is None and "more than the 100 these items allow" in crowded.halving.note
 
 
 def test_undefined_cases_are_none_with_a_reason():
     judge = np.array([1.0, 2.0, 3.0, 4.0])
     one = ppi.ppi_mean(judge, [np.nan, 2.0, np.nan, np.nan])
     assert one.estimate.estimate is None and "at least 2 human-rated" in one.note
-    assert one.classical.estimate is None
+    assert one.classical.estimate is None and one.items == 4 and one.rated == 1
     missing_judge = ppi.ppi_mean([1.0, np.nan, 3.0, 4.0, 5.0], [1.0, 2.0, 3.0, np.nan, np.nan])
     assert missing_judge.items == 4 and missing_judge.rated == 2 and "1 items without a judge" in missing_judge.note
     small = ppi.ppi_mean(judge, [1.0, 2.0, 3.0, np.nan])

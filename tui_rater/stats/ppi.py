@@ -176,12 +176,13 @@ def _halving(fixed_over_n: float, scalable: float, rated: int, capacity: int) ->
     variance = fixed_over_n + scalable
     room = variance / 4 - fixed_over_n
     if scalable <= 0:
-        return Halving(None, "the human term is zero: more ratings do not narrow the interval")
+        return Halving(None, "the human term is not positive: more ratings do not narrow the interval")
     if room <= 0:
         return Halving(None, "impossible on these items: the judge's own term is over a quarter of the variance")
     factor = scalable / room
     if factor * rated > capacity + 1e-9:
-        return Halving(None, f"needs about {math.ceil(factor * rated)} rated items, more than the {capacity} there are")
+        needed = math.ceil(factor * rated)
+        return Halving(None, f"needs about {needed} human ratings, more than the {capacity} these items allow")
     return Halving(math.ceil(rated * factor - rated - 1e-9))
 
 
@@ -192,12 +193,12 @@ def ppi_mean(judge: ArrayLike, human: ArrayLike, *, power_tuned: bool = False, c
     method = "ppi++" if power_tuned else "ppi"
     arm, note = _arm(judge, human, power_tuned)
     if arm is None:
-        human_arr = np.asarray(human, dtype=float)
+        judge_arr, human_arr = np.asarray(judge, dtype=float), np.asarray(human, dtype=float)
         n = int((~np.isnan(human_arr)).sum())
         return PpiMean(
             Interval(None, n=n, note=note),
             _classical(human_arr, confidence),
-            0,
+            int((~np.isnan(judge_arr)).sum()),
             n,
             None,
             None,
