@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT, SAMPLE, digest, run_cli_process
+from tui_rater.store.study import Study
 
 GOOD_ITEMS = "id,system,prompt,story\na,human,P,A story.\nb,gpt2,P,Another story.\n"
 
@@ -191,3 +192,13 @@ def test_headless_commands_do_not_import_textual():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_spa_db_before_the_subcommand_is_used(tmp_path):
+    """`tui-rater spa --db X setup` writes to X, not to ./tui-rater.db."""
+    db = tmp_path / "spa.db"
+    assert run_cli_process("demo", "--no-app", "--db", db, cwd=tmp_path).returncode == 0
+    result = run_cli_process("spa", "--db", db, "setup", "--systems", "human,Platypus2-70b", "--m", "4", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "tui-rater.db").exists()
+    assert "spa" in Study.open(db).item_task_names()
