@@ -89,7 +89,7 @@ def test_reparse_changes_nothing_then_restores_tampered_values(full_study, deter
         assert run.progress.fatal is None and run.progress.failed == 0, (task, flags, run.progress.fatal)
     before = _ratings(full_study)
     statuses = {status for _, status in before.values()}
-    assert len(before) > 300 and {"ok", "refusal", "no_number"} <= statuses  # typed failures included
+    assert len(before) > 300 and {"ok", "refusal", "ambiguous"} <= statuses  # typed failures included
 
     code, out, _ = cli("reparse", "--db", full_study.path)
     assert code == 0 and " 0 changed" in out, out

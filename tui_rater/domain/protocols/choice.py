@@ -42,7 +42,8 @@ class ChoiceAnswer(EvaluationProtocol):
         return Options(keys, tuple(float(i) for i in range(len(keys))))
 
     def parse(self, text: str, attribute: Attribute, variant: str) -> ParseResult:
-        return parse_choice(text, self.keys(attribute))
+        # the options' names too: a reply that is only "Storyline-2" answers B
+        return parse_choice(text, self.keys(attribute), names=tuple(c.label for c in attribute.scale.choices))
 
     def aggregate(self, values: Sequence[float]) -> float | None:
         return vote([v for v in values if v is not None])
