@@ -23,6 +23,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Footer, Static
 
+from tui_rater.domain.display import safe_text
 from tui_rater.store.session import AnnotationSession, OtherRating
 from tui_rater.ui.render import choice_keys, item_text, pairwise_columns, questions_text, spa_columns
 from tui_rater.ui.saving import SaveView
@@ -433,7 +434,7 @@ class RaterApp(App[None]):
     def on_reveal_ready(self, message: RevealReady) -> None:
         index = message.index
         if message.error:
-            self.notify(f"Could not read the other ratings: {message.error}", severity="error", markup=False)
+            self.notify(f"Could not read the other ratings: {safe_text(message.error)}", severity="error", markup=False)
 
         def after(_=None) -> None:
             self.show_item(index + 1 if index + 1 < len(self.session.items) else index)
