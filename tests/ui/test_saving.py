@@ -85,7 +85,7 @@ async def test_quit_waits_for_every_save_and_asks_before_losing_any(app_for, stu
             line = " ".join(shown_text(app, "#saving").split())
             assert line.startswith("saving 1 rating and 1 note before quitting…") and app.return_code is None
             assert "0/4 rated" in shown_text(app, "#status") and "flagged…" in shown_text(app, "#status")
-            await pilot.press("q")
+            await pilot.press("ctrl+c")  # as a second q: says what would be lost, and asks
             assert "Quit now and lose 1 rating and 1 note not saved yet?" in shown_text(app, "#saving")
             await pilot.press("escape")  # back to rating
             assert not app.quitting and app.return_code is None

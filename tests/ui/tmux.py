@@ -58,6 +58,10 @@ class TmuxApp:
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", "app")
 
+    def printed(self) -> str:
+        """The screen and what scrolled off it: what the process printed once the app had closed."""
+        return flat(self._tmux("capture-pane", "-p", "-S", "-200", "-t", "app"))
+
     def wait_screen(self, predicate, timeout: float = 20.0) -> str:
         """The first screen for which ``predicate(screen)`` holds; fails with the last one seen."""
         seen = ""

@@ -500,6 +500,9 @@ class RaterApp(App[None]):
     # --- quitting: only once everything is saved -------------------------------------------
 
     async def action_quit(self) -> None:
+        self.request_quit()
+
+    def request_quit(self) -> None:
         if not self.view.unsaved:
             self.exit()
             return
@@ -510,9 +513,9 @@ class RaterApp(App[None]):
             self.pop_screen()
         self.refresh_saving()
 
-    async def action_help_quit(self) -> None:
+    def action_help_quit(self) -> None:
         if self.quitting:  # Ctrl-C while saving before quitting: as a second q
-            await self.action_quit()
+            self.request_quit()
         else:
             super().action_help_quit()
 

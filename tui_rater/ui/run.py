@@ -42,9 +42,11 @@ def run_app(app: RaterApp, err: TextIO | None = None) -> int:
         code = _finish(app, received, err)
         if crash is not None and not (received and isinstance(crash, OSError)):
             raise crash  # (an OSError after SIGHUP is the terminal gone: nothing to report to)
+        if code != 0:  # changes given up (quit anyway, or Ctrl-C while saving)
+            return code
         if received:
             return 128 + received[0]
-        return code if app.return_code in (None, 0) else app.return_code
+        return app.return_code or 0
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
