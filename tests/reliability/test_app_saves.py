@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from tests.ui.tmux import (
     needs_tmux,
     ratings_in_force,
     read_screen,
+    wait_for,
 )
 
 pytestmark = needs_tmux
@@ -247,6 +249,54 @@ def test_quit_in_the_same_burst_saves_all_and_exits(tmp_path, locked):
         f"max {max(quit_times):.2f} s"
     )
     assert max(quit_times) < 5.0  # far from the 10 s timeouts of the old shutdown
+
+
+def lock_is_held(db: Path) -> bool:
+    conn = sqlite3.connect(db, timeout=0, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+        return False
+    except sqlite3.OperationalError:
+        return True
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("how", ["q", "SIGHUP"])
+def test_while_a_colleague_imports_57600_ratings(tmp_path, how):
+    """The issue's case: a colleague's `tui-rater import-ratings` (57,600 rows, one transaction of some
+    seconds) while the annotator types 8 ratings and quits (or the SSH connection drops)."""
+    db = story_study(tmp_path)
+    ratings = tmp_path / "colleagues.csv"
+    rows = [f"s{i},colleague-{r},{a},{(r + i) % 5 + 1}" for r in range(2400) for i in range(ITEMS) for a in ATTRIBUTES]
+    ratings.write_text("item,rater,attribute,value\n" + "\n".join(rows) + "\n")
+    app = start(db, "annotator", tmp_path)
+    try:
+        cmd = [sys.executable, "-m", "tui_rater.cli", "import-ratings", str(ratings), "--db", str(db)]
+        colleague = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert wait_for(lambda: lock_is_held(db), 60, every=0.005), "the import never took the lock"
+        app.keys("12345123" + ("q" if how == "q" else ""))
+        screen = app.wait_text("saving 8 ratings before quitting" if how == "q" else "8 ratings")
+        saw_lock = "locked by another process" in flat(screen) or wait_for(
+            lambda: "locked by another process" in flat(app.screen()), 1.0
+        )
+        if how == "SIGHUP":
+            app.hang_up()
+        _out, err = colleague.communicate(timeout=120)
+        imported = time.monotonic()
+        assert colleague.returncode == 0, err
+        assert app.wait_exit(10) is not None
+        after_import = time.monotonic() - imported
+    finally:
+        app.close()
+    assert [(i, a, v) for i, a, v, _ in all_ratings(db, "annotator")] == typed_ratings("12345123")
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM ratings").fetchone()[0] == 57_600 + 8
+    print(
+        f"\n{how} during a 57,600-row import: 8 ratings typed, 0 lost; the screen said the file was locked: "
+        f"{'yes' if saw_lock else 'no'}; exit {after_import:.2f} s after the import ended"
+    )
 
 
 def test_quit_anyway_says_how_many_are_lost(tmp_path):
