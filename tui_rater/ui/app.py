@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rich.text import Text
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
@@ -25,6 +25,7 @@ from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
 from tui_rater.store.session import AnnotationSession, OtherRating
+from tui_rater.ui.quitting import QuitWhenSaved
 from tui_rater.ui.render import choice_keys, item_text, pairwise_columns, questions_text, spa_columns
 from tui_rater.ui.saving import SaveView
 from tui_rater.ui.screens import HelpScreen, InputScreen, RevealScreen
@@ -56,7 +57,7 @@ class RevealReady(Message):
         self.index, self.others, self.error = index, others, error
 
 
-class RaterApp(App[None]):
+class RaterApp(QuitWhenSaved):
     CSS_PATH = "app.tcss"
     TITLE = "tui-rater"
     ENABLE_COMMAND_PALETTE = False
@@ -101,11 +102,6 @@ class RaterApp(App[None]):
         self.index_of = {item.key: i for i, item in enumerate(session.items)}
         # items fully rated in the file, kept up to date on each commit (no recount over every item per key)
         self.completed = {i for i in range(len(session.items)) if self.saved_complete(i)}
-        self.quitting = False  # q pressed: exit once everything is saved
-        self.confirming = False  # q pressed again: asking whether to quit without the unsaved changes
-        self.abandoned = False  # the person confirmed: quit without them
-        self.stop_signal: int | None = None  # SIGHUP / SIGTERM / SIGINT received (see ui/run.py)
-        self._event_loop: asyncio.AbstractEventLoop | None = None
 
     # --- layout --------------------------------------------------------------------------
 
@@ -118,7 +114,7 @@ class RaterApp(App[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self._event_loop = asyncio.get_running_loop()
+        self.event_loop = asyncio.get_running_loop()
         self.writer = StoreWriter(self.session.save, self._from_store_thread)
         if self.stop_signal is not None:  # it came before the loop ran
             self._exit_for_signal()
@@ -132,7 +128,7 @@ class RaterApp(App[None]):
             self.call_after_refresh(lambda: Path(ready_file).write_text(f"{time.time()}\n"))
 
     def on_unmount(self) -> None:
-        self._event_loop = None
+        self.event_loop = None
         if self.writer is not None:
             self.writer.close()  # it commits what is queued, then ends; ui/run.py waits for that
         if self.judges is not None:
@@ -496,56 +492,6 @@ class RaterApp(App[None]):
                 )
 
         self.push_screen(InputScreen("Comment on this item:"), save)
-
-    # --- quitting: only once everything is saved -------------------------------------------
-
-    async def action_quit(self) -> None:
-        self.request_quit()
-
-    def request_quit(self) -> None:
-        if not self.view.unsaved:
-            self.exit()
-            return
-        if self.quitting:
-            self.confirming = True  # say how many would be lost before offering to lose them
-        self.quitting = True
-        while len(self.screen_stack) > 1:  # the saving line is on the main screen
-            self.pop_screen()
-        self.refresh_saving()
-
-    def action_help_quit(self) -> None:
-        if self.quitting:  # Ctrl-C while saving before quitting: as a second q
-            self.request_quit()
-        else:
-            super().action_help_quit()
-
-    def _quitting_key(self, key: str) -> bool:
-        """Keys while quitting: y confirms quitting without the unsaved changes, Esc goes back to rating,
-        any other key leaves the question. True when the key was used."""
-        if key in ("q", "ctrl+q", "ctrl+c"):
-            return False  # the quit binding: asks (again)
-        if self.confirming and key == "y":
-            self.abandoned = True
-            self.exit(return_code=1)
-            return True
-        if key == "escape":
-            self.quitting = False
-        self.confirming = False
-        self.refresh_saving()
-        return True
-
-    def stop_for_signal(self, signum: int) -> None:
-        """SIGHUP, SIGTERM, SIGINT (from ui/run.py's handler, on the main thread): close the screen now;
-        run.py then commits every unsaved change before the process exits."""
-        if self.stop_signal is None:
-            self.stop_signal = signum
-        loop = self._event_loop
-        if loop is not None:  # wake the loop: a signal handler must not touch its queues itself
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(self._exit_for_signal)
-
-    def _exit_for_signal(self) -> None:
-        self.exit(return_code=128 + (self.stop_signal or 0))
 
     def action_goto(self) -> None:
         def go(query: str | None) -> None:
