@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -32,7 +33,9 @@ def run_app(app: RaterApp, err: TextIO | None = None) -> int:
         received.append(signum)
         app.stop_for_signal(signum)
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+    # (signal handlers can only be set on the main thread: elsewhere, e.g. an embedding program, none are)
+    main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS} if main else {}
     try:
         crash: BaseException | None = None
         try:
@@ -78,11 +81,15 @@ def _drain(writer: StoreWriter, received: list[int], err: TextIO) -> int:
     """Wait (off screen) until the store thread has committed every change. SIGHUP and SIGTERM are
     noted and waited through; SIGINT (Ctrl-C at the terminal) gives the changes up."""
     interrupted: list[int] = []
-    signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
     _say(err, f"saving {describe(writer.unsaved())} before exiting{_why(writer)}… (Ctrl-C: quit without them)")
     writer.close()
     said = time.monotonic()
     while not writer.drain(timeout=0.25):
+        if not writer.is_alive():  # a bug ended the store thread: say what it leaves unsaved
+            _say(err, f"the saving thread stopped: {describe(writer.unsaved())} not saved")
+            return 1
         if interrupted:
             lost = writer.stop()
             if lost:

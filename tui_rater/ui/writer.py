@@ -16,6 +16,7 @@ commit, ``Stalled`` while the head change cannot be committed. Nothing here know
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import deque
@@ -148,7 +149,7 @@ class StoreWriter:
                 self._queue.popleft()
                 self.stalled = None
                 self._cond.notify_all()
-            self._report(Committed(change, result))
+            self._tell(Committed(change, result))
 
     def _commit(self, change: Change) -> Any:
         since, attempts = 0.0, 0
@@ -164,11 +165,18 @@ class StoreWriter:
             attempts += 1
             since = since or time.monotonic()
             self.stalled = Stalled(change, since, attempts, error)
-            self._report(self.stalled)
+            self._tell(self.stalled)
             if error is not None:
                 pause = RETRY_AFTER_FAILURE_S[min(attempts, len(RETRY_AFTER_FAILURE_S)) - 1]
                 with self._cond:
                     self._cond.wait_for(lambda: self._stopping, pause)
+
+    def _tell(self, report: object) -> None:
+        with contextlib.suppress(Exception):  # the screen may miss a report; the saving goes on regardless
+            self._report(report)
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
 
 
 _STOPPED = object()
