@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.judge.test_api import ERR, Script, fake_server  # noqa: F401 - fixture
-from tests.ui.conftest import STORIES, ratings_of, settle
+from tests.ui.conftest import STORIES, ratings_of, settle, wait_until
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.service.judging import BackgroundJudges
 from tui_rater.stats.report import build_report
@@ -19,13 +19,8 @@ async def test_failing_judge_does_not_stop_the_person(tmp_path, fake_server):  #
     runner = BackgroundJudges(study, "story", [JudgeSpec("api:m", base_url=url, samples=1).validate()])
     app = make_app(AnnotationSession.open(study.reopen(), "story", "alice"), judges=runner)
     async with app.run_test(size=(100, 30)) as pilot:
-        for _ in range(60):
-            await pilot.pause(0.1)
-            if "stopped: auth" in runner.summary():
-                break
-        assert "stopped: auth" in runner.summary()
-        await pilot.pause(1.1)
-        assert "stopped: auth" in str(app.query_one("#status").render())
+        await wait_until(pilot, lambda: "stopped: auth" in runner.summary(), "the judge stopped")
+        await wait_until(pilot, lambda: "stopped: auth" in str(app.query_one("#status").render()), "shown as stopped")
         await pilot.press("4", "4", "4", "4", "2")
         await settle(app, pilot)
         assert app.index == 1 and len(ratings_of(study, "alice")) == 5

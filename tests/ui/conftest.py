@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tui_rater.store.session import AnnotationSession
@@ -55,7 +57,16 @@ def ratings_of(study, annotator):
     ]
 
 
+async def wait_until(pilot, condition, what: str, timeout: float = 10.0) -> None:
+    """Let the app run until ``condition()`` holds (polled every 10 ms); fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout:g} s: {what}"
+        await pilot.pause(0.01)
+
+
 async def settle(app, pilot):
+    """Until every change typed so far is committed and the screen shows it as saved."""
     await pilot.pause()
-    app.writer.wait_idle()
+    await wait_until(pilot, lambda: not app.view.unsaved, "every change saved and shown as saved")
     await pilot.pause()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.ui.conftest import ratings_of, settle
+from tests.ui.conftest import ratings_of, settle, wait_until
 
 
 async def test_rate_advance_undo_navigate(app_for, study):
@@ -175,6 +175,7 @@ async def test_reveal_mode_records_reviews_and_revisions(app_for, study):
         await pilot.press("down", "down", "x", "c", *"fair point", "enter")  # likability: disagree + comment
         await pilot.press("r", "3", "enter")  # revise likability to 3
         await settle(app, pilot)
+        assert "you: 3" in str(app.screen.query_one("#reveal-text").render())
         await pilot.press("enter")
         assert app.index == 1
     first, revision = study.db.conn.execute(
@@ -221,10 +222,7 @@ async def test_agreement_pane_updates_and_jumps(app_for, study):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("a")
         assert isinstance(app.screen, AgreementScreen)
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if app.screen.data is not None:
-                break
+        await wait_until(pilot, lambda: app.screen.data is not None, "the agreement figures")
         shown = str(app.screen.query_one("#agreement-text").render())
         assert "judge-x" in shown and "grammaticality" in shown and "largest human–LLM gaps" in shown
         first = app.screen.data.attributes[0]
@@ -232,10 +230,7 @@ async def test_agreement_pane_updates_and_jumps(app_for, study):
         # a new rating arrives from elsewhere: the pane recomputes on its own
         study.add_rating(items[0].key, "cohesiveness", judge.id, 2)
         before = app.screen.data.n_ratings
-        for _ in range(60):
-            await pilot.pause(0.1)
-            if app.screen.data.n_ratings > before:
-                break
+        await wait_until(pilot, lambda: app.screen.data.n_ratings > before, "the pane recomputed")
         assert app.screen.data.n_ratings == before + 1
         await pilot.press("enter")
         assert app.screen is app.screen_stack[0] and app.index == 1
@@ -250,14 +245,6 @@ async def test_cancel_and_retry_jobs_from_the_app(app_for, study):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("a")
         await pilot.press("x")
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if queue.counts(study, judge.id)["cancelled"] == 4:
-                break
-        assert queue.counts(study, judge.id)["cancelled"] == 4
+        await wait_until(pilot, lambda: queue.counts(study, judge.id)["cancelled"] == 4, "4 jobs cancelled")
         await pilot.press("r")
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if queue.counts(study, judge.id)["queued"] == 4:
-                break
-        assert queue.counts(study, judge.id)["queued"] == 4
+        await wait_until(pilot, lambda: queue.counts(study, judge.id)["queued"] == 4, "4 jobs queued again")

@@ -125,6 +125,7 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
         prompt_always=getattr(args, "prompt_always", False),
         keymap=settings.keys or None,
     )
-    app = make_app(session, options, judges)
-    app.run()
-    return 0
+    from tui_rater.ui.run import run_app
+
+    # signals (SIGHUP, SIGTERM, SIGINT) and the saves still unsaved when the screen closes: see ui/run.py
+    return run_app(make_app(session, options, judges))

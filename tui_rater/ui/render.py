@@ -50,8 +50,17 @@ def format_value(attribute: Attribute, value: float | None) -> str:
     return safe_text(protocols.of(attribute).format_value(attribute, value))
 
 
-def questions_text(task: Task, values: dict[str, float | None], focus: int, typed: str, window: int = 6) -> Text:
+def questions_text(
+    task: Task,
+    values: dict[str, float | None],
+    focus: int,
+    typed: str,
+    window: int = 6,
+    marks: dict[str, str] | None = None,
+) -> Text:
     """The questions, verbatim, with their answers; the focused one marked (not by colour alone).
+
+    ``marks``: after an answer not yet in the file, "…" (or "!" while saving fails): ``[4…]``.
 
     With more than ``window`` questions (SPA asks one per ordered pair of writers), a window
     around the focused one is shown with a count of the others.
@@ -70,7 +79,7 @@ def questions_text(task: Task, values: dict[str, float | None], focus: int, type
         focused = position == focus
         value = values.get(attribute.name)
         marker = "▶ " if focused else "  "
-        answer = f"[{format_value(attribute, value)}]"
+        answer = f"[{format_value(attribute, value)}{(marks or {}).get(attribute.name, '')}]"
         if focused and typed:
             answer = f"[{typed}_]"
         style = "bold reverse" if focused else ""
