@@ -25,7 +25,7 @@ from tui_rater.domain.protocols.choice import ORIGINAL, SWAPPED, ChoiceAnswer, P
 from tui_rater.domain.protocols.likert import LikertRating
 from tui_rater.domain.protocols.scores import ContinuousScore, ExplicitScore, ImplicitScore
 from tui_rater.domain.protocols.spa import SpaLikert, SpaProbability
-from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.domain.questions import Attribute, Task
 
 __all__ = [
     "FAILURES",

@@ -34,7 +34,7 @@ import numpy as np
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.parsing import ParseResult, parse_score
 from tui_rater.domain.prompts import PERSONA, RenderedPrompt, fill, generic_template
-from tui_rater.domain.tasks import Attribute, Scale, Task
+from tui_rater.domain.questions import Attribute, Scale, Task
 
 # A reply that completed, but whose value could not be read, is stored with one of these.
 FAILURES = (

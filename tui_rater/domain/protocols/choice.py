@@ -20,7 +20,7 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.parsing import ParseResult, parse_choice
 from tui_rater.domain.prompts import CHEN_PAIRWISE
 from tui_rater.domain.protocols.base import Decoding, EvaluationProtocol, HumanInput, Level, Options, vote
-from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.domain.questions import Attribute, Task
 
 ORIGINAL, SWAPPED = "original", "swapped"
 CHEN_PAIRWISE_VARIANTS = tuple(CHEN_PAIRWISE)  # v1 .. v4
