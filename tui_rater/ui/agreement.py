@@ -97,9 +97,14 @@ class AgreementScreen(Screen[int | None]):
     ]
 
     class Computed(Message):
+        """New numbers for the pane; a newer computation replaces one not yet shown."""
+
         def __init__(self, data: PaneData, marker: tuple) -> None:
             super().__init__()
             self.data, self.marker = data, marker
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, AgreementScreen.Computed)
 
     def __init__(self, study, task_name: str, item_index_of):
         super().__init__()
