@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, SAMPLE, digest, run_cli_process
+from tests.support import ROOT, SAMPLE, digest, run_cli_process
 from tui_rater.store.study import Study
 
 GOOD_ITEMS = "id,system,prompt,story\na,human,P,A story.\nb,gpt2,P,Another story.\n"

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.conftest import SHARED
+from tests.support import SHARED
 from tui_rater import parse_score
 from tui_rater.domain.parsing import ParseResult, parse_choice
 

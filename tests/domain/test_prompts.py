@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import SHARED
+from tests.support import SHARED
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.prompts import CHEN_EXPLICIT, CHEN_PAIRWISE, fill

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import digest
+from tests.support import digest
 
 GOOD = "id,system,prompt,story\na,human,P,A story.\nb,gpt2,P,Another story.\n"
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

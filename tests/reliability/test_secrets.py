@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import stat
 
-from tests.conftest import SAMPLE, run_cli_process
-from tests.judge.test_api import ERR, Script, fake_server, ok_body  # noqa: F401 - fixture
+import pytest
+
+from tests.support import ERR, SAMPLE, Script, free_port, ok_body, run_cli_process
 
 KEY = "sk-PLANTED-7f3a9c1e5b2d4a6c8e0f"
 
 
-def test_planted_key_appears_nowhere(tmp_path, fake_server):  # noqa: F811
+@pytest.mark.slow  # the unreachable server is retried with back-off (about 30 s)
+def test_planted_key_appears_nowhere(tmp_path, fake_server):
     env = {**os.environ, "OPENAI_API_KEY": KEY}
     db = tmp_path / "s.db"
     outputs = []
@@ -30,7 +32,7 @@ def test_planted_key_appears_nowhere(tmp_path, fake_server):  # noqa: F811
     refusing = fake_server(Script([(401, {}, ERR, 0)]))
     failed = run("judge", "--db", db, "--model", "api:other", "--base-url", refusing, "--limit", "1", "--samples", "1")
     assert failed.returncode == 2 and "refused the API key" in failed.stderr
-    dead = f"http://127.0.0.1:{__import__('tests.judge.conftest', fromlist=['free_port']).free_port()}/v1"
+    dead = f"http://127.0.0.1:{free_port()}/v1"
     run(
         "judge",
         "--db",
@@ -62,7 +64,7 @@ def test_planted_key_appears_nowhere(tmp_path, fake_server):  # noqa: F811
         assert KEY not in text
 
 
-def test_key_from_config_file_and_permission_warning(tmp_path, fake_server):  # noqa: F811
+def test_key_from_config_file_and_permission_warning(tmp_path, fake_server):
     config = tmp_path / "config.toml"
     config.write_text(f'[judge]\napi_key = "{KEY}"\n')
     os.chmod(config, 0o644)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from tests.conftest import SHARED, run_cli_process
+from tests.support import SHARED, run_cli_process
 from tui_rater.stats.report import build_report
 from tui_rater.store.study import Study
 

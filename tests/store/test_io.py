@@ -3,7 +3,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from tests.conftest import SAMPLE
+from tests.support import SAMPLE
 from tui_rater.store.io import import_items, import_ratings, items_frame, ratings_frame, wide_frame, write_frame
 from tui_rater.store.study import Study
 
