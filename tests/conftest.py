@@ -49,7 +49,7 @@ def fake_server():
 
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("content-length", 0)))
-                status, headers, body, delay = script.next()
+                status, headers, body, delay = script.next({k.lower(): v for k, v in self.headers.items()})
                 if delay:
                     time.sleep(delay)
                 self.send_response(status)

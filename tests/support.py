@@ -71,16 +71,19 @@ def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout: floa
 
 class Script:
     """What the fake API server (the ``fake_server`` fixture) answers, request by request:
-    (status, headers, body, delay) tuples; the last one is repeated."""
+    (status, headers, body, delay) tuples; the last one is repeated. It keeps when each request came
+    and its headers."""
 
     def __init__(self, answers):
         self.answers = list(answers)
         self.times: list[float] = []
+        self.headers: list[dict[str, str]] = []
         self.lock = threading.Lock()
 
-    def next(self):
+    def next(self, headers: dict[str, str] | None = None):
         with self.lock:
             self.times.append(time.monotonic())
+            self.headers.append(headers or {})
             return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
 
 
@@ -141,3 +144,53 @@ async def settle(app, pilot):
     await pilot.pause()
     await wait_until(pilot, lambda: not app.view.unsaved, "every change saved and shown as saved")
     await pilot.pause()
+
+
+# --- excerpts of the papers and of HANNA (tests/data), checked against ../shared where it is ------------
+
+PAPERS = {"chiang_lee_2023": "001_29096bd7282ac109.txt", "chen_2023": "004_2ef064783dfcafc3.txt"}
+
+
+def paper_excerpt(name: str) -> str:
+    """The runs of lines kept verbatim from a paper (tests/data/papers/<name>.txt), joined by a line '@@'.
+
+    Where the team's copy of the paper is beside the clone, every run is checked to be in it verbatim,
+    so the excerpt cannot drift from its source.
+    """
+    text = (DATA / "papers" / f"{name}.txt").read_text(encoding="utf-8")
+    runs = [run.split("\n", 1)[1].rstrip("\n") for run in text.split("\n@@ lines ")[1:]]
+    paper = SHARED / "seeds" / PAPERS[name]
+    if paper.exists():
+        full = paper.read_text(encoding="utf-8")
+        for run in runs:
+            assert run in full, f"tests/data/papers/{name}.txt has a run not in {paper}: {run[:80]!r}"
+    return "\n@@\n".join(runs)
+
+
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    import csv
+
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def hanna_scores() -> dict[str, dict[str, str]]:
+    """HANNA's per-story ratings (3 humans and Llama-13B, prompt 1) of the 'Human' and 'GPT-2' stories,
+    by Model; checked against shared/data/hanna/hanna_metric_scores_llm.csv where it is."""
+    rows = {r["Model"]: r for r in _read_csv(DATA / "hanna" / "metric_scores_excerpt.csv")}
+    full = SHARED / "data" / "hanna" / "hanna_metric_scores_llm.csv"
+    if full.exists():
+        source = {r["Model"]: r for r in _read_csv(full)}
+        for model, row in rows.items():
+            assert row == {k: source[model][k] for k in row}, f"the HANNA excerpt differs from {full} ({model})"
+    return rows
+
+
+def hanna_explanations() -> list[str]:
+    """The distinct LLM answers in HANNA's user study (each begins with its 1-5 rating); checked against
+    shared/data/hanna/user_study.csv where it is."""
+    texts = [r["Input.explanation"] for r in _read_csv(DATA / "hanna" / "user_study_explanations.csv")]
+    full = SHARED / "data" / "hanna" / "user_study.csv"
+    if full.exists():
+        assert texts == list(dict.fromkeys(r["Input.explanation"] for r in _read_csv(full)))
+    return texts

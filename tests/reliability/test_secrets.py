@@ -24,11 +24,13 @@ def test_planted_key_appears_nowhere(tmp_path, fake_server):
         return result
 
     run("import", SAMPLE / "stories.csv", "--task", "story", "--db", db)
-    good = fake_server(Script([(200, {}, ok_body(), 0)]))
+    answered = Script([(200, {}, ok_body(), 0)])
+    good = fake_server(answered)
     assert (
         run("judge", "--db", db, "--model", "api:m", "--base-url", good, "--limit", "2", "--samples", "1").returncode
         == 0
     )
+    assert answered.headers[0].get("authorization") == f"Bearer {KEY}"  # the planted key is the one in use
     refusing = fake_server(Script([(401, {}, ERR, 0)]))
     failed = run("judge", "--db", db, "--model", "api:other", "--base-url", refusing, "--limit", "1", "--samples", "1")
     assert failed.returncode == 2 and "refused the API key" in failed.stderr
@@ -72,11 +74,13 @@ def test_key_from_config_file_and_permission_warning(tmp_path, fake_server):
     env["TUI_RATER_CONFIG"] = str(config)
     db = tmp_path / "s.db"
     run_cli_process("import", SAMPLE / "stories.csv", "--task", "story", "--db", db, env=env)
-    url = fake_server(Script([(200, {}, ok_body(), 0)]))
+    script = Script([(200, {}, ok_body(), 0)])
+    url = fake_server(script)
     result = run_cli_process(
         "judge", "--db", db, "--model", "api:m", "--base-url", url, "--limit", "1", "--samples", "1", env=env
     )
     assert result.returncode == 0
+    assert script.headers and all(h.get("authorization") == f"Bearer {KEY}" for h in script.headers)  # it was used
     assert "readable by other users" in result.stderr and KEY not in result.stderr + result.stdout
     os.chmod(config, 0o600)
     quiet = run_cli_process("info", "--db", db, env=env)
