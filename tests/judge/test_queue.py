@@ -54,6 +54,7 @@ class ModelJob:
     attribute: str
     rater_id: int
     sample: int
+    presentation: str
     status: str = "queued"
     owner: str | None = None
     lease_until: float | None = None
@@ -94,7 +95,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.now = 1_000_000.0
         if jobs:
             for rater in (0, 1):
-                self.enqueue(rater, {0, 1, 2}, {"likability", "relevance"}, 1)
+                self.enqueue(rater, {0, 1, 2}, {"likability", "relevance"}, 1, False)
 
     def teardown(self):
         if hasattr(self, "study"):
@@ -129,15 +130,20 @@ class QueueMachine(RuleBasedStateMachine):
         items=st.sets(st.integers(0, 2), min_size=1),
         attributes=st.sets(st.sampled_from(ATTRIBUTES), min_size=1),
         samples=st.integers(1, 2),
+        both_orders=st.booleans(),
     )
-    def enqueue(self, rater, items, attributes, samples):
+    def enqueue(self, rater, items, attributes, samples, both_orders):
         rater_id = self.raters[rater]
         keys = [self.item_keys[i] for i in sorted(items)]
-        wanted = {(k, a, rater_id, s) for k in keys for a in attributes for s in range(samples)}
-        existing = {(j.item_key, j.attribute, j.rater_id, j.sample) for j in self.jobs.values()}
-        added = queue.enqueue(self.study, rater_id, keys, sorted(attributes), samples)
+        presentations = ["original", "swapped"] if both_orders else [""]
+        shapes = [(a, p, s) for a in sorted(attributes) for p in presentations for s in range(samples)]
+        wanted = {(k, a, rater_id, s, p) for k in keys for a, p, s in shapes}
+        existing = {(j.item_key, j.attribute, j.rater_id, j.sample, j.presentation) for j in self.jobs.values()}
+        added = queue.enqueue(self.study, rater_id, keys, shapes)
         assert added == len(wanted - existing)  # a job that exists is not added again, whatever its state
-        for row in self.study.db.conn.execute("SELECT id, item_key, attribute, rater_id, sample FROM jobs"):
+        for row in self.study.db.conn.execute(
+            "SELECT id, item_key, attribute, rater_id, sample, presentation FROM jobs"
+        ):
             if row[0] not in self.jobs:
                 self.jobs[row[0]] = ModelJob(*row)
 
@@ -158,11 +164,12 @@ class QueueMachine(RuleBasedStateMachine):
         got = queue.lease(self.study, rater_id, owner, max_jobs, lease_s, min_jobs, now=self.now)
         assert [j.id for j in got] == [j.id for j in expected]
         for job, model in zip(got, expected):
-            assert (job.item_key, job.attribute, job.rater_id, job.sample) == (
+            assert (job.item_key, job.attribute, job.rater_id, job.sample, job.presentation) == (
                 model.item_key,
                 model.attribute,
                 model.rater_id,
                 model.sample,
+                model.presentation,
             )
             model.status, model.owner, model.lease_until = "leased", owner, self.now + lease_s
             model.attempts += 1
@@ -307,6 +314,8 @@ class QueueMachine(RuleBasedStateMachine):
         for job in self.jobs.values():
             assert job.results == (1 if job.status == "done" else 0)
             assert stored.get(job.id, 0) == job.results
+        for job_id, presentation in self.study.db.conn.execute("SELECT job_id, presentation FROM ratings"):
+            assert presentation == self.jobs[job_id].presentation  # a pair's order travels with its result
         replies = {r[0] for r in self.study.db.conn.execute("SELECT request_hash FROM replies")}
         assert replies == {f"h{j.id}" for j in self.jobs.values() if j.status == "done"}
 
@@ -383,7 +392,8 @@ def two_items(tmp_path):
         [{"id": f"s{i}", "system": None, "prompt": "P", "story": f"Story {i}."} for i in range(2)],
     )
     rater = study.judge("j", {"m": 1})
-    queue.enqueue(study, rater.id, [i.key for i in study.items()], ["likability", "relevance"], 2)
+    shapes = [(attribute, "", sample) for attribute in ("likability", "relevance") for sample in (0, 1)]
+    queue.enqueue(study, rater.id, [i.key for i in study.items()], shapes)
     workers: list[Worker] = []
 
     def start() -> Worker:
