@@ -31,7 +31,7 @@ from tests.ui.tmux import (
     wait_for,
 )
 
-pytestmark = needs_tmux
+pytestmark = [pytest.mark.terminal, needs_tmux]
 
 ATTRIBUTES = ("grammaticality", "cohesiveness", "likability", "relevance")  # the story task, in order
 ITEMS = 6

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from tests.judge.test_api import ERR, Script, fake_server  # noqa: F401 - fixture
-from tests.ui.conftest import STORIES, ratings_of, settle, wait_until
+from tests.support import ERR, STORIES, Script, ratings_of, settle, wait_until
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.service.judging import BackgroundJudges
 from tui_rater.stats.report import build_report
@@ -12,7 +11,7 @@ from tui_rater.store.study import Study
 from tui_rater.ui.app import make_app
 
 
-async def test_failing_judge_does_not_stop_the_person(tmp_path, fake_server):  # noqa: F811
+async def test_failing_judge_does_not_stop_the_person(tmp_path, fake_server):
     study = Study.open(tmp_path / "f.db")
     study.add_items(study.task("story"), STORIES)
     url = fake_server(Script([(401, {}, ERR, 0)]))

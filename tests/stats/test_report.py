@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from tests.conftest import SHARED, run_cli_process
+from tests.support import hanna_scores, run_cli_process
 from tui_rater.stats.report import build_report
 from tui_rater.store.study import Study
 
-HANNA = SHARED / "data" / "hanna" / "hanna_metric_scores_llm.csv"
 CRITERIA = {
     "RE": "relevance",
     "CH": "coherence",
@@ -28,9 +27,7 @@ CRITERIA = {
 
 @pytest.fixture(scope="module")
 def hanna(tmp_path_factory):
-    if not HANNA.exists():
-        pytest.skip("shared/data is not beside this clone")
-    rows = {r["Model"]: r for r in csv.DictReader(open(HANNA, encoding="utf-8"))}
+    rows = hanna_scores()  # tests/data/hanna (checked against ../shared where present)
     data = {}
     for system in ("Human", "GPT-2"):
         for rater in (1, 2, 3):

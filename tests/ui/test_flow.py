@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.ui.conftest import ratings_of, settle, wait_until
+from tests.support import ratings_of, settle, wait_until
 
 
 async def test_rate_advance_undo_navigate(app_for, study):

@@ -26,6 +26,7 @@ from textual.widgets import Footer, Static
 
 from tui_rater.domain import protocols
 from tui_rater.domain.display import safe_text
+from tui_rater.keys import HELP
 from tui_rater.store.session import AnnotationSession, OtherRating
 from tui_rater.ui.quitting import QuitWhenSaved
 from tui_rater.ui.render import item_text, pairwise_columns, questions_text, spa_columns
@@ -554,25 +555,7 @@ class RaterApp(QuitWhenSaved):
         self.push_screen(AgreementScreen(self.session.study, self.task_.name, index_of.get), jump)
 
     def action_help(self) -> None:
-        rows = []
-        for binding_id, description in (
-            ("rate", "rate the focused question (1-5; 0-100 scales: digits then Enter; a/b/c choices)"),
-            ("next_attribute", "next question"),
-            ("prev_attribute", "previous question"),
-            ("next_item", "next item"),
-            ("prev_item", "previous item"),
-            ("undo", "undo the last rating"),
-            ("skip", "skip this item"),
-            ("flag", "flag this item"),
-            ("comment", "comment on this item"),
-            ("goto", "go to an item"),
-            ("agreement", "live agreement: humans vs each LLM judge"),
-            ("scroll_down", "scroll the text"),
-            ("scroll_up", "scroll the text back"),
-            ("help", "this help"),
-            ("quit", "quit (once every rating is in the file)"),
-        ):
-            rows.append((self._keys_for(binding_id), description))
+        rows = [(self._keys_for(binding_id), description) for binding_id, description in HELP]
         self.push_screen(HelpScreen(rows))
 
     def _keys_for(self, binding_id: str) -> str:
