@@ -114,10 +114,12 @@ def _attribute_pane(
     judges = sorted(set(report.judges) | {j for (j, a) in found if a == attribute.name})
     for judge in judges:
         llm = report.item_values(judge, attribute, ALL) if judge in report.judges else None
-        row = _row(judge, human, llm, list(zip(labels, names)), nominal, found.get((judge, attribute.name)))
-        pane.rows.append(row)
-        if human is None or llm is None or pane.confusion is not None or not labels:
-            continue
+        pane.rows.append(_row(judge, human, llm, list(zip(labels, names)), nominal, found.get((judge, attribute.name))))
+    # the confusion map and the gaps: the first agreement-ready judge with ratings (else the first one)
+    compared = sorted((row for row in pane.rows if row.n), key=lambda row: not row.ready)
+    if human is not None and compared and labels:
+        judge = compared[0].judge
+        llm = report.item_values(judge, attribute, ALL)
         pane.confusion = ag.confusion(human, llm, labels)
         pane.confusion_judge = judge
         pane.gaps = _gaps(report, attribute, human, llm, ids, nominal)[:top_gaps]
