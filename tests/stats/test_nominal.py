@@ -6,14 +6,19 @@ A pair's verdict is stored in the item's terms: 0 = story_a better, 1 = story_b,
 
 from __future__ import annotations
 
+import json
 import math
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import krippendorff
 import numpy as np
 import pytest
 
+from tests.judge.test_local import judge as run_judge
 from tests.stats.ratings import insert, vote
 from tui_rater.domain import protocols
+from tui_rater.judge.spec import JudgeSpec
 from tui_rater.stats import render
 from tui_rater.stats.report import build_report
 from tui_rater.stats.sections import SECTIONS
@@ -241,3 +246,72 @@ def test_rendered_tables_name_the_new_statistics(pairwise):
     text = render.to_markdown(records, "story-pairwise")
     assert "Cohen's κ" in text and "verdict shares" in text and "Tables 5–8" in text
     assert "mean ±" not in text
+
+
+@pytest.fixture
+def seeded_server():
+    """A loopback OpenAI-compatible server whose reasoned answer depends on the request's seed: a judge
+    whose five samples of one prompt disagree, reproducibly."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            request = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+            letter = "ABC"[int(request.get("seed", 0)) % 3]
+            body = json.dumps(
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": f"Both read well enough.\nAnswer: ({letter})"},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                }
+            )
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def test_pairwise_v4_through_the_judge_is_voted_per_order(tmp_path, seeded_server):
+    study = Study.open(tmp_path / "v4.db")
+    study.add_items(
+        study.task("story-pairwise"),
+        [
+            {"id": f"p{i}", "system": "gpt2 vs human", "prompt": f"P{i}", "story_a": f"A{i}", "story_b": f"B{i}"}
+            for i in range(6)
+        ],
+    )
+    spec = JudgeSpec("api:m", base_url=seeded_server, variant="v4", samples=5, temperature=1.0)
+    rater, _, rows = run_judge(study, spec, task="story-pairwise")
+    assert len(rows) == 6 * 2 * 5 and {r["parse_status"] for r in rows} == {"ok"}
+    by_order: dict[tuple[int, str], list[float]] = {}
+    for row in rows:
+        by_order.setdefault((row["item_key"], row["presentation"]), []).append(row["value"])
+    verdicts = []
+    for item in study.items("story-pairwise"):
+        original, swapped = vote(by_order[(item.key, "original")]), vote(by_order[(item.key, "swapped")])
+        verdicts.append(math.nan if original is None or swapped is None else original if original == swapped else 2.0)
+    verdicts = np.array(verdicts)
+    decided = verdicts[~np.isnan(verdicts)]
+    shares = {
+        r.statistic: r
+        for r in build_report(study, "story-pairwise")
+        if r.table == "nominal" and r.evaluator == rater.name
+    }
+    for code, key in enumerate("ABC"):
+        assert shares[f"share_{key}"].value == pytest.approx(np.mean(decided == code))
+        assert shares[f"share_{key}"].n == decided.size

@@ -10,6 +10,7 @@ scale mass, and whether it is agreement-ready (``sections/readings.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -85,10 +86,12 @@ class PaneData:
     n_ratings: int
     attributes: list[AttributePane]
     queue: dict[str, int]
-    failures: list[dict]
+    failures: list[dict[str, Any]]
 
 
-def pane_data(study: Study, task_name: str, queue: dict[str, int], failures: list[dict], top_gaps: int = 5) -> PaneData:
+def pane_data(
+    study: Study, task_name: str, queue: dict[str, int], failures: list[dict[str, Any]], top_gaps: int = 5
+) -> PaneData:
     """The pane's numbers; ``queue`` and ``failures`` describe the judge queue (the service reads them)."""
     task = study.task(task_name)
     report = Report(study, task)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from tui_rater.domain import protocols
-from tui_rater.domain.tasks import Task
+from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.stats.records import ALL, HUMANS, SCHEMA, Record, as_dicts
 from tui_rater.stats.sections import ALWAYS, ORDER, SECTIONS
 from tui_rater.stats.sections.data import ReportData, load, reference_system
@@ -35,7 +35,7 @@ class Report(ReportData):
     ) -> None:
         super().__init__(study, task, frame, spa_tau, readings)
 
-    def sections(self) -> list[tuple[str, list]]:
+    def sections(self) -> list[tuple[str, list[Attribute]]]:
         """(section name, the questions whose protocol names it), in report order."""
         named = {a.name: protocols.of(a).report_sections for a in self.task.attributes}
         for attribute, sections in named.items():
@@ -54,8 +54,8 @@ class Report(ReportData):
             for section, attributes in self.sections():
                 SECTIONS[section](self, attributes)
         if not self.readings.is_empty():
-            for section in ALWAYS.values():
-                section(self, list(self.task.attributes))
+            for always in ALWAYS.values():
+                always(self, list(self.task.attributes))
         mark_not_ready(self)
         return self.records
 

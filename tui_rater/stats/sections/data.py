@@ -165,7 +165,7 @@ class ReportData:
     def ratings(self, evaluator: str, attribute: str, system: str) -> list[float]:
         """Every rating (each annotator's) of the system's items: Table 1's mean and std are over these."""
         m = self.matrix(evaluator, attribute, system)
-        return m[~np.isnan(m)].tolist()
+        return [float(v) for v in m[~np.isnan(m)]]
 
     # --- per-item scores -----------------------------------------------------------------
 

@@ -31,13 +31,13 @@ def table6(data: ReportData, attributes: Sequence[Attribute]) -> None:
     pairs = list(combinations(data.humans, 2))
     for attribute in attributes:
         for system in data.systems:
-            taus = []
+            taus: list[float] = []
             for a, b in pairs:
                 x = data.rater_values(a, attribute, system)
                 y = data.rater_values(b, attribute, system)
                 tau = ag.kendall_tau(x, y)
                 data.add("table6", attribute.name, system, a, "kendall_tau", tau, evaluator_b=b)
-                if tau.ok:
+                if tau.value is not None:
                     taus.append(tau.value)
             defined = f"{len(taus)} of {len(pairs)} rater pairs"
             data.add(
