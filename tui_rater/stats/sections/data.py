@@ -41,27 +41,35 @@ _READINGS_SCHEMA = {
 }
 
 
-def load(study: Study, task: str) -> pl.DataFrame:
-    """The ratings in force with a value, one row per (item, attribute, rater, presentation, sample)."""
+def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the ratings in force with a value, one row per (item, attribute, rater, presentation, sample);
+    every judge reading in force, failed or not, with its parse status and, for a distribution pass,
+    its scale mass) -- in one pass over the ratings."""
     rows = study.db.conn.execute(
         f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.name, ra.kind, r.presentation, r.sample,
-                   r.value
-            FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND r.value IS NOT NULL""",
+                   r.value, r.parse_status,
+                   CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"mass"%' AND json_valid(r.details)
+                        THEN json_extract(r.details, '$.mass') END
+            FROM {RATINGS_IN_FORCE} WHERE i.task = ?""",
         [task],
     ).fetchall()
-    return pl.DataFrame(rows, schema=_FRAME_SCHEMA, orient="row")
+    frame = pl.DataFrame([row[:8] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row")
+    readings = pl.DataFrame(
+        [(row[3], row[2], row[8], _number(row[9])) for row in rows if row[4] == "llm"],
+        schema=_READINGS_SCHEMA,
+        orient="row",
+    )
+    return frame, readings
+
+
+def load(study: Study, task: str) -> pl.DataFrame:
+    """The ratings in force with a value, one row per (item, attribute, rater, presentation, sample)."""
+    return load_all(study, task)[0]
 
 
 def load_readings(study: Study, task: str) -> pl.DataFrame:
     """Every judge reading in force, failed or not: its parse status and, for a distribution pass, its scale mass."""
-    rows = study.db.conn.execute(
-        f"""SELECT ra.name, r.attribute, r.parse_status,
-                   CASE WHEN json_valid(r.details) THEN json_extract(r.details, '$.mass') END
-            FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND ra.kind = 'llm'""",
-        [task],
-    ).fetchall()
-    rows = [(name, attribute, status, _number(mass)) for name, attribute, status, mass in rows]
-    return pl.DataFrame(rows, schema=_READINGS_SCHEMA, orient="row")
+    return load_all(study, task)[1]
 
 
 def _number(value: Any) -> float | None:
@@ -89,8 +97,11 @@ class ReportData:
         readings: pl.DataFrame | None = None,
     ) -> None:
         self.study, self.task, self.spa_tau = study, task, spa_tau
-        self.frame = load(study, task.name) if frame is None else frame
-        self.readings = load_readings(study, task.name) if readings is None else readings
+        if frame is None or readings is None:
+            loaded_frame, loaded_readings = load_all(study, task.name)
+            frame = loaded_frame if frame is None else frame
+            readings = loaded_readings if readings is None else readings
+        self.frame, self.readings = frame, readings
         self.records: list[Record] = []
         self.systems: list[str] = sorted(self.frame["system"].unique().to_list())
         self.judges: list[str] = sorted(self.frame.filter(pl.col("kind") == "llm")["rater"].unique().to_list())
