@@ -94,3 +94,12 @@ def test_a_real_judge_without_scale_mass_is_not_agreement_ready(tmp_path, tiny_g
     assert mass.value < 0.5 and mass.n == len(STORIES)  # one pass (its mass) per item
     table2 = [r for r in records if r.table == "table2" and r.evaluator_b == rater.name]
     assert table2 and all(NOT_READY in r.note for r in table2)
+
+
+def test_imported_judge_ratings_are_read_values(hanna):
+    """`import-ratings` stores a judge's values with the status "imported": values, not failures."""
+    _, index, _ = hanna
+    ready = index[("readings", "relevance", "all", "llama-13b", None, "agreement_ready")]
+    assert ready.value == 1 and index[("readings", "relevance", "all", "llama-13b", None, "ok_share")].value == 1
+    assert index[("readings", "relevance", "all", "llama-13b", None, "failures_no_number")].value == 0
+    assert NOT_READY not in index[("table2", "relevance", "all", "humans", "llama-13b", "kendall_tau")].note

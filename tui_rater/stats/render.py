@@ -354,9 +354,10 @@ def _pair_meta(records: list[Record], by: Index, who: _Who) -> Table | None:
         for difficulty in ("hard", "medium", "easy", "all"):
             r = by.get(("pair_meta", attribute, system, HUMANS, judge, f"pair_tau_b_{difficulty}"))
             cells.append("n/a" if r is None else f"{_value(r, 3)} ({r.n})")
-            cuts = cuts or (r.note.split(";")[0] if r is not None and r.note.startswith("|Δ") else "")
+            parts = r.note.split("; ") if r is not None else []
+            cuts = cuts or next((part for part in parts if part.startswith("human preference size")), "")
         rows.append([attribute, who(judge, attribute), *cells, cuts])
-    header = ["attribute", "judge", "hard", "medium", "easy", "all", "difficulty by the humans' |Δ|"]
+    header = ["attribute", "judge", "hard", "medium", "easy", "all", "difficulty: size of the humans' preference"]
     return TITLES["pair_meta"], header, rows
 
 

@@ -37,6 +37,7 @@ _READINGS_SCHEMA = {
     "rater": pl.Utf8,
     "attribute": pl.Utf8,
     "status": pl.Utf8,
+    "read": pl.Boolean,  # the reading has a value (ok, or imported with a value)
     "mass": pl.Float64,
 }
 
@@ -55,7 +56,7 @@ def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     ).fetchall()
     frame = pl.DataFrame([row[:8] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row")
     readings = pl.DataFrame(
-        [(row[3], row[2], row[8], _number(row[9])) for row in rows if row[4] == "llm"],
+        [(row[3], row[2], row[8], row[7] is not None, _number(row[9])) for row in rows if row[4] == "llm"],
         schema=_READINGS_SCHEMA,
         orient="row",
     )

@@ -137,6 +137,12 @@ def human_difference(data: ReportData, attribute: Attribute) -> np.ndarray:
         return np.where(counts > 0, np.nansum(stack, axis=0) / np.maximum(counts, 1), np.nan)
 
 
+def _undefined(tau: float | None, n: int) -> str:
+    if tau is not None:
+        return ""
+    return "no pairs" if n == 0 else "undefined: no pair is ordered by both the humans and the judge"
+
+
 def pair_meta(data: ReportData, attributes: Sequence[Attribute]) -> None:
     if not data.humans:
         return
@@ -146,7 +152,7 @@ def pair_meta(data: ReportData, attributes: Sequence[Attribute]) -> None:
             metric = preference(data.item_values(judge, attribute, ALL))
             keep = ~(np.isnan(human) | np.isnan(metric))
             _, (low, high) = st.difficulty_split(human[keep])
-            cuts = f"|Δhuman| hard ≤ {low:.2f} < medium ≤ {high:.2f} < easy" if keep.any() else ""
+            cuts = f"human preference size: hard ≤ {low:.2f} < medium ≤ {high:.2f} < easy" if keep.any() else ""
             for difficulty, (tau, n) in st.pair_tau_b_by_difficulty(human[keep], metric[keep]).items():
                 data.add(
                     "pair_meta",
@@ -157,7 +163,7 @@ def pair_meta(data: ReportData, attributes: Sequence[Attribute]) -> None:
                     value=tau,
                     n=n,
                     evaluator_b=judge,
-                    note=cuts if tau is not None else "; ".join(x for x in ("no pairs with a verdict", cuts) if x),
+                    note="; ".join(x for x in (_undefined(tau, n), cuts) if x),
                 )
             if not keep.any():
                 data.add(

@@ -58,9 +58,10 @@ def judge_readings(readings: pl.DataFrame) -> dict[tuple[str, str], JudgeReading
     out = {}
     for (judge, attribute), rows in readings.group_by(["rater", "attribute"], maintain_order=True):
         statuses = rows["status"].to_list()
+        read = rows["read"].to_list()
         failures = {status: 0 for status in FAILURES}
-        for status in statuses:
-            if status != "ok":
+        for status, has_value in zip(statuses, read):
+            if not has_value:  # a typed failure (or a status an older version stored without a value)
                 failures[status] = failures.get(status, 0) + 1
         masses = rows["mass"].drop_nulls()
         low = int((masses < READY_MIN_MASS).sum()) if len(masses) else 0
@@ -68,7 +69,7 @@ def judge_readings(readings: pl.DataFrame) -> dict[tuple[str, str], JudgeReading
             str(judge),
             str(attribute),
             len(statuses),
-            statuses.count("ok"),
+            sum(read),
             failures,
             len(masses),
             float(masses.mean()) if len(masses) else None,  # type: ignore[arg-type]
