@@ -28,9 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tui_rater.domain.tasks import TITLE_FLUENCY  # noqa: E402
-from tui_rater.judge import queue  # noqa: E402
-from tui_rater.judge.spec import JudgeSpec, provenance, rater_name  # noqa: E402
-from tui_rater.judge.worker import jobs_for, run_judge  # noqa: E402
+from tui_rater.judge.spec import JudgeSpec  # noqa: E402
+from tui_rater.service.judging import plan_judge, start_judge  # noqa: E402
 from tui_rater.store.study import Study  # noqa: E402
 
 SERVER = textwrap.dedent("""
@@ -113,14 +112,12 @@ def queue_rate(url: str, n_jobs: int, workers: int, workdir: Path, name: str) ->
         [{"id": f"t{i}", "system": None, "title": f"Headline number {i} about markets"} for i in range(n_jobs)],
     )
     spec = JudgeSpec("api:m", base_url=url, samples=1, max_retries=0).validate()
-    config = provenance(spec)
-    rater = study.judge(rater_name(spec, config), config)
-    attributes, samples = jobs_for(TITLE_FLUENCY, spec)
-    queue.enqueue(study, rater.id, [i.key for i in study.items()], attributes, samples)
+    plan = plan_judge(study, spec, [TITLE_FLUENCY.name])
+    rater = plan.rater
     start = time.perf_counter()
-    threads, progress, _ = run_judge(db, rater.id, spec, config, workers=workers)
-    for t in threads:
-        t.join()
+    run = start_judge(db, plan, workers)
+    run.wait()
+    progress = run.progress
     seconds = time.perf_counter() - start
     stored = study.db.conn.execute(
         "SELECT count(*) FROM ratings WHERE rater_id = ? AND value IS NOT NULL", [rater.id]

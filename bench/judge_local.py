@@ -50,12 +50,11 @@ sys.path.insert(0, str(ROOT))
 import llama_cpp  # noqa: E402  (before numpy users: see bench-tools/README.md on CUDA images)
 import numpy as np  # noqa: E402
 
-from tui_rater.domain.prompts import render  # noqa: E402
+from tui_rater.domain import protocols  # noqa: E402
 from tui_rater.domain.tasks import STORY  # noqa: E402
-from tui_rater.judge import queue  # noqa: E402
-from tui_rater.judge.spec import JudgeSpec, provenance, rater_name  # noqa: E402
+from tui_rater.judge.spec import JudgeSpec  # noqa: E402
 from tui_rater.judge.tiny_gguf import read_vocab, write_tiny_gguf  # noqa: E402
-from tui_rater.judge.worker import jobs_for, run_judge  # noqa: E402
+from tui_rater.service.judging import plan_judge, start_judge  # noqa: E402
 from tui_rater.store.study import Study  # noqa: E402
 
 SAMPLES, MAX_TOKENS = 3, 48
@@ -99,11 +98,17 @@ def prompt_tokens(model: str, rows: list[dict], ngl: int) -> list[list[list[int]
     backend = LocalBackend(JudgeSpec(model, n_gpu_layers=ngl), parallel=1)
     try:
         return [
-            [backend.prompt_tokens([{"role": "user", "content": render(STORY, a, r).text}]) for a in STORY.attributes]
+            [backend.prompt_tokens([{"role": "user", "content": question(a, r)}]) for a in STORY.attributes]
             for r in rows
         ]
     finally:
         backend.close()
+
+
+def question(attribute, row: dict) -> str:
+    """The question as the judge asks it (the protocol's own prompt)."""
+    fields = {"prompt": row["prompt"], "story": row["story"]}
+    return protocols.for_mode(STORY, attribute, "text").render(STORY, attribute, fields, "plain").text
 
 
 def distinct_tokens(items: list[list[list[int]]]) -> int:
@@ -118,21 +123,19 @@ def tui_run(model: str, rows: list[dict], mode: str, ngl: int, workers: int, wor
     spec = JudgeSpec(
         model, mode=mode, samples=SAMPLES, max_tokens=MAX_TOKENS, max_retries=0, n_gpu_layers=ngl
     ).validate()
-    config = provenance(spec)
-    rater = study.judge(rater_name(spec, config), config)
-    attributes, samples = jobs_for(STORY, spec)
-    queue.enqueue(study, rater.id, [i.key for i in study.items("story")], attributes, samples)
+    plan = plan_judge(study, spec, [STORY.name])
     from tui_rater.judge.backends.local import LocalBackend
 
     loaded = LocalBackend(spec, parallel=workers)  # the model is loaded before the clock starts, as the floor's is
     start = time.perf_counter()
-    threads, progress, _ = run_judge(db, rater.id, spec, config, workers=workers)
-    for thread in threads:
-        thread.join()
+    run = start_judge(db, plan, workers)
+    run.wait()
     seconds = time.perf_counter() - start
     loaded.close()
+    threads, progress = run.threads, run.progress
     if progress.fatal:
         raise SystemExit(f"{mode}: {progress.fatal}")
+    rater = plan.rater
     n = study.db.conn.execute("SELECT count(*) FROM ratings WHERE rater_id = ?", [rater.id]).fetchone()[0]
     assert n == len(rows) * 4 * SAMPLES, n
     counts = threads[0].counts

@@ -1,54 +1,35 @@
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support import DATA, STORIES, free_port, wait_for_port
 from tui_rater.judge.tiny_gguf import BOS_TEMPLATE, write_tiny_gguf
 from tui_rater.store.study import Study
 
-QWEN2_VOCAB = ROOT / "tests" / "data" / "vocab" / "ggml-vocab-qwen2.gguf"
 
-STORIES = [
-    {
-        "id": f"s{i}",
-        "system": "human" if i % 2 else "gpt2",
-        "prompt": f"Prompt number {i}.",
-        "story": f"Story {i}. The cat sat on the mat and thought about fish for a while. Then it slept.",
-    }
-    for i in range(4)
-]
-
-
-@pytest.fixture(scope="session")
-def tiny_gguf(tmp_path_factory) -> Path:
-    return write_tiny_gguf(tmp_path_factory.mktemp("model") / "tiny.gguf", seed=7)
-
-
-def write_qwen_gguf(path: Path, chat_template: str | None = None) -> Path:
+def _qwen_gguf(path: Path, chat_template: str | None = None) -> Path:
     """A tiny random model around Qwen2's real 152k-token vocabulary (25 MB); it asks for a BOS token as Llama 3's
     and Gemma's GGUFs do. The output layer's scale spreads the logits about as a real model's (std ~3.4)."""
     return write_tiny_gguf(
-        path, vocab=QWEN2_VOCAB, n_embd=32, n_head=4, n_ff=64, f16=True, output_scale=0.6, seed=5,
-        chat_template=chat_template,
+        path, vocab=DATA / "vocab" / "ggml-vocab-qwen2.gguf", n_embd=32, n_head=4, n_ff=64, f16=True,
+        output_scale=0.6, seed=5, chat_template=chat_template,
     )  # fmt: skip
 
 
 @pytest.fixture(scope="session")
 def qwen_gguf(tmp_path_factory) -> Path:
     """No chat template: the prompt is the query itself (as the paper sent T0 and InstructGPT)."""
-    return write_qwen_gguf(tmp_path_factory.mktemp("qwen") / "qwen.gguf")
+    return _qwen_gguf(tmp_path_factory.mktemp("qwen") / "qwen.gguf")
 
 
 @pytest.fixture(scope="session")
 def qwen_bos_gguf(tmp_path_factory) -> Path:
     """A chat template that begins with {{ bos_token }}, as most instruct GGUFs' do."""
-    return write_qwen_gguf(tmp_path_factory.mktemp("qwen-bos") / "qwen-bos.gguf", BOS_TEMPLATE)
+    return _qwen_gguf(tmp_path_factory.mktemp("qwen-bos") / "qwen-bos.gguf", BOS_TEMPLATE)
 
 
 @pytest.fixture
@@ -56,25 +37,6 @@ def story_study(tmp_path) -> Study:
     study = Study.open(tmp_path / "judge.db")
     study.add_items(study.task("story"), STORIES)
     return study
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with status {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError(f"nothing listening on {port}")
 
 
 @pytest.fixture(scope="session")
@@ -107,3 +69,91 @@ def llama_server(tiny_gguf):
         proc.terminate()
         proc.wait(timeout=20)
         log.close()
+
+
+# --- a deterministic judge on loopback: the same request always gets the same answer ------------
+
+_REPLIES = {
+    "pair": ["(A)", "Option B", "C", "I will choose Option A", "Answer: B", "Reason: B is tighter.\nAnswer: B"],
+    "yesno": [],
+    "stars": ["4 stars", "3", "Stars: 5", "I would give it 2 stars.", "no stars for this"],
+    "score100": ["Score: 85", "70", "I'd say 42 out of 100.", "Reason: coherent.\nScore: 64", "unsure"],
+    "percent": ["70", "35", "It is about 55%.", "50"],
+    "likert": ["Rating: 4", "I would rate it a 3.", "5", "I am an AI and cannot rate stories.", "2/5", "3 or 4"],
+}
+_TOKENS = {
+    "pair": ["A", "B", "C"],
+    "yesno": ["Yes", "No", "yes", " no", "Maybe"],
+    "likert": ["1", "2", "3", "4", "5"],
+}
+
+
+def _kind(prompt: str) -> str:
+    """What the question asks for, read off the paper's prompt texts."""
+    if "Storyline-1" in prompt or "Options:" in prompt:
+        return "pair"
+    if "Question: Is the storyline" in prompt:
+        return "yesno"
+    if "Stars (1-5)" in prompt:
+        return "stars"
+    if "% chance" in prompt:
+        return "percent"
+    if "0 (worst) to 100 (best)" in prompt or "scale of 0 to 100" in prompt:
+        return "score100"
+    return "likert"
+
+
+def deterministic_answer(body: dict) -> dict:
+    """An OpenAI chat completion for ``body``, a function of the request alone."""
+    import hashlib
+    import json as _json
+    import math
+
+    prompt = body["messages"][-1]["content"]
+    digest = hashlib.sha256(_json.dumps([body["messages"], body.get("seed"), body.get("temperature")]).encode())
+    h = int.from_bytes(digest.digest()[:8], "big")
+    kind = _kind(prompt)
+    choice: dict = {"index": 0, "finish_reason": "stop"}
+    if body.get("logprobs"):
+        tokens = _TOKENS.get(kind, _TOKENS["likert"])
+        weights = [((h >> (5 * i)) & 31) + 1 for i in range(len(tokens))]
+        total = sum(weights) / 0.95  # 95% of the next-token mass on the options
+        top = [{"token": t, "logprob": math.log(w / total), "bytes": None} for t, w in zip(tokens, weights)]
+        top.sort(key=lambda e: -e["logprob"])
+        top = top[: body.get("top_logprobs") or 5]
+        choice["message"] = {"role": "assistant", "content": top[0]["token"]}
+        choice["logprobs"] = {"content": [{**top[0], "top_logprobs": top}]}
+    elif "response_format" in body:
+        schema = body["response_format"]["json_schema"]["schema"]["properties"]["score"]
+        options = schema.get("enum") or list(range(schema["minimum"], schema["maximum"] + 1))
+        choice["message"] = {"role": "assistant", "content": _json.dumps({"score": options[h % len(options)]})}
+    else:
+        replies = _REPLIES[kind]
+        choice["message"] = {"role": "assistant", "content": replies[h % len(replies)]}
+    return {"id": "d", "object": "chat.completion", "created": 0, "model": body.get("model", "m"), "choices": [choice]}
+
+
+@pytest.fixture(scope="session")
+def deterministic_judge():
+    """A loopback OpenAI-compatible server whose answers depend only on the request."""
+    import json as _json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = _json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+            payload = _json.dumps(deterministic_answer(body)).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()

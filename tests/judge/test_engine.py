@@ -9,23 +9,29 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from tui_rater.domain.prompts import render
+from tests.support import STORIES
+from tui_rater.domain import protocols
 from tui_rater.domain.tasks import STORY
 from tui_rater.judge.backends.local import LocalBackend
 from tui_rater.judge.errors import JudgeError
-from tui_rater.judge.scoring import gbnf_for
 from tui_rater.judge.spec import JudgeSpec
-
-from .conftest import STORIES
 
 
 def story_prompts(items: int = 2) -> list[list[dict]]:
     """Every question of the first stories, as the judge asks them (Chiang & Lee App. D.2.2)."""
     return [
-        [{"role": "user", "content": render(STORY, attribute, {"prompt": s["prompt"], "story": s["story"]}).text}]
+        [{"role": "user", "content": _question(attribute, {"prompt": s["prompt"], "story": s["story"]})}]
         for s in STORIES[:items]
         for attribute in STORY.attributes
     ]
+
+
+def _question(attribute, fields: dict) -> str:
+    return protocols.for_mode(STORY, attribute, "text").render(STORY, attribute, fields, "plain").text
+
+
+def _grammar(task, attribute) -> str:
+    return protocols.for_mode(task, attribute, "constrained").grammar(attribute, "plain")
 
 
 def generate_all(backend, prompts, seeds, *, temperature: float, concurrent: bool, max_tokens: int = 8):
@@ -128,7 +134,7 @@ def test_many_threads_at_once(qwen_gguf):
     """40 threads, 8 sequences: replies, distributions, top tokens and constrained replies all come back right."""
     backend = LocalBackend(JudgeSpec(str(qwen_gguf)), parallel=8)
     prompts = story_prompts(2)
-    likert = STORY.attributes[0].scale
+    likert = _grammar(STORY, STORY.attributes[0])  # the protocol's grammar: "1" | ... | "5"
     errors: list[BaseException] = []
 
     def work(i: int) -> None:
@@ -145,7 +151,7 @@ def test_many_threads_at_once(qwen_gguf):
                 top = backend.top_tokens(messages, 5)
                 assert len(top) == 5 and top[0][1] >= top[-1][1]
             else:
-                reply = backend.complete(messages, temperature=1.0, top_p=0.9, max_tokens=8, seed=i, constrain=likert)
+                reply = backend.complete(messages, temperature=1.0, top_p=0.9, max_tokens=8, seed=i, grammar=likert)
                 assert reply.text in {"1", "2", "3", "4", "5"}
         except BaseException as exc:  # reported below, on the test thread
             errors.append(exc)
@@ -165,10 +171,11 @@ def test_many_threads_at_once(qwen_gguf):
 @pytest.mark.parametrize("model", ["qwen_gguf", "tiny_gguf"])
 def test_grammar_constrained_replies_are_always_valid(model, request):
     """Constrained mode: every reply is in the answer space, whatever the sampler draws."""
-    from tui_rater.domain.tasks import Scale
+    from tui_rater.domain.tasks import STORY_EXPLICIT
 
     backend = LocalBackend(JudgeSpec(str(request.getfixturevalue(model))), parallel=12)
-    explicit = gbnf_for(Scale(kind="continuous", low=0, high=100))
+    explicit = _grammar(STORY_EXPLICIT, STORY_EXPLICIT.attributes[0])  # 0-100 (Chen et al.'s explicit score)
+    assert "[1-9] [0-9]" in explicit
     messages = story_prompts(1)[0]
     try:
         with ThreadPoolExecutor(24) as pool:
@@ -316,21 +323,16 @@ def test_one_engine_per_model_shared_by_every_handle(qwen_gguf):
 
 def test_local_workers_share_one_engine_through_the_queue(story_study, qwen_gguf):
     """`judge --workers 8` on a local model: 8 sequences of one model, each item's prefix shared across workers."""
-    from tui_rater.judge import queue
-    from tui_rater.judge.spec import provenance, rater_name
-    from tui_rater.judge.worker import jobs_for, run_judge
+    from tui_rater.service.judging import judge_study
 
     spec = JudgeSpec(str(qwen_gguf), max_tokens=6, max_retries=0).validate()
-    config = provenance(spec)
-    rater = story_study.judge(rater_name(spec, config), config)
-    attributes, samples = jobs_for(STORY, spec)
-    queue.enqueue(story_study, rater.id, [i.key for i in story_study.items("story")], attributes, samples)
-    threads, progress, _ = run_judge(story_study.path, rater.id, spec, config, workers=8)
-    for thread in threads:
-        thread.join(timeout=300)
+    run = judge_study(story_study, spec, ["story"], workers=8)
+    threads, progress = run.threads, run.progress
     assert progress.fatal is None and progress.done == 4 * 4 * 3
     assert all(t.counts is threads[0].counts for t in threads)  # one engine, one count
     counts = threads[0].counts
     assert counts.cached > 5 * counts.evaluated  # the stories were evaluated once, not once per job
-    rows = story_study.db.conn.execute("SELECT count(*) FROM ratings WHERE rater_id = ?", [rater.id]).fetchone()[0]
+    rows = story_study.db.conn.execute(
+        "SELECT count(*) FROM ratings WHERE rater_id = ?", [run.plan.rater.id]
+    ).fetchone()[0]
     assert rows == 4 * 4 * 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from tests.conftest import SAMPLE, run_cli_process
+from tests.support import SAMPLE, run_cli_process
 
 
 def _demo_study(tmp_path):
@@ -63,7 +63,7 @@ def test_judge_bad_input_is_one_sentence(tmp_path, tiny_gguf):
     cases = [
         (["--model", tmp_path / "missing.gguf"], "does not exist"),
         (["--model", SAMPLE / "stories.csv"], "not a GGUF file"),
-        (["--model", tiny_gguf, "--variant", "v9"], "--variant must be one of"),
+        (["--model", tiny_gguf, "--variant", "v9"], "variant 'v9' does not apply"),
         (["--model", tiny_gguf, "--task", "nonesuch"], "unknown task"),
         (["--model", tiny_gguf, "--task", "story", "--variant", "v2"], "does not apply to task"),
         (["--model", "api:gpt-x", "--api-key-env", "TUI_RATER_NO_SUCH_KEY"], "no API key"),
@@ -82,7 +82,7 @@ def test_queue_cancel_and_retry(tmp_path, tiny_gguf):
     db = _demo_study(tmp_path)
     study = Study.open(db)
     rater = study.judge("j", {"x": 1})
-    queue.enqueue(study, rater.id, [i.key for i in study.items()][:3], ["likability"], 2)
+    queue.enqueue(study, rater.id, [i.key for i in study.items()][:3], [("likability", "", 0), ("likability", "", 1)])
     out = run_cli_process("queue", "--db", db, "--cancel").stdout
     assert "cancelled 6 jobs" in out
     out = run_cli_process("queue", "--db", db, "--retry", "--rater", "j").stdout

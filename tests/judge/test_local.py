@@ -4,25 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import STORIES, judge
 from tui_rater.judge import queue
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
-from tui_rater.judge.worker import jobs_for, run_judge
-
-
-def judge(study, spec: JudgeSpec, task="story", workers=1):
-    spec = spec.validate()
-    config = provenance(spec)
-    rater = study.judge(rater_name(spec, config), config)
-    attributes, samples = jobs_for(study.task(task), spec)
-    queue.enqueue(study, rater.id, [i.key for i in study.items(task)], attributes, samples)
-    threads, progress, _ = run_judge(study.path, rater.id, spec, config, workers=workers)
-    for t in threads:
-        t.join(timeout=300)
-    assert progress.fatal is None, progress.fatal
-    rows = list(
-        study.db.query("SELECT * FROM ratings WHERE rater_id = ? ORDER BY item_key, attribute, sample", [rater.id])
-    )
-    return rater, progress, rows
+from tui_rater.judge.worker import run_judge
 
 
 def test_text_mode_stores_raw_replies_and_typed_failures(story_study, tiny_gguf):
@@ -49,7 +34,8 @@ def test_constrained_mode_only_valid_scores(story_study, tiny_gguf):
 def test_distribution_mode_one_pass_n_samples(story_study, tiny_gguf):
     import json
 
-    rater, _progress, rows = judge(story_study, JudgeSpec(str(tiny_gguf), mode="distribution", samples=5))
+    # the random test model puts almost no probability on "1".."5": min_mass 0 reads it anyway
+    rater, _progress, rows = judge(story_study, JudgeSpec(str(tiny_gguf), mode="distribution", samples=5, min_mass=0))
     assert len(rows) == 4 * 4 * 5
     assert queue.counts(story_study, rater.id)["done"] == 16  # one job (forward pass) per question
     first = json.loads(rows[0]["details"])
@@ -60,7 +46,6 @@ def test_distribution_mode_one_pass_n_samples(story_study, tiny_gguf):
 
 
 def test_same_seed_same_ratings(tmp_path, tiny_gguf):
-    from tests.judge.conftest import STORIES
     from tui_rater.store.study import Study
 
     values = []
@@ -96,14 +81,15 @@ def test_identical_requests_answered_from_the_store(story_study, tiny_gguf):
 
 
 def test_prefix_of_one_item_is_reused(story_study, tiny_gguf):
-    from tui_rater.domain.prompts import render
+    from tui_rater.domain import protocols
     from tui_rater.judge.backends.local import LocalBackend
 
     backend = LocalBackend(JudgeSpec(str(tiny_gguf)))
     task = story_study.task("story")
     item = story_study.items("story")[0]
     for attribute in task.attributes:
-        messages = [{"role": "user", "content": render(task, attribute, item.fields).text}]
+        prompt = protocols.of(attribute).render(task, attribute, item.fields, "plain")
+        messages = [{"role": "user", "content": prompt.text}]
         backend.option_probabilities(messages, ["1", "2", "3", "4", "5"])
     # the instruction block and story were evaluated once; later questions only their suffix
     assert backend.counts.cached > 2 * backend.counts.evaluated / 3
@@ -118,7 +104,7 @@ def test_story_longer_than_the_context_is_a_typed_failure(tmp_path, tiny_gguf):
     spec = JudgeSpec(str(tiny_gguf), n_ctx=512, samples=1).validate()
     config = provenance(spec)
     rater = study.judge(rater_name(spec, config), config)
-    queue.enqueue(study, rater.id, [study.items()[0].key], ["likability"], 1)
+    queue.enqueue(study, rater.id, [study.items()[0].key], [("likability", "", 0)])
     threads, _progress, _ = run_judge(study.path, rater.id, spec, config)
     for t in threads:
         t.join(timeout=60)
@@ -128,7 +114,7 @@ def test_story_longer_than_the_context_is_a_typed_failure(tmp_path, tiny_gguf):
 
 
 def test_corrupt_or_missing_model(tmp_path):
-    from tui_rater.errors import UserError
+    from tui_rater.domain.errors import UserError
 
     with pytest.raises(UserError, match="does not exist"):
         JudgeSpec(str(tmp_path / "none.gguf")).validate()

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 from tui_rater.judge.spec import SHA_CACHE_FILE, cache_dir, file_sha256
 
 

@@ -2,30 +2,24 @@
 
 from __future__ import annotations
 
-from tests.judge.test_api import ERR, Script, fake_server  # noqa: F401 - fixture
-from tests.ui.conftest import STORIES, ratings_of, settle
-from tui_rater.judge.runner import JudgeRunner
+from tests.support import ERR, STORIES, Script, ratings_of, settle, wait_until
 from tui_rater.judge.spec import JudgeSpec
+from tui_rater.service.judging import BackgroundJudges
 from tui_rater.stats.report import build_report
 from tui_rater.store.session import AnnotationSession
 from tui_rater.store.study import Study
 from tui_rater.ui.app import make_app
 
 
-async def test_failing_judge_does_not_stop_the_person(tmp_path, fake_server):  # noqa: F811
+async def test_failing_judge_does_not_stop_the_person(tmp_path, fake_server):
     study = Study.open(tmp_path / "f.db")
     study.add_items(study.task("story"), STORIES)
     url = fake_server(Script([(401, {}, ERR, 0)]))
-    runner = JudgeRunner(study, "story", [JudgeSpec("api:m", base_url=url, samples=1).validate()])
+    runner = BackgroundJudges(study, "story", [JudgeSpec("api:m", base_url=url, samples=1).validate()])
     app = make_app(AnnotationSession.open(study.reopen(), "story", "alice"), judges=runner)
     async with app.run_test(size=(100, 30)) as pilot:
-        for _ in range(60):
-            await pilot.pause(0.1)
-            if "stopped: auth" in runner.summary():
-                break
-        assert "stopped: auth" in runner.summary()
-        await pilot.pause(1.1)
-        assert "stopped: auth" in str(app.query_one("#status").render())
+        await wait_until(pilot, lambda: "stopped: auth" in runner.summary(), "the judge stopped")
+        await wait_until(pilot, lambda: "stopped: auth" in str(app.query_one("#status").render()), "shown as stopped")
         await pilot.press("4", "4", "4", "4", "2")
         await settle(app, pilot)
         assert app.index == 1 and len(ratings_of(study, "alice")) == 5

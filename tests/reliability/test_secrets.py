@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import stat
 
-from tests.conftest import SAMPLE, run_cli_process
-from tests.judge.test_api import ERR, Script, fake_server, ok_body  # noqa: F401 - fixture
+import pytest
+
+from tests.support import ERR, SAMPLE, Script, free_port, ok_body, run_cli_process
 
 KEY = "sk-PLANTED-7f3a9c1e5b2d4a6c8e0f"
 
 
-def test_planted_key_appears_nowhere(tmp_path, fake_server):  # noqa: F811
+@pytest.mark.slow  # the unreachable server is retried with back-off (about 30 s)
+def test_planted_key_appears_nowhere(tmp_path, fake_server):
     env = {**os.environ, "OPENAI_API_KEY": KEY}
     db = tmp_path / "s.db"
     outputs = []
@@ -22,15 +24,17 @@ def test_planted_key_appears_nowhere(tmp_path, fake_server):  # noqa: F811
         return result
 
     run("import", SAMPLE / "stories.csv", "--task", "story", "--db", db)
-    good = fake_server(Script([(200, {}, ok_body(), 0)]))
+    answered = Script([(200, {}, ok_body(), 0)])
+    good = fake_server(answered)
     assert (
         run("judge", "--db", db, "--model", "api:m", "--base-url", good, "--limit", "2", "--samples", "1").returncode
         == 0
     )
+    assert answered.headers[0].get("authorization") == f"Bearer {KEY}"  # the planted key is the one in use
     refusing = fake_server(Script([(401, {}, ERR, 0)]))
     failed = run("judge", "--db", db, "--model", "api:other", "--base-url", refusing, "--limit", "1", "--samples", "1")
     assert failed.returncode == 2 and "refused the API key" in failed.stderr
-    dead = f"http://127.0.0.1:{__import__('tests.judge.conftest', fromlist=['free_port']).free_port()}/v1"
+    dead = f"http://127.0.0.1:{free_port()}/v1"
     run(
         "judge",
         "--db",
@@ -62,7 +66,7 @@ def test_planted_key_appears_nowhere(tmp_path, fake_server):  # noqa: F811
         assert KEY not in text
 
 
-def test_key_from_config_file_and_permission_warning(tmp_path, fake_server):  # noqa: F811
+def test_key_from_config_file_and_permission_warning(tmp_path, fake_server):
     config = tmp_path / "config.toml"
     config.write_text(f'[judge]\napi_key = "{KEY}"\n')
     os.chmod(config, 0o644)
@@ -70,11 +74,13 @@ def test_key_from_config_file_and_permission_warning(tmp_path, fake_server):  # 
     env["TUI_RATER_CONFIG"] = str(config)
     db = tmp_path / "s.db"
     run_cli_process("import", SAMPLE / "stories.csv", "--task", "story", "--db", db, env=env)
-    url = fake_server(Script([(200, {}, ok_body(), 0)]))
+    script = Script([(200, {}, ok_body(), 0)])
+    url = fake_server(script)
     result = run_cli_process(
         "judge", "--db", db, "--model", "api:m", "--base-url", url, "--limit", "1", "--samples", "1", env=env
     )
     assert result.returncode == 0
+    assert script.headers and all(h.get("authorization") == f"Bearer {KEY}" for h in script.headers)  # it was used
     assert "readable by other users" in result.stderr and KEY not in result.stderr + result.stdout
     os.chmod(config, 0o600)
     quiet = run_cli_process("info", "--db", db, env=env)

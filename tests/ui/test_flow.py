@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.ui.conftest import ratings_of, settle
+from tests.support import ratings_of, settle, wait_until
 
 
 async def test_rate_advance_undo_navigate(app_for, study):
@@ -67,13 +67,17 @@ async def test_skip_flag_comment_goto(app_for, study):
 async def test_resume_after_restart_and_seconds_recorded(app_for, study):
     app = app_for()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("4", "3", "2", "5", "1", "1")
+        await pilot.press("4", "3", "2")
+        await pilot.pause(0.4)  # the person thinks before the fourth question
+        await pilot.press("5", "1", "1")
         await settle(app, pilot)
     again = app_for()
     async with again.run_test(size=(80, 24)) as pilot:
         assert again.index == 1 and again.focus_attr == 2  # item 2, first unrated question
-    seconds = [r[0] for r in study.db.conn.execute("SELECT seconds FROM ratings")]
+    seconds = [r[0] for r in study.db.conn.execute("SELECT seconds FROM ratings ORDER BY id")]
     assert all(s is not None and s >= 0 for s in seconds)
+    # the seconds follow the time spent: the pause is on the fourth rating (a constant 0 would fail)
+    assert seconds[3] >= 0.35
 
 
 async def test_two_annotators_one_file(app_for, study):
@@ -92,6 +96,10 @@ async def test_orders(app_for):
     random_a = app_for("alice", order="random")
     random_b = app_for("alice", order="random")
     assert [i.id for i in random_a.session.items] == [i.id for i in random_b.session.items]  # stable
+    imported = [i.id for i in app_for("dave").session.items]
+    shuffles = {tuple(i.id for i in app_for(name, order="random").session.items) for name in "abcdefgh"}
+    assert len(shuffles) > 1 and any(list(order) != imported for order in shuffles)  # shuffled, per annotator
+    assert sorted(shuffles.pop()) == sorted(imported)  # the same items
     grouped = app_for("carol", order="grouped")
     assert [i.system for i in grouped.session.items] == ["gpt2", "gpt2", "human", "human"]
 
@@ -175,6 +183,7 @@ async def test_reveal_mode_records_reviews_and_revisions(app_for, study):
         await pilot.press("down", "down", "x", "c", *"fair point", "enter")  # likability: disagree + comment
         await pilot.press("r", "3", "enter")  # revise likability to 3
         await settle(app, pilot)
+        assert "you: 3" in str(app.screen.query_one("#reveal-text").render())
         await pilot.press("enter")
         assert app.index == 1
     first, revision = study.db.conn.execute(
@@ -221,10 +230,7 @@ async def test_agreement_pane_updates_and_jumps(app_for, study):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("a")
         assert isinstance(app.screen, AgreementScreen)
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if app.screen.data is not None:
-                break
+        await wait_until(pilot, lambda: app.screen.data is not None, "the agreement figures")
         shown = str(app.screen.query_one("#agreement-text").render())
         assert "judge-x" in shown and "grammaticality" in shown and "largest human–LLM gaps" in shown
         first = app.screen.data.attributes[0]
@@ -232,10 +238,7 @@ async def test_agreement_pane_updates_and_jumps(app_for, study):
         # a new rating arrives from elsewhere: the pane recomputes on its own
         study.add_rating(items[0].key, "cohesiveness", judge.id, 2)
         before = app.screen.data.n_ratings
-        for _ in range(60):
-            await pilot.pause(0.1)
-            if app.screen.data.n_ratings > before:
-                break
+        await wait_until(pilot, lambda: app.screen.data.n_ratings > before, "the pane recomputed")
         assert app.screen.data.n_ratings == before + 1
         await pilot.press("enter")
         assert app.screen is app.screen_stack[0] and app.index == 1
@@ -245,19 +248,11 @@ async def test_cancel_and_retry_jobs_from_the_app(app_for, study):
     from tui_rater.judge import queue
 
     judge = study.judge("judge-q", {"m": 2})
-    queue.enqueue(study, judge.id, [i.key for i in study.items("story")], ["likability"], 1)
+    queue.enqueue(study, judge.id, [i.key for i in study.items("story")], [("likability", "", 0)])
     app = app_for()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("a")
         await pilot.press("x")
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if queue.counts(study, judge.id)["cancelled"] == 4:
-                break
-        assert queue.counts(study, judge.id)["cancelled"] == 4
+        await wait_until(pilot, lambda: queue.counts(study, judge.id)["cancelled"] == 4, "4 jobs cancelled")
         await pilot.press("r")
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if queue.counts(study, judge.id)["queued"] == 4:
-                break
-        assert queue.counts(study, judge.id)["queued"] == 4
+        await wait_until(pilot, lambda: queue.counts(study, judge.id)["queued"] == 4, "4 jobs queued again")

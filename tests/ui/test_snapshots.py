@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import settle, wait_until
+from tui_rater.ui.screens import RevealScreen
+
 SIZES = [(80, 24), (120, 40)]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_story_screen(snap_compare, app_for, size):
-    assert snap_compare(app_for(), terminal_size=size, press=["4"])
+    app = app_for()
+
+    async def run_before(pilot):
+        await pilot.press("4")
+        await settle(app, pilot)  # the rating in the file: [4], not [4…]
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -42,9 +51,9 @@ def test_reveal_screen(snap_compare, app_for, study, size):
 
     async def run_before(pilot):
         await pilot.press("4", "3", "2", "5")
+        await settle(app, pilot)
+        await wait_until(pilot, lambda: isinstance(app.screen, RevealScreen), "the reveal screen")
         await pilot.pause()
-        app.writer.wait_idle()
-        await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
@@ -60,30 +69,23 @@ def test_agreement_screen(snap_compare, app_for, study, size):
 
     async def run_before(pilot):
         await pilot.press("a")
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if app.screen.data is not None:
-                break
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: app.screen.data is not None, "the agreement figures")
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_pairwise_screen(snap_compare, tmp_path, size):
-    from tests.ui.test_protocols import _pairwise_app
-
-    _, app = _pairwise_app(tmp_path)
+def test_pairwise_screen(snap_compare, pairwise_app, size):
+    _, app = pairwise_app
     assert snap_compare(app, terminal_size=size)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_spa_screen(snap_compare, tmp_path, size):
-    from tests.ui.test_protocols import _spa_study
+def test_spa_screen(snap_compare, spa_study, size):
     from tui_rater.store.session import AnnotationSession
     from tui_rater.ui.app import make_app
 
-    study = _spa_study(tmp_path)
     assert snap_compare(
-        make_app(AnnotationSession.open(study.reopen(), "spa", "ann")), terminal_size=size, press=["6", "5"]
+        make_app(AnnotationSession.open(spa_study.reopen(), "spa", "ann")), terminal_size=size, press=["6", "5"]
     )

@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+from tests.ui.tmux import TmuxApp, annotate_command, needs_tmux, wait_for
+
+pytestmark = [pytest.mark.terminal, needs_tmux]
 
 TITLES = (
     "id,title\nt1,Stocks fall after weak retail sales report\nt2,Oil prices climb\nt3,Rebels seize town\n"
     "t4,Chip shortage slows car production\n"
 )
-
-
-def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=10).stdout
 
 
 def count(db) -> int:
@@ -28,15 +24,6 @@ def count(db) -> int:
         return conn.execute("SELECT count(*) FROM ratings WHERE retracted = 0").fetchone()[0]
     finally:
         conn.close()
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def titles_study(tmp_path):
@@ -53,24 +40,19 @@ def titles_study(tmp_path):
 
 def test_rate_three_items_in_tmux(tmp_path):
     db = titles_study(tmp_path)
-    session = f"tui-rater-test-{time.monotonic_ns()}"
-    command = f"{sys.executable} -m tui_rater.cli annotate --db {db} --annotator tmux-user --task title-fluency"
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
+    app = TmuxApp(annotate_command(db, "tmux-user", "title-fluency"), tmp_path, size=(100, 30))
     try:
-        assert wait_for(lambda: "item 1/4" in tmux("capture-pane", "-p", "-t", session)), tmux(
-            "capture-pane", "-p", "-t", session
-        )
-        for key in ("3", "4", "5"):
-            tmux("send-keys", "-t", session, key)
-            time.sleep(0.3)
-        assert wait_for(lambda: count(db) == 3)
-        screen = tmux("capture-pane", "-p", "-t", session)
-        assert "item 4/4" in screen and "3/4 rated" in screen
+        app.wait_text("item 1/4")
+        for n, key in enumerate("345", start=1):
+            app.keys(key)
+            app.wait_text(f"{n}/4 rated")  # saved, and shown as saved, before the next key
+        assert count(db) == 3
+        screen = app.wait_text("item 4/4", "3/4 rated")
         assert "Chip shortage slows car production" in screen
-        tmux("send-keys", "-t", session, "q")
-        assert wait_for(lambda: session not in tmux("list-sessions"))
+        app.keys("q")
+        assert app.wait_status() == 0
     finally:
-        tmux("kill-session", "-t", session)
+        app.close()
     conn = sqlite3.connect(db)
     rows = conn.execute(
         "SELECT i.id, r.value FROM ratings r JOIN items i ON i.key = r.item_key ORDER BY r.id"
@@ -81,18 +63,12 @@ def test_rate_three_items_in_tmux(tmp_path):
 def test_sixteen_colours_and_no_colour(tmp_path):
     """On a 16-colour terminal with NO_COLOR the focused question is still marked, not only coloured."""
     db = titles_study(tmp_path)
-    session = f"tui-rater-colour-{time.monotonic_ns()}"
-    command = (
-        f"env TERM=xterm NO_COLOR=1 {sys.executable} -m tui_rater.cli annotate --db {db} "
-        f"--annotator mono --task title-fluency"
-    )
-    tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", command)
+    app = TmuxApp(annotate_command(db, "mono", "title-fluency"), tmp_path, env="env TERM=xterm NO_COLOR=1")
     try:
         # the footer is drawn after the status line: wait for the whole first screen
-        assert wait_for(lambda: "q quit" in tmux("capture-pane", "-p", "-t", session))
-        screen = tmux("capture-pane", "-p", "-t", session)
+        screen = app.wait_text("q quit")
         assert "item 1/4" in screen and "▶ [·] fluency" in screen
-        tmux("send-keys", "-t", session, "2")
+        app.keys("2")
         assert wait_for(lambda: count(db) == 1)
     finally:
-        tmux("kill-session", "-t", session)
+        app.close()

@@ -1,102 +1,39 @@
-"""Reply text -> score, or a typed failure.
+"""Reply text -> score or option, or a typed failure.
 
-Chiang & Lee App. D.2.1 strip "1-5", "out of 5", "/5" and "title 1"/"title 2", then take the
-first number. That rule reads "On a scale of 1-5, with 1 being the lowest, I would rate ... as
-a 5" as 1 (the paper read ChatGPT's replies by hand). This parser keeps the paper's
-spirit -- strip the scale's own description, keep x.5 scores -- but looks for the number the
-reply *assigns* before falling back to the first number:
+Chiang & Lee App. D.2.1 strip "1-5", "out of 5", "/5" (and "title 1"/"title 2"), then take the first
+number, keeping .5 scores. That rule reads "On a scale of 1-5, with 1 being the lowest, I would rate ...
+as a 5" as 1 (the paper read ChatGPT's replies by hand), and a base model's "1. Grammar: ...", "3,000
+years" or "2004/05" as a score. A wrong number is worse than a typed failure (issue 13), so this parser
+keeps the paper's stripping and its .5 scores but takes a number only where the reply *assigns* it:
 
-1. remove scale descriptions ("on a scale of 1-5", "with 1 being the lowest", "(1-100)",
-   "title 1", "Storyline-2" ...) and markdown emphasis;
-2. assignment patterns: "rate ... as a 3", "Score: 85", "4/5", "4 out of 5", "Rating: 4",
-   "4 stars", and a reply that opens with its number ("2 — The story ...");
-3. otherwise the numbers left: one distinct value -> that value; several -> ``ambiguous``.
+1. the part of the reply before any echoed prompt ("Question: ...", "Storyline: ...") is the answer;
+   the scale's own description ("on a scale of 1-5", "with 1 being the lowest", "1-100") is removed;
+2. candidates, each with what follows it checked ("4/5", "3 or 4", "4,5", "10 minutes", "2004/05"):
+   - final:  in a sentence that opens "Overall"/"In conclusion"/"Final ..." or says "I'll go with";
+   - label:  "Score: 4", "Rating: 3/5", '"score": 72', or a line that is only the answer ("4", "★★★");
+   - other:  "I would rate ... as a 3", "a 4", "4 stars", "2 — The story ...", "Grammar: 4";
+3. the highest tier present decides: one value -> that value; two values or a hedge -> ``ambiguous``;
+   a value off the scale, or on another scale ("8/10" on 1-5, "4 stars" on 0-100) -> ``out_of_range``;
+   a fraction of 1 on a 0-100 scale ("P = 0.7") -> ``ambiguous``.
 
-Failures: ``refusal`` ("I am an AI and I do not have the ability ..."), ``no_number``,
-``out_of_range``, ``ambiguous``. The raw reply is always kept by the caller.
+Options (Chen et al. App. B) are read the same way: "Answer: B", "Option C", "(A)", a reply that is just
+"B" or continues "I will choose Option" with " B", an option's name ("Storyline-2") after a marker or on
+its own -- never the article "A" ("A close call, ... Answer: B" is B) and never a prose mention.
+
+Failures: ``refusal``, ``no_number`` (no number / no option at all), ``out_of_range``, ``ambiguous``.
+The caller keeps the raw reply. Known limits, each a typed failure and never a value: number words above
+ten ("seventy"); a prose statement ("Storyline-2 is better" picks B under V1 but A under V3's "which is
+worse"); a letter followed by the other option's name, even in the explanation (" B. Storyline-1 ...").
+``tests/domain/judge_replies.jsonl`` holds the replies this is measured on.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 FAILURES = ("refusal", "no_number", "out_of_range", "ambiguous")
-
-_NUMBER_WORDS = {
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-}
-_NUM = r"(\d+(?:\.\d+)?|" + "|".join(_NUMBER_WORDS) + r")"
-
-_REFUSAL = re.compile(
-    r"\b(as an ai|i am an ai|i'm an ai|i am a language model|i'm a language model|as a language model|"
-    r"do not have the ability|don't have the ability|cannot provide (?:a )?(?:rating|score)|"
-    r"can(?:not|'t) (?:rate|evaluate|score|assess)|unable to (?:rate|evaluate|score|assess)|"
-    r"i am not able to|i'm not able to|i'm sorry, but i|i apologize, but i|"
-    r"do not have personal (?:preferences|opinions|feelings)|don't have personal (?:preferences|opinions|feelings))",
-    re.IGNORECASE,
-)
-
-# Scale descriptions the judge echoes back: removed before looking for the score.
-_SCALE_NOISE = [
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"\bon a (?:continual |continuous |likert |\d+-point )?scale (?:of|from) "
-        r"\d+\s*(?:-|–|—|to)\s*\d+(?:\s*\([^)]*\))?",
-        r"\bfrom \d+ \((?:worst|lowest)\) to \d+ \((?:best|highest)\)",
-        r"\b(?:with )?\d+ being (?:the )?(?:lowest|highest|worst|best|strongly disagree|strongly agree|"
-        r"not at all|very)[^,.;)]*",
-        r"\(\s*\d+\s*(?:-|–|to)\s*\d+\s*\)",
-        r"\b(?:score|rating|stars?)\s*:?\s*\(?\s*\d+\s*(?:-|–|to)\s*\d+\b\s*\)?",
-        r"\b(?:news )?title\s*[12]\b",
-        r"\bstoryline[- ]?[12]\b",
-        r"\btext[- ][12]\b",
-        r"\b\d+\s*(?:-|–|to)\s*\d+\s+scale\b",
-        r"\bscale\s*(?:of|from)?\s*\d+\s*(?:-|–|to)\s*\d+",
-    )
-]
-
-_ASSIGN = [
-    # "4/5", "4 / 5", "85/100"
-    re.compile(r"(?<![\d.])" + _NUM + r"\s*/\s*(?:5|10|100)\b", re.IGNORECASE),
-    # "4 out of 5"
-    re.compile(r"(?<![\d.])" + _NUM + r"\s+out\s+of\s+(?:5|10|100|five|ten)\b", re.IGNORECASE),
-    # "Score: 85", "Rating: 4", "Answer: 3", "Final score = 70", "score of 4", "score is 4"
-    re.compile(
-        r"\b(?:final |overall |my )?(?:score|rating|answer|grade|stars)\s*(?:\*+\s*)?(?::|=|is|of|would be|will be)\s*"
-        r"(?:a |an )?(?:\*+\s*)?" + _NUM + r"\b",
-        re.IGNORECASE,
-    ),
-    # "I would rate ... as a 3", "I'd give it a 4", "I rate this story a 2 on Complexity"
-    re.compile(
-        r"\b(?:rate|rated|rating|give|gave|giving|assign|assigned|score|scored)\b[^.\d!?\n]{0,120}?"
-        r"\b(?:as|at|a|an|with|of|to|:)\s+(?:an? |score of |rating of )?" + _NUM + r"\b",
-        re.IGNORECASE,
-    ),
-    # "4 stars", "a 3 in terms of enjoyability"
-    re.compile(r"(?<![\d.])" + _NUM + r"\s+stars?\b", re.IGNORECASE),
-]
-# A reply that opens with its rating: "2 — The story only has ...", "4. The ...", "(B)".
-_LEADING = re.compile(r"^\s*[\(\[]?\s*(\d+(?:\.\d+)?)\s*(?:[\)\]]|—|–|-|:|\.(?!\d)|,|\s|$)")
-_ANY_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w])")
-_EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
-_CHOICE_LEADING = re.compile(r"^\s*\(?([A-Z])\)?(?:[\s.,:)]|$)")
-_CHOICE_PATTERNS = [
-    re.compile(
-        r"\b(?:answer|option|choose|choice|select)\s*(?:is|:)?\s*(?:option\s*)?\(?([A-Z])\)?(?![\w])", re.IGNORECASE
-    ),
-    re.compile(r"\(([A-Z])\)"),
-]
 
 
 @dataclass(frozen=True)
@@ -109,82 +46,633 @@ class ParseResult:
         return self.failure is None
 
 
-def _to_number(token: str) -> float:
-    token = token.lower()
-    if token in _NUMBER_WORDS:
-        return float(_NUMBER_WORDS[token])
+# --------------------------------------------------------------------------------------------------
+# Shared: normalising the reply, finding where the answer ends, refusals
+# --------------------------------------------------------------------------------------------------
+
+_WORD_VALUES = {
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
+_WORDS = "|".join(_WORD_VALUES)
+# A number token: digits not glued to letters, digits or a slash ("v2", "3rd", the 5 of "4/5"), a sign
+# only after a space or colon ("-1", not the 4 of "3-4"), or a number word.
+_TOKEN = rf"(?:(?:(?<![^\s:=(\[])-(?=\d)|(?<![\w.,/-]))\d+(?:[.,]\d+)*|(?<![\w-])(?i:{_WORDS}))(?![\w])"
+_TOKEN_RE = re.compile(_TOKEN)
+
+_EMPHASIS = re.compile(r"\*+|`+|__+")
+_LINE_MARKUP = re.compile(r"^[ \t]*(?:#+|>)[ \t]?", re.MULTILINE)
+# A base model that has answered goes on with the prompt's next part; what follows is not the answer.
+_ECHO_START = re.compile(
+    r"^[ \t]*(?:(?:Question|Q|Human|User|Instruction|Story fragment|Story|News title(?:[ \t]*\d)?|"
+    r"The beginning of the story|Storyline)[ \t]*:|Consider the following\b|Now read the PROMPT\b|\(End of\b)",
+    re.MULTILINE,
+)
+_REFUSAL = re.compile(
+    r"\b(?:as an ai|i am an ai|i'm an ai|(?:i am|i'm|as) an? (?:ai |large )?language model|"
+    r"do(?: not|n't) have (?:the ability|personal (?:preferences|opinions|feelings)|preferences|opinions)|"
+    r"can(?:not|'t| not) (?:provide|give|assign|offer|rate|evaluate|score|assess|judge|determine|choose|decide|"
+    r"pick|compare|help)|(?:unable|not able) to (?:provide|give|rate|evaluate|score|assess|judge|determine|"
+    r"choose|decide|compare)|sorry,? (?:but )?i (?:can(?:not|'t)|am unable|won't)|i apologi[sz]e,? but|"
+    r"i (?:must )?decline|i (?:won't|will not) (?:rate|score|evaluate|assess|judge|choose)|"
+    r"need more (?:context|information) to (?:rate|score|evaluate|assess|judge|choose))",
+    re.IGNORECASE,
+)
+
+
+def _normalise(text: str) -> str:
+    """Plain text: no markdown emphasis, headings or quote marks; one kind of space, dash and half."""
+    text = text.replace("\r\n", "\n").replace("\u00a0", " ").replace("\u2009", " ").replace("\u2212", "-")
+    text = re.sub("[\ufe0e\ufe0f]", "", text)  # emoji variation selectors: "⭐️⭐️⭐️" is three stars
+    text = re.sub(r"(?<=\d)\u00bd", ".5", text)  # "3½"
+    text = re.sub(rf"\b(\d+|(?i:{_WORDS})) and a half\b", lambda m: f"{_number_value(m.group(1)):g}.5", text)
+    text = _EMPHASIS.sub("", text)
+    return _LINE_MARKUP.sub("", text)
+
+
+def _answer_part(text: str) -> str:
+    echo = _ECHO_START.search(text)
+    return text[: echo.start()] if echo else text
+
+
+_SENTENCE_END = re.compile(r"[.!?;](?=\s)|\n|[,{]\s*(?=[\"']\w[\w ]*[\"']\s*:)")
+
+
+def _sentence_start(text: str, pos: int) -> int:
+    """Where the sentence holding ``pos`` begins (after ". ", "! ", "? ", ";" or a line break)."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(text, max(0, pos - 300), pos)]
+    return ends[-1] if ends else max(0, pos - 300)
+
+
+# --------------------------------------------------------------------------------------------------
+# Scores: the scale's own description (App. D.2.1)
+# --------------------------------------------------------------------------------------------------
+
+_NUMBER_OR_WORD = rf"(?:\d+|(?i:{_WORDS}|one hundred|hundred))"
+_SCALE_PHRASES = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        # "on a scale of 1-5", "on a continual scale from 0 (worst) to 100 (best)", "scale of 1 to 10"
+        rf"\b(?:on\s+(?:a|the)\s+)?(?:continual\s+|continuous\s+|likert\s+|\d+-point\s+)?scale\s+(?:of|from)\s+"
+        rf"{_NUMBER_OR_WORD}(?:\s*\([^)\n]*\))?\s*(?:-|–|—|to)\s*{_NUMBER_OR_WORD}(?:\s*\([^)\n]*\))?",
+        rf"\bfrom\s+{_NUMBER_OR_WORD}\s*\([^)\n]*\)\s*to\s+{_NUMBER_OR_WORD}\s*\([^)\n]*\)",
+        # "with 1 being the lowest", "and 5 being strongly agree", "where 1 is poor"
+        rf"(?:\b(?:with|where|and)\s+)?{_NUMBER_OR_WORD}\s+(?:being|is|=|means?|meaning|represents?|indicates?)\s+"
+        r"(?:the\s+)?(?:lowest|highest|worst|best|strongly|not\b|very|poor|excellent|perfect|nonsense|"
+        r"incomprehensible|no\b|low\b|high\b|totally|completely|extremely|[\"“])[^,.;)\n]*",
+        # Chen V1/V2: 'a score of 0 means "..."'; V4: 'one star means "Nonsense"'
+        rf"\b(?:a\s+)?(?:score|rating)\s+of\s+{_NUMBER_OR_WORD}\s+(?:means|indicates|represents|would mean)\b",
+        rf"\b{_NUMBER_OR_WORD}\s+stars?\s+means?\b",
+        # Chiang & Lee's title tasks (App. D.2.1: "title 1"/"title 2"); Chen's pairwise storyline names
+        r"\b(?:news\s+)?title\s*[12]\b",
+        r"\bstoryline[- ]?[12]\b",
+        r"\btext[- ][12]\b",
+    )
+]
+# App. D.2.1 strips a bare "1-5": a range whose ends are a rating scale's is its description, not a hedge.
+_SCALE_RANGE = re.compile(rf"(?<![\w.,/-])({_NUMBER_OR_WORD})\s*(?:-|–|—|to)\s*({_NUMBER_OR_WORD})(?![\w.,])")
+_COMMON_SCALES = {(1, 5), (0, 5), (1, 7), (1, 10), (0, 10), (0, 100), (1, 100)}
+# ... and "out of 5" or "/5" that follow no number ("Rating (out of 5): 4").
+_LONE_DENOMINATOR = re.compile(r"\(?\s*(?:out\s+of|/)\s*(?:5|10|100|five|ten)\b\s*\)?", re.IGNORECASE)
+
+
+def _number_value(token: str) -> float:
+    word = token.lower()
+    if word in _WORD_VALUES:
+        return float(_WORD_VALUES[word])
+    if word in ("hundred", "one hundred"):
+        return 100.0
     return float(token)
 
 
-def _strip_noise(text: str) -> str:
-    text = _EMPHASIS.sub("", text)
-    for pattern in _SCALE_NOISE:
+def _strip_scale(text: str, scale: tuple[float, float]) -> str:
+    for pattern in _SCALE_PHRASES:
         text = pattern.sub(" ", text)
-    return text
+    known = {*_COMMON_SCALES, (scale[0], scale[1])}
+
+    def range_or_keep(m: re.Match[str]) -> str:
+        return " " if (_number_value(m.group(1)), _number_value(m.group(2))) in known else m.group(0)
+
+    def denominator_or_keep(m: re.Match[str]) -> str:
+        before = text[max(0, m.start() - 12) : m.start()]
+        return m.group(0) if re.search(rf"(?:\d|\b(?i:{_WORDS}))\s*$", before) else " "
+
+    text = _SCALE_RANGE.sub(range_or_keep, text)
+    return _LONE_DENOMINATOR.sub(denominator_or_keep, text)
+
+
+# --------------------------------------------------------------------------------------------------
+# Scores: what follows a number decides whether it is a score
+# --------------------------------------------------------------------------------------------------
+
+DROP, AMBIGUOUS, OFF_SCALE = "drop", "ambiguous", "out_of_range"
+
+# "3-4", "3 or 4", "3 to 4", "a 3, maybe a 4", "4 (or 5 ...)": the reply names two values.
+_PLAIN_NUMBER = rf"(?:\d+(?:[.,]\d+)?|(?i:{_WORDS}))(?![\w])"
+_RANGE_AFTER = re.compile(
+    r"\s*[,;(]?\s*(?:[-–—~,&]|to|or|and|or even|or maybe|or possibly|maybe|perhaps|possibly|if not|"
+    r"leaning (?:towards?|to)|closer to|round(?:ed|ing)?\s+(?:up\s+|down\s+)?to)\s*(?:an?\s+)?" + _PLAIN_NUMBER,
+    re.IGNORECASE,
+)
+# "I'm leaning towards a 4", "maybe a 4": a number offered, not given.
+_HEDGE_BEFORE = re.compile(
+    r"\b(?:leaning\s+(?:towards?|to)|maybe|perhaps|possibly|could\s+be|might\s+be|closer\s+to|almost|nearly|"
+    r"bordering\s+on|verging\s+on)\s+(?:an?\s+)?$",
+    re.IGNORECASE,
+)
+_HEDGE_SUFFIX = re.compile(r"\+|-?ish\b")  # "4+", "3-ish"
+_DENOMINATOR = re.compile(
+    r"\s*(?:/|out\s+of\b)\s*(\d+|(?i:five|ten|one hundred|hundred))(?![\w,/]|\.\d)", re.IGNORECASE
+)
+_PERCENT = re.compile(r"\s*(?:%|percent\b)", re.IGNORECASE)
+_STARS_AFTER = re.compile(r"\s*-?\s*stars?\b", re.IGNORECASE)
+_CONVENTIONAL_DENOMINATORS = {1.0, 5.0, 10.0, 20.0, 100.0}
+# Lower-case words that may follow a score; any other word makes the number a count ("3 miles",
+# "2 people", "4 out of 5 households") -- issue 13's base-model replies.
+_FOLLOW_WORDS = frozenset(
+    (  # noqa: SIM905 -- a word list reads better as words
+        "for in on because as since and but overall with from though although given due which that this here so "
+        "rating score grade at is was would seems feels if when considering based mainly mostly largely also too "
+        "then now even only just mark rather instead compared relative thanks while whereas where not really i it "
+        "my out to or yet still across points point stars star percent chance probability likelihood"
+    ).split()
+)
+
+
+def _after_number(text: str, end: int, value: float, scale: tuple[float, float]) -> str | None:
+    """DROP (a count, date or list item), AMBIGUOUS (a range or hedge), OFF_SCALE, or None (a score)."""
+    high = scale[1]
+    rest = text[end : end + 80]
+    if _RANGE_AFTER.match(rest) or _HEDGE_SUFFIX.match(rest):
+        return AMBIGUOUS
+    if re.match(r":\d|/\d+/|-[a-z]", rest, re.IGNORECASE) and not _STARS_AFTER.match(rest):
+        return DROP  # "5:30", "3/5/2019", "3-act", "2-hour" (but "4-star")
+    problem = None
+    if denominator := _DENOMINATOR.match(rest):
+        problem = _denominator_problem(value, _number_value(denominator.group(1)), scale)
+        rest = rest[denominator.end() :]
+    elif percent := _PERCENT.match(rest):
+        problem = None if high == 100 else OFF_SCALE
+        rest = rest[percent.end() :]
+    if stars := _STARS_AFTER.match(rest):
+        # Chen et al.'s V4 asks for one to five stars: stars on another scale are off it
+        problem = problem or (None if high == 5 or denominator else OFF_SCALE)
+        rest = rest[stars.end() :]
+    if _RANGE_AFTER.match(rest):
+        return AMBIGUOUS  # "3 stars, maybe 3.5", "4/5 or 5/5"
+    word = re.match(r"[ \t]+([a-z][a-z']*)", rest)
+    if word and word.group(1) not in _FOLLOW_WORDS:
+        return DROP
+    return problem
+
+
+def _denominator_problem(value: float, denominator: float, scale: tuple[float, float]) -> str | None:
+    low, high = scale
+    if denominator == high:
+        return None
+    if denominator in _CONVENTIONAL_DENOMINATORS or not (low <= value <= high and low <= denominator <= high):
+        return OFF_SCALE  # "8/10" on 1-5: scored on another scale
+    return AMBIGUOUS  # "3/4" on 1-5: a fraction, or "three or four"
+
+
+def _token_value(token: str, rest: str, scale: tuple[float, float]) -> tuple[float, str | None]:
+    """The token's value, or a problem: DROP for thousands and years, AMBIGUOUS for a decimal comma."""
+    if "," in token:
+        if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+", token):
+            return 0.0, DROP  # "3,000 years": a quantity
+        if re.fullmatch(r"\d+,\d{1,2}", token) and re.match(r"\s*(?:/|out\s+of|stars?|points?)", rest):
+            return float(token.replace(",", ".")), None  # "4,5/5": clearly a decimal comma
+        return 0.0, AMBIGUOUS  # "I would rate this a 4,5.": 4.5, or 4 and 5
+    if token.count(".") > 1:
+        return 0.0, DROP  # "1.2.3": a version or section number
+    value = _number_value(token)
+    if re.fullmatch(r"[12]\d{3}", token) and scale[1] < 1000:
+        return value, DROP  # a year ("In 1984", "2004/05")
+    if scale[1] >= 10 and "." in token and 0 < value <= 1 and not _DENOMINATOR.match(rest):
+        return value, AMBIGUOUS  # "P = 0.7" on 0-100: 0.7, or 70 written as a fraction of 1
+    return value, None
+
+
+# --------------------------------------------------------------------------------------------------
+# Scores: candidates
+# --------------------------------------------------------------------------------------------------
+
+FINAL, LABEL, OTHER = 0, 1, 2  # tiers: the lowest present decides
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    pos: int
+    value: float
+    problem: str | None
+    tier: int
+
+
+# "Overall, ...", "In conclusion, ...", "Final rating:", "I'll go with 3": the reply's own last word.
+_FINAL_OPENING = re.compile(
+    r"[\W_]*(?:(?:so|thus|therefore|hence|and|but)\W+)?(?:all in all|in conclusion|in summary|to sum up|"
+    r"to summari[sz]e|ultimately|in the end|on balance|overall|finally|final|total)\b",
+    re.IGNORECASE,
+)
+_FINAL_WORDS = re.compile(
+    r"\b(?:final|overall)\s+(?:score|rating|grade|answer|verdict|assessment|evaluation|decision)\b|"
+    r"\b(?:go(?:ing)?|settle|land|decide)\s+(?:with|on)\b|\bmy final\b",
+    re.IGNORECASE,
+)
+_LABEL = re.compile(
+    r"\b(?i:(?:final\s+|overall\s+|total\s+)?(?:score|rating|grade|answer|stars?|points|verdict|assessment|"
+    r"evaluation|mark|probability|chance|likelihood|overall|total|p))[\"']?[ \t]*(?:\([^)\n]{0,30}\)[ \t]*)?[:=]"
+    r"\s*(?i:(?:about|around|approximately|roughly|approx\.|an?)\s+)?[\"']?"
+)
+_ASSIGN = re.compile(
+    r"\b(?:rate|rated|rating|give|gave|giving|assign|assigned|award|awarded|score|scored|grade|graded|"
+    r"deserves?|earns?|merits?|gets?|put|say|answer|go(?:ing)?\s+with|settle\s+on|land\s+on|choose|pick)\b",
+    re.IGNORECASE,
+)
+# A number word counts only where a rating is stated ("a four", "as five"), not "this one", "one of".
+_WORD_OK_AFTER = re.compile(r"(?:\ban?|\bas|\bit|\bat|\bis|\bbe|:|\bgive|\bsay|\bscore of|\brating of)\s+$", re.I)
+_ARTICLE = re.compile(
+    r"\b(?i:an?)\s+(?i:(?:solid|strong|weak|low|high|generous|fair|clear|firm|middling|decent|respectable|"
+    r"good|harsh|modest|perfect|full|flat|straight|definite|borderline)\s+)?(?=[\d-]|(?i:" + _WORDS + r")\b)"
+)
+# HANNA's and Chiang & Lee's attribute names: "Grammar: 4", "4 Coherence", "I strongly agree: 5".
+_ATTRIBUTES = (
+    r"(?i:grammar|grammaticality|grammatical correctness|coherence|cohesiveness|cohesion|likability|likeability|"
+    r"enjoyment|enjoyability|relevance|fluency|meaning|agreement|agree|disagree|empathy|surprise|engagement|"
+    r"complexity|quality|consistency)"
+)
+_ATTRIBUTE_PAIR = re.compile(rf"\b{_ATTRIBUTES}\b[\"']?[ \t]*(?:\([^)\n]{{0,30}}\)[ \t]*)?[:=\-–—][ \t]*")
+_ATTRIBUTE_AFTER = re.compile(rf"[ \t]+{_ATTRIBUTES}\b")
+_FRACTION_AFTER = re.compile(r"\s*(?:/|out\s+of)\s*\d", re.IGNORECASE)
+_PARENTHESISED = re.compile(rf"\(({_TOKEN})\)")
+_BETWEEN = re.compile(rf"\b(?:between|torn between)\s+(?:an?\s+)?({_TOKEN})\s+(?:and|&|or)\s", re.IGNORECASE)
+_STAR_GLYPHS = re.compile(r"[★⭐]+(?:\.5)?[☆✩]*")
+# "1. ...", "2) ...", and a rubric echoed as "4 — The story ...\n5 — The story ..."
+_LIST_ITEM = re.compile(r"^[ \t]*\d+(?:[.)]|[ \t]*[—–])[ \t]+\S", re.MULTILINE)
+_LONE_LINE = re.compile(
+    r"^[ \t\"'(\[]*(?:[-•][ \t]+)?(" + _TOKEN + r"|[★⭐]+[☆✩]*)"
+    r"(?:[ \t]*(?:/|out of)[ \t]*\d+)?(?:[ \t]*stars?)?[ \t\"')\].!]*$",
+    re.MULTILINE | re.IGNORECASE,
+)
+
+
+def _candidate_at(text: str, token: re.Match[str], tier: int, scale: tuple[float, float]) -> _Candidate | None:
+    before, rest = text[max(0, token.start() - 40) : token.start()], text[token.end() : token.end() + 80]
+    if re.search(r"(?:/|\bout\s+of)\s*$", before, re.IGNORECASE):
+        return None  # the 5 of "4 out of 5 stars"
+    value, problem = _token_value(token.group(0), rest, scale)
+    if problem is None:
+        problem = _after_number(text, token.end(), value, scale)
+    if problem == DROP:
+        return None
+    if _HEDGE_BEFORE.search(before):
+        problem = AMBIGUOUS
+    start = _sentence_start(text, token.start())
+    prefix = text[start : token.start()]
+    if _FINAL_OPENING.match(prefix) or _FINAL_WORDS.search(prefix):
+        tier = FINAL
+    return _Candidate(token.start(), value, problem, tier)
+
+
+def _token_at(text: str, pos: int) -> re.Match[str] | None:
+    return _TOKEN_RE.match(text, pos)
+
+
+def _labelled(text: str, scale: tuple[float, float]) -> list[_Candidate]:
+    found = []
+    for label in _LABEL.finditer(text):
+        token = _token_at(text, label.end())
+        if token is None:
+            continue
+        if "\n" in label.group(0) and re.match(r"[.)][ \t]+\S", text[token.end() :]):
+            continue  # "Rating:\n1. Grammar ...": the list under the label, not a score
+        found.append(_candidate_at(text, token, LABEL, scale))
+    return [c for c in found if c]
+
+
+def _assigned(text: str, scale: tuple[float, float]) -> list[_Candidate]:
+    """The first number after a rating verb in its sentence: "I would rate ... as a 3", "I'd give it 4"."""
+    found = []
+    for verb in _ASSIGN.finditer(text):
+        end = re.compile(r"[.!?](?!\d)|\n").search(text, verb.end(), verb.end() + 160)
+        stop = end.start() if end else min(len(text), verb.end() + 160)
+        for token in _TOKEN_RE.finditer(text, verb.end(), stop):
+            if token.group(0).isalpha() and not _WORD_OK_AFTER.search(text[max(0, token.start() - 20) : token.start()]):
+                continue
+            found.append(_candidate_at(text, token, OTHER, scale))
+            break
+    return [c for c in found if c]
+
+
+def _stated(text: str, scale: tuple[float, float]) -> list[_Candidate]:
+    """ "a 4", "Grammar: 4", "4 Coherence", "4/5", "4 stars", "(4)", "★★★★"; "between 3 and 4" (a hedge)."""
+    found = []
+    for pattern in (_ARTICLE, _ATTRIBUTE_PAIR):
+        for m in pattern.finditer(text):
+            if token := _token_at(text, m.end()):
+                found.append(_candidate_at(text, token, OTHER, scale))
+    for token in _TOKEN_RE.finditer(text):
+        rest = text[token.end() :]
+        if any(p.match(rest) for p in (_STARS_AFTER, _FRACTION_AFTER, _ATTRIBUTE_AFTER)):
+            found.append(_candidate_at(text, token, OTHER, scale))
+    for paren in _PARENTHESISED.finditer(text):
+        if token := _token_at(text, paren.start(1)):
+            found.append(_candidate_at(text, token, OTHER, scale))
+    for m in _BETWEEN.finditer(text):
+        found.append(_Candidate(m.start(1), 0.0, AMBIGUOUS, OTHER))
+    found.extend(_stars_drawn(_STAR_GLYPHS.finditer(text), OTHER, scale))
+    return [c for c in found if c]
+
+
+def _stars_drawn(runs: Iterable[re.Match[str]], tier: int, scale: tuple[float, float]) -> list[_Candidate]:
+    """ "★★★★☆" is 4 (Chen et al. V4's stars); stars on a scale that is not 1-5 are off it."""
+    found = []
+    for run in runs:
+        drawn = run.group(0)
+        value = drawn.count("★") + drawn.count("⭐") + (0.5 if ".5" in drawn else 0)
+        found.append(_Candidate(run.start(), float(value), None if scale[1] == 5 else OFF_SCALE, tier))
+    return found
+
+
+# What may follow a number that opens the reply: "2 — The", "4 Coherence", "4\n", "3.", "5 (strongly agree)".
+_OPENS_WITH_DIGITS = re.compile(
+    r"\s*$|\s*[—–:(]|[ \t]+-[ \t]|[ \t]*\n|[.)\]][ \t\n]|[.!]$|,[ \t]*[A-Za-z]|[ \t]+[A-Z]|%|\s*/|"
+    r"\s+out\s+of|\s+(?:or|to)\s|[-–~]\d|\s+points?\b(?!\s+[a-z])"
+)
+_OPENS_WITH_WORD = re.compile(r"\s*$|\s*[—–:(]|[ \t]+-[ \t]|[ \t]*\n|[.!,]")  # "Four. The story ..."
+
+
+def _leading(text: str, scale: tuple[float, float]) -> list[_Candidate]:
+    """A reply that opens with its score: HANNA's "2 — The story ...", "4 Coherence", "(3)", " 70"."""
+    opening = re.match(r"[ \t\n\"'(\[:]*", text)
+    token = _token_at(text, opening.end() if opening else 0)
+    if token is None:
+        return []
+    rest = text[token.end() :]
+    if len(_LIST_ITEM.findall(text)) > 1 or (token.group(0) == "1" and re.match(r"[.)][ \t]+\S", rest)):
+        return []  # one item of a numbered list, or "1. The story ..." that starts one
+    if not (_OPENS_WITH_WORD if token.group(0).isalpha() else _OPENS_WITH_DIGITS).match(rest):
+        return []  # "10 minutes later, ...", "Three Musketeers": a count that opens a sentence
+    candidate = _candidate_at(text, token, OTHER, scale)
+    return [candidate] if candidate else []
+
+
+def _lone_lines(text: str, scale: tuple[float, float]) -> list[_Candidate]:
+    """Lines that are only a number or stars: an answer written on its own line ("Score:\\n**4**")."""
+    in_list = bool(_LIST_ITEM.search(text))
+    found = []
+    for line in _LONE_LINE.finditer(text):
+        if in_list and re.search(r"\d[.)]\s*$", line.group(0)):
+            continue  # "3." under "1. ... 2. ...": the next item of the list
+        if stars := _STAR_GLYPHS.match(text, line.start(1)):
+            found.extend(_stars_drawn([stars], LABEL, scale))
+            continue
+        token = _TOKEN_RE.match(text, line.start(1))
+        if token and (candidate := _candidate_at(text, token, LABEL, scale)):
+            found.append(candidate)
+    if len({c.value for c in found}) > 1:  # " 3\n4\n5\n6": counting, not answering
+        return [_Candidate(found[0].pos, 0.0, AMBIGUOUS, LABEL)]
+    return found
+
+
+def _closing(text: str, scale: tuple[float, float]) -> list[_Candidate]:
+    """The reply's only number, closing it after a comma or colon: "On the 1-5 scale, 4."."""
+    tokens = list(_TOKEN_RE.finditer(text))
+    if len(tokens) != 1 or not re.search(r"[,:—–-][ \t]*$", text[: tokens[0].start()]):
+        return []
+    if not re.fullmatch(r"[ \t.!]*", text[tokens[0].end() :].rstrip()):
+        return []
+    candidate = _candidate_at(text, tokens[0], OTHER, scale)
+    return [candidate] if candidate else []
+
+
+def _score_candidates(text: str, scale: tuple[float, float]) -> list[_Candidate]:
+    by_pos: dict[int, _Candidate] = {}
+    for reader in (_labelled, _lone_lines, _assigned, _stated, _leading, _closing):
+        for candidate in reader(text, scale):
+            known = by_pos.get(candidate.pos)
+            if known is not None:  # several readers found this number: the best tier, any problem seen
+                problem = known.problem or candidate.problem
+                candidate = _Candidate(known.pos, known.value, problem, min(known.tier, candidate.tier))
+            by_pos[candidate.pos] = candidate
+    return list(by_pos.values())
+
+
+def _judge_score(candidates: list[_Candidate], scale: tuple[float, float]) -> ParseResult:
+    low, high = scale
+    tier = min(c.tier for c in candidates)
+    deciding = [c for c in candidates if c.tier == tier]
+    if any(c.problem == AMBIGUOUS for c in deciding) or len({(c.value, c.problem) for c in deciding}) > 1:
+        return ParseResult(None, "ambiguous")
+    value, problem = deciding[0].value, deciding[0].problem
+    if problem == OFF_SCALE or not low <= value <= high:
+        return ParseResult(None, "out_of_range")
+    return ParseResult(value)
 
 
 def parse_score(text: str | None, scale: tuple[float, float] = (1, 5)) -> ParseResult:
     """Read the score a judge's reply assigns on ``scale`` = (low, high)."""
-    low, high = scale
     if not text or not text.strip():
         return ParseResult(None, "no_number")
-    cleaned = _strip_noise(text)
+    body = _strip_scale(_answer_part(_normalise(text)), scale)
+    candidates = _score_candidates(body, scale)
+    if candidates:
+        return _judge_score(candidates, scale)
+    if _REFUSAL.search(text):
+        return ParseResult(None, "refusal")
+    return ParseResult(None, "ambiguous" if re.search(r"\d|[★⭐]", body) else "no_number")
 
-    def judged(values: list[float]) -> ParseResult:
-        distinct = sorted(set(values))
-        in_range = [v for v in distinct if low <= v <= high]
-        if len(in_range) == 1:
-            return ParseResult(in_range[0])
-        if len(in_range) > 1:
+
+# --------------------------------------------------------------------------------------------------
+# Options (Chen et al. App. B: "(A) Storyline-1 (B) Storyline-2 (C) Both storylines are equally ...")
+# --------------------------------------------------------------------------------------------------
+
+_LETTER = re.compile(r"(?<![\w'’/-])\(?([A-Z])\)?(?![\w'’])")
+_CHOICE_MARKER = re.compile(
+    r"\b(?i:(?:final\s+)?answer|option|choice|choose|chose|choosing|picks?|picked|select|selected|verdict|"
+    r"decision|go(?:ing)?\s+with|settle\s+on)\b[\"']?[ \t]*(?i:is|would be|will be|[:=])?\s*(?i:option\b)?[ \t]*[\"']?"
+)
+# After the article "A" (or the pronoun "I") only these words make it a letter: "A because ...".
+_LETTER_CONNECTORS = frozenset(
+    ("is", "because", "since", "as", "was", "seems", "appears", "has", "wins", "would", "should", "for", "due", "given")
+)
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(re.findall(r"[a-z]+|\d+", text.lower()))
+
+
+def _name_pattern(name: str) -> re.Pattern[str]:
+    """An option's name as written in a reply: "Storyline-2", "storyline 2"; a long one by its first words."""
+    words = _words(name)[:6] or ("(?!)",)  # a name without words is never found
+    return re.compile(r"(?<![\w-])" + r"\W*".join(words) + r"(?![\w-])", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Options:
+    keys: tuple[str, ...]
+    names: tuple[re.Pattern[str], ...]  # empty when the options have no names
+    full_names: tuple[tuple[str, ...], ...]  # each name's words, to recognise a line that is only a name
+
+    def name_at(self, text: str, pos: int, *, across: bool = False) -> int | None:
+        """The index of the option whose name starts at ``pos`` (after spaces, brackets, a dash), or
+        ``across`` a full stop or line break too ("(A).\n\nStoryline-2 ...")."""
+        lead = re.compile(r"[\s\"'(\[\]).:,—–-]*" if across else r"[ \t\"'(\[]*").match(text, pos)
+        start = lead.end() if lead else pos
+        for index, pattern in enumerate(self.names):
+            if pattern.match(text, start):
+                return index
+        return None
+
+
+def _letter_problem(text: str, key: str, end: int, options: _Options) -> str | None:
+    """DROP (an article, a subject), AMBIGUOUS ("A or B", "(A) Storyline-2"), or None (an answer)."""
+    rest = text[end:]
+    if re.match(r"\s*(?:or|/|vs\.?|versus)\s*\(?[A-Z]\)?(?![\w])", rest):
+        return AMBIGUOUS
+    other = re.match(r"[ \t]+\(?([A-Z])\)?(?![\w])", rest)
+    if other and other.group(1) != key and other.group(1) in options.keys:
+        return AMBIGUOUS  # " A B C"
+    if re.match(r"\s*(?:and|&|,)\s*\(?[A-Z]\)?(?![\w])", rest):
+        return DROP  # "A and B are both weak"
+    if key == "I" and key not in options.keys:
+        return DROP  # the pronoun: "I would choose Option B"
+    word = re.match(r"[ \t]+([a-z][\w'-]*)", rest)
+    if key in ("A", "I") and word and word.group(1) not in _LETTER_CONNECTORS:
+        return DROP  # "A close call", "I will choose"
+    named = options.name_at(text, end, across=True)
+    if named is not None and options.keys[named] != key:
+        return AMBIGUOUS  # the letter and the name written after it disagree (a conservative check)
+    return None
+
+
+@dataclass(frozen=True)
+class _Choice:
+    pos: int
+    key: str | None  # None: ambiguous
+    decisive: bool  # a marker, the opening, a line of its own; else a "(B)" in the reasoning
+
+
+# A lower-case letter is an option only where nothing can follow it: "Answer: b", a reply " a".
+_LOWER_LETTER = re.compile(r"\(?([a-z])\)?(?=[ \t]*(?:[.)\],;:!]|$))", re.MULTILINE)
+
+
+def _choice_at(
+    text: str, pos: int, options: _Options, decisive: bool, *, by_name: bool = True, lower: bool = True
+) -> _Choice | None:
+    named = options.name_at(text, pos) if by_name and options.names else None
+    letter = _LETTER.match(text, pos) or (_LOWER_LETTER.match(text, pos) if lower else None)
+    if letter is None:
+        return _Choice(pos, options.keys[named], decisive) if named is not None else None
+    key = letter.group(1).upper()
+    problem = _letter_problem(text, key, letter.end(), options)
+    if problem == DROP:
+        return None
+    return _Choice(pos, None if problem else key, decisive)
+
+
+# "Both are equally good, so C.", " B\n\nActually A.": a letter that ends a concluding sentence.
+_CONCLUDING = re.compile(
+    r"\b(?i:so|thus|therefore|hence|actually|rather|instead|i mean|make (?:that|it)|i think|i believe|i'd say|"
+    r"i would say|go for)\b,?[ \t]+"
+    r"(?=\(?[A-Z]\)?[ \t]*(?:[.!]|$))",
+    re.MULTILINE,
+)
+# " A is better, but B is more consistent": an opening letter that is a sentence's subject.
+_LETTER_AS_SUBJECT = re.compile(r"\(?[A-Z]\)?[ \t]+(?:is|was|seems|appears|has|wins)\b")
+
+
+def _other_letters(text: str, key: str, options: _Options) -> bool:
+    return any(
+        m.group(1) in options.keys and m.group(1) != key and _letter_problem(text, m.group(1), m.end(), options) != DROP
+        for m in _LETTER.finditer(text)
+    )
+
+
+def _opening_choice(text: str, options: _Options) -> _Choice | None:
+    """The opening answers "I will choose Option" (V1-V3) with a letter; a name there opens a prose sentence."""
+    opening = re.match(r"[ \t\n\"']*", text)
+    pos = opening.end() if opening else 0
+    choice = _choice_at(text, pos, options, True, by_name=False, lower=False)
+    if choice and choice.key and _LETTER_AS_SUBJECT.match(text, pos) and _other_letters(text, choice.key, options):
+        return _Choice(pos, None, True)
+    return choice
+
+
+def _choice_candidates(text: str, options: _Options) -> list[_Choice | None]:
+    found = [_opening_choice(text, options)]
+    for marker in _CHOICE_MARKER.finditer(text):
+        found.append(_choice_at(text, marker.end(), options, True))
+    for marker in _CONCLUDING.finditer(text):
+        found.append(_choice_at(text, marker.end(), options, True, lower=False))
+    for line in re.finditer(r"^[ \t\"'(\[]*(.+?)[ \t\"')\].!]*$", text, re.MULTILINE):
+        body = line.group(1)
+        if re.fullmatch(r"\(?[A-Za-z]\)?", body) or _words(body) in options.full_names:
+            found.append(_choice_at(text, line.start(1), options, True))
+    for paren in re.finditer(r"\([A-Z]\)", text):
+        found.append(_choice_at(text, paren.start(), options, False, lower=False))
+    return found
+
+
+def _judge_choice(candidates: list[_Choice | None], keys: tuple[str, ...]) -> ParseResult | None:
+    for decisive in (True, False):
+        group = [c for c in candidates if c and c.decisive == decisive]
+        if not group:
+            continue
+        answered = {c.key for c in group}
+        if None in answered or len(answered) > 1:
             return ParseResult(None, "ambiguous")
-        return ParseResult(None, "out_of_range")
-
-    # 1. a reply that opens with its number ("2 — ..."): HANNA's judges answer this way.
-    leading = _LEADING.match(cleaned)
-    if leading:
-        return judged([float(leading.group(1))])
-
-    # 2. the earliest assignment in the text ("rate ... as a 3"); a second assignment with
-    #    another value ("a 4 for grammar and a 2 for style") makes the reply ambiguous.
-    hits: list[tuple[int, float]] = []
-    for pattern in _ASSIGN:
-        hits.extend((m.start(1), _to_number(m.group(1))) for m in pattern.finditer(cleaned))
-    if hits:
-        hits.sort()
-        return judged([value for _, value in hits])
-
-    # 3. no assignment: a refusal says so; otherwise the paper's "first number" rule,
-    #    made strict (several distinct values on the scale are ambiguous, not the first).
-    if _REFUSAL.search(text):
-        return ParseResult(None, "refusal")
-    numbers = [float(m.group(1)) for m in _ANY_NUMBER.finditer(cleaned)]
-    if numbers:
-        return judged(numbers)
-    return ParseResult(None, "no_number")
+        key = answered.pop()
+        return ParseResult(float(keys.index(key))) if key in keys else ParseResult(None, "out_of_range")
+    return None
 
 
-def parse_choice(text: str | None, keys: tuple[str, ...] = ("A", "B", "C")) -> ParseResult:
-    """Read an option letter (Chen et al. pairwise: "(A)", "Answer: B", "I will choose Option C")."""
+def _strip_option_echo(text: str, options: _Options) -> tuple[str, bool]:
+    """Remove the instructions' "A/B/C" and an echoed options list; say whether the list was echoed."""
+    key = "(?:" + "|".join(map(re.escape, options.keys)) + ")"
+    text = re.sub(rf"\(?{key}\)?(?:\s*(?:/|,|,?\s*or)\s*\(?{key}\)?){{2,}}", " ", text)
+    lines = text.split("\n")
+    echo = [i for i, line in enumerate(lines) if re.match(r"\s*[-•]?\s*\([A-Z]\)\s+\S", line)]
+    if len(echo) < 2:
+        return text, False
+    return "\n".join(line for i, line in enumerate(lines) if i not in echo), True
+
+
+def _mentions_an_option(text: str, options: _Options) -> bool:
+    if re.search(r"\d", text) or any(p.search(text) for p in options.names):
+        return True
+    return any(
+        _letter_problem(text, m.group(1), m.end(), options) != DROP
+        for m in _LETTER.finditer(text)
+        if m.group(1) in options.keys
+    )
+
+
+def parse_choice(
+    text: str | None, keys: tuple[str, ...] = ("A", "B", "C"), *, names: Sequence[str] | None = None
+) -> ParseResult:
+    """Read the option a reply picks: the index into ``keys`` of "(A)", "Answer: B", "I will choose Option C".
+
+    ``names`` are the options' texts in the same order ("Storyline-1", "Storyline-2", "Both storylines
+    are equally ..."): with them "Answer: Storyline-2" and a reply that is only a name are read too.
+    """
     if not text or not text.strip():
         return ParseResult(None, "no_number")
-    cleaned = _EMPHASIS.sub("", text)
-    found: list[str] = []
-    leading = _CHOICE_LEADING.match(cleaned)
-    if leading and leading.group(1) in keys:
-        return ParseResult(float(keys.index(leading.group(1))))
-    for pattern in _CHOICE_PATTERNS:
-        found.extend(m.group(1).upper() for m in pattern.finditer(cleaned))
-        if found:
-            break
-    found = [k for k in found if k in keys]
-    if len(set(found)) == 1:
-        return ParseResult(float(keys.index(found[0])))
-    if len(set(found)) > 1:
-        # V4 replies reason over the options before "Answer: X": the last answer counts.
-        answer = re.findall(r"answer\s*:\s*\(?([A-Z])\)?", cleaned, re.IGNORECASE)
-        if answer and answer[-1].upper() in keys:
-            return ParseResult(float(keys.index(answer[-1].upper())))
-        return ParseResult(None, "ambiguous")
+    names = tuple(names or ())
+    options = _Options(tuple(keys), tuple(_name_pattern(n) for n in names), tuple(_words(n) for n in names))
+    body, echoed = _strip_option_echo(_answer_part(_normalise(text)), options)
+    decided = _judge_choice(_choice_candidates(body, options), options.keys)
+    if decided is not None:
+        return decided
     if _REFUSAL.search(text):
         return ParseResult(None, "refusal")
-    return ParseResult(None, "no_number")
+    return ParseResult(None, "ambiguous" if echoed or _mentions_an_option(body, options) else "no_number")

@@ -10,12 +10,22 @@ share their longest prefix (instructions + item) -- the judge queue schedules on
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tui_rater.domain.tasks import STORY_INSTRUCTIONS, Attribute, Task
-from tui_rater.errors import UserError
+from tui_rater.domain.errors import UserError
+
+if TYPE_CHECKING:
+    from tui_rater.domain.questions import Attribute, Task
+
+# Chiang & Lee App. D.2.2: the instruction block the teachers and the LLMs both saw.
+STORY_INSTRUCTIONS = (
+    "Please rate the story fragment\n"
+    "The goal of this task is to rate story fragment.\n"
+    "Note: Please take the time to fully read and understand the story fragment. "
+    "We will reject submissions from workers that are clearly spamming the task."
+)
 
 # Chiang & Lee §3.3.2: the two instruction variants.
 PERSONA = "(You are a human worker hired to rate the story fragment.)"
@@ -116,45 +126,12 @@ CHEN_PAIRWISE: dict[str, str] = {
     "beginning of the story.",
 }
 
-CHIANG_LEE_VARIANTS = ("plain", "persona", "explain")
-
 
 @dataclass(frozen=True)
 class RenderedPrompt:
     text: str
-    template_id: str  # e.g. "chiang-lee/story/relevance/persona"
+    template_id: str  # e.g. "likert/story/relevance/persona"
     template_hash: str  # SHA-256 of the template text before substitution
-
-
-def variants_for(task: Task) -> tuple[str, ...]:
-    if task.name == "story-explicit":
-        return tuple(CHEN_EXPLICIT)
-    if task.name == "story-pairwise":
-        return tuple(CHEN_PAIRWISE)
-    return CHIANG_LEE_VARIANTS
-
-
-def template_for(task: Task, attribute: Attribute, variant: str = "plain") -> tuple[str, str]:
-    """Return (template_id, template text) for one attribute of a task."""
-    if variant not in variants_for(task):
-        raise UserError(
-            f"variant {variant!r} does not apply to task {task.name!r} (choose one of: {', '.join(variants_for(task))})"
-        )
-    if task.name == "story-explicit":
-        return f"chen/explicit/{variant}", CHEN_EXPLICIT[variant]
-    if task.name == "story-pairwise":
-        return f"chen/pairwise/{variant}", CHEN_PAIRWISE[variant]
-    base = CHIANG_LEE_TEMPLATES.get((task.name, attribute.name)) or attribute.template
-    family = "chiang-lee" if (task.name, attribute.name) in CHIANG_LEE_TEMPLATES else "custom"
-    if base is None:
-        base = generic_template(task, attribute)
-    if variant == "persona":
-        # §3.3.2: "We prepend the sentence ... in front of the task instruction"
-        base = PERSONA + "\n" + base
-    elif variant == "explain":
-        # §3.3.2: "appending the following sentence after the question"
-        base = base + " " + EXPLAIN
-    return f"{family}/{task.name}/{attribute.name}/{variant}", base
 
 
 def generic_template(task: Task, attribute: Attribute) -> str:
@@ -178,12 +155,3 @@ def fill(template: str, fields: dict[str, str]) -> str:
         return str(fields[name])
 
     return _PLACEHOLDER.sub(substitute, template)
-
-
-def render(task: Task, attribute: Attribute, fields: dict[str, str], variant: str = "plain") -> RenderedPrompt:
-    template_id, template = template_for(task, attribute, variant)
-    return RenderedPrompt(
-        text=fill(template, fields),
-        template_id=template_id,
-        template_hash=hashlib.sha256(template.encode("utf-8")).hexdigest(),
-    )

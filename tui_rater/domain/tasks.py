@@ -7,103 +7,14 @@ texts (see ``prompts.py``), so the judge and the human get exactly the same inst
 
 from __future__ import annotations
 
-import math
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from tui_rater.errors import UserError
+from tui_rater.domain.errors import UserError
+from tui_rater.domain.prompts import CHIANG_LEE_TEMPLATES, STORY_INSTRUCTIONS
+from tui_rater.domain.questions import SCALE_KINDS, Attribute, Choice, Scale, Task
 
-SCALE_KINDS = ("likert", "continuous", "probability", "choice")
-
-
-@dataclass(frozen=True)
-class Choice:
-    key: str  # what the rater types, e.g. "A"
-    label: str  # what the option says
-
-
-@dataclass(frozen=True)
-class Scale:
-    """A rating scale. Choices are stored as their 0-based index (A=0, B=1, tie=2)."""
-
-    kind: str = "likert"
-    low: float = 1
-    high: float = 5
-    labels: dict[int, str] = field(default_factory=dict)  # end (or every) point labels
-    choices: tuple[Choice, ...] = ()
-    # Likert steps: the paper keeps x.5 replies from LLMs (App. D.2.1), so half points are
-    # valid values; humans type whole numbers.
-    step: float = 1.0
-
-    @property
-    def points(self) -> list[float]:
-        """Every whole value of a discrete scale (Likert or choice); empty for 0-100 scales."""
-        if self.kind == "choice":
-            return [float(i) for i in range(len(self.choices))]
-        if self.kind == "likert":
-            return [float(v) for v in range(int(self.low), int(self.high) + 1)]
-        return []
-
-    def contains(self, value: float) -> bool:
-        if value is None or isinstance(value, bool) or not math.isfinite(value):
-            return False
-        if self.kind == "choice":
-            return float(value).is_integer() and 0 <= value < len(self.choices)
-        return self.low <= value <= self.high
-
-    def describe(self) -> str:
-        if self.kind == "choice":
-            return " / ".join(c.key for c in self.choices)
-        low, high = _fmt(self.low), _fmt(self.high)
-        ends = ""
-        if self.labels:
-            lo = self.labels.get(int(self.low))
-            hi = self.labels.get(int(self.high))
-            if lo and hi:
-                ends = f" ({low} = {lo}, {high} = {hi})"
-        return f"{self.kind} {low}-{high}{ends}"
-
-
-def _fmt(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() else str(v)
-
-
-@dataclass(frozen=True)
-class Attribute:
-    name: str
-    question: str  # shown to the human, verbatim from the paper
-    scale: Scale
-    # item fields shown to the human only while this question is focused, e.g. the
-    # PROMPT for relevance ("Now read the PROMPT ..." in Chiang & Lee App. D.2.2)
-    shows: tuple[str, ...] = ()
-    # the LLM prompt; None -> built generically from instructions + fields + question
-    template: str | None = None
-
-
-@dataclass(frozen=True)
-class Task:
-    name: str
-    title: str
-    instructions: str
-    fields: tuple[str, ...]  # item columns the task needs
-    display_fields: tuple[str, ...]  # shown for every question
-    attributes: tuple[Attribute, ...]
-    source: str = ""
-    builtin: bool = True
-    # the TOML table a custom task came from, stored in the study file so it travels with it
-    definition: dict | None = field(default=None, compare=False, hash=False, repr=False)
-
-    def attribute(self, name: str) -> Attribute:
-        for attribute in self.attributes:
-            if attribute.name == name:
-                return attribute
-        known = ", ".join(a.name for a in self.attributes)
-        raise UserError(f"task {self.name!r} has no attribute {name!r} (it has: {known})")
-
-    @property
-    def attribute_names(self) -> tuple[str, ...]:
-        return tuple(a.name for a in self.attributes)
+__all__ = ["BUILTIN_TASKS", "SCALE_KINDS", "Attribute", "Choice", "Scale", "Task", "TaskRegistry", "load_task_file"]
 
 
 # --- the papers' built-in tasks ---------------------------------------------------------
@@ -112,13 +23,6 @@ _LIKERT_SUFFIX = "(on a scale of 1-5, with 1 being the lowest)"
 _LIKERT = Scale("likert", 1, 5, {1: "lowest", 5: "highest"})
 _AGREE = Scale("likert", 1, 5, {1: "strongly disagree", 5: "strongly agree"})
 
-# Chiang & Lee App. D.2.2: the instruction block the teachers and the LLMs both saw.
-STORY_INSTRUCTIONS = (
-    "Please rate the story fragment\n"
-    "The goal of this task is to rate story fragment.\n"
-    "Note: Please take the time to fully read and understand the story fragment. "
-    "We will reject submissions from workers that are clearly spamming the task."
-)
 
 STORY = Task(
     name="story",
@@ -131,25 +35,35 @@ STORY = Task(
             "grammaticality",
             f"How grammatically correct is the text of the story fragment? {_LIKERT_SUFFIX}",
             _LIKERT,
+            template=CHIANG_LEE_TEMPLATES[("story", "grammaticality")],
+            protocol="likert",
         ),
         Attribute(
             "cohesiveness",
             f"How well do the sentences in the story fragment fit together? {_LIKERT_SUFFIX}",
             _LIKERT,
+            template=CHIANG_LEE_TEMPLATES[("story", "cohesiveness")],
+            protocol="likert",
         ),
         Attribute(
             "likability",
             f"How enjoyable do you find the story fragment? {_LIKERT_SUFFIX}",
             _LIKERT,
+            template=CHIANG_LEE_TEMPLATES[("story", "likability")],
+            protocol="likert",
         ),
         Attribute(
             "relevance",
             f"How relevant is the story fragment to the prompt? {_LIKERT_SUFFIX}",
             _LIKERT,
             shows=("prompt",),
+            template=CHIANG_LEE_TEMPLATES[("story", "relevance")],
+            protocol="likert",
+            intro="Now read the PROMPT based on which the story fragment was written.",
         ),
     ),
     source="Chiang & Lee (2023), §3.1 and App. D.2.2",
+    field_labels={"story": "Story fragment:", "prompt": "PROMPT:"},
 )
 
 TITLE_FLUENCY = Task(
@@ -165,9 +79,12 @@ TITLE_FLUENCY = Task(
             # parenthesis, which prompts.py keeps verbatim.
             f"How natural and fluent is the text of the news title? {_LIKERT_SUFFIX}",
             _LIKERT,
+            template=CHIANG_LEE_TEMPLATES[("title-fluency", "fluency")],
+            protocol="likert",
         ),
     ),
     source="Chiang & Lee (2023), §4 and App. D.2.3",
+    field_labels={"title": "News title:"},
 )
 
 TITLE_MEANING = Task(
@@ -183,9 +100,13 @@ TITLE_MEANING = Task(
             "news title 2? (on a scale of 1-5, with 1 being the strongly disagree and 5 "
             "being strongly agree.)",
             _AGREE,
+            template=CHIANG_LEE_TEMPLATES[("title-meaning", "meaning")],
+            protocol="likert",
         ),
     ),
     source="Chiang & Lee (2023), §4 and App. D.2.3",
+    field_labels={"original": "News title 1:", "attacked": "News title 2:"},
+    changed_words=("original", "attacked"),
 )
 
 # HANNA (Chhun et al. 2022): six criteria, defined as in shared/PROTOCOLS.md §4; the
@@ -207,8 +128,12 @@ HANNA = Task(
     ),
     fields=("prompt", "story"),
     display_fields=("prompt", "story"),
-    attributes=tuple(Attribute(name, f"{question} {_LIKERT_SUFFIX}", _LIKERT) for name, question in _HANNA_CRITERIA),
+    attributes=tuple(
+        Attribute(name, f"{question} {_LIKERT_SUFFIX}", _LIKERT, protocol="likert")
+        for name, question in _HANNA_CRITERIA
+    ),
     source="Chhun et al. (2022), HANNA criteria",
+    field_labels={"story": "Story fragment:", "prompt": "PROMPT:"},
 )
 
 # Chen et al. §2.1, Explicit Score prompt V1 (App. A).
@@ -229,9 +154,11 @@ STORY_EXPLICIT = Task(
             "overall",
             "Score:",
             Scale("continuous", 0, 100, {0: "worst", 100: "best"}),
+            protocol="explicit",
         ),
     ),
     source="Chen et al. (2023), §2.1 and App. A (prompt V1)",
+    field_labels={"story": "Story fragment:", "prompt": "PROMPT:"},
 )
 
 # Chen et al. §2.2, Pairwise Comparison prompt V1 (App. B).
@@ -259,9 +186,12 @@ STORY_PAIRWISE = Task(
                     ),
                 ),
             ),
+            protocol="pairwise",
+            params={"first": "story_a", "second": "story_b"},
         ),
     ),
     source="Chen et al. (2023), §2.2 and App. B (prompt V1)",
+    field_labels={"prompt": "PROMPT:", "story_a": "Storyline-1:", "story_b": "Storyline-2:"},
 )
 
 BUILTIN_TASKS: dict[str, Task] = {
@@ -333,15 +263,18 @@ def _task_from_toml(entry: object, path: Path, index: int) -> Task:
         template = attr.get("template")
         if template is not None and not isinstance(template, str):
             raise UserError(f"{awhere}: 'template' must be a string")
-        attributes.append(
-            Attribute(
-                name=aname,
-                question=_required_str(attr, "question", awhere),
-                scale=_scale_from_toml(attr.get("scale", {}), awhere),
-                shows=tuple(shows),
-                template=template,
-            )
+        attribute = Attribute(
+            name=aname,
+            question=_required_str(attr, "question", awhere),
+            scale=_scale_from_toml(attr.get("scale", {}), awhere),
+            shows=tuple(shows),
+            template=template,
+            protocol=_optional_str(attr, "protocol", awhere),
+            params=_params(attr, awhere),
+            intro=_optional_str(attr, "intro", awhere),
         )
+        _check_protocol(attribute, tuple(fields), awhere)
+        attributes.append(attribute)
     instructions = entry.get("instructions", "")
     if not isinstance(instructions, str):
         raise UserError(f"{where}: 'instructions' must be a string")
@@ -363,6 +296,30 @@ def _required_str(table: dict, key: str, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise UserError(f"{where}: {key!r} must be a non-empty string")
     return value
+
+
+def _optional_str(table: dict, key: str, where: str) -> str:
+    value = table.get(key, "")
+    if not isinstance(value, str):
+        raise UserError(f"{where}: {key!r} must be a string")
+    return value
+
+
+def _params(table: dict, where: str) -> dict[str, str]:
+    params = table.get("params", {})
+    if not isinstance(params, dict) or not all(isinstance(v, str) for v in params.values()):
+        raise UserError(f'{where}: \'params\' must be a table of strings, e.g. {{ first = "a", second = "b" }}')
+    return {str(k): v for k, v in params.items()}
+
+
+def _check_protocol(attribute: Attribute, fields: tuple[str, ...], where: str) -> None:
+    """The protocol exists and accepts the question (its scale, its parameters)."""
+    from tui_rater.domain import protocols  # the protocols import this module
+
+    try:
+        protocols.of(attribute).check_attribute(attribute, fields)
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
 
 
 def _scale_from_toml(raw: object, where: str) -> Scale:

@@ -4,8 +4,13 @@
 - Workers lease a batch of one item's jobs (so consecutive prompts share their prefix in the
   model's KV cache) for a limited time; a killed worker's jobs come back when the lease expires.
 - A result is stored in the same transaction that marks the job done, and only if the worker
-  still holds the lease: no job's result is stored twice.
+  still holds the lease: no job's result is stored twice. A lease that has run out stays its
+  owner's until another worker takes the job over (``lease``); from then on the old owner's
+  ``complete``, ``fail``, ``renew`` and ``release`` change nothing.
 - Transient failures go back to the queue with exponential backoff that honours Retry-After.
+
+The functions that read the clock take an optional ``now`` (seconds since the epoch, as
+``time.time()``) so tests can drive the queue's time; callers leave it out.
 """
 
 from __future__ import annotations
@@ -81,6 +86,7 @@ class Job:
     rater_id: int
     sample: int
     attempts: int
+    presentation: str = ""  # '' as stored, or a pair's 'original' / 'swapped' order
 
 
 @dataclass(frozen=True)
@@ -93,34 +99,43 @@ class RatingResult:
     details: dict | None = None
 
 
-def enqueue(study: Study, rater_id: int, item_keys: list[int], attributes: list[str], samples: int) -> int:
-    """Add the jobs that do not exist yet; return how many were added."""
+def enqueue(study: Study, rater_id: int, item_keys: list[int], shapes: list[tuple[str, str, int]]) -> int:
+    """Add the jobs that do not exist yet, ``shapes`` = (attribute, presentation, sample) per item.
+
+    Return how many were added.
+    """
     now = utc_now()
     rows = [
-        (key, attribute, rater_id, sample, str(key), now, now)
+        (key, attribute, rater_id, sample, presentation, str(key), now, now)
         for key in item_keys
-        for attribute in attributes
-        for sample in range(samples)
+        for attribute, presentation, sample in shapes
     ]
     with write(study.db) as conn:
         before = conn.total_changes
         conn.executemany(
-            "INSERT OR IGNORE INTO jobs (item_key, attribute, rater_id, sample, prefix_key, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO jobs (item_key, attribute, rater_id, sample, presentation, prefix_key, created_at, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
         return conn.total_changes - before
 
 
 def lease(
-    study: Study, rater_id: int, owner: str, max_jobs: int = 64, lease_s: float = LEASE_S, min_jobs: int = 1
+    study: Study,
+    rater_id: int,
+    owner: str,
+    max_jobs: int = 64,
+    lease_s: float = LEASE_S,
+    min_jobs: int = 1,
+    now: float | None = None,
 ) -> list[Job]:
     """Lease the ready jobs of the next item (one item's jobs, in attribute and sample order).
 
     Items are added until at least ``min_jobs`` jobs are leased (API judges lease a few items at
     once, to spend fewer transactions; local judges one, to keep the KV-cache prefix).
+    A job whose lease ran out is taken over.
     """
-    now = time.time()
+    now = time.time() if now is None else now
     ready = "rater_id = ? AND not_before <= ? AND (status = 'queued' OR (status = 'leased' AND lease_until < ?))"
     with write(study.db) as conn:
         keys = [
@@ -135,8 +150,8 @@ def lease(
         rows = []
         for key in keys:
             rows += conn.execute(
-                f"SELECT id, item_key, attribute, rater_id, sample, attempts FROM jobs WHERE {ready} AND item_key = ? "
-                "ORDER BY id LIMIT ?",
+                "SELECT id, item_key, attribute, rater_id, sample, attempts, presentation FROM jobs "
+                f"WHERE {ready} AND item_key = ? ORDER BY id LIMIT ?",
                 [rater_id, now, now, key, max_jobs - len(rows)],
             ).fetchall()
             if len(rows) >= min_jobs or len(rows) >= max_jobs:
@@ -146,14 +161,16 @@ def lease(
             "updated_at = ? WHERE id = ?",
             [(owner, now + lease_s, utc_now(), r[0]) for r in rows],
         )
-    return [Job(r[0], r[1], r[2], r[3], r[4], r[5] + 1) for r in rows]
+    return [Job(r[0], r[1], r[2], r[3], r[4], r[5] + 1, r[6]) for r in rows]
 
 
-def renew(study: Study, jobs: list[Job], owner: str, lease_s: float = LEASE_S) -> None:
+def renew(study: Study, jobs: list[Job], owner: str, lease_s: float = LEASE_S, now: float | None = None) -> None:
+    """Extend the leases this owner still holds (a job taken over by another worker is not)."""
+    until = (time.time() if now is None else now) + lease_s
     with write(study.db) as conn:
         conn.executemany(
             "UPDATE jobs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND status = 'leased'",
-            [(time.time() + lease_s, job.id, owner) for job in jobs],
+            [(until, job.id, owner) for job in jobs],
         )
 
 
@@ -174,13 +191,14 @@ def complete(
         if claimed != 1:
             return False
         conn.executemany(
-            "INSERT INTO ratings (item_key, attribute, rater_id, sample, value, raw, parse_status, created_at, "
-            "job_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO ratings (item_key, attribute, rater_id, presentation, sample, value, raw, parse_status, "
+            "created_at, job_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     job.item_key,
                     r.attribute,
                     job.rater_id,
+                    job.presentation,
                     r.sample,
                     r.value,
                     r.raw,
@@ -199,26 +217,43 @@ def complete(
     return True
 
 
+def backoff_s(attempts: int, retry_after: float | None = None) -> float:
+    """Seconds to wait before a job's next attempt, never more than BACKOFF_MAX_S.
+
+    The jitter keeps workers from returning in step; it is applied before the cap, so the cap holds.
+    """
+    if retry_after is not None:  # the server said when: honour it, waiting a little longer at most
+        return min(BACKOFF_MAX_S, retry_after * random.uniform(1.0, 1.1))
+    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (attempts - 1) * random.uniform(0.8, 1.2))
+
+
 def fail(
-    study: Study, job: Job, owner: str, kind: str, message: str, *, retryable: bool, retry_after: float | None = None
+    study: Study,
+    job: Job,
+    owner: str,
+    kind: str,
+    message: str,
+    *,
+    retryable: bool,
+    retry_after: float | None = None,
+    now: float | None = None,
 ) -> str:
-    """Put a job back with backoff, or mark it failed for good; return its new status."""
+    """Put a job back with backoff, or mark it failed for good; return its new status.
+
+    'lost' when the owner no longer holds the lease (another worker took the job over, or it was
+    cancelled): then nothing changes.
+    """
     retry = retryable and job.attempts < MAX_ATTEMPTS
-    delay = 0.0
-    if retry:
-        if retry_after is not None:
-            # the server said when: honour it (a little jitter so workers do not return in step)
-            delay = min(BACKOFF_MAX_S, retry_after) * random.uniform(1.0, 1.1)
-        else:
-            delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (job.attempts - 1)) * random.uniform(0.8, 1.2)
+    delay = backoff_s(job.attempts, retry_after) if retry else 0.0
     status = "queued" if retry else "failed"
+    now = time.time() if now is None else now
     with write(study.db) as conn:
-        conn.execute(
+        changed = conn.execute(
             "UPDATE jobs SET status = ?, lease_owner = NULL, lease_until = NULL, not_before = ?, error_kind = ?, "
             "last_error = ?, updated_at = ? WHERE id = ? AND lease_owner = ? AND status = 'leased'",
-            [status, time.time() + delay, kind, message[:500], utc_now(), job.id, owner],
-        )
-    return status
+            [status, now + delay, kind, message[:500], utc_now(), job.id, owner],
+        ).rowcount
+    return status if changed == 1 else "lost"
 
 
 def release(study: Study, jobs: list[Job], owner: str) -> None:
@@ -279,7 +314,8 @@ def failures(study: Study, limit: int = 20) -> list[dict]:
     return [
         dict(r)
         for r in study.db.query(
-            "SELECT j.id, i.id AS item, i.task, j.attribute, j.sample, ra.name AS rater, j.attempts, j.error_kind, "
+            "SELECT j.id, i.id AS item, i.task, j.attribute, j.presentation, j.sample, ra.name AS rater, j.attempts, "
+            "j.error_kind, "
             "j.last_error FROM jobs j JOIN items i ON i.key = j.item_key JOIN raters ra ON ra.id = j.rater_id "
             "WHERE j.status = 'failed' ORDER BY j.updated_at DESC LIMIT ?",
             [limit],

@@ -18,10 +18,9 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from tui_rater.errors import UserError
+from tui_rater.domain.errors import UserError
 
 MODES = ("text", "constrained", "distribution", "implicit")
-VARIANTS = ("plain", "persona", "explain", "v1", "v2", "v3", "v4", "v5")
 _SHA_LOCK = threading.Lock()
 SHA_CACHE_FILE = "model-sha256.json"
 
@@ -38,6 +37,9 @@ class JudgeSpec:
     conversation: bool = False  # the paper's ChatGPT setting: all questions in one chat
     max_tokens: int = 128
     max_retries: int = 3  # regenerations of a reply that does not parse
+    # distribution mode: a pass with less next-token probability than this on the options is
+    # stored as low_mass (the model was not answering), not as a rating
+    min_mass: float = 0.5
     # local
     n_ctx: int = 4096
     n_gpu_layers: int = 0
@@ -59,8 +61,6 @@ class JudgeSpec:
     def validate(self) -> JudgeSpec:
         if self.mode not in MODES:
             raise UserError(f"--mode must be one of {', '.join(MODES)}, not {self.mode!r}")
-        if self.variant not in VARIANTS:
-            raise UserError(f"--variant must be one of {', '.join(VARIANTS)}, not {self.variant!r}")
         if self.samples < 1 or self.samples > 100:
             raise UserError("--samples must be between 1 and 100")
         if not 0 <= self.temperature <= 5:
@@ -69,6 +69,8 @@ class JudgeSpec:
             raise UserError("--top-p must be in (0, 1]")
         if self.max_retries < 0 or self.max_tokens < 1:
             raise UserError("--max-retries must be >= 0 and --max-tokens >= 1")
+        if not 0 <= self.min_mass <= 1:
+            raise UserError("--min-mass must be between 0 and 1")
         if self.is_api:
             if not self.api_model:
                 raise UserError("an API model spec is api:<model>, e.g. api:gpt-4o-mini")

@@ -7,25 +7,24 @@ per process whose concurrent sequences serve every worker thread.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
-from tui_rater.domain.parsing import parse_choice, parse_score
-from tui_rater.domain.prompts import render
+from tui_rater.domain import protocols
+from tui_rater.domain.errors import UserError
+from tui_rater.domain.protocols import EvaluationProtocol, Reading, derive_seed
 from tui_rater.domain.tasks import Attribute, Task
-from tui_rater.errors import UserError
 from tui_rater.judge import queue
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.queue import Job, RatingResult
-from tui_rater.judge.scoring import option_labels, score_distribution
 from tui_rater.judge.spec import JudgeSpec
-from tui_rater.store.study import Study
+from tui_rater.store.study import Item, Study
 
 BackendFactory = Callable[[JudgeSpec], object]
 
@@ -52,7 +51,7 @@ def lease_size(spec: JudgeSpec) -> tuple[int, int]:
 def _sized_factory(factory: BackendFactory, spec: JudgeSpec, workers: int) -> BackendFactory:
     """The default factory, told how many workers share a local engine (its number of sequences)."""
     if factory is make_backend and not spec.is_api:
-        return functools.partial(make_backend, parallel=workers)
+        return partial(make_backend, parallel=workers)
     return factory
 
 
@@ -84,21 +83,6 @@ class Progress:
             self.changed.wait(timeout)
 
 
-def parse_reply(text: str, attribute: Attribute, structured: bool = False):
-    scale = attribute.scale
-    if structured:
-        try:
-            answer = json.loads(text)["score"]
-            if scale.kind == "choice":
-                return parse_choice(str(answer), tuple(option_labels(scale)))
-            return parse_score(str(answer), (scale.low, scale.high))
-        except (ValueError, KeyError, TypeError):
-            pass  # fall back to reading the text
-    if scale.kind == "choice":
-        return parse_choice(text, tuple(c.key for c in scale.choices))
-    return parse_score(text, (scale.low, scale.high))
-
-
 class Worker(threading.Thread):
     def __init__(
         self,
@@ -116,9 +100,7 @@ class Worker(threading.Thread):
     ):
         super().__init__(daemon=True, name=f"judge-{rater_id}")
         self.db_path, self.rater_id, self.spec = db_path, rater_id, spec
-        self.request_identity = json.dumps(
-            {k: v for k, v in rater_config.items() if not k.endswith("_version")}, sort_keys=True
-        )
+        self.request_identity = request_identity(rater_config)
         self.progress, self.stop_event, self.drain = progress, stop, drain
         self.backend_factory, self.poll_s, self.on_result = backend_factory, poll_s, on_result
         self.owner = queue.new_owner()
@@ -168,9 +150,9 @@ class Worker(threading.Thread):
         try:
             try:
                 if job.attribute == "*":
-                    results = self._conversation(task, item.fields, job)
+                    results = self._conversation(task, item, job)
                 else:
-                    results = self._attribute(task, task.attribute(job.attribute), item.fields, job, [])
+                    results = self._question(task, task.attribute(job.attribute), item, job, [])[0]
             except UserError as exc:  # e.g. a template that needs a field the item lacks
                 raise JudgeError("bad_request", str(exc)) from None
             except (KeyError, ValueError, TypeError, RuntimeError) as exc:
@@ -182,8 +164,9 @@ class Worker(threading.Thread):
             )
             if status == "failed":
                 self.progress.add(failed=1)
-            else:
+            elif status == "queued":
                 self.progress.add(retried=1)
+            # "lost": another worker took the job over after our lease ran out; it is theirs now
             if exc.fatal_for_judge:
                 self.progress.fatal = exc
                 self.stop_event.set()
@@ -196,148 +179,157 @@ class Worker(threading.Thread):
                 self.on_result(job)
         return True
 
-    def _conversation(self, task: Task, fields: dict, job: Job) -> list[RatingResult]:
+    def _conversation(self, task: Task, item: Item, job: Job) -> list[RatingResult]:
         """The paper's ChatGPT setting: the questions in one chat, in the task's order."""
         history: list[dict] = []
         results = []
         for attribute in task.attributes:
-            result = self._attribute(task, attribute, fields, job, history)
-            results.extend(result)
-            history.append({"role": "assistant", "content": result[0].raw or ""})
+            ratings, reply = self._question(task, attribute, item, job, history)
+            results.extend(ratings)
+            history.append({"role": "assistant", "content": reply})
         return results
 
-    def _attribute(
-        self, task: Task, attribute: Attribute, fields: dict, job: Job, history: list[dict]
-    ) -> list[RatingResult]:
+    def _question(
+        self, task: Task, attribute: Attribute, item: Item, job: Job, history: list[dict]
+    ) -> tuple[list[RatingResult], str]:
+        """Ask one question the way its protocol says; (ratings, the reply text for a conversation)."""
         spec = self.spec
-        swapped = is_pairwise(task) and job.sample >= (1 if spec.mode == "distribution" else spec.samples)
-        if swapped:  # Chen et al.: every pair is judged in both orders
-            fields = {**fields, "story_a": fields["story_b"], "story_b": fields["story_a"]}
-        if spec.mode == "implicit":
-            return self._implicit(task, attribute, fields, job, history)
-        prompt = render(task, attribute, fields, spec.variant)
+        protocol = protocols.for_mode(task, attribute, spec.mode)
+        prompt = protocol.render(task, attribute, item.fields, spec.variant, job.presentation)
         history.append({"role": "user", "content": prompt.text})
         messages = list(history)
-        provenance = {"template_id": prompt.template_id, "template_sha256": prompt.template_hash}
-        if is_pairwise(task):
-            provenance["order"] = "swapped" if swapped else "original"
+        facts = {"template_id": prompt.template_id, "template_sha256": prompt.template_hash}
+        # each job's random stream is its own, yet reproducible (judge configuration, item, question, sample)
+        seed = partial(derive_seed, self.request_identity, item.task, item.id, attribute.name, job.presentation)
         if spec.mode == "distribution":
-            results = self._distribution(attribute, messages, job, provenance)
-            return [self._canonical(task, r, swapped) for r in results]
-        constrain = attribute.scale if spec.mode == "constrained" else None
-        attempts = []
+            return self._distribution(protocol, attribute, messages, job, facts, seed("distribution")), ""
+        if spec.mode == "implicit":
+            return [self._implicit(protocol, attribute, messages, job, facts)], ""
+        return self._text(protocol, attribute, messages, job, facts, seed)
+
+    def _text(
+        self,
+        protocol: EvaluationProtocol,
+        attribute: Attribute,
+        messages: list[dict],
+        job: Job,
+        facts: dict,
+        seed: Callable[..., int],
+    ) -> tuple[list[RatingResult], str]:
+        """A free (or grammar-constrained) reply, read by the protocol; regenerated while it does not read.
+
+        Chiang & Lee regenerated until a rating came. A regeneration must change something: each
+        attempt has its own seed, and a greedy judge (T = 0) regenerates by sampling (T = 1, top-p).
+        """
+        spec = self.spec
+        constrained = spec.mode == "constrained"
+        grammar = protocol.grammar(attribute, spec.variant) if constrained else None
+        schema = protocol.json_schema(attribute, spec.variant) if constrained else None
+        earlier: list[str] = []
+        reading = Reading(None, "no_number")
+        reply: dict = {"text": ""}
+        details: dict = {}
         for attempt in range(spec.max_retries + 1):
-            # a regenerated reply gets a new seed; the paper regenerated until a rating came
-            seed = spec.seed + job.sample + 1000 * attempt
-            reply = self._cached(messages, seed, lambda seed=seed: self._complete(messages, seed, constrain))
-            result = parse_reply(reply["text"], self._reply_attribute(task, attribute), reply.get("structured", False))
-            attempts.append(reply["text"])
-            if result.ok:
-                details = {**provenance, "seed": seed, "attempts": attempt + 1}
-                value = self._on_task_scale(task, result.value, details)
-                rating = RatingResult(attribute.name, job.sample, value, reply["text"], "ok", details)
-                return [self._canonical(task, rating, swapped)]
-        details = {**provenance, "seed": seed, "attempts": len(attempts), "earlier_replies": attempts[:-1]}
-        return [RatingResult(attribute.name, job.sample, None, attempts[-1], result.failure, details)]
+            temperature = spec.temperature if attempt == 0 or spec.temperature > 0 else RETRY_TEMPERATURE
+            attempt_seed = seed(job.sample, attempt)
+            reply = self._cached(
+                messages,
+                [attempt_seed, temperature],
+                lambda s=attempt_seed, t=temperature: self._complete(messages, s, t, grammar, schema),
+            )
+            reading = protocol.read_reply(
+                reply["text"],
+                attribute,
+                spec.variant,
+                job.presentation,
+                structured=reply.get("structured", False),
+                truncated=reply.get("finish_reason") == "length",
+            )
+            details = {**facts, "seed": attempt_seed, "attempts": attempt + 1}
+            # what reparse needs to read the reply the same way again
+            details["finish_reason"] = reply.get("finish_reason", "stop")
+            if reply.get("structured"):
+                details["structured"] = True
+            if temperature != spec.temperature:
+                details["temperature"] = temperature
+            if reading.ok:
+                break
+            earlier.append(reply["text"])
+        if earlier and not reading.ok:
+            details["earlier_replies"] = earlier[:-1]
+        elif earlier:
+            details["earlier_replies"] = earlier
+        rating = RatingResult(
+            attribute.name, job.sample, reading.value, reply["text"], reading.status, {**details, **reading.details}
+        )
+        return [rating], reply["text"]
 
-    def _reply_attribute(self, task: Task, attribute: Attribute) -> Attribute:
-        """The scale the reply is written on: Chen et al.'s Explicit V4 answers in 1-5 stars."""
-        if task.name == "story-explicit" and self.spec.variant == "v4":
-            from dataclasses import replace as _replace
+    def _implicit(
+        self, protocol: EvaluationProtocol, attribute: Attribute, messages: list[dict], job: Job, facts: dict
+    ) -> RatingResult:
+        """Chen et al. §2.1: the yes/no question's top tokens, read by the implicit protocol."""
+        k = getattr(protocol, "TOP_K", 5)
+        reply = self._cached(messages, None, lambda: {"top": self.backend.top_tokens(messages, k)})
+        reading = protocol.read_top_tokens([tuple(t) for t in reply["top"]], attribute)
+        return RatingResult(
+            attribute.name, job.sample, reading.value, None, reading.status, {**facts, **reading.details}
+        )
 
-            return _replace(attribute, scale=_replace(attribute.scale, kind="likert", low=1, high=5))
-        return attribute
-
-    def _on_task_scale(self, task: Task, value: float, details: dict) -> float:
-        if task.name == "story-explicit" and self.spec.variant == "v4":
-            details["stars"] = value
-            return (value - 1) * 25.0  # Figure 4: V4's stars normalised into [0, 100]
-        return value
-
-    def _canonical(self, task: Task, rating: RatingResult, swapped: bool) -> RatingResult:
-        """A pairwise verdict in terms of the item (0 = story_a better, 1 = story_b, 2 = tie)."""
-        if not is_pairwise(task) or rating.value is None or rating.value == 2:
-            return rating
-        position = int(rating.value)  # 0 = the first text shown, 1 = the second
-        # V3 asks which storyline is *worse*: the other one is the better
-        better_shown = 1 - position if self.spec.variant == "v3" else position
-        canonical = 1 - better_shown if swapped else better_shown
-        details = dict(rating.details or {})
-        details["answered"] = "AB"[position]
-        return RatingResult(rating.attribute, rating.sample, float(canonical), rating.raw, rating.parse_status, details)
-
-    def _implicit(self, task: Task, attribute: Attribute, fields: dict, job: Job, history: list) -> list[RatingResult]:
-        """Chen et al. §2.1: the yes/no question; Implicit = max(p(yes), 1 - p(no)), stored x 100."""
-        from tui_rater.domain.prompts import CHEN_IMPLICIT, fill
-
-        if task.name != "story-explicit":
-            raise JudgeError("unsupported", "--mode implicit applies to the story-explicit task (Chen et al. §2.1)")
-        text = fill(CHEN_IMPLICIT, fields)
-        messages = [*history, {"role": "user", "content": text}]
-        reply = self._cached(messages, None, lambda: {"top": self.backend.top_tokens(messages, 5)})
-        score, p_yes, p_no = implicit_score([tuple(t) for t in reply["top"]])
-        details = {"template_id": "chen/implicit", "p_yes": p_yes, "p_no": p_no, "top5": reply["top"]}
-        return [RatingResult(attribute.name, job.sample, 100.0 * score, None, "ok", details)]
-
-    def _complete(self, messages, seed, constrain) -> dict:
+    def _complete(self, messages, seed, temperature, grammar, schema) -> dict:
         completion = self.backend.complete(
             messages,
-            temperature=self.spec.temperature,
+            temperature=temperature,
             top_p=self.spec.top_p,
             max_tokens=self.spec.max_tokens,
             seed=seed,
-            constrain=constrain,
+            grammar=grammar,
+            json_schema=schema,
         )
-        return {"text": completion.text, "structured": completion.structured}
+        return {"text": completion.text, "structured": completion.structured, "finish_reason": completion.finish_reason}
 
-    def _distribution(self, attribute: Attribute, messages, job: Job, provenance: dict) -> list[RatingResult]:
-        """One forward pass; N samples drawn from the scale's distribution (samples 0..N-1)."""
+    def _distribution(
+        self,
+        protocol: EvaluationProtocol,
+        attribute: Attribute,
+        messages: list[dict],
+        job: Job,
+        facts: dict,
+        seed: int,
+    ) -> list[RatingResult]:
+        """One forward pass; the protocol draws the N samples (samples 0..N-1) from the options' probabilities."""
         spec = self.spec
-        if attribute.scale.kind not in ("likert", "choice"):
+        options = protocol.options(attribute, spec.variant)
+        if options is None:
             raise JudgeError(
                 "unsupported",
-                f"--mode distribution needs a discrete scale; {attribute.name} is "
-                f"{attribute.scale.kind} (use --mode text)",
+                f"--mode distribution needs discrete options; {attribute.name} has none (use --mode text)",
             )
-        labels = option_labels(attribute.scale)
+        labels = list(options.labels)
         reply = self._cached(
             messages, None, lambda: {"probabilities": self.backend.option_probabilities(messages, labels)}
         )
-        try:
-            scored = score_distribution(
-                reply["probabilities"],
-                attribute.scale,
-                n_samples=spec.samples,
-                temperature=spec.temperature,
-                top_p=spec.top_p,
-                seed=spec.seed + job.item_key,
-            )
-        except ValueError as exc:
-            return [
-                RatingResult(
-                    attribute.name,
-                    job.sample * spec.samples + s,
-                    None,
-                    None,
-                    "no_number",
-                    {**provenance, "error": str(exc)},
-                )
-                for s in range(spec.samples)
-            ]
-        details = {**provenance, "distribution": scored.probabilities, "mass": scored.mass, "expected": scored.expected}
-        first = job.sample * spec.samples  # a pairwise task's swapped order takes the next N sample slots
+        reading = protocol.read_distribution(
+            reply["probabilities"],
+            attribute,
+            spec.variant,
+            job.presentation,
+            samples=spec.samples,
+            temperature=spec.temperature,
+            top_p=spec.top_p,
+            seed=seed,
+            min_mass=spec.min_mass,
+        )
+        # the pass's facts are kept once, with sample 0; reparse reads them from there
         return [
             RatingResult(
                 attribute.name,
-                first + s,
-                value,
+                s,
+                sample.value,
                 None,
-                "ok",
-                details
-                if s == 0
-                else {"expected": scored.expected, **{k: v for k, v in details.items() if k == "order"}},
+                sample.status,
+                {**facts, **reading.details, **sample.details} if s == 0 else dict(sample.details),
             )
-            for s, value in enumerate(scored.samples)
+            for s, sample in enumerate(reading.samples)
         ]
 
     def _cached(self, messages, seed, compute: Callable[[], dict]) -> dict:
@@ -353,32 +345,27 @@ class Worker(threading.Thread):
         return reply
 
 
-def jobs_for(task: Task, spec: JudgeSpec) -> tuple[list[str], int]:
-    """(job attributes, samples per job) for a judge configuration on a task."""
+# a greedy judge regenerates an unreadable reply by sampling, as the paper's default decoding
+RETRY_TEMPERATURE = 1.0
+
+
+def request_identity(rater_config: dict) -> str:
+    """What makes two requests the same: the judge configuration without library versions."""
+    return json.dumps({k: v for k, v in rater_config.items() if not k.endswith("_version")}, sort_keys=True)
+
+
+def job_shapes(task: Task, spec: JudgeSpec) -> list[tuple[str, str, int]]:
+    """(attribute, presentation, sample) of every job one item needs for this judge configuration."""
     if spec.conversation:
-        return ["*"], spec.samples
-    if spec.mode == "distribution":
-        # one forward pass yields all N samples (both orders for a pairwise task)
-        return list(task.attribute_names), 2 if is_pairwise(task) else 1
-    if is_pairwise(task):
-        return list(task.attribute_names), 2 * spec.samples  # every pair in both orders
-    return list(task.attribute_names), spec.samples
-
-
-def is_pairwise(task: Task) -> bool:
-    return {"story_a", "story_b"} <= set(task.fields)
-
-
-# Chen et al. §2.1, Eq. 1: the yes / no token variants
-YES_TOKENS = {"Yes", "YES", "yes"}
-NO_TOKENS = {"No", "NO", "no"}
-
-
-def implicit_score(top: list[tuple[str, float]]) -> tuple[float, float, float]:
-    """Implicit Score = max(p(yes), 1 - p(no)) over the top-k next tokens; returns (score, p_yes, p_no)."""
-    p_yes = sum(p for token, p in top if token.strip() in YES_TOKENS)
-    p_no = sum(p for token, p in top if token.strip() in NO_TOKENS)
-    return max(p_yes, 1 - p_no), p_yes, p_no
+        presentations = protocols.of(task.attributes[0]).presentations(task.attributes[0])
+        return [("*", p, s) for p in presentations for s in range(spec.samples)]
+    per_pass = spec.mode in ("distribution", "implicit")  # one forward pass yields every sample
+    shapes = []
+    for attribute in task.attributes:
+        protocol = protocols.for_mode(task, attribute, spec.mode)
+        for presentation in protocol.presentations(attribute):
+            shapes += [(attribute.name, presentation, s) for s in range(1 if per_pass else spec.samples)]
+    return shapes
 
 
 def run_judge(

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import sqlite_utils
 
-from tui_rater.errors import UserError
-from tui_rater.store.schema import MIGRATIONS, SCHEMA_VERSION
+from tui_rater.domain.errors import UserError
+from tui_rater.store.schema import MIGRATIONS, SCHEMA_VERSION, statements
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -96,28 +96,28 @@ def migrate(db: sqlite_utils.Database, path: Path | str = "") -> int:
             "upgrade tui-rater"
         )
     while version < SCHEMA_VERSION:
-        with write(db):
-            # re-read inside the lock: another process may have migrated meanwhile
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version >= SCHEMA_VERSION:
-                break
-            for statement in _statements(MIGRATIONS[version]):
-                conn.execute(statement)
-            version += 1
-            conn.execute(f"PRAGMA user_version = {version}")
+        # SQLite's procedure for changing a table: foreign keys off (outside the transaction),
+        # the change, a foreign-key check inside the transaction, foreign keys on again
+        conn.execute("PRAGMA foreign_keys = OFF")
+        try:
+            with write(db):
+                # re-read inside the lock: another process may have migrated meanwhile
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version >= SCHEMA_VERSION:
+                    break
+                migration = MIGRATIONS[version]
+                if callable(migration):
+                    migration(conn)
+                else:
+                    for statement in statements(migration):
+                        conn.execute(statement)
+                if conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
+                    raise RuntimeError(f"migration {version + 1} would break a foreign key of {path}")
+                version += 1
+                conn.execute(f"PRAGMA user_version = {version}")
+        finally:
+            conn.execute("PRAGMA foreign_keys = ON")
     return version
-
-
-def _statements(script: str) -> list[str]:
-    parts, buf = [], ""
-    for line in script.splitlines(keepends=True):
-        buf += line
-        if sqlite3.complete_statement(buf):
-            parts.append(buf.strip())
-            buf = ""
-    if buf.strip():
-        parts.append(buf.strip())
-    return parts
 
 
 @contextlib.contextmanager

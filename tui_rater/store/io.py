@@ -16,8 +16,9 @@ from typing import Any
 
 import polars as pl
 
-from tui_rater.domain.tasks import Scale, Task
-from tui_rater.errors import UserError
+from tui_rater.domain import protocols
+from tui_rater.domain.errors import UserError
+from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.store.db import write
 from tui_rater.store.study import Study, content_hash
 
@@ -221,13 +222,16 @@ def prepare_items(
 # --- ratings --------------------------------------------------------------------------------
 
 
-def _value(path: Path, row: dict, scale: Scale) -> float:
+def _value(path: Path, row: dict, attribute: Attribute) -> float:
     raw = row.get("value")
+    scale = attribute.scale
     where = f"{path}, row {row['_row']}, column 'value'"
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         raise UserError(f"{where}: the value is missing")
-    if scale.kind == "choice" and isinstance(raw, str) and raw.strip().upper() in [c.key for c in scale.choices]:
-        return float([c.key for c in scale.choices].index(raw.strip().upper()))
+    if isinstance(raw, str):  # a choice may be written as its key ("A")
+        known = protocols.of(attribute).value_from_text(attribute, raw)
+        if known is not None:
+            return known
     try:
         value = float(raw) if not isinstance(raw, bool) else math.nan
     except (TypeError, ValueError):
@@ -267,7 +271,7 @@ def import_ratings(study: Study, path: str | Path, default_kind: str = "human") 
                 f"{where}, column 'attribute': task {task.name!r} has no attribute {attribute_name!r} "
                 f"(it has: {', '.join(task.attribute_names)})"
             )
-        value = _value(path, row, task.attribute(attribute_name).scale)
+        value = _value(path, row, task.attribute(attribute_name))
         rater = _text(path, row, "rater", required=True).strip()
         kind = (_text(path, row, "kind", required=False) or default_kind).strip().lower()
         if kind not in ("human", "llm"):

@@ -1,12 +1,131 @@
 """The SQLite schema and its forward migrations.
 
 ``PRAGMA user_version`` holds the schema version. Each migration is applied once, in its own
-transaction, in order; a file from a newer tui-rater is refused rather than guessed at.
+transaction, in order; a file from a newer tui-rater is refused rather than guessed at. A
+migration is an SQL script, or a function of the connection where data must be rewritten.
 """
 
 from __future__ import annotations
 
-MIGRATIONS: list[str] = [
+import json
+import re
+import sqlite3
+from collections.abc import Callable
+
+Migration = str | Callable[[sqlite3.Connection], None]
+
+
+def statements(script: str) -> list[str]:
+    parts, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            parts.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        parts.append(buf.strip())
+    return parts
+
+
+def run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run an SQL script inside the caller's transaction (``executescript`` would commit it first)."""
+    for statement in statements(script):
+        conn.execute(statement)
+
+
+def _presentation(conn: sqlite3.Connection) -> None:
+    """2: a judge's presentation of an item (a pair in its original or swapped order) gets a column.
+
+    0.1 hid the order in the sample number (samples n..2n-1 of a pairwise judge were the swapped
+    order) and in each rating's details; the old rule for "pairwise" was a task whose fields
+    include story_a and story_b. Stored SPA task definitions get their protocols and parameters.
+    """
+    run_script(
+        conn,
+        """
+        CREATE TABLE jobs_v2 (
+            id INTEGER PRIMARY KEY,
+            item_key INTEGER NOT NULL REFERENCES items (key),
+            attribute TEXT NOT NULL,           -- an attribute, or '*' for a whole conversation
+            rater_id INTEGER NOT NULL REFERENCES raters (id),
+            sample INTEGER NOT NULL DEFAULT 0,
+            presentation TEXT NOT NULL DEFAULT '',  -- '' as stored, or 'original' / 'swapped' (a pair)
+            status TEXT NOT NULL DEFAULT 'queued'
+                CHECK (status IN ('queued', 'leased', 'done', 'failed', 'cancelled')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            lease_owner TEXT,
+            lease_until REAL,
+            not_before REAL NOT NULL DEFAULT 0,
+            prefix_key TEXT,
+            error_kind TEXT,
+            last_error TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (item_key, attribute, rater_id, sample, presentation)
+        );
+        INSERT INTO jobs_v2 (id, item_key, attribute, rater_id, sample, status, attempts, lease_owner, lease_until,
+                             not_before, prefix_key, error_kind, last_error, created_at, updated_at)
+            SELECT id, item_key, attribute, rater_id, sample, status, attempts, lease_owner, lease_until, not_before,
+                   prefix_key, error_kind, last_error, created_at, updated_at FROM jobs;
+        DROP TABLE jobs;
+        ALTER TABLE jobs_v2 RENAME TO jobs;
+        CREATE INDEX jobs_ready ON jobs (status, rater_id, not_before);
+        ALTER TABLE ratings ADD COLUMN presentation TEXT NOT NULL DEFAULT '';
+        """,
+    )
+    pairwise_tasks = {"story-pairwise"}
+    for name, definition in conn.execute("SELECT name, definition FROM tasks").fetchall():
+        entry = json.loads(definition)
+        if {"story_a", "story_b"} <= set(entry.get("fields", [])):
+            pairwise_tasks.add(name)
+        if _add_spa_protocols(entry):
+            conn.execute(
+                "UPDATE tasks SET definition = ? WHERE name = ?", [json.dumps(entry, ensure_ascii=False), name]
+            )
+    marks = ",".join("?" * len(pairwise_tasks))
+    samples = "coalesce(json_extract(ra.config, '$.samples'), 1)"
+    per_job = f"CASE WHEN json_extract(ra.config, '$.mode') = 'distribution' THEN 1 ELSE {samples} END"
+    pairwise_jobs = f"""item_key IN (SELECT key FROM items WHERE task IN ({marks})) AND attribute != '*'"""
+    per_job_of_rater = f"(SELECT {per_job} FROM raters ra WHERE ra.id = jobs.rater_id)"
+    for status, shift in (("swapped", f"- {per_job_of_rater}"), ("original", "")):
+        condition = ">=" if status == "swapped" else "<"
+        conn.execute(
+            f"""UPDATE jobs SET presentation = '{status}', sample = sample {shift}
+                WHERE {pairwise_jobs} AND presentation = ''
+                  AND sample {condition} {per_job_of_rater}
+                  AND rater_id IN (SELECT id FROM raters WHERE kind = 'llm')""",
+            sorted(pairwise_tasks),
+        )
+    conn.execute(
+        f"""UPDATE ratings SET presentation = 'swapped',
+                   sample = sample - (SELECT {samples} FROM raters ra WHERE ra.id = ratings.rater_id)
+            WHERE json_extract(details, '$.order') = 'swapped'"""
+    )
+    conn.execute("UPDATE ratings SET presentation = 'original' WHERE json_extract(details, '$.order') = 'original'")
+
+
+_SPA_PROBABILITY = re.compile(r"^p_([A-Z])_over_([A-Z])$")
+_SPA_LIKERT = re.compile(r"^likert_([A-Z])$")
+
+
+def _add_spa_protocols(entry: dict) -> bool:
+    """0.1's SPA definitions named their questions p_X_over_Y and likert_X: say so as protocols."""
+    if "packet" not in entry.get("fields", []):
+        return False
+    changed = False
+    for attribute in entry.get("attributes", []):
+        if attribute.get("protocol"):
+            continue
+        if match := _SPA_PROBABILITY.match(attribute.get("name", "")):
+            attribute["protocol"], attribute["params"] = "spa-probability", {"x": match[1], "y": match[2]}
+            changed = True
+        elif match := _SPA_LIKERT.match(attribute.get("name", "")):
+            attribute["protocol"], attribute["params"] = "spa-likert", {"writer": match[1]}
+            changed = True
+    return changed
+
+
+MIGRATIONS: list[Migration] = [
     # 1: items, raters, ratings, notes, the judge queue
     """
     CREATE TABLE tasks (
@@ -93,6 +212,7 @@ MIGRATIONS: list[str] = [
         created_at TEXT NOT NULL
     );
     """,
+    _presentation,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

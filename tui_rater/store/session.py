@@ -1,7 +1,9 @@
 """One annotator's session on one task: item order, resume point, ratings, undo, notes.
 
 No Textual here: the app calls these methods from a worker thread and renders the results.
-Every rating is committed before ``rate`` returns, so a crash loses nothing acknowledged.
+Every rating is committed before ``rate`` returns, so a crash loses nothing acknowledged. The app
+runs each change through ``save`` instead: one transaction whose lock wait it controls, so that it
+can show that it waits and keep trying rather than give up.
 """
 
 from __future__ import annotations
@@ -9,13 +11,29 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from tui_rater.domain import protocols
+from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task
-from tui_rater.errors import UserError
+from tui_rater.store.db import BUSY_TIMEOUT_S
 from tui_rater.store.study import Item, Study
 
+T = TypeVar("T")
+
 ORDERS = ("imported", "random", "grouped")
+
+
+class StudyLocked(Exception):
+    """Another process still holds the study file's write lock after the wait asked for."""
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    name = getattr(exc, "sqlite_errorname", "")
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc) or "busy" in str(exc)
 
 
 @dataclass
@@ -61,7 +79,7 @@ class AnnotationSession:
             raise UserError(f"{study.path} holds no items for task {task.name!r}; import some first")
         session = cls(study, task, annotator, order, seed)
         session.rater = study.human(annotator)
-        if "packet" in task.fields:
+        if protocols.one_item_per_annotator(task):
             items = [session._spa_packet(items)]
         session.items = session._ordered(items)
         session.reload()
@@ -148,6 +166,38 @@ class AnnotationSession:
 
     # --- changes (each one committed before it returns) -----------------------------------
 
+    def save(self, change: Callable[[], T], lock_wait: float) -> T:
+        """Run one change (``rate``, ``undo``, ``note``, ``review``) as one transaction, committed before
+        this returns.
+
+        The write lock is taken here, waiting at most ``lock_wait`` seconds (else ``StudyLocked``), so the
+        caller can say that it waits and ask again. Any failure (disk full ...) rolls the transaction back
+        and leaves this session's view (its ratings, undo stack, notes) as it was: the same change can be
+        tried again as it is, and nothing uncommitted is ever reported as saved.
+        """
+        conn = self.study.db.conn
+        if conn.in_transaction:  # left open by a failed COMMIT: a new change must never join it
+            conn.execute("ROLLBACK")
+        before = (dict(self.mine), list(self.undo_stack), set(self.skipped), set(self.flagged))
+        conn.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise StudyLocked(str(exc)) from None
+            raise
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        try:
+            result = change()  # its store calls join this transaction (``db.write`` nests)
+            conn.execute("COMMIT")
+        except BaseException:
+            self.mine, self.undo_stack, self.skipped, self.flagged = before
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return result
+
     def rate(
         self, index: int, attribute: str, value: float, seconds: float | None = None, revises: int | None = None
     ) -> int:
@@ -184,14 +234,21 @@ class AnnotationSession:
 
     # --- reveal mode (Chiang & Lee App. C.3.2) ---------------------------------------------
 
-    def others(self, index: int) -> dict[str, list[OtherRating]]:
-        """Other raters' ratings of an item, per attribute, with any LLM reply as its explanation."""
-        rows = self.study.db.conn.execute(
-            "SELECT r.attribute, ra.name, ra.kind, r.value, r.sample, r.raw FROM ratings r "
-            "JOIN raters ra ON ra.id = r.rater_id WHERE r.item_key = ? AND r.rater_id != ? AND r.retracted = 0 "
-            "ORDER BY r.attribute, ra.kind, ra.name, r.sample",
-            [self.items[index].key, self.rater.id],
-        ).fetchall()
+    def others(self, index: int, study: Study | None = None) -> dict[str, list[OtherRating]]:
+        """Other raters' ratings of an item, per attribute, with any LLM reply as its explanation.
+
+        ``study``: another connection to the same file, so the app can read while its saves wait.
+        """
+        rows = (
+            (study or self.study)
+            .db.conn.execute(
+                "SELECT r.attribute, ra.name, ra.kind, r.value, r.sample, r.raw FROM ratings r "
+                "JOIN raters ra ON ra.id = r.rater_id WHERE r.item_key = ? AND r.rater_id != ? AND r.retracted = 0 "
+                "ORDER BY r.attribute, ra.kind, ra.name, r.sample",
+                [self.items[index].key, self.rater.id],
+            )
+            .fetchall()
+        )
         found: dict[str, list[OtherRating]] = {}
         for attribute, name, kind, value, sample, raw in rows:
             found.setdefault(attribute, []).append(OtherRating(name, kind, value, sample, raw))

@@ -15,8 +15,8 @@ import json
 import random
 import string
 
+from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import task_from_definition
-from tui_rater.errors import UserError
 from tui_rater.store.study import Study
 
 # §5.2 step 2, with "system" -> "writer" as in the paper's own study (writers A-E, App. A)
@@ -40,6 +40,8 @@ def spa_task_definition(name: str, letters: list[str], m: int, pairs: list[tuple
                     "name": f"p_{a}_over_{b}",
                     "question": SPA_QUESTION.format(x=a, y=b),
                     "scale": {"kind": "probability", "low": 0, "high": 100},
+                    "protocol": "spa-probability",
+                    "params": {"x": a, "y": b},
                 }
             )
     if likert:
@@ -49,6 +51,8 @@ def spa_task_definition(name: str, letters: list[str], m: int, pairs: list[tuple
                     "name": f"likert_{x}",
                     "question": LIKERT_QUESTION.format(x=x),
                     "scale": {"kind": "likert", "low": 1, "high": 5, "labels": {"1": "lowest", "5": "highest"}},
+                    "protocol": "spa-likert",
+                    "params": {"writer": x},
                 }
             )
     return {

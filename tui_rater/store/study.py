@@ -14,8 +14,8 @@ from typing import Any
 
 import sqlite_utils
 
+from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task, TaskRegistry, load_task_file, task_from_definition
-from tui_rater.errors import UserError
 from tui_rater.store.db import connect, utc_now, write
 
 
@@ -38,10 +38,11 @@ class Rater:
 
 
 # The one definition of "the ratings in force" (a FROM clause, aliases r, i, ra): not retracted,
-# and for each (item, attribute, rater, sample) the latest -- a changed mind replaces, undo retracts.
+# and for each (item, attribute, rater, presentation, sample) the latest -- a changed mind
+# replaces, undo retracts.
 RATINGS_IN_FORCE = """ratings r
     JOIN (SELECT max(id) AS id FROM ratings WHERE retracted = 0
-          GROUP BY item_key, attribute, rater_id, sample) latest ON latest.id = r.id
+          GROUP BY item_key, attribute, rater_id, presentation, sample) latest ON latest.id = r.id
     JOIN items i ON i.key = r.item_key
     JOIN raters ra ON ra.id = r.rater_id"""
 
@@ -279,13 +280,42 @@ class Study:
         """The ratings in force: not retracted, and the latest per (item, attribute, rater, sample)."""
         sql = f"""
             SELECT r.id, i.key AS item_key, i.id AS item, i.task, i.system, r.attribute,
-                   ra.name AS rater, ra.kind, r.sample, r.value, r.raw, r.parse_status,
+                   ra.name AS rater, ra.kind, r.presentation, r.sample, r.value, r.raw, r.parse_status,
                    r.seconds, r.created_at, r.details
             FROM {RATINGS_IN_FORCE}
             {"WHERE i.task = ?" if task else ""}
-            ORDER BY i.task, i.position, r.attribute, ra.id, r.sample
+            ORDER BY i.task, i.position, r.attribute, ra.id, r.presentation, r.sample
         """
         return list(self.db.query(sql, [task] if task else []))
+
+    # --- judge replies (reparse) ---------------------------------------------------------
+
+    def judgements(self) -> list[dict]:
+        """Every rating a judge produced through the queue, with what is needed to read it again."""
+        return [
+            dict(r)
+            for r in self.db.query(
+                """SELECT r.id, r.job_id, r.item_key, i.task, r.attribute, r.presentation, r.sample, r.value,
+                          r.raw, r.parse_status, r.details, ra.config
+                   FROM ratings r JOIN items i ON i.key = r.item_key JOIN raters ra ON ra.id = r.rater_id
+                   WHERE ra.kind = 'llm' AND r.job_id IS NOT NULL AND r.retracted = 0
+                   ORDER BY r.job_id, r.attribute, r.sample"""
+            )
+        ]
+
+    def update_judgements(self, changes: list[tuple[int, float | None, str, dict]]) -> None:
+        """Store re-read values: (rating id, value, status, details), in one transaction."""
+        with write(self.db) as conn:
+            conn.executemany(
+                "UPDATE ratings SET value = ?, parse_status = ?, details = ? WHERE id = ?",
+                [(value, status, json.dumps(details), rating_id) for rating_id, value, status, details in changes],
+            )
+
+    def change_marker(self) -> tuple:
+        """Changes when a rating or a judge job changes (the live pane recomputes only then)."""
+        ratings = self.db.conn.execute("SELECT count(*), max(id) FROM ratings WHERE retracted = 0").fetchone()
+        jobs = self.db.conn.execute("SELECT count(*), max(updated_at) FROM jobs").fetchone()
+        return (*ratings, *jobs)
 
     # --- summary -------------------------------------------------------------------------
 

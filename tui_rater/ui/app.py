@@ -1,26 +1,38 @@
 """The annotation app: rate with the keyboard, at 80x24 over SSH, while judges work behind.
 
-``make_app`` builds it for the CLI and the tests alike. Store calls run on one background
-thread (``StoreWriter``); widgets are updated on the UI thread only.
+``make_app`` builds it for the CLI and the tests alike. Every change (rating, undo, note) is
+committed by one background thread (``StoreWriter``), in order; the screen calls a change saved
+only once that thread reports the commit (``SaveView``), and shows it as unsaved until then.
+Widgets are updated on the UI thread only, which never waits on SQLite.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual import work
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widgets import Footer, Static
 
-from tui_rater.store.session import AnnotationSession
-from tui_rater.ui.render import choice_keys, item_text, pairwise_columns, questions_text, spa_columns
+from tui_rater.domain import protocols
+from tui_rater.domain.display import safe_text
+from tui_rater.keys import HELP
+from tui_rater.store.session import AnnotationSession, OtherRating
+from tui_rater.ui.quitting import QuitWhenSaved
+from tui_rater.ui.render import item_text, pairwise_columns, questions_text, spa_columns
+from tui_rater.ui.saving import SaveView
 from tui_rater.ui.screens import HelpScreen, InputScreen, RevealScreen
-from tui_rater.ui.writer import StoreWriter
+from tui_rater.ui.writer import Change, Committed, StoreWriter
 
 
 @dataclass(frozen=True)
@@ -29,12 +41,40 @@ class AppOptions:
     reveal: bool = False  # after each item, show the other raters (App. C.3.2)
     prompt_always: bool = False  # show the prompt for every question, not only relevance
     keymap: dict | None = None
+    # judges to start in the background once the first item is on screen (their jobs are
+    # enqueued off the UI thread)
+    judge_specs: tuple = ()
 
 
 DIGITS = "0123456789"
 
 
-class RaterApp(App[None]):
+class SaveReport(Message):
+    """From the store thread: a change was committed (``Committed``) or is waiting (``Stalled``)."""
+
+    def __init__(self, report: object):
+        super().__init__()
+        self.report = report
+
+
+class JudgeProgress(Message):
+    """From the judges' watcher thread: their one-line summary. A newer one replaces a waiting one."""
+
+    def __init__(self, summary: str):
+        super().__init__()
+        self.summary = summary
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, JudgeProgress)
+
+
+class RevealReady(Message):
+    def __init__(self, index: int, others: dict[str, list[OtherRating]], error: str | None = None):
+        super().__init__()
+        self.index, self.others, self.error = index, others, error
+
+
+class RaterApp(QuitWhenSaved):
     CSS_PATH = "app.tcss"
     TITLE = "tui-rater"
     ENABLE_COMMAND_PALETTE = False
@@ -64,16 +104,23 @@ class RaterApp(App[None]):
         super().__init__()
         self.session = session
         self.options = options or AppOptions()
-        self.judges = judges  # a running JudgeRunner, or None
+        self.judges = judges  # running BackgroundJudges, or None
+        self.judge_summary = judges.summary() if judges is not None else ""
+        self.closing = threading.Event()
         self.index = session.resume_index()
         self.focus_attr = session.first_unrated_attribute(self.index)
         self.typed = ""
-        self.pending: dict[tuple[int, str], float] = {}  # ratings typed, not yet written
         self.shown_at = time.monotonic()
         self.writer: StoreWriter | None = None
-        self.last_error: str | None = None
-        # items fully rated, kept up to date on each rating (no recount over every item per key)
-        self.completed = {i for i in range(len(session.items)) if session.complete(i)}
+        # what is in the file (changed only by reported commits) and what is not yet
+        self.view = SaveView(
+            {key: value for key, (_id, value) in session.mine.items()}, set(session.skipped), set(session.flagged)
+        )
+        # this session's ratings, newest last, as undo will take them back: (index, attribute, value before)
+        self.undoable: list[tuple[int, str, float | None]] = []
+        self.index_of = {item.key: i for i, item in enumerate(session.items)}
+        # items fully rated in the file, kept up to date on each commit (no recount over every item per key)
+        self.completed = {i for i in range(len(session.items)) if self.saved_complete(i)}
 
     # --- layout --------------------------------------------------------------------------
 
@@ -81,27 +128,57 @@ class RaterApp(App[None]):
         yield Static(id="status")
         with VerticalScroll(id="item", can_focus=False):
             yield Static(id="item-text")
+        yield Static(id="saving")
         yield Static(id="questions")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.writer = StoreWriter(self.call_from_thread, self._store_failed)
+        self.event_loop = asyncio.get_running_loop()
+        self.writer = StoreWriter(self.session.save, self._from_store_thread)
+        if self.stop_signal is not None:  # it came before the loop ran
+            self._exit_for_signal()
         if self.options.keymap:
             self.set_keymap(self.options.keymap)
-        if self.judges is not None:
-            self.set_interval(1.0, self.refresh_status)
         self.refresh_all()
+        # after the first screen: import the statistics stack and start the judges off the UI thread,
+        # so the first `a` and a large study's judge jobs never freeze a keypress
+        self.call_after_refresh(self._in_background)
         ready_file = os.environ.get("TUI_RATER_READY_FILE")
         if ready_file:  # for scripts timing start-up: when the first item is on screen
             self.call_after_refresh(lambda: Path(ready_file).write_text(f"{time.time()}\n"))
 
+    @work(thread=True, group="background", exit_on_error=False)
+    def _in_background(self) -> None:
+        import tui_rater.service.live  # noqa: F401 - polars, numpy, scipy: warmed for the agreement pane
+
+        if self.options.judge_specs and self.judges is None:
+            from tui_rater.service.judging import BackgroundJudges
+
+            study = self.session.study.reopen()
+            try:
+                self.judges = BackgroundJudges(study, self.task_.name, list(self.options.judge_specs))
+            finally:
+                study.close()
+        while self.judges is not None:  # until the screen closes (a stopped judge is shown as stopped)
+            self.post_message(JudgeProgress(self.judges.summary()))
+            if self.closing.wait(1.0):
+                break
+
+    def on_judge_progress(self, message: JudgeProgress) -> None:
+        self.judge_summary = message.summary
+        self.refresh_status()
+
     def on_unmount(self) -> None:
+        self.closing.set()
+        self.event_loop = None
         if self.writer is not None:
-            self.writer.close()
+            self.writer.close()  # it commits what is queued, then ends; ui/run.py waits for that
         if self.judges is not None:
-            self.judges.stop()
+            self.judges.stop_event.set()  # the workers stop; ui/run.py waits for them off screen
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action in self._rating_actions and self.quitting:
+            return False  # quitting: nothing new to save
         # while a modal screen (help, input, reveal) is up, its keys win over the rating keys
         return not (
             action not in ("quit",) and self.screen is not self.screen_stack[0] and action in self._rating_actions
@@ -132,29 +209,44 @@ class RaterApp(App[None]):
         return self.session.task
 
     def value(self, index: int, attribute: str) -> float | None:
-        key = (self.session.items[index].key, attribute)
-        if key in self.pending:
-            return self.pending[key]
-        return self.session.value(index, attribute)
+        """The value on screen: the last one typed, saved or not."""
+        return self.view.shown((self.session.items[index].key, attribute))[0]
+
+    def shown(self, index: int, attribute: str) -> tuple[float | None, str]:
+        """The value on screen and its mark: "" when it is in the file, else "…" (or "!" while saves fail)."""
+        value, unsaved = self.view.shown((self.session.items[index].key, attribute))
+        return value, self.view.mark() if unsaved else ""
 
     def item_complete(self, index: int) -> bool:
         return all(self.value(index, a) is not None for a in self.task_.attribute_names)
+
+    def saved_complete(self, index: int) -> bool:
+        key = self.session.items[index].key
+        return all((key, a) in self.view.saved for a in self.task_.attribute_names)
+
+    def first_unrated(self, index: int) -> int:
+        for position, name in enumerate(self.task_.attribute_names):
+            if self.value(index, name) is None:
+                return position
+        return 0
 
     def refresh_all(self) -> None:
         self.refresh_item()
         self.refresh_questions()
         self.refresh_status()
+        self.refresh_saving()
 
     def refresh_item(self, width: int | None = None) -> None:
         item = self.session.items[self.index]
         attribute = self.task_.attributes[self.focus_attr]
         width = self.size.width if width is None else width
-        if {"story_a", "story_b"} <= set(self.task_.fields) and width >= 100:
+        layout = protocols.of(attribute).layout(attribute)
+        if layout == "pair" and width >= 100:
             # Chen et al.'s pairwise comparison: the two texts side by side when there is room
             self.query_one("#item-text", Static).update(pairwise_columns(self.task_, item, attribute))
             self.item_layout = "columns"
             return
-        if "writers" in self.task_.fields:
+        if layout == "writers":
             columns = spa_columns(self.task_, item, width)
             if columns is not None:  # SPA: each writer's continuations in a column of its own
                 self.query_one("#item-text", Static).update(columns)
@@ -167,50 +259,113 @@ class RaterApp(App[None]):
         self.query_one("#item-text", Static).update(text)
 
     def on_resize(self, event) -> None:
-        if {"story_a", "story_b"} <= set(self.task_.fields) or "writers" in self.task_.fields:
+        attribute = self.task_.attributes[self.focus_attr]
+        if protocols.of(attribute).layout(attribute) != "stacked":
             self.refresh_item(event.size.width)
 
     def refresh_questions(self) -> None:
-        values = {a: self.value(self.index, a) for a in self.task_.attribute_names}
-        self.query_one("#questions", Static).update(questions_text(self.task_, values, self.focus_attr, self.typed))
+        shown = {a: self.shown(self.index, a) for a in self.task_.attribute_names}
+        values = {a: value for a, (value, _mark) in shown.items()}
+        marks = {a: mark for a, (_value, mark) in shown.items() if mark}
+        self.query_one("#questions", Static).update(
+            questions_text(self.task_, values, self.focus_attr, self.typed, marks=marks)
+        )
 
     def refresh_status(self) -> None:
         session = self.session
         total = len(session.items)
-        done = len(self.completed)
+        done = len(self.completed)  # in the file; items typed but not saved are counted apart
+        saving = sum(
+            1
+            for key in self.view.unsaved_keys()
+            if self.index_of.get(key) is not None
+            and self.index_of[key] not in self.completed
+            and self.item_complete(self.index_of[key])
+        )
         width = 16
         filled = int(width * done / total) if total else 0
         item = session.items[self.index]
+        unsaved_notes = self.view.unsaved_notes(item.key)
         marks = []
-        if item.key in session.flagged:
-            marks.append("flagged")
-        if item.key in session.skipped:
-            marks.append("skipped")
+        for note, word in (("flag", "flagged"), ("skip", "skipped")):
+            if item.key in (self.view.flagged if note == "flag" else self.view.skipped):
+                marks.append(word)
+            elif note in unsaved_notes:
+                marks.append(word + self.view.mark())
         text = Text()
         text.append(f"{session.task.name} · {session.annotator} · item {self.index + 1}/{total} ", style="bold")
         text.append("█" * filled + "░" * (width - filled))
         text.append(f" {done}/{total} rated")
+        if saving:
+            text.append(f" (+{saving} saving{self.view.mark()})", style="bold")
         if marks:
             text.append(" · " + ", ".join(marks), style="bold")
-        if self.judges is not None:
-            text.append(" · " + self.judges.summary())
-        if self.last_error:
-            text.append(f" · {self.last_error}", style="bold reverse")
+        if self.judge_summary:
+            text.append(" · " + safe_text(self.judge_summary))
         self.query_one("#status", Static).update(text)
 
-    def _store_failed(self, exc: BaseException) -> None:
-        self.last_error = f"not saved: {exc}"
-        self.notify(f"Could not save: {exc}", severity="error", timeout=10)
-        self.refresh_status()
+    def refresh_saving(self) -> None:
+        line = self.view.line(self.quitting, self.confirming)
+        widget = self.query_one("#saving", Static)
+        widget.display = line is not None
+        if line is not None:
+            widget.update(line)
 
-    def submit(self, call, done=None) -> None:
-        self.writer.submit(call, done)
+    # --- saving ----------------------------------------------------------------------------
+
+    def save(self, change: Change) -> None:
+        """Queue a change for the store thread; the screen shows it as unsaved until it is committed."""
+        assert self.writer is not None
+        self.view.add(change)
+        self.writer.submit(change)
+
+    def save_rating(
+        self, index: int, attribute: str, value: float, *, seconds: float | None = None, revision: bool = False
+    ) -> None:
+        """A rating; ``revision``: a changed mind in reveal mode, linked to the rating it revises."""
+        session, item_key = self.session, self.session.items[index].key
+
+        def run() -> int:
+            # on the store thread, after every earlier change: the rating in force is committed by now
+            revises = session.rating_id(index, attribute) if revision else None
+            return session.rate(index, attribute, value, seconds=seconds, revises=revises)
+
+        self.undoable.append((index, attribute, self.value(index, attribute)))
+        self.save(Change("rating", run, item_key, attribute, value))
+
+    def save_note(self, index: int, note: str, run, done=None) -> None:
+        self.save(Change("note", run, self.session.items[index].key, note=note, done=done))
+
+    def _from_store_thread(self, report: object) -> None:
+        with contextlib.suppress(RuntimeError):  # the app has already stopped: ui/run.py reports the rest
+            self.post_message(SaveReport(report))
+
+    def on_save_report(self, message: SaveReport) -> None:
+        report = message.report
+        if isinstance(report, Committed):
+            self.view.apply(report)
+            key = report.change.item_key
+            index = self.index_of.get(key) if key is not None else None
+            if index is not None:
+                (self.completed.add if self.saved_complete(index) else self.completed.discard)(index)
+            if report.change.done is not None:
+                report.change.done(report.result)
+            if self.quitting and not self.view.unsaved:
+                self.exit()
+                return
+        else:
+            self.view.stalled = report  # type: ignore[assignment]
+        self.refresh_questions()
+        self.refresh_status()
+        self.refresh_saving()
+        if isinstance(self.screen, RevealScreen):
+            self.screen.refresh_text()
 
     # --- moving --------------------------------------------------------------------------
 
     def show_item(self, index: int, attribute: int | None = None) -> None:
         self.index = max(0, min(index, len(self.session.items) - 1))
-        self.focus_attr = self.session.first_unrated_attribute(self.index) if attribute is None else attribute
+        self.focus_attr = self.first_unrated(self.index) if attribute is None else attribute
         self.typed = ""
         self.shown_at = time.monotonic()
         self.query_one("#item", VerticalScroll).scroll_home(animate=False)
@@ -237,19 +392,13 @@ class RaterApp(App[None]):
 
     def action_digit(self, digit: str) -> None:
         attribute = self.task_.attributes[self.focus_attr]
-        scale = attribute.scale
-        if scale.kind == "likert":
-            value = float(digit)
-            if not scale.contains(value):
-                self.bell()
-                return
-            self.commit(value)
-        elif scale.kind in ("continuous", "probability"):
-            if len(self.typed) < len(str(int(scale.high))):
+        human = protocols.of(attribute).human_input(attribute)
+        if human.kind == "number":
+            if len(self.typed) < len(str(int(attribute.scale.high))):
                 self.typed += digit
             self.refresh_questions()
-        elif digit in choice_keys(scale):
-            self.commit(float(choice_keys(scale).index(digit)))
+        elif digit in human.keys:
+            self.answer(human.values[human.keys.index(digit)])
         else:
             self.bell()
 
@@ -262,95 +411,123 @@ class RaterApp(App[None]):
             self.notify(f"{value:g} is off the scale", severity="warning")
             self.refresh_questions()
             return
-        self.commit(value)
+        self.answer(value)
 
     def action_backspace(self) -> None:
         self.typed = self.typed[:-1]
         self.refresh_questions()
 
     def on_key(self, event) -> None:
+        if self.quitting and self._quitting_key(event.key):
+            event.stop()
+            event.prevent_default()
+            return
         # pairwise choices are answered with a / b / t, ahead of the app's own bindings
         if self.screen is not self.screen_stack[0]:
             return
         attribute = self.task_.attributes[self.focus_attr]
-        if attribute.scale.kind == "choice" and event.character:
-            keys = choice_keys(attribute.scale)
-            if event.character in keys and not event.character.isdigit():
-                event.stop()
-                event.prevent_default()
-                self.commit(float(keys.index(event.character)))
+        human = protocols.of(attribute).human_input(attribute)
+        character = event.character
+        if human.kind == "key" and character and not character.isdigit() and character in human.keys:
+            event.stop()
+            event.prevent_default()
+            self.answer(human.values[human.keys.index(character)])
 
-    def commit(self, value: float) -> None:
+    def answer(self, value: float) -> None:
+        """The focused question answered: save it, then on to the next question or item at once
+        (the screen shows the rating as unsaved until its commit is reported)."""
         index, attribute = self.index, self.task_.attributes[self.focus_attr].name
-        key = (self.session.items[index].key, attribute)
         now = time.monotonic()
         seconds, self.shown_at = now - self.shown_at, now
-        self.pending[key] = value
-
-        def written(_rating_id) -> None:
-            self.pending.pop(key, None)
-            self.last_error = None
-            self.refresh_status()
-
-        self.submit(lambda: self.session.rate(index, attribute, value, seconds=round(seconds, 3)), written)
+        self.save_rating(index, attribute, value, seconds=round(seconds, 3))
         if self.item_complete(index):
-            self.completed.add(index)
             if self.options.reveal:
                 self.refresh_questions()
+                self.refresh_status()
                 self.open_reveal(index)
             else:
                 self.show_item(index + 1 if index + 1 < len(self.session.items) else index)
         else:
-            self.focus_attr = self.session.first_unrated_attribute(index)
-            # the first unrated may still be pending: skip those typed but not yet written
-            names = self.task_.attribute_names
-            for offset in range(len(names)):
-                position = (self.focus_attr + offset) % len(names)
-                if self.value(index, names[position]) is None:
-                    self.focus_attr = position
-                    break
+            self.focus_attr = self.first_unrated(index)
             self.refresh_item()
             self.refresh_questions()
             self.refresh_status()
 
+    @work(thread=True, group="reveal", exit_on_error=False)
     def open_reveal(self, index: int) -> None:
-        def with_others(others) -> None:
-            def after(_=None) -> None:
-                self.show_item(index + 1 if index + 1 < len(self.session.items) else index)
+        # read on a connection of its own: the reveal need not wait behind saves held up by a lock
+        try:
+            study = self.session.study.reopen()
+            try:
+                self.post_message(RevealReady(index, self.session.others(index, study)))
+            finally:
+                study.close()
+        except Exception as exc:  # the person rates on; the reveal says why it is empty
+            self.post_message(RevealReady(index, {}, str(exc)))
 
-            self.push_screen(RevealScreen(self.session, index, others, self.submit), after)
+    def on_reveal_ready(self, message: RevealReady) -> None:
+        index = message.index
+        if message.error:
+            self.notify(f"Could not read the other ratings: {safe_text(message.error)}", severity="error", markup=False)
 
-        self.submit(lambda: self.session.others(index), with_others)
+        def after(_=None) -> None:
+            self.show_item(index + 1 if index + 1 < len(self.session.items) else index)
+
+        screen = RevealScreen(
+            self.task_, index, message.others, self.shown, self.save_rating, self.save_review, self.review_mark
+        )
+        self.push_screen(screen, after)
+
+    def save_review(self, index: int, attribute: str, verdict: str, comment: str = "") -> None:
+        session, item_key = self.session, self.session.items[index].key
+        run = lambda: session.review(index, attribute, verdict, comment)
+        self.save(Change("note", run, item_key, attribute, note="review"))
+
+    def review_mark(self, index: int, attribute: str) -> str:
+        key = self.session.items[index].key
+        unsaved = any(c.note == "review" and c.item_key == key and c.attribute == attribute for c in self.view.unsaved)
+        return self.view.mark() if unsaved else ""
 
     def action_undo(self) -> None:
-        def undone(last) -> None:
-            if last is None:
-                self.notify("Nothing to undo in this session")
-                return
-            if not self.session.complete(last.item_index):
-                self.completed.discard(last.item_index)
-            self.show_item(last.item_index, self.task_.attribute_names.index(last.attribute))
+        if not self.undoable:
+            self.notify("Nothing to undo in this session")
+            return
+        index, attribute, before = self.undoable.pop()
+        session = self.session
 
-        self.submit(self.session.undo, undone)
+        def run():
+            last = session.undo()  # the same rating: both stacks grow and shrink in the same order
+            if last is None:
+                return None
+            key = (session.items[last.item_index].key, last.attribute)
+            return key, session.value(last.item_index, last.attribute)
+
+        self.save(Change("undo", run, self.session.items[index].key, attribute, before))
+        self.show_item(index, self.task_.attribute_names.index(attribute))
 
     # --- notes ---------------------------------------------------------------------------
 
     def action_skip(self) -> None:
-        index = self.index
-        self.submit(lambda: self.session.note(index, "skip"), lambda _: self.refresh_status())
+        index, session = self.index, self.session
+        self.save_note(index, "skip", lambda: session.note(index, "skip"))
         self.show_item(index + 1)
 
     def action_flag(self) -> None:
-        index = self.index
-        self.submit(lambda: self.session.note(index, "flag"), lambda _: self.refresh_status())
-        self.notify("Flagged")
+        index, session = self.index, self.session
+        self.save_note(index, "flag", lambda: session.note(index, "flag"), lambda _: self.notify("Flagged"))
+        self.refresh_status()
 
     def action_comment(self) -> None:
-        index = self.index
+        index, session = self.index, self.session
 
         def save(text: str | None) -> None:
             if text:
-                self.submit(lambda: self.session.note(index, "comment", text), lambda _: self.notify("Comment saved"))
+                self.save_note(
+                    index,
+                    "comment",
+                    lambda: session.note(index, "comment", text),
+                    lambda _: self.notify("Comment saved"),
+                )
 
         self.push_screen(InputScreen("Comment on this item:"), save)
 
@@ -378,25 +555,7 @@ class RaterApp(App[None]):
         self.push_screen(AgreementScreen(self.session.study, self.task_.name, index_of.get), jump)
 
     def action_help(self) -> None:
-        rows = []
-        for binding_id, description in (
-            ("rate", "rate the focused question (1-5; 0-100 scales: digits then Enter; a/b/c choices)"),
-            ("next_attribute", "next question"),
-            ("prev_attribute", "previous question"),
-            ("next_item", "next item"),
-            ("prev_item", "previous item"),
-            ("undo", "undo the last rating"),
-            ("skip", "skip this item"),
-            ("flag", "flag this item"),
-            ("comment", "comment on this item"),
-            ("goto", "go to an item"),
-            ("agreement", "live agreement: humans vs each LLM judge"),
-            ("scroll_down", "scroll the text"),
-            ("scroll_up", "scroll the text back"),
-            ("help", "this help"),
-            ("quit", "quit (everything is already saved)"),
-        ):
-            rows.append((self._keys_for(binding_id), description))
+        rows = [(self._keys_for(binding_id), description) for binding_id, description in HELP]
         self.push_screen(HelpScreen(rows))
 
     def _keys_for(self, binding_id: str) -> str:

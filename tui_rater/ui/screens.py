@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -9,8 +11,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 
+from tui_rater.domain import protocols
 from tui_rater.domain.display import safe_text
-from tui_rater.store.session import AnnotationSession
+from tui_rater.domain.tasks import Task
+from tui_rater.store.session import OtherRating
 from tui_rater.ui.render import format_value
 
 
@@ -62,7 +66,9 @@ class RevealScreen(ModalScreen[None]):
     """After an item is committed: the other raters' scores and LLM explanations.
 
     The annotator records agree / disagree (+ comment) per attribute (Chiang & Lee App. C.3.2).
-    A changed mind is a new rating linked to the first, which stays as it was.
+    A changed mind is a new rating linked to the first, which stays as it was. Reviews and
+    revisions are saved like any rating (the app's save queue); until committed they show as
+    unsaved (``you: 3…``, ``[disagree…]``).
     """
 
     BINDINGS = [
@@ -75,9 +81,20 @@ class RevealScreen(ModalScreen[None]):
         Binding("enter,right,n,escape", "done", "next item", id="reveal.done"),
     ]
 
-    def __init__(self, session: AnnotationSession, index: int, others: dict, submit):
+    def __init__(
+        self,
+        task: Task,
+        index: int,
+        others: dict[str, list[OtherRating]],
+        shown: Callable[[int, str], tuple[float | None, str]],
+        save_rating: Callable[..., None],
+        save_review: Callable[..., None],
+        review_mark: Callable[[int, str], str],
+    ):
         super().__init__()
-        self.session, self.index, self.others, self.submit = session, index, others, submit
+        self.rating_task, self.index, self.others = task, index, others
+        self.shown, self.save_rating, self.save_review = shown, save_rating, save_review
+        self.review_mark = review_mark
         self.focus_row = 0
         self.verdicts: dict[str, str] = {}
 
@@ -90,17 +107,19 @@ class RevealScreen(ModalScreen[None]):
         self.refresh_text()
 
     def refresh_text(self) -> None:
-        task = self.session.task
+        if not self.is_attached:
+            return
+        task = self.rating_task
         text = Text("Other raters' ratings of this item\n", style="bold")
         text.append("y agree · x disagree · c comment · r revise your rating · Enter next item\n\n", style="dim")
         for position, attribute in enumerate(task.attributes):
             focused = position == self.focus_row
-            mine = self.session.value(self.index, attribute.name)
+            mine, mark = self.shown(self.index, attribute.name)
             text.append(("▶ " if focused else "  ") + attribute.name, style="bold reverse" if focused else "bold")
-            text.append(f"  you: {format_value(attribute, mine)}")
+            text.append(f"  you: {format_value(attribute, mine)}{mark}")
             verdict = self.verdicts.get(attribute.name)
             if verdict:
-                text.append(f"  [{verdict}]", style="bold")
+                text.append(f"  [{verdict}{self.review_mark(self.index, attribute.name)}]", style="bold")
             text.append("\n")
             ratings = self.others.get(attribute.name, [])
             if not ratings:
@@ -113,16 +132,16 @@ class RevealScreen(ModalScreen[None]):
         self.query_one("#reveal-text", Static).update(text)
 
     def _attribute(self):
-        return self.session.task.attributes[self.focus_row]
+        return self.rating_task.attributes[self.focus_row]
 
     def action_move(self, delta: int) -> None:
-        self.focus_row = (self.focus_row + delta) % len(self.session.task.attributes)
+        self.focus_row = (self.focus_row + delta) % len(self.rating_task.attributes)
         self.refresh_text()
 
     def action_verdict(self, verdict: str) -> None:
         name = self._attribute().name
         self.verdicts[name] = verdict
-        self.submit(lambda: self.session.review(self.index, name, verdict))
+        self.save_review(self.index, name, verdict)
         self.refresh_text()
 
     def action_comment(self) -> None:
@@ -130,33 +149,22 @@ class RevealScreen(ModalScreen[None]):
 
         def save(comment: str | None) -> None:
             if comment:
-                verdict = self.verdicts.get(name, "comment")
-                self.submit(lambda: self.session.review(self.index, name, verdict, comment))
+                self.save_review(self.index, name, self.verdicts.get(name, "comment"), comment)
 
         self.app.push_screen(InputScreen(f"Comment on {name}:"), save)
 
     def action_revise(self) -> None:
         attribute = self._attribute()
-        first = self.session.rating_id(self.index, attribute.name)
 
         def save(answer: str | None) -> None:
             if not answer:
                 return
-            try:
-                value = float(answer)
-            except ValueError:
-                keys = [c.key for c in attribute.scale.choices]
-                if answer.strip().upper() not in keys:
-                    self.app.notify(f"{answer!r} is not a rating", severity="error")
-                    return
-                value = float(keys.index(answer.strip().upper()))
-            if not attribute.scale.contains(value):
-                self.app.notify(f"{answer} is off the scale", severity="error")
+            value = protocols.of(attribute).value_from_text(attribute, answer)
+            if value is None:
+                self.app.notify(f"{safe_text(answer)!r} is not a rating on this scale", severity="error")
                 return
-            self.submit(
-                lambda: self.session.rate(self.index, attribute.name, value, revises=first),
-                lambda _: self.refresh_text(),
-            )
+            self.save_rating(self.index, attribute.name, value, revision=True)
+            self.refresh_text()
 
         self.app.push_screen(InputScreen(f"Your revised {attribute.name} rating:"), save)
 

@@ -11,10 +11,8 @@ import json
 import math
 from datetime import UTC
 
-from tui_rater.domain.tasks import Scale
 from tui_rater.judge.backends.base import Completion, Message, TokenCounts
 from tui_rater.judge.errors import JudgeError
-from tui_rater.judge.scoring import gbnf_for, json_schema_for
 from tui_rater.judge.spec import JudgeSpec
 
 # how a constrained reply is asked for, tried in this order until the server accepts one
@@ -129,16 +127,18 @@ class ApiBackend:
         top_p: float,
         max_tokens: int,
         seed: int,
-        constrain: Scale | None = None,
+        grammar: str | None = None,
+        json_schema: dict | None = None,
     ) -> Completion:
         params = dict(messages=messages, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
-        if constrain is None:
-            return Completion(self._reply_text(self._call(**params)))
+        if grammar is None and json_schema is None:
+            response = self._call(**params)
+            return Completion(self._reply_text(response), finish_reason=self._finish_reason(response))
         styles = [self._constraint_style] if self._constraint_style else list(CONSTRAINT_STYLES)
         last: JudgeError | None = None
         for style in styles:
             try:
-                response = self._call(**params, **self._constraint(style, constrain))
+                response = self._call(**params, **self._constraint(style, grammar, json_schema))
             except JudgeError as exc:
                 # a server that does not know this kind of constraint says 400/422 (or, like
                 # llama-cpp-python's server, a 500 naming response_format): try the next kind
@@ -150,7 +150,11 @@ class ApiBackend:
                 last = exc
                 continue
             self._constraint_style = style
-            return Completion(self._reply_text(response), structured=style == "json_schema")
+            return Completion(
+                self._reply_text(response),
+                structured=style == "json_schema",
+                finish_reason=self._finish_reason(response),
+            )
         raise JudgeError(
             "unsupported",
             "the server accepts neither a JSON schema nor a grammar for "
@@ -158,15 +162,24 @@ class ApiBackend:
         )
 
     @staticmethod
-    def _constraint(style: str, scale: Scale) -> dict:
-        if style == "json_schema":  # OpenAI structured outputs, vLLM
+    def _finish_reason(response) -> str:
+        try:
+            return str(response.choices[0].finish_reason or "stop")
+        except (AttributeError, IndexError, TypeError):
+            return "stop"
+
+    @staticmethod
+    def _constraint(style: str, grammar: str | None, json_schema: dict | None) -> dict:
+        if style == "json_schema" and json_schema is not None:  # OpenAI structured outputs, vLLM
             return {
                 "response_format": {
                     "type": "json_schema",
-                    "json_schema": {"name": "rating", "strict": True, "schema": json_schema_for(scale)},
+                    "json_schema": {"name": "rating", "strict": True, "schema": json_schema},
                 }
             }
-        return {"extra_body": {"grammar": gbnf_for(scale)}}  # llama.cpp server
+        if style == "grammar" and grammar is not None:
+            return {"extra_body": {"grammar": grammar}}  # llama.cpp server
+        raise JudgeError("bad_request", f"no {style} constraint for this question")
 
     def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]:
         response = self._call(messages=messages, max_tokens=1, temperature=1.0, logprobs=True, top_logprobs=20)

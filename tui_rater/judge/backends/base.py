@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tui_rater.domain.tasks import Scale
-
 Message = dict[str, str]  # {"role": "user" | "assistant", "content": ...}
 
 
@@ -23,9 +21,7 @@ class TokenCounts:
 class Completion:
     text: str
     structured: bool = False  # the reply is {"score": ...} JSON from a constrained request
-    # "stop": the model ended the reply; "length": cut by max_tokens or the context window (a truncated reply);
-    # None: the backend did not say
-    finish_reason: str | None = None
+    finish_reason: str = "stop"  # "length" when max_tokens (or the context window) cut the reply
 
 
 @dataclass
@@ -40,7 +36,8 @@ class Backend(Protocol):
         top_p: float,
         max_tokens: int,
         seed: int,
-        constrain: Scale | None = None,
+        grammar: str | None = None,  # GBNF: only valid answers (the protocol's)
+        json_schema: dict | None = None,  # the same constraint for servers that take a JSON schema
     ) -> Completion: ...
 
     def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]: ...

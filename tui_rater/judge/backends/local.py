@@ -15,10 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tui_rater.domain.tasks import Scale
 from tui_rater.judge.backends.base import Completion, Message, TokenCounts
 from tui_rater.judge.errors import JudgeError
-from tui_rater.judge.scoring import gbnf_for
 from tui_rater.judge.spec import JudgeSpec
 
 DEFAULT_SEQUENCES = 16  # concurrent sequences of a local judge (--workers); each may use n_ctx tokens of KV cache
@@ -119,11 +117,12 @@ class LocalBackend:
         max_tokens: int,
         seed: int,
         grammar: str | None = None,
-        constrain: Scale | None = None,
+        json_schema: dict | None = None,
     ) -> Completion:
+        """``json_schema`` is for servers that take one; here ``grammar`` (GBNF) constrains the reply."""
         tokens = self.prompt_tokens(messages)
-        if constrain is not None and grammar is None:  # the old call: a grammar of the scale's answers only
-            grammar, max_tokens = gbnf_for(constrain), 4
+        if grammar is not None:  # a constrained answer is short (the old backend's limit, kept)
+            max_tokens = min(max_tokens, 8)
         budget = min(max_tokens, self.spec.n_ctx - len(tokens) - 1)
         if len(tokens) < self.spec.n_ctx and budget < 1:
             raise JudgeError("context_overflow", "no room left in the context window for the reply")

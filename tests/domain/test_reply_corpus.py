@@ -1,0 +1,49 @@
+"""The parser over the judge-reply corpus (issue 13, item 6): each reply read as a careful reader codes it,
+and never a silent wrong value -- a reply that does not single out one answer is a typed failure."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tests.domain.reply_corpus import OPTIONS, expected, load, read, tally
+from tui_rater.domain.parsing import FAILURES, parse_choice, parse_score
+
+ROWS = load()
+
+
+def test_the_corpus_covers_every_kind_of_reply():
+    assert len(ROWS) >= 400
+    assert len({row["id"] for row in ROWS}) == len(ROWS)
+    kinds = Counter(row["id"].rsplit("-", 1)[0] for row in ROWS)
+    for kind in ("chatgpt", "hanna", "rubric", "json", "markdown", "refusal", "hedge", "base", "base100"):
+        assert kinds[kind] >= 10, kind
+    for kind in ("explicit100", "stars", "pair", "pair-worse", "pair-v4", "letters", "heldout", "heldout2"):
+        assert kinds[kind] >= 10, kind
+    failures = Counter(row.get("failure") for row in ROWS)
+    assert all(failures[failure] >= 10 for failure in FAILURES), failures
+    for row in ROWS:
+        assert ("value" in row) != ("failure" in row), row["id"]
+        assert row.get("declined") in (None, *FAILURES) and ("declined" not in row or "value" in row), row["id"]
+        if row["kind"] == "score":
+            assert len(row["scale"]) == 2 and row["scale"][0] < row["scale"][1], row["id"]
+        else:
+            assert row["kind"] == "choice" and row["options"] in OPTIONS, row["id"]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row["id"] for row in ROWS])
+def test_each_reply_reads_as_coded(row):
+    got = read(row, parse_score, parse_choice)
+    if "declined" in row:  # a known limit: a lost rating, never a wrong one
+        assert (got.value, got.failure) == (None, row["declined"]), row["text"]
+    else:
+        assert (got.value, got.failure) == expected(row), row["text"]
+
+
+def test_no_silent_wrong_values():
+    result = tally(ROWS, parse_score, parse_choice)
+    assert result.silent_wrong == []
+    assert result.lost == [] and result.wrong_failure == []
+    assert len(result.declined) <= 0.01 * result.total
+    assert result.correct + len(result.declined) == result.total

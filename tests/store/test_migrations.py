@@ -1,0 +1,85 @@
+"""A study file written by tui-rater 0.1 opens in this version with its data intact and re-labelled."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from tui_rater.store import spa
+from tui_rater.store.schema import MIGRATIONS, SCHEMA_VERSION, run_script
+from tui_rater.store.study import Study
+
+NOW = "2026-11-01T00:00:00.000+00:00"
+
+
+def _v1_file(path):
+    """A schema-1 file as 0.1 wrote it: a pairwise judge whose swapped order hid in samples n..2n-1."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    run_script(conn, MIGRATIONS[0])
+    conn.execute("PRAGMA user_version = 1")
+    fields = json.dumps({"prompt": "P", "story_a": "A.", "story_b": "B."})
+    conn.execute(
+        "INSERT INTO items (key, id, task, system, fields, position, content_hash, created_at) "
+        "VALUES (1, 'p1', 'story-pairwise', 'x vs y', ?, 0, 'h', ?)",
+        [fields, NOW],
+    )
+    config = {"mode": "text", "variant": "v4", "samples": 2, "temperature": 1.0}
+    conn.execute(
+        "INSERT INTO raters (id, name, kind, config, config_hash, created_at) VALUES (1, 'judge', 'llm', ?, 'c', ?)",
+        [json.dumps(config), NOW],
+    )
+    conn.execute("INSERT INTO raters (id, name, kind, created_at) VALUES (2, 'ann', 'human', ?)", [NOW])
+    for sample, order, value in ((0, "original", 0), (1, "original", 0), (2, "swapped", 1), (3, "swapped", 2)):
+        conn.execute(
+            "INSERT INTO jobs (id, item_key, attribute, rater_id, sample, status, created_at, updated_at) "
+            "VALUES (?, 1, 'preference', 1, ?, 'done', ?, ?)",
+            [sample + 1, sample, NOW, NOW],
+        )
+        conn.execute(
+            "INSERT INTO ratings (item_key, attribute, rater_id, sample, value, raw, parse_status, created_at, job_id, "
+            "details) VALUES (1, 'preference', 1, ?, ?, 'Answer: A', 'ok', ?, ?, ?)",
+            [sample, value, NOW, sample + 1, json.dumps({"order": order})],
+        )
+    conn.execute(
+        "INSERT INTO ratings (item_key, attribute, rater_id, sample, value, parse_status, created_at) "
+        "VALUES (1, 'preference', 2, 0, 1, 'human', ?)",
+        [NOW],
+    )
+    old_spa = spa.spa_task_definition("spa", ["A", "B"], 3, [("A", "B")], likert=True)
+    for attribute in old_spa["attributes"]:  # 0.1 recognised SPA questions by their names alone
+        attribute.pop("protocol"), attribute.pop("params")
+    conn.execute("INSERT INTO tasks (name, definition, created_at) VALUES ('spa', ?, ?)", [json.dumps(old_spa), NOW])
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_a_0_1_file_is_migrated_with_presentations_and_protocols(tmp_path):
+    path = tmp_path / "old.db"
+    _v1_file(path)
+    study = Study.open(path)
+    conn = study.db.conn
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    jobs = conn.execute("SELECT id, presentation, sample FROM jobs ORDER BY id").fetchall()
+    assert jobs == [(1, "original", 0), (2, "original", 1), (3, "swapped", 0), (4, "swapped", 1)]
+    ratings = conn.execute(
+        "SELECT rater_id, presentation, sample, value FROM ratings ORDER BY rater_id, presentation, sample"
+    ).fetchall()
+    assert ratings == [
+        (1, "original", 0, 0.0),
+        (1, "original", 1, 0.0),
+        (1, "swapped", 0, 1.0),
+        (1, "swapped", 1, 2.0),
+        (2, "", 0, 1.0),  # a person's rating has no presentation
+    ]
+    assert conn.execute("PRAGMA foreign_key_check").fetchone() is None
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    task = study.task("spa")
+    by_name = {a.name: (a.protocol, a.params) for a in task.attributes}
+    assert by_name["p_A_over_B"] == ("spa-probability", {"x": "A", "y": "B"})
+    assert by_name["likert_B"] == ("spa-likert", {"writer": "B"})
+    study.close()
+    # opening again is a no-op
+    again = Study.open(path)
+    assert again.db.conn.execute("SELECT count(*) FROM ratings").fetchone()[0] == 5
+    again.close()

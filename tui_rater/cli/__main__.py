@@ -1,0 +1,5 @@
+import sys
+
+from tui_rater.cli import main
+
+sys.exit(main())

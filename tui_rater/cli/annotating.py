@@ -1,0 +1,134 @@
+"""The annotation app: `annotate`, and `demo` on the bundled sample data."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tui_rater.cli.common import open_study
+from tui_rater.cli.data import import_items_file, print_info
+from tui_rater.domain.errors import UserError
+
+REPO_SAMPLE_DATA = Path(__file__).resolve().parent.parent.parent / "sample_data"
+
+# what `tui-rater demo` imports: (file, task, column mapping, ignore extra columns)
+SAMPLE_IMPORTS = (
+    ("stories.csv", "story", [], False),
+    ("titles.csv", "title-fluency", ["title=attacked"], True),
+    ("titles.csv", "title-meaning", [], True),
+    ("hanna_items.csv", "hanna", [], False),
+)
+
+
+def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("demo", parents=[common], help="import the bundled sample data and open the app on it")
+    p.add_argument("--annotator", help="your rater name (default: $TUI_RATER_ANNOTATOR, config, or $USER)")
+    p.add_argument("--no-app", action="store_true", help="only import and print what the file holds")
+    p.set_defaults(run=cmd_demo)
+
+    p = sub.add_parser(
+        "annotate",
+        parents=[common],
+        help="rate items with the keyboard (the annotation app)",
+        description="Open the annotation app. Keys: 1-5 rate, up/down question, left/right item, "
+        "u undo, s skip, f flag, c comment, g go to, ? help, q quit.",
+    )
+    p.add_argument("--annotator", help="your rater name (default: $TUI_RATER_ANNOTATOR or 'annotator' in config)")
+    p.add_argument("--task", help="the task to rate (default: the study's only task, or 'story')")
+    p.add_argument(
+        "--order",
+        choices=("imported", "random", "grouped"),
+        default="imported",
+        help="item order: as imported, random (stable per annotator and --seed), grouped by system",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed for --order random")
+    p.add_argument(
+        "--blind", action=argparse.BooleanOptionalAction, default=True, help="hide who wrote each item (default: on)"
+    )
+    p.add_argument(
+        "--reveal",
+        action="store_true",
+        help="after each item, show the other raters' ratings and record agree/disagree",
+    )
+    p.add_argument(
+        "--prompt-always",
+        action="store_true",
+        help="show the prompt for every question (default: with relevance only, as in the paper)",
+    )
+    p.add_argument(
+        "--judge",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="run an LLM judge in the background (a .gguf path or api:<model>; repeatable)",
+    )
+    p.add_argument("--base-url", help="API judges: the server URL")
+    p.set_defaults(run=cmd_annotate)
+
+
+def cmd_demo(args, settings) -> int:
+    from tui_rater.store.io import import_ratings
+
+    if not REPO_SAMPLE_DATA.is_dir():
+        raise UserError(f"the sample data folder {REPO_SAMPLE_DATA} is missing; run from a clone of the repository")
+    study = open_study(args, settings)
+    for filename, task, mapping, ignore_extra in SAMPLE_IMPORTS:
+        result = import_items_file(study, REPO_SAMPLE_DATA / filename, task, mapping, ignore_extra)
+        print(f"{filename} -> {task}: {result.added} new, {result.skipped} already present")
+    for filename in ("hanna_human_ratings.csv", "hanna_llm_ratings.csv"):
+        result = import_ratings(study, REPO_SAMPLE_DATA / filename)
+        print(f"{filename}: {result.added} new ratings, {result.skipped} already present")
+    if args.no_app:
+        print_info(study.info())
+        return 0
+    import getpass
+
+    annotator = args.annotator or settings.annotator or getpass.getuser() or "annotator"
+    return _run_app(args, settings, study, "story", annotator)
+
+
+def cmd_annotate(args, settings) -> int:
+    study = open_study(args, settings, create=False)
+    annotator = args.annotator or settings.annotator
+    if not annotator:
+        raise UserError("say who is rating: --annotator NAME (or $TUI_RATER_ANNOTATOR, or 'annotator' in the config)")
+    task = args.task
+    if task is None:
+        names = study.item_task_names()
+        if not names:
+            raise UserError(f"{study.path} holds no items; import some first")
+        task = names[0] if len(names) == 1 else ("story" if "story" in names else None)
+        if task is None:
+            raise UserError(f"the study holds several tasks ({', '.join(names)}); choose one with --task")
+    return _run_app(args, settings, study, task, annotator)
+
+
+def _run_app(args, settings, study, task: str, annotator: str) -> int:
+    from tui_rater.store.session import AnnotationSession
+
+    session = AnnotationSession.open(
+        study, task, annotator, order=getattr(args, "order", "imported"), seed=getattr(args, "seed", 0)
+    )
+    specs: tuple = ()
+    if getattr(args, "judge", []):  # checked now (one sentence, before the screen opens), started by the app
+        from tui_rater.service.judging import JudgeOptions, resolve_spec
+
+        base_url = getattr(args, "base_url", None)
+        tasks = [study.task(task)]
+        specs = tuple(resolve_spec(JudgeOptions(m, base_url=base_url), tasks, settings.judge) for m in args.judge)
+        for spec in specs:
+            if spec.is_api:
+                spec.api_key()
+    from tui_rater.ui.app import AppOptions, make_app
+
+    options = AppOptions(
+        blind=getattr(args, "blind", True),
+        reveal=getattr(args, "reveal", False),
+        prompt_always=getattr(args, "prompt_always", False),
+        keymap=settings.keys or None,
+        judge_specs=specs,
+    )
+    from tui_rater.ui.run import run_app
+
+    # signals (SIGHUP, SIGTERM, SIGINT) and the saves still unsaved when the screen closes: see ui/run.py
+    return run_app(make_app(session, options))

@@ -1,0 +1,163 @@
+"""What every command shares: the study file, the console, the judge flags."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tui_rater.config import DEFAULT_DB, Settings, load_settings
+from tui_rater.domain.errors import UserError
+
+if TYPE_CHECKING:
+    from tui_rater.service.judging import JudgeOptions
+    from tui_rater.store.study import Study
+
+
+def version() -> str:
+    from tui_rater import __version__
+
+    return __version__
+
+
+def settings_for(args: argparse.Namespace) -> Settings:
+    return load_settings()
+
+
+def db_path(args: argparse.Namespace, settings: Settings) -> str:
+    return args.db or settings.db
+
+
+def common_flags(nested: bool = False) -> argparse.ArgumentParser:
+    """The flags every command takes. ``nested``: for a sub-subcommand (``spa setup``), whose
+    defaults must not overwrite what was given before it (``tui-rater spa --db X setup``)."""
+    unset = {"default": argparse.SUPPRESS} if nested else {}
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--db",
+        metavar="PATH",
+        help=f"the study file (default: ./{DEFAULT_DB}, or $TUI_RATER_DB, or 'db' in the config file)",
+        **unset,
+    )
+    common.add_argument(
+        "--task-file",
+        action="append",
+        metavar="TOML",
+        help="load custom tasks from a TOML file (repeatable)",
+        **({"default": []} if not nested else unset),
+    )
+    common.add_argument(
+        "--shared",
+        action="store_true",
+        help="create the study file group-writable (several Unix users on one host)",
+        **unset,
+    )
+    return common
+
+
+_OPENED: list[Study] = []  # studies this command opened, closed (and checkpointed) on exit
+
+
+def open_study(args: argparse.Namespace, settings: Settings, create: bool = True):
+    from tui_rater.store.study import Study
+
+    task_files = [*settings.task_files, *getattr(args, "task_file", [])]
+    study = Study.open(
+        db_path(args, settings), create=create, shared=getattr(args, "shared", False), task_files=task_files
+    )
+    _OPENED.append(study)
+    return study
+
+
+def db_exists(args, settings) -> bool:
+    return Path(db_path(args, settings)).exists()
+
+
+def make_console():
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def judge_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("judge")
+    g.add_argument(
+        "--model",
+        required=True,
+        metavar="SPEC",
+        help="a .gguf file (local llama.cpp) or api:<model> (OpenAI-compatible server)",
+    )
+    g.add_argument(
+        "--mode",
+        default="text",
+        choices=("text", "constrained", "distribution", "implicit"),
+        help="text: free reply + parser (the paper); constrained: reply forced to a valid score; "
+        "distribution: the scale tokens' probabilities, N samples drawn from them; "
+        "implicit: Chen et al.'s yes/no Implicit Score (story-explicit)",
+    )
+    g.add_argument(
+        "--variant",
+        default=None,
+        help="plain | persona | explain (Chiang & Lee §3.3.2); v1..v5 for the Chen et al. tasks",
+    )
+    g.add_argument("--samples", type=int, help="samples per question (default 3, as in the paper)")
+    g.add_argument("--temperature", type=float, help="default 1.0")
+    g.add_argument("--top-p", type=float, help="nucleus sampling p (default 0.9)")
+    g.add_argument("--seed", type=int, default=0, help="base seed; sample k uses seed + k")
+    g.add_argument(
+        "--conversation",
+        action="store_true",
+        help="ask all of an item's questions in one chat, in order (the paper's ChatGPT setting)",
+    )
+    g.add_argument("--max-tokens", type=int, help="reply length limit (default 128)")
+    g.add_argument("--max-retries", type=int, help="regenerations of a reply that does not parse (default 3)")
+    g.add_argument(
+        "--min-mass",
+        type=float,
+        help="distribution: below this next-token probability on the scale's options a pass is stored as "
+        "low_mass, not as a rating (default 0.5)",
+    )
+    g.add_argument("--n-ctx", type=int, help="local: context window in tokens (default 4096)")
+    g.add_argument("--n-gpu-layers", type=int, help="local: layers to offload to CUDA/Metal (-1 = all)")
+    g.add_argument("--chat-template", metavar="FILE", help="local: a Jinja chat template (default: the GGUF's)")
+    g.add_argument("--base-url", help="API: the server, e.g. http://127.0.0.1:8080/v1 (default: OpenAI)")
+    g.add_argument("--api-key-env", help="API: the environment variable holding the key (default OPENAI_API_KEY)")
+    g.add_argument("--timeout", type=float, default=120.0, help="API: seconds to wait for a reply")
+
+
+def judge_options(args: argparse.Namespace) -> JudgeOptions:
+    """The judge flags as the service's options (None: the protocol's or the config file's default)."""
+    from tui_rater.service.judging import JudgeOptions
+
+    template = None
+    if args.chat_template:
+        try:
+            template = Path(args.chat_template).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot read chat template {args.chat_template}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise UserError(f"chat template {args.chat_template} is not valid UTF-8") from None
+    return JudgeOptions(
+        model=args.model,
+        mode=args.mode,
+        variant=args.variant,
+        samples=args.samples,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        seed=args.seed,
+        conversation=args.conversation,
+        max_tokens=args.max_tokens,
+        max_retries=args.max_retries,
+        min_mass=args.min_mass,
+        n_ctx=args.n_ctx,
+        n_gpu_layers=args.n_gpu_layers,
+        chat_template=template,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        timeout_s=args.timeout,
+    )
+
+
+def close_all() -> None:
+    while _OPENED:
+        _OPENED.pop().close()

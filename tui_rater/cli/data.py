@@ -1,0 +1,166 @@
+"""Data commands: tasks, import, import-ratings, export, info."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tui_rater.cli.common import db_exists, make_console, open_study
+
+
+def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("tasks", parents=[common], help="list the tasks, their attributes and scales")
+    p.add_argument("--verbose", "-v", action="store_true", help="also print each question verbatim")
+    p.set_defaults(run=cmd_tasks)
+
+    p = sub.add_parser(
+        "import",
+        parents=[common],
+        help="import items from CSV, TSV, JSONL or Parquet",
+        description="Import items for one task. Columns: id and system (optional) and the task's "
+        "fields; see `tui-rater tasks`. Re-importing a file adds nothing twice.",
+    )
+    p.add_argument("file", type=Path)
+    p.add_argument("--task", required=True, help="the task the items are for")
+    p.add_argument(
+        "--map",
+        action="append",
+        metavar="NAME=COLUMN",
+        default=[],
+        help="read the task's NAME from the file's COLUMN (repeatable), e.g. --map story=text",
+    )
+    p.add_argument("--ignore-extra", action="store_true", help="skip columns the task does not use")
+    p.set_defaults(run=cmd_import)
+
+    p = sub.add_parser(
+        "import-ratings",
+        parents=[common],
+        help="import existing ratings (long format)",
+        description="Columns: item, rater, attribute, value; optional kind (human|llm), "
+        "sample (0, 1, ...), task (when an item id exists in several tasks).",
+    )
+    p.add_argument("file", type=Path)
+    p.add_argument(
+        "--kind",
+        choices=("human", "llm"),
+        default="human",
+        help="rater kind for rows without a 'kind' column (default: human)",
+    )
+    p.set_defaults(run=cmd_import_ratings)
+
+    p = sub.add_parser("export", parents=[common], help="export items or ratings (format by extension)")
+    p.add_argument("--what", choices=("items", "ratings", "wide"), default="ratings")
+    p.add_argument("--task", help="only this task")
+    p.add_argument("--out", required=True, type=Path, help="the file to write: .csv, .tsv, .jsonl or .parquet")
+    p.set_defaults(run=cmd_export)
+
+    p = sub.add_parser("info", parents=[common], help="counts of items, raters, ratings and queued jobs")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=cmd_info)
+
+
+def cmd_tasks(args, settings) -> int:
+    from rich.table import Table
+
+    from tui_rater.domain.tasks import TaskRegistry
+
+    if db_exists(args, settings):  # include the custom tasks stored in the study (SPA, TOML tasks)
+        registry = open_study(args, settings, create=False).tasks
+    else:
+        registry = TaskRegistry.with_files([*settings.task_files, *args.task_file])
+    table = Table(title="Tasks", show_lines=args.verbose)
+    table.add_column("task", style="bold")
+    table.add_column("item columns")
+    table.add_column("attributes (scale)")
+    if args.verbose:
+        table.add_column("questions, verbatim")
+    for task in registry:
+        attrs = "\n".join(f"{a.name} ({a.scale.describe()})" for a in task.attributes)
+        row = [task.name, ", ".join(task.fields), attrs]
+        if args.verbose:
+            row.append("\n".join(a.question for a in task.attributes))
+        table.add_row(*row)
+    make_console().print(table)
+    return 0
+
+
+def import_items_file(study, path: Path, task_name: str, mapping: list[str], ignore_extra: bool):
+    from tui_rater.store.io import import_items, parse_mapping
+
+    task = study.task(task_name)
+    return import_items(study, path, task, parse_mapping(mapping), ignore_extra=ignore_extra)
+
+
+def cmd_import(args, settings) -> int:
+    from tui_rater.domain.tasks import TaskRegistry
+    from tui_rater.store.io import parse_mapping, prepare_items
+
+    # Validate the whole file before the study is opened, so a bad file neither changes
+    # nor creates it. A custom task may live in the study file itself.
+    if db_exists(args, settings):
+        study = open_study(args, settings, create=False)
+        task = study.task(args.task)
+    else:
+        study, task = None, TaskRegistry.with_files([*settings.task_files, *args.task_file]).get(args.task)
+    items = prepare_items(args.file, task, parse_mapping(args.map), ignore_extra=args.ignore_extra)
+    study = study or open_study(args, settings)
+    added, skipped = study.add_items(task, items, source=str(args.file))
+    print(f"{args.file}: {added} new items for task {args.task}, {skipped} already present -> {study.path}")
+    return 0
+
+
+def cmd_import_ratings(args, settings) -> int:
+    from tui_rater.store.io import import_ratings, read_rows
+
+    read_rows(args.file)
+    study = open_study(args, settings, create=False)
+    result = import_ratings(study, args.file, default_kind=args.kind)
+    print(f"{args.file}: {result.added} new ratings, {result.skipped} already present -> {study.path}")
+    return 0
+
+
+def cmd_export(args, settings) -> int:
+    from tui_rater.store.io import file_format, items_frame, ratings_frame, wide_frame, write_frame
+
+    file_format(args.out)
+    study = open_study(args, settings, create=False)
+    if args.task:
+        study.task(args.task)
+    frame = {"items": items_frame, "ratings": ratings_frame, "wide": wide_frame}[args.what](study, args.task)
+    write_frame(frame, args.out)
+    print(f"wrote {frame.height} rows of {args.what} to {args.out}")
+    return 0
+
+
+def cmd_info(args, settings) -> int:
+    import json
+
+    study = open_study(args, settings, create=False)
+    info = study.info()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print_info(info)
+    return 0
+
+
+def print_info(info: dict) -> None:
+    from rich.table import Table
+
+    console = make_console()
+    console.print(f"[bold]{info['path']}[/bold]: {info['ratings']} ratings")
+    items = Table(title="Items", title_justify="left")
+    for column in ("task", "system", "items"):
+        items.add_column(column)
+    for row in info["items"]:
+        items.add_row(row["task"], row["system"] or "-", str(row["n"]))
+    console.print(items)
+    if info["raters"]:
+        raters = Table(title="Raters", title_justify="left")
+        for column in ("rater", "kind", "ratings"):
+            raters.add_column(column)
+        for row in info["raters"]:
+            raters.add_row(row["name"], row["kind"], str(row["ratings"]))
+        console.print(raters)
+    jobs = ", ".join(f"{n} {status}" for status, n in info["jobs"].items()) or "none"
+    console.print(f"Judge jobs: {jobs}")

@@ -1,0 +1,155 @@
+"""Judge commands: judge (enqueue and drain), queue (inspect, cancel, retry), reparse."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tui_rater.cli.common import judge_flags, judge_options, make_console, open_study
+from tui_rater.domain.errors import UserError
+
+
+def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "judge",
+        parents=[common],
+        help="ask an LLM judge to rate the items (headless, resumable)",
+        description="Enqueue the judge's missing work and drain the queue with a progress bar. "
+        "Safe to interrupt and re-run: finished ratings are kept, the rest resumes.",
+    )
+    judge_flags(p)
+    p.add_argument("--task", help="only this task (default: every task in the study)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="parallel workers (default: 8 API; a local model: 16 sequences decoded together in one copy of it)",
+    )
+    p.add_argument("--limit", type=int, help="only the first N items of each task")
+    p.set_defaults(run=cmd_judge)
+
+    p = sub.add_parser("queue", parents=[common], help="show the judge queue; cancel or retry jobs")
+    p.add_argument("--cancel", action="store_true", help="cancel queued and leased jobs")
+    p.add_argument("--retry", action="store_true", help="queue failed and cancelled jobs again")
+    p.add_argument("--rater", help="only this judge (its name as `queue` lists it)")
+    p.set_defaults(run=cmd_queue)
+
+    p = sub.add_parser("reparse", parents=[common], help="re-apply the reply parser to stored judge replies")
+    p.set_defaults(run=cmd_reparse)
+
+
+def cmd_judge(args, settings) -> int:
+    from tui_rater.service import judging
+
+    study = open_study(args, settings, create=False)
+    task_names = [args.task] if args.task else study.item_task_names()
+    if not task_names:
+        raise UserError(f"{study.path} holds no items; import some first")
+    spec = judging.resolve_spec(judge_options(args), [study.task(name) for name in task_names], settings.judge)
+    plan = judging.plan_judge(study, spec, task_names, args.limit)
+    workers = args.workers or judging.default_workers(spec)
+    print(
+        f"judge {plan.rater.name}: {plan.added} new jobs, {plan.pending} to run, {workers} worker(s)", file=sys.stderr
+    )
+    run = judging.start_judge(study.path, plan, workers)
+    _watch(run.threads, run.progress, run.stop_event, plan.pending)
+    progress = run.progress
+    if progress.fatal:
+        raise UserError(f"the judge stopped: {progress.fatal.message}")
+    left = judging.queue_counts(study, plan.rater.id)
+    print(
+        f"done: {progress.done} jobs ({progress.parse_failures} replies did not parse; "
+        f"{progress.cached} answered from the store), failed: {left['failed']}, "
+        f"still queued: {left['queued'] + left['leased']}"
+    )
+    return 1 if left["failed"] else 0
+
+
+def _watch(threads, progress, stop, total: int) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (
+        TextColumn("[bold]judging"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]:.2f} jobs/s"),
+        TimeRemainingColumn(),
+        TextColumn("failed {task.fields[failed]}  retrying {task.fields[retried]}"),
+    )
+    try:
+        with Progress(*columns, transient=False) as bar:
+            task = bar.add_task("judge", total=total, rate=0.0, failed=0, retried=0)
+            while any(t.is_alive() for t in threads):
+                for t in threads:
+                    t.join(timeout=0.2)
+                elapsed = max(1e-9, __import__("time").monotonic() - progress.started)
+                bar.update(
+                    task,
+                    completed=progress.done + progress.failed,
+                    rate=progress.done / elapsed,
+                    failed=progress.failed,
+                    retried=progress.retried,
+                )
+            bar.update(task, completed=progress.done + progress.failed)
+    except KeyboardInterrupt:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+        raise
+
+
+def cmd_queue(args, settings) -> int:
+    from rich.table import Table
+
+    from tui_rater.service import judging
+
+    study = open_study(args, settings, create=False)
+    rater_id = None
+    if args.rater:
+        matches = [r for r in study.raters("llm") if r.name == args.rater]
+        if not matches:
+            raise UserError(f"no judge named {args.rater!r} in {study.path}")
+        rater_id = matches[0].id
+    if args.cancel:
+        print(f"cancelled {judging.cancel_jobs(study, rater_id)} jobs")
+    if args.retry:
+        print(f"queued {judging.retry_jobs(study, rater_id)} jobs again")
+    table = Table(title="Judge queue", title_justify="left")
+    for column in ("judge", "queued", "leased", "done", "failed", "cancelled"):
+        table.add_column(column)
+    for rater in study.raters("llm"):
+        if rater_id is not None and rater.id != rater_id:
+            continue
+        c = judging.queue_counts(study, rater.id)
+        if sum(c.values()):
+            table.add_row(rater.name, *(str(c[k]) for k in ("queued", "leased", "done", "failed", "cancelled")))
+    console = make_console()
+    console.print(table)
+    failed = judging.queue_failures(study)
+    if failed:
+        errors = Table(title="Recent failures", title_justify="left")
+        for column in ("item", "attribute", "sample", "attempts", "error"):
+            errors.add_column(column)
+        for f in failed:
+            errors.add_row(
+                f"{f['task']}/{f['item']}",
+                f["attribute"],
+                str(f["sample"]),
+                str(f["attempts"]),
+                f"{f['error_kind']}: {f['last_error']}",
+            )
+        console.print(errors)
+    return 0
+
+
+def cmd_reparse(args, settings) -> int:
+    from tui_rater.service.reparse import reparse
+
+    study = open_study(args, settings, create=False)
+    result = reparse(study)
+    statuses = ", ".join(f"{n} now {status}" for status, n in sorted(result.by_status.items()))
+    print(
+        f"re-read {result.checked} stored judge ratings: {result.changed} changed"
+        + (f" ({statuses})" if statuses else "")
+    )
+    return 0

@@ -1,0 +1,104 @@
+"""The evaluation protocols of the papers, one object each, and the registry that finds them.
+
+``of(attribute)`` is the protocol that asks and reads a question; ``for_mode(task, attribute,
+mode)`` the one a judge uses in a scoring mode (Chen et al.'s implicit mode asks its own yes/no
+question). A protocol from a fourth paper is one new module registered here, plus its tests
+(see CONTRIBUTING.md).
+"""
+
+from __future__ import annotations
+
+from tui_rater.domain.errors import UserError
+from tui_rater.domain.protocols.base import (
+    FAILURES,
+    Decoding,
+    DistributionReading,
+    EvaluationProtocol,
+    HumanInput,
+    Level,
+    Options,
+    Reading,
+    derive_seed,
+    vote,
+)
+from tui_rater.domain.protocols.choice import FIRST, ORIGINAL, SECOND, SWAPPED, TIE, ChoiceAnswer, PairwiseComparison
+from tui_rater.domain.protocols.likert import LikertRating
+from tui_rater.domain.protocols.scores import ContinuousScore, ExplicitScore, ImplicitScore
+from tui_rater.domain.protocols.spa import SpaLikert, SpaProbability
+from tui_rater.domain.questions import Attribute, Task
+
+__all__ = [
+    "FAILURES",
+    "FIRST",
+    "ORIGINAL",
+    "SECOND",
+    "SWAPPED",
+    "TIE",
+    "Decoding",
+    "DistributionReading",
+    "EvaluationProtocol",
+    "HumanInput",
+    "Level",
+    "Options",
+    "Reading",
+    "derive_seed",
+    "for_mode",
+    "get",
+    "names",
+    "of",
+    "register",
+    "vote",
+]
+
+REGISTRY: dict[str, EvaluationProtocol] = {
+    protocol.name: protocol
+    for protocol in (
+        LikertRating(),
+        ContinuousScore(),
+        ExplicitScore(),
+        ImplicitScore(),
+        ChoiceAnswer(),
+        PairwiseComparison(),
+        SpaProbability(),
+        SpaLikert(),
+    )
+}
+# a custom task's question without a protocol gets the plain one of its scale
+DEFAULT_FOR_SCALE = {"likert": "likert", "continuous": "continuous", "probability": "continuous", "choice": "choice"}
+
+
+def register(protocol: EvaluationProtocol) -> EvaluationProtocol:
+    """Add a protocol (a fourth paper's); its name must be new."""
+    if not protocol.name or protocol.name in REGISTRY:
+        raise ValueError(f"a protocol needs a new name, not {protocol.name!r}")
+    REGISTRY[protocol.name] = protocol
+    return protocol
+
+
+def names() -> tuple[str, ...]:
+    return tuple(REGISTRY)
+
+
+def get(name: str) -> EvaluationProtocol:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise UserError(f"unknown protocol {name!r} (known: {', '.join(REGISTRY)})") from None
+
+
+def of(attribute: Attribute) -> EvaluationProtocol:
+    """The protocol that asks and reads this question."""
+    return get(attribute.protocol or DEFAULT_FOR_SCALE[attribute.scale.kind])
+
+
+def for_mode(task: Task, attribute: Attribute, mode: str) -> EvaluationProtocol:
+    """The protocol a judge uses for this question in ``mode`` (checked: one sentence if it does not apply)."""
+    protocol = of(attribute)
+    protocol.check_mode(task, attribute, mode)
+    if mode == "implicit":  # Chen et al. §2.1: the implicit score asks its own yes/no question
+        return REGISTRY["implicit"]
+    return protocol
+
+
+def one_item_per_annotator(task: Task) -> bool:
+    return any(of(attribute).one_item_per_annotator for attribute in task.attributes)

@@ -1,0 +1,34 @@
+"""Likert rating (Chiang & Lee 2023): a question answered on whole points, e.g. 1-5.
+
+Each attribute is asked separately, 3 samples per question (nucleus p = 0.9, T = 1.0) treated
+as 3 annotators (§3.2); the replies are read by App. D.2.1's rule (``parse_score``). Variants
+(§3.3.2): persona prepended before the instructions, explain appended after the question.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from tui_rater.domain.protocols.base import EvaluationProtocol, Level, persona_variant
+from tui_rater.domain.questions import Attribute, Task
+
+CHIANG_LEE_VARIANTS = ("plain", "persona", "explain")
+
+
+class LikertRating(EvaluationProtocol):
+    name: ClassVar[str] = "likert"
+    title: ClassVar[str] = "Likert rating (Chiang & Lee 2023)"
+    level: ClassVar[Level] = Level.ORDINAL
+    modes: ClassVar[tuple[str, ...]] = ("text", "constrained", "distribution")
+    report_sections: ClassVar[tuple[str, ...]] = ("table1", "table2", "pairs", "table3", "raters", "extremes")
+    scale_kinds: ClassVar[tuple[str, ...]] = ("likert",)
+
+    def variants(self, task: Task, attribute: Attribute) -> tuple[str, ...]:
+        return CHIANG_LEE_VARIANTS
+
+    def reason_first(self, variant: str) -> bool:
+        return variant == "explain"  # "Please also explain your decision."
+
+    def template(self, task: Task, attribute: Attribute, variant: str) -> tuple[str, str]:
+        template_id, base = super().template(task, attribute, variant)
+        return template_id, persona_variant(base, variant)

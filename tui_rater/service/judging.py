@@ -1,0 +1,278 @@
+"""Judging as a service: resolve a judge configuration, plan its jobs, run its workers.
+
+The CLI (``tui-rater judge``), the app (``annotate --judge``), the benchmarks and the tests all
+judge through these functions; none of them enqueues jobs or starts workers by hand.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from tui_rater.config import JudgeDefaults
+from tui_rater.domain import protocols
+from tui_rater.domain.errors import UserError
+from tui_rater.domain.protocols import Decoding
+from tui_rater.domain.tasks import Task
+from tui_rater.judge import queue
+from tui_rater.judge.errors import JudgeError
+from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
+from tui_rater.judge.worker import BackendFactory, Progress, Worker, job_shapes, make_backend, run_judge
+from tui_rater.store.study import Rater, Study
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """What the user asked for; None means: the protocol's default, else the config file's."""
+
+    model: str
+    mode: str = "text"
+    variant: str | None = None
+    samples: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int = 0
+    conversation: bool = False
+    max_tokens: int | None = None
+    max_retries: int | None = None
+    min_mass: float | None = None
+    n_ctx: int | None = None
+    n_gpu_layers: int | None = None
+    chat_template: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = 120.0
+
+
+def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaults | None = None) -> JudgeSpec:
+    """The full judge configuration: the user's flags over the protocols' paper defaults over the config.
+
+    Every question of every task must accept the mode and the variant; the tasks must agree on
+    the defaults the user did not set (one judge configuration is one rater), else one sentence
+    asks to judge one task at a time.
+    """
+    defaults = defaults or JudgeDefaults()
+    if not tasks:
+        raise UserError("there is nothing to judge: the study holds no items")
+    if options.conversation and options.mode in ("distribution", "implicit"):
+        raise UserError("--conversation works with --mode text or constrained")
+    variant = options.variant or _agreed(
+        {task.name: _one(task, lambda p, t, a: p.default_variant(t, a), options.mode) for task in tasks}, "prompt"
+    )
+    base = Decoding(defaults.samples, defaults.temperature, defaults.top_p, defaults.max_tokens)
+    for task in tasks:
+        for attribute in task.attributes:
+            protocols.for_mode(task, attribute, options.mode).check_variant(task, attribute, variant)
+    decoding = _agreed(
+        {task.name: _one(task, lambda p, t, a: p.decoding(variant, base), options.mode) for task in tasks},
+        "decoding",
+    )
+    pick = lambda flag, default: default if flag is None else flag
+    return JudgeSpec(
+        model=options.model,
+        mode=options.mode,
+        variant=variant,
+        samples=pick(options.samples, decoding.samples),
+        temperature=pick(options.temperature, decoding.temperature),
+        top_p=pick(options.top_p, decoding.top_p),
+        seed=options.seed,
+        conversation=options.conversation,
+        max_tokens=pick(options.max_tokens, decoding.max_tokens),
+        max_retries=pick(options.max_retries, defaults.max_retries),
+        min_mass=pick(options.min_mass, 0.5),
+        n_ctx=pick(options.n_ctx, defaults.n_ctx),
+        n_gpu_layers=pick(options.n_gpu_layers, defaults.n_gpu_layers),
+        chat_template=options.chat_template,
+        base_url=options.base_url or defaults.base_url,
+        api_key_env=options.api_key_env or defaults.api_key_env,
+        timeout_s=options.timeout_s,
+    ).validate()
+
+
+def _one(task: Task, ask: Callable[..., T], mode: str) -> T:
+    """What the task's questions say; they must agree within a task."""
+    answers = [ask(protocols.for_mode(task, a, mode), task, a) for a in task.attributes]
+    if any(answer != answers[0] for answer in answers[1:]):
+        raise UserError(f"the questions of task {task.name!r} need different judge settings; judge them separately")
+    return answers[0]
+
+
+def _agreed(per_task: dict[str, T], what: str) -> T:
+    values = list(per_task.values())
+    if any(value != values[0] for value in values[1:]):
+        listed = ", ".join(f"{name}: {value}" for name, value in per_task.items())
+        raise UserError(f"the tasks need different {what} settings ({listed}); judge one task at a time with --task")
+    return values[0]
+
+
+@dataclass
+class JudgePlan:
+    """A judge configuration's rater and its jobs in the queue."""
+
+    spec: JudgeSpec
+    config: dict
+    rater: Rater
+    tasks: list[str]
+    added: int
+    pending: int
+
+
+def plan_judge(study: Study, spec: JudgeSpec, task_names: list[str], limit: int | None = None) -> JudgePlan:
+    """Create (or find) the judge's rater and enqueue the jobs it has not done yet."""
+    if spec.is_api:
+        spec.api_key()  # fail now, with one sentence, when there is no key
+    config = provenance(spec)
+    rater = study.judge(rater_name(spec, config), config)
+    added = 0
+    for name in task_names:
+        task = study.task(name)
+        keys = [item.key for item in study.items(name)][:limit]
+        added += queue.enqueue(study, rater.id, keys, job_shapes(task, spec))
+    return JudgePlan(spec, config, rater, list(task_names), added, queue.pending(study, rater.id))
+
+
+def default_workers(spec: JudgeSpec) -> int:
+    """API: 8 clients; a local model: 16 concurrent sequences of the one engine (never 16 copies of the model)."""
+    from tui_rater.judge.backends.local import DEFAULT_SEQUENCES
+
+    return 8 if spec.is_api else DEFAULT_SEQUENCES
+
+
+@dataclass
+class JudgeRun:
+    """A judge's worker threads, their shared progress and the event that stops them."""
+
+    plan: JudgePlan
+    threads: list[Worker]
+    progress: Progress
+    stop_event: threading.Event = field(default_factory=threading.Event)
+
+    def alive(self) -> bool:
+        return any(t.is_alive() for t in self.threads)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Join the workers; True when all have ended."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self.threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not self.alive()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.stop_event.set()
+        self.wait(timeout)
+
+
+def start_judge(
+    db_path: str | Path,
+    plan: JudgePlan,
+    workers: int | None = None,
+    *,
+    drain: bool = True,
+    stop: threading.Event | None = None,
+    backend_factory: BackendFactory = make_backend,
+) -> JudgeRun:
+    """Start the workers of a planned judge (they drain its queue, or keep polling when ``drain`` is off)."""
+    count = workers or default_workers(plan.spec)
+    if not 1 <= count <= 64:
+        raise UserError("--workers must be between 1 and 64")
+    stop = stop or threading.Event()
+    threads, progress, _ = run_judge(
+        db_path,
+        plan.rater.id,
+        plan.spec,
+        plan.config,
+        workers=count,
+        drain=drain,
+        stop=stop,
+        backend_factory=backend_factory,
+    )
+    return JudgeRun(plan, threads, progress, stop)
+
+
+def judge_study(
+    study: Study,
+    spec: JudgeSpec,
+    task_names: list[str],
+    *,
+    workers: int | None = None,
+    limit: int | None = None,
+    backend_factory: BackendFactory = make_backend,
+) -> JudgeRun:
+    """Plan and run a judge to the end (blocking): for scripts, benchmarks and tests."""
+    run = start_judge(study.path, plan_judge(study, spec, task_names, limit), workers, backend_factory=backend_factory)
+    run.wait()
+    return run
+
+
+def queue_counts(study: Study, rater_id: int | None = None) -> dict[str, int]:
+    """Jobs per status (queued, leased, done, failed, cancelled), of one judge or of all."""
+    return queue.counts(study, rater_id)
+
+
+def queue_failures(study: Study, limit: int = 20) -> list[dict]:
+    return queue.failures(study, limit)
+
+
+def cancel_jobs(study: Study, rater_id: int | None = None) -> int:
+    return queue.cancel(study, rater_id)
+
+
+def retry_jobs(study: Study, rater_id: int | None = None) -> int:
+    return queue.retry(study, rater_id)
+
+
+class BackgroundJudges:
+    """Judges running behind the annotation app: enqueue each one's work for a task, keep draining."""
+
+    def __init__(self, study: Study, task_name: str, specs: list[JudgeSpec], workers_per_judge: int = 1):
+        self.stop_event = threading.Event()
+        self.runs: list[tuple[str, JudgeRun]] = []
+        for spec in specs:
+            plan = plan_judge(study, spec, [task_name])
+            workers = 4 if spec.is_api else workers_per_judge
+            run = start_judge(study.path, plan, workers, drain=False, stop=self.stop_event)
+            self.runs.append((plan.rater.name.split("/")[0], run))
+
+    def summary(self) -> str:
+        parts = []
+        for name, run in self.runs:
+            progress = run.progress
+            if progress.fatal:
+                state = f"stopped: {progress.fatal.kind}"
+            elif not run.alive():
+                state = "stopped"
+            else:
+                state = f"{progress.done} done"
+            if progress.failed:
+                state += f", {progress.failed} failed"
+            parts.append(f"{name[:20]} {state}")
+        return "judges: " + "; ".join(parts)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.stop_event.set()
+        for _, run in self.runs:
+            run.wait(timeout)
+
+
+__all__ = [
+    "BackgroundJudges",
+    "JudgeError",
+    "JudgeOptions",
+    "JudgePlan",
+    "JudgeRun",
+    "cancel_jobs",
+    "default_workers",
+    "judge_study",
+    "plan_judge",
+    "queue_counts",
+    "queue_failures",
+    "resolve_spec",
+    "retry_jobs",
+    "start_judge",
+]

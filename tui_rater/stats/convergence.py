@@ -1,0 +1,96 @@
+"""How the estimates and the verdict settle as human ratings arrive: recompute them on the first n
+rated items for each n of a list, and return the curve (for the report's convergence plots)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from tui_rater.stats import alt_test as at
+from tui_rater.stats import ppi
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PpiPoint:
+    rated: int  # n: the first n items humans rated
+    estimate: ppi.Interval  # prediction-powered
+    classical: ppi.Interval  # human-only
+
+
+@dataclass(frozen=True)
+class AltTestPoint:
+    rated: int
+    winning_rate: float | None
+    advantage_probability: float | None
+    passed: bool | None
+    note: str = ""
+
+
+def default_sizes(total: int, points: int = 20, smallest: int = 10) -> list[int]:
+    """About ``points`` sizes from ``smallest`` up to ``total`` (always included)."""
+    if total <= 0:
+        return []
+    if total <= smallest:
+        return [total]
+    sizes = np.unique(np.linspace(smallest, total, num=min(points, total - smallest + 1)).round().astype(int))
+    return [int(s) for s in sizes]
+
+
+def curve(
+    order: Sequence[Hashable], sizes: Sequence[int], compute: Callable[[set[Hashable]], T]
+) -> list[tuple[int, T]]:
+    """``compute(first n items of order)`` for each n in ``sizes`` (capped at len(order))."""
+    out = []
+    for n in sorted({min(max(int(s), 0), len(order)) for s in sizes}):
+        out.append((n, compute(set(order[:n]))))
+    return out
+
+
+def ppi_convergence(
+    judge: Mapping[Hashable, float],
+    human: Mapping[Hashable, float],
+    order: Sequence[Hashable],
+    sizes: Sequence[int] | None = None,
+    *,
+    power_tuned: bool = False,
+    confidence: float = 0.95,
+) -> list[PpiPoint]:
+    """The system mean as human ratings arrive: ``order`` lists the human-rated items in the order
+    they were rated; the judge's ratings of every item are used at every point."""
+    items = list(judge)
+    judge_arr = np.array([judge[i] for i in items], dtype=float)
+
+    def compute(first: set[Hashable]) -> ppi.PpiMean:
+        shown = np.array([human[i] if i in first and i in human else math.nan for i in items], dtype=float)
+        return ppi.ppi_mean(judge_arr, shown, power_tuned=power_tuned, confidence=confidence)
+
+    return [
+        PpiPoint(n, result.estimate, result.classical)
+        for n, result in curve(order, sizes or default_sizes(len(order)), compute)
+    ]
+
+
+def alt_test_convergence(
+    humans: Mapping[str, Mapping[Hashable, float]],
+    judge: Mapping[Hashable, float],
+    order: Sequence[Hashable],
+    sizes: Sequence[int] | None = None,
+    **options: Any,
+) -> list[AltTestPoint]:
+    """The alt-test verdict on the first n items of ``order`` (the items in the order humans rated
+    them); ``options`` go to ``alt_test`` (level, epsilon, alpha, ...)."""
+
+    def compute(first: set[Hashable]) -> at.AltTest:
+        restricted = {name: {i: v for i, v in ratings.items() if i in first} for name, ratings in humans.items()}
+        return at.alt_test(restricted, judge, **options)
+
+    return [
+        AltTestPoint(n, r.winning_rate, r.advantage_probability, r.passed, r.note)
+        for n, r in curve(order, sizes or default_sizes(len(order)), compute)
+    ]

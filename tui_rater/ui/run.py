@@ -1,0 +1,114 @@
+"""Running the app in a terminal: signals, and the changes still unsaved when the screen closes.
+
+Quit (``q``) waits on screen until every change is committed. SIGHUP (the SSH connection or
+the terminal went away), SIGTERM and SIGINT close the screen at once; the process then stays
+until the store thread has committed every unsaved change, however long another process keeps
+the study file locked, and only then exits (128 + the signal's number). Only SIGKILL ends it
+sooner, and loses only what the screen showed as unsaved. Ctrl-C (SIGINT) while this waits, or
+``q`` then ``y`` in the app, quits without the unsaved changes after saying how many they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+import time
+from typing import TextIO
+
+from tui_rater.ui.app import RaterApp
+from tui_rater.ui.writer import StoreWriter, describe
+
+STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
+REMIND_EVERY_S = 10.0
+
+
+def run_app(app: RaterApp, err: TextIO | None = None) -> int:
+    """Run the app; return the exit status once every change is saved (or knowingly given up)."""
+    err = err or sys.stderr
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame) -> None:
+        received.append(signum)
+        app.stop_for_signal(signum)
+
+    # (signal handlers can only be set on the main thread: elsewhere, e.g. an embedding program, none are)
+    main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS} if main else {}
+    try:
+        crash: BaseException | None = None
+        try:
+            app.run()
+        except BaseException as exc:  # still save what is unsaved, then let it through
+            crash = exc
+        code = _finish(app, received, err)
+        if app.judges is not None:  # a judge finishing its current job stores it (its lease ends cleanly)
+            app.judges.stop(timeout=10.0)
+        if crash is not None and not (received and isinstance(crash, OSError)):
+            raise crash  # (an OSError after SIGHUP is the terminal gone: nothing to report to)
+        if code != 0:  # changes given up (quit anyway, or Ctrl-C while saving)
+            return code
+        if received:
+            return 128 + received[0]
+        return app.return_code or 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _say(err: TextIO, line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):  # after SIGHUP there is no terminal to write to
+        err.write(f"tui-rater: {line}\n")
+        err.flush()
+
+
+def _finish(app: RaterApp, received: list[int], err: TextIO) -> int:
+    writer = app.writer
+    if writer is None:  # the app never started
+        return 0
+    if app.abandoned:
+        lost = writer.stop()
+        if lost:
+            _say(err, f"quit without saving {describe(lost)}, as asked; everything else is in the file")
+            return 1
+        return 0
+    if writer.unsaved():
+        return _drain(writer, received, err)
+    writer.close()
+    return 0
+
+
+def _drain(writer: StoreWriter, received: list[int], err: TextIO) -> int:
+    """Wait (off screen) until the store thread has committed every change. SIGHUP and SIGTERM are
+    noted and waited through; SIGINT (Ctrl-C at the terminal) gives the changes up."""
+    interrupted: list[int] = []
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
+    _say(err, f"saving {describe(writer.unsaved())} before exiting{_why(writer)}… (Ctrl-C: quit without them)")
+    writer.close()
+    said = time.monotonic()
+    while not writer.drain(timeout=0.25):
+        if not writer.is_alive():  # a bug ended the store thread: say what it leaves unsaved
+            _say(err, f"the saving thread stopped: {describe(writer.unsaved())} not saved")
+            return 1
+        if interrupted:
+            lost = writer.stop()
+            if lost:
+                _say(err, f"interrupted: {describe(lost)} not saved")
+                return 1
+            break
+        if time.monotonic() - said > REMIND_EVERY_S:
+            said = time.monotonic()
+            _say(err, f"still saving {describe(writer.unsaved())}{_why(writer)}…")
+    _say(err, "saved.")
+    return 0
+
+
+def _why(writer: StoreWriter) -> str:
+    stalled = writer.stalled
+    if stalled is None:
+        return ""
+    if stalled.locked:
+        return " (waiting for the study file: locked by another process)"
+    return f" (saving failed: {stalled.error}; trying again)"
