@@ -3,15 +3,16 @@
 Chiang & Lee sample with temperature 1.0 and nucleus top-p 0.9 over the whole vocabulary (no top-k). llama.cpp's
 ``top_p`` sampler gets the nucleus by sorting the candidates; when the nucleus is large (a flat distribution: 126k of
 Qwen2's 152k tokens on a random-weight model) that is a full sort of the vocabulary, 11 of the 13 ms a token costs.
-Here the nucleus is found by selection in O(vocabulary) (a histogram of log-probabilities), and llama.cpp's own
-samplers do the rest in C, on the nucleus only: ``temp`` then ``dist`` (mt19937 seeded per sequence), after
-llama.cpp's ``grammar`` sampler in constrained mode -- the chain llama-cpp-python builds (grammar -> top-p -> temp ->
-dist).
+Here the nucleus is found by selection in O(vocabulary) (a histogram of log-probabilities); the temperature divides
+the nucleus's logits as llama.cpp's ``temp`` sampler does (float32), and llama.cpp's ``dist`` sampler (C; mt19937
+seeded per sequence) draws -- after llama.cpp's ``grammar`` sampler in constrained mode. That is the chain
+llama-cpp-python builds: grammar -> top-p -> temp -> dist.
 
 A nucleus of at most ``SORTED_NUCLEUS`` tokens is cut with llama.cpp's own float32 arithmetic and handed to ``dist``
 in descending order, as llama.cpp's top-p leaves it, so such steps draw the same token as llama-cpp-python for the
-same seed and logits; a larger nucleus (a nearly flat distribution) is cut with float64 sums, handed over in token
-order: the same distribution, a different token for the same seed.
+same seed and logits. A larger nucleus (a nearly flat distribution) is cut with float64 sums and drawn in two steps
+of the same ``dist`` sampler -- a block of ``DRAW_BLOCK`` candidates by its mass, then a candidate within it: the
+same distribution, a different token for the same seed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 from tui_rater.judge.engine.native import TOKEN_DATA, Model
 
 SORTED_NUCLEUS = 4096
+DRAW_BLOCK = 512
 _BINS_PER_NAT, _BINS = 64, 64 * 64  # a histogram of log-probabilities, 1/64 nat wide, down to e^-64 of the top
 
 
@@ -77,28 +79,35 @@ def _llama_top_p(logits: np.ndarray, p: np.ndarray, cut: float, top_p: float) ->
     return ordered
 
 
-def _chain(*samplers: object) -> object:
-    chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
-    for sampler in samplers:
-        lc.llama_sampler_chain_add(chain, sampler)
-    return chain
+def _apply(sampler: object, logits: np.ndarray, ids: np.ndarray | None = None, ordered: bool = False) -> int:
+    """Apply one llama.cpp sampler to candidates (ids, float32 logits); the index it selects."""
+    candidates = np.empty(logits.size, TOKEN_DATA)  # "p" is left to the sampler, which computes it
+    candidates["id"] = np.arange(logits.size, dtype=np.int32) if ids is None else ids
+    candidates["logit"] = logits
+    array = lc.llama_token_data_array(
+        data=candidates.ctypes.data_as(ctypes.POINTER(lc.llama_token_data)),
+        size=logits.size,
+        selected=-1,
+        sorted=ordered,
+    )
+    lc.llama_sampler_apply(sampler, ctypes.byref(array))
+    return int(array.selected)
 
 
 class SequenceSampler:
     def __init__(self, model: Model, *, temperature: float, top_p: float, seed: int, grammar: str | None):
         self.model = model
         self.greedy = temperature <= 0  # llama.cpp and the APIs: T = 0 is greedy decoding
+        self.temperature = np.float32(temperature)
         self.top_p = top_p
         self.grammar = None
         if grammar is not None:
             self.grammar = lc.llama_sampler_init_grammar(model.vocab, grammar.encode(), b"root")
             if not self.grammar:
                 raise GrammarError("the GBNF grammar does not parse")
-        # LLAMA_DEFAULT_SEED (2^32 - 1) would mean "random": seeds are taken modulo 2^32 - 1
-        self.chain = None
-        if not self.greedy:  # (temperature 1 divides every logit by 1: left out)
-            scale = [lc.llama_sampler_init_temp(temperature)] if temperature != 1.0 else []
-            self.chain = _chain(*scale, lc.llama_sampler_init_dist(seed % 0xFFFFFFFF))
+        # llama.cpp's dist sampler: mt19937 seeded per sequence (LLAMA_DEFAULT_SEED, 2^32 - 1, would mean "random":
+        # seeds are taken modulo 2^32 - 1)
+        self.dist = None if self.greedy else lc.llama_sampler_init_dist(seed % 0xFFFFFFFF)
 
     def sample(self, logits: np.ndarray) -> int:
         if self.grammar is not None:
@@ -114,20 +123,20 @@ class SequenceSampler:
         return token
 
     def _draw(self, logits: np.ndarray) -> int:
+        """Temperature on the nucleus (llama.cpp's temp sampler: logit / T in float32), then dist's draw."""
         ids, ordered = nucleus(logits, self.top_p)
-        candidates = np.empty(ids.size, TOKEN_DATA)  # "p" is left to dist, which computes it
-        candidates["id"] = ids
-        candidates["logit"] = logits[ids]
-        array = lc.llama_token_data_array(
-            data=candidates.ctypes.data_as(ctypes.POINTER(lc.llama_token_data)),
-            size=ids.size,
-            selected=-1,
-            sorted=ordered,
-        )
-        lc.llama_sampler_apply(self.chain, ctypes.byref(array))
-        token = int(ids[array.selected])
-        lc.llama_sampler_accept(self.chain, token)
-        return token
+        scaled = logits[ids] if self.temperature == 1 else logits[ids] / self.temperature
+        if ordered or ids.size <= DRAW_BLOCK:
+            return int(ids[_apply(self.dist, scaled, ids, ordered)])
+        # a large nucleus in two draws of the same dist sampler: a block of DRAW_BLOCK candidates by its mass,
+        # then a candidate of that block by its probability -- the same distribution, ~10x less work than one
+        # draw over 126k candidates
+        starts = np.arange(0, ids.size, DRAW_BLOCK)
+        mass = np.add.reduceat(np.exp((scaled - scaled.max()).astype(np.float64)), starts)
+        block = _apply(self.dist, np.log(mass).astype(np.float32))
+        lo = int(starts[block])
+        hi = min(lo + DRAW_BLOCK, ids.size)
+        return int(ids[lo + _apply(self.dist, scaled[lo:hi], ids[lo:hi])])
 
     def _grammar_masked(self, logits: np.ndarray) -> np.ndarray:
         candidates = np.empty(logits.size, TOKEN_DATA)
@@ -144,7 +153,7 @@ class SequenceSampler:
         return candidates["logit"].copy()
 
     def close(self) -> None:
-        for sampler in (self.chain, self.grammar):
+        for sampler in (self.dist, self.grammar):
             if sampler:
                 lc.llama_sampler_free(sampler)
-        self.chain = self.grammar = None
+        self.dist = self.grammar = None
