@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import ROOT, digest
 from tui_rater.domain.errors import UserError
 from tui_rater.store.db import connect
-from tui_rater.store.schema import SCHEMA_VERSION
+from tui_rater.store.schema import APPLICATION_ID, SCHEMA_VERSION
 from tui_rater.store.study import Study
 
 
@@ -39,6 +39,7 @@ def test_new_database_is_private_and_shared_is_group_writable(tmp_path):
 def test_refuses_newer_schema_and_foreign_files(tmp_path):
     newer = tmp_path / "newer.db"
     conn = sqlite3.connect(newer)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # a study, from a newer tui-rater
     conn.execute("PRAGMA user_version = 99")
     conn.close()
     with pytest.raises(UserError, match="newer tui-rater"):

@@ -20,6 +20,7 @@ from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.store.db import write
+from tui_rater.store.outputs import write_output
 from tui_rater.store.study import Study, content_hash
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
@@ -397,22 +398,23 @@ def wide_frame(study: Study, task: str | None = None) -> pl.DataFrame:
     return base.join(wide, on=keys, how="left").rename({"item": "id"})
 
 
-def write_frame(frame: pl.DataFrame, out: str | Path) -> None:
+def write_frame(frame: pl.DataFrame, out: str | Path, like: str | Path | None = None) -> None:
+    """Write an export atomically, with the permissions of ``like`` (the study file); never over a
+    study or any SQLite file (``outputs.write_output``)."""
     out = Path(out)
     fmt = file_format(out)
-    if out.parent and not out.parent.exists():
-        raise UserError(f"cannot write {out}: folder {out.parent} does not exist")
-    tmp = out.with_name(out.name + ".partial")
-    try:
-        if fmt == "csv":
-            frame.write_csv(tmp)
-        elif fmt == "tsv":
-            frame.write_csv(tmp, separator="\t")
-        elif fmt == "jsonl":
-            frame.write_ndjson(tmp)
-        else:
-            frame.write_parquet(tmp)
-        tmp.replace(out)  # never leave a half-written export under the real name
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {out}: {exc.strerror}") from None
+
+    def write(path: Path) -> None:
+        try:
+            if fmt == "csv":
+                frame.write_csv(path)
+            elif fmt == "tsv":
+                frame.write_csv(path, separator="\t")
+            elif fmt == "jsonl":
+                frame.write_ndjson(path)
+            else:
+                frame.write_parquet(path)
+        except pl.exceptions.PolarsError as exc:  # polars wraps some I/O failures (a full disk) in its own types
+            raise OSError(f"{str(exc).splitlines()[0]}") from None
+
+    write_output(out, write, like)

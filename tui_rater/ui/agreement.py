@@ -30,18 +30,20 @@ def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
     text = Text()
     q = data.queue
     text.append(
-        f"{data.task} · {data.n_ratings} ratings · judge queue: {q['done']} done, "
+        f"{safe_text(data.task, inline=True)} · {data.n_ratings} ratings · judge queue: {q['done']} done, "
         f"{q['queued'] + q['leased']} waiting, {q['failed']} failed\n",
         style="bold",
     )
     for failure in data.failures:
         text.append(
-            f"  failed: {safe_text(failure['item'])} {failure['attribute']}: {failure['error_kind']}\n", style="italic"
+            f"  failed: {safe_text(failure['item'], inline=True)} {safe_text(failure['attribute'], inline=True)}: "
+            f"{safe_text(failure['error_kind'], inline=True)}\n",
+            style="italic",
         )
     if not data.attributes:
         return text
     pane = data.attributes[focus]
-    text.append(f"\n◀ {pane.attribute} ▶ ", style="bold reverse")
+    text.append(f"\n◀ {safe_text(pane.attribute, inline=True)} ▶ ", style="bold reverse")
     text.append(f" ({focus + 1}/{len(data.attributes)}, ↑↓ to change)\n\n")
     if not pane.rows:
         text.append("No human and LLM ratings of the same items yet.\n", style="dim")
@@ -49,12 +51,13 @@ def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
         text.append(f"{'judge':<34} {'α':>6} {'τ':>6} {'exact':>6} {'bias':>6} {'n':>4}\n", style="bold")
         for row in pane.rows:
             text.append(
-                f"{safe_text(row.judge)[:34]:<34} {_f(row.alpha):>6} {_f(row.tau):>6} "
+                f"{safe_text(row.judge, inline=True)[:34]:<34} {_f(row.alpha):>6} {_f(row.tau):>6} "
                 f"{_f(row.exact, 0, '%'):>6} {_f(row.bias):>6} {row.tau.n:>4}\n"
             )
     if pane.confusion is not None:
         text.append(
-            f"\nconfusion: humans (rows) × {safe_text(pane.confusion_judge or '')[:30]} (columns)\n", style="bold"
+            f"\nconfusion: humans (rows) × {safe_text(pane.confusion_judge, inline=True)[:30]} (columns)\n",
+            style="bold",
         )
         top = max(1, int(pane.confusion.max()))
         text.append("     " + "".join(f"{label:>4g}" for label in pane.labels) + "\n")
@@ -69,13 +72,13 @@ def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
         for evaluator, counts in pane.distributions.items():
             total = max(1, sum(counts))
             bars = " ".join(f"{label:g}:{'█' * round(8 * c / total):<8}" for label, c in zip(pane.labels, counts))
-            text.append(f"{safe_text(evaluator)[:16]:<16} {bars}\n")
+            text.append(f"{safe_text(evaluator, inline=True)[:16]:<16} {bars}\n")
     if pane.gaps:
         text.append("\nlargest human–LLM gaps (Enter jumps to the item)\n", style="bold")
         for i, gap in enumerate(pane.gaps):
             marker = "▶ " if i == selected_gap else "  "
             text.append(
-                f"{marker}{safe_text(gap.item_id)[:24]:<24} human {gap.human:.2f}  llm {gap.llm:.2f}  "
+                f"{marker}{safe_text(gap.item_id, inline=True)[:24]:<24} human {gap.human:.2f}  llm {gap.llm:.2f}  "
                 f"gap {gap.size:.2f}\n",
                 style="reverse" if i == selected_gap else "",
             )
