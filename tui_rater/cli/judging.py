@@ -33,6 +33,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_judge(args, settings) -> int:
+    from tui_rater.judge.spec import load_note
     from tui_rater.service import judging
 
     study = open_study(args, settings, create=False)
@@ -40,6 +41,9 @@ def cmd_judge(args, settings) -> int:
     if not task_names:
         raise UserError(f"{study.path} holds no items; import some first")
     spec = judging.resolve_spec(judge_options(args), [study.task(name) for name in task_names], settings.judge)
+    note = load_note(spec)
+    if note:  # a large model: its checksum and load take a while; say so before the wait
+        say(note, err=True)
     plan = judging.plan_judge(study, spec, task_names, args.limit)
     workers = args.workers or judging.default_workers(spec)
     say(f"judge {plan.rater.name}: {plan.added} new jobs, {plan.pending} to run, {workers} worker(s)", err=True)

@@ -112,21 +112,18 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def is_sqlite_file(path: str | Path) -> bool:
-    """True when the file starts with SQLite's magic header (whatever application wrote it)."""
+    """True when the file starts with SQLite's magic header (whatever application wrote it).
+
+    Never call it on a database this process has open: closing any descriptor of a file drops
+    every POSIX lock the process holds on it, and another process would then delete the WAL
+    under the open connections (SQLite's documented pitfall, "How To Corrupt", §2.2). Study
+    files are inspected through SQLite itself (``_inspect``).
+    """
     try:
         with open(path, "rb") as handle:
             return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
     except OSError:
         return False
-
-
-def _header_application_id(path: Path) -> int | None:
-    """The application id in the file's first page (offset 68), or None when it is not SQLite."""
-    with open(path, "rb") as handle:
-        header = handle.read(100)
-    if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
-        return None
-    return int.from_bytes(header[68:72], "big")
 
 
 def _fingerprint(conn: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
@@ -178,6 +175,8 @@ def _inspect(path: Path) -> tuple[int, int, dict[str, tuple[str, ...]]]:
             last = exc
         finally:
             conn.close()
+    if last is not None and "not a database" in str(last):
+        raise UserError(f"{path} is not a tui-rater database (it is not an SQLite file); nothing was changed")
     raise UserError(f"{path} is not a tui-rater database ({last})")
 
 
@@ -189,17 +188,14 @@ def recognise(path: Path) -> None:
     """
     if path.stat().st_size == 0:
         return  # a new file (ours, or `touch`ed): nothing in it to protect
-    header_id = _header_application_id(path)
-    if header_id is None:
-        raise UserError(f"{path} is not a tui-rater database (it is not an SQLite file); nothing was changed")
-    if header_id not in (0, APPLICATION_ID):  # another application said so in the header: no need to open it
-        raise UserError(
-            f"{path} is another application's SQLite file (application id {header_id:#x}), "
-            "not a tui-rater database; nothing was changed"
-        )
     app_id, version, tables = _inspect(path)
     if app_id == APPLICATION_ID:
         return  # ours; a newer schema is refused by ``migrate`` / ``open_readonly``
+    if app_id != 0:
+        raise UserError(
+            f"{path} is another application's SQLite file (application id {app_id:#x}), "
+            "not a tui-rater database; nothing was changed"
+        )
     if app_id == 0 and version == 0 and not tables:
         return  # an empty SQLite database: becomes a study
     if app_id == 0 and version in LEGACY_VERSIONS and tables == _expected_tables(version):
@@ -322,11 +318,13 @@ def write(db: sqlite_utils.Database):
     _begin_immediate(conn)
     try:
         yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    else:
         conn.execute("COMMIT")
+    except BaseException:
+        # SQLite may have rolled back already (a full disk, an I/O error): the first error is the one to tell
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
 
 
 def _begin_immediate(conn: sqlite3.Connection) -> None:

@@ -44,13 +44,18 @@ def check_output_target(out: str | Path, study: str | Path | None = None) -> Non
         for suffix in SIDE_FILES:
             if _same(out.parent, study.parent) and out.name == study.name + suffix:
                 raise UserError(refusal + f"it is the study's SQLite {suffix[1:]} file; choose another name")
-    if out.exists() and is_sqlite_file(out):
+    if out.exists() and _is_sqlite(out, study):
         raise UserError(refusal + "it is an SQLite database (perhaps a study); choose another name")
     for suffix in SIDE_FILES:
         if out.name.endswith(suffix):
             base = out.with_name(out.name.removesuffix(suffix))
-            if base.exists() and is_sqlite_file(base):
+            if base.exists() and _is_sqlite(base, study):
                 raise UserError(refusal + f"it is the SQLite {suffix[1:]} file of the database {base}")
+
+
+def _is_sqlite(path: Path, study: Path | None) -> bool:
+    # the open study is never read by hand (``db.is_sqlite_file``: that would drop its locks)
+    return (study is not None and path.exists() and _same(path, study)) or is_sqlite_file(path)
 
 
 def output_mode(like: str | Path | None) -> int:
