@@ -9,11 +9,13 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 
 import pytest
 
 from tests.conftest import run_cli_process
 from tests.reliability import hostile
+from tests.ui.tmux import TmuxApp, annotate_command, needs_tmux, ratings_in_force, wait_for
 
 COMMANDS = [
     ("info",),
@@ -107,3 +109,65 @@ def test_error_messages_quote_data_literally(study, tmp_path):
         assert_literal(result.stdout, result.stderr, str(args[0]))
         assert result.stderr.startswith("tui-rater: error: ") and result.stderr.count("\n") == 1, result.stderr
         assert "⟨ESC⟩" in result.stderr or "\\x1b" in result.stderr  # a placeholder, or a repr's escape
+
+
+# --- the app, in a real terminal --------------------------------------------------------------------
+
+CLIPBOARD_ON = "set -g set-clipboard on"  # tmux keeps what OSC 52 writes as a paste buffer
+
+
+def _terminal_state(app: TmuxApp) -> tuple[str, str]:
+    """(the pane's title, tmux's paste buffers): what OSC 0/2 and OSC 52 would have changed."""
+    return app._tmux("display", "-p", "-t", "app", "#{pane_title}").strip(), app._tmux("list-buffers")
+
+
+@needs_tmux
+def test_the_control_a_raw_printf_does_change_title_and_clipboard(tmp_path):
+    """Without this, an unchanged title would prove nothing: tmux does obey these escapes."""
+    command = ["sh", "-c", 'printf "%s\\n" "$1"; sleep 5', "sh", hostile.EVIL]
+    app = TmuxApp(command, tmp_path, conf=CLIPBOARD_ON)
+    try:
+        assert wait_for(lambda: "pwned-title" in _terminal_state(app)[0], 10)
+        assert hostile.CLIPBOARD in app._tmux("show-buffer")
+    finally:
+        app.close()
+
+
+@needs_tmux
+def test_the_app_shows_every_name_and_reply_literally(study, tmp_path):
+    db = tmp_path / "copy.db"
+    shutil.copy(study.db, db)  # the other tests read the original
+    command = annotate_command(db, "ann" + hostile.EVIL, hostile.TASK_NAME, "--reveal", "--no-blind")
+    app = TmuxApp(command, tmp_path, size=(120, 45), conf=CLIPBOARD_ON)
+    try:
+        title_before = _terminal_state(app)[0]
+        # the item, its system ("written by"), the instructions, the attribute and its question
+        app.wait_text("written by: sys⟨ESC⟩]52;c;", "▶ [·] q⟨ESC⟩]52;c;", "How good? ⟨ESC⟩]52;c;", "keys 1-5")
+        # (keys that toggle: an Escape followed at once by a letter would reach the app as Alt+letter)
+        app.keys("?")
+        app.wait_text("Keys", "esc close")
+        app.keys("?")
+        app.wait_screen(lambda screen: "esc close" not in screen)
+        app.keys("a")  # the agreement pane: judge names, failures (attribute names), gaps (item ids)
+        app.wait_text("judge queue:", "api:judge⟨ESC⟩]52;c;", "bad_request", "gap")
+        app.keys("a")
+        app.wait_text("keys 1-5")
+        app.keys("g")  # a notification quoting typed markup
+        app.wait_text("Go to item")
+        app.keys("[/]x")
+        app.key("Enter")
+        app.wait_text("No item '[/]x'")
+        app.keys("44")  # both questions: the reveal screen, with the raters' names and the judge's raw reply
+        app.wait_text("Other raters' ratings", "mallory [/]: 4", "eve⟨ESC⟩]52;c;", "Rating: 4.", "(sample 0): 4")
+        app.key("Enter")
+        app.wait_text("written by: plain", "A plain text.")  # the next item (the status line is too narrow)
+        app.keys("q")
+        assert app.wait_status() == 0
+        title, buffers = _terminal_state(app)
+        assert "pwned" not in title and title == title_before
+        assert buffers == ""  # OSC 52 never reached the terminal: no clipboard write
+        assert "Traceback" not in app.printed()
+    finally:
+        app.close()
+    saved = ratings_in_force(db, "ann" + hostile.EVIL)
+    assert saved == {(hostile.ITEM_ID, hostile.ATTRIBUTE): 4.0, (hostile.ITEM_ID, "plain"): 4.0}

@@ -83,6 +83,11 @@ def connect(
     why_not = _why_not_writable(path)
     if readonly and why_not:
         return open_readonly(path)
+    if readonly:
+        try:
+            return _open_writable(path, durable)
+        except UserError:  # e.g. a full disk: no room for -wal and -shm, yet the file can be read
+            return open_readonly(path)
     if why_not:
         raise UserError(f"{why_not}; this command changes the study, so it cannot run (info, report and export can)")
     if shared:
@@ -92,15 +97,16 @@ def connect(
 
 
 def _open_writable(path: Path, durable: bool) -> sqlite_utils.Database:
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
     try:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL" if durable else "PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"{path} is not a tui-rater database ({exc})") from None
+    except sqlite3.DatabaseError as exc:  # the file was recognised: this is the disk or the folder
+        conn.close()
+        raise UserError(f"cannot open {path} for writing ({exc}): is the disk full, or the folder read-only?") from None
     db = sqlite_utils.Database(conn)
     migrate(db, path)
     return db
@@ -228,19 +234,27 @@ def _uri(path: Path) -> str:
 
 
 def open_readonly(path: Path) -> sqlite_utils.Database:
-    """A study this process cannot write: ``mode=ro``. Where the folder is read-only and SQLite
-    cannot create -shm, and no -wal holds pages the main file lacks, ``immutable=1`` reads the
-    main file as it is (with a -wal present, immutable would read stale data: refused instead)."""
+    """A study this process cannot write (the file, or its folder for -wal and -shm).
+
+    Without a -wal file the main file holds everything: ``immutable=1`` reads it and creates
+    nothing (a read-only connection would leave -wal and -shm behind, owned by this user, which
+    could then stop the owner's writes). With a -wal, ``mode=ro`` reads it through the existing
+    -shm; if even that fails (a read-only folder without -shm), immutable would read stale data,
+    so a -wal holding changes is refused instead.
+    """
     wal = Path(f"{path}-wal")
-    try:
-        conn = _connect_ro(path, "ro")
-    except sqlite3.OperationalError as exc:
-        if wal.exists() and wal.stat().st_size > 0:
-            raise UserError(
-                f"cannot read {path}: its folder is read-only and {wal.name} holds changes not yet in the file "
-                f"({exc}); open it once where it can be written, or copy the three files elsewhere"
-            ) from None
+    if not wal.exists():
         conn = _connect_ro(path, "ro&immutable=1")
+    else:
+        try:
+            conn = _connect_ro(path, "ro")
+        except sqlite3.OperationalError as exc:
+            if wal.stat().st_size > 0:
+                raise UserError(
+                    f"cannot read {path}: its folder is read-only and {wal.name} holds changes not yet in the "
+                    f"file ({exc}); open it once where it can be written, or copy the files elsewhere"
+                ) from None
+            conn = _connect_ro(path, "ro&immutable=1")
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         conn.close()
