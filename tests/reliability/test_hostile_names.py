@@ -141,8 +141,9 @@ def test_the_app_shows_every_name_and_reply_literally(study, tmp_path):
     app = TmuxApp(command, tmp_path, size=(120, 45), conf=CLIPBOARD_ON)
     try:
         title_before = _terminal_state(app)[0]
-        # the item, its system ("written by"), the instructions, the attribute and its question
-        app.wait_text("written by: sys⟨ESC⟩]52;c;", "▶ [·] q⟨ESC⟩]52;c;", "How good? ⟨ESC⟩]52;c;", "keys 1-5")
+        app.wait_text(
+            "rate⟨ESC⟩]52;c;", "written by: sys⟨ESC⟩]52;c;", "▶ [·] q⟨ESC⟩]52;c;", "How good? ⟨ESC⟩]52;c;", "keys 1-5"
+        )  # the status line (task name), the item, its system, the attribute and its question
         # (keys that toggle: an Escape followed at once by a letter would reach the app as Alt+letter)
         app.keys("?")
         app.wait_text("Keys", "esc close")
