@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tui_rater.cli.common import open_study
+from tui_rater.cli.common import open_study, say
 from tui_rater.cli.data import import_items_file, print_info
 from tui_rater.domain.errors import UserError
 
@@ -74,10 +74,10 @@ def cmd_demo(args, settings) -> int:
     study = open_study(args, settings)
     for filename, task, mapping, ignore_extra in SAMPLE_IMPORTS:
         result = import_items_file(study, REPO_SAMPLE_DATA / filename, task, mapping, ignore_extra)
-        print(f"{filename} -> {task}: {result.added} new, {result.skipped} already present")
+        say(f"{filename} -> {task}: {result.added} new, {result.skipped} already present")
     for filename in ("hanna_human_ratings.csv", "hanna_llm_ratings.csv"):
         result = import_ratings(study, REPO_SAMPLE_DATA / filename)
-        print(f"{filename}: {result.added} new ratings, {result.skipped} already present")
+        say(f"{filename}: {result.added} new ratings, {result.skipped} already present")
     if args.no_app:
         print_info(study.info())
         return 0

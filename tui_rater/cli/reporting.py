@@ -7,8 +7,8 @@ import io
 import sys
 from pathlib import Path
 
-from tui_rater.cli.common import common_flags, make_console, open_study
-from tui_rater.domain.errors import UserError
+from tui_rater.cli.common import common_flags, data, make_console, open_study, say
+from tui_rater.domain.display import safe_text
 
 
 def add_parsers(sub, common: argparse.ArgumentParser) -> None:
@@ -66,36 +66,36 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
 def cmd_report(args, settings) -> int:
     from tui_rater.service.reports import build_reports
     from tui_rater.stats import render
+    from tui_rater.store.outputs import check_output_target, write_output
 
-    study = open_study(args, settings, create=False)
+    study = open_study(args, settings, create=False, readonly=True)
+    if args.out:
+        check_output_target(args.out, study.path)  # before the work: never over a study or any SQLite file
     tau = None if args.no_spa_filter else args.spa_tau
     reports = build_reports(study, [args.task] if args.task else None, tau)
     if args.format == "table" and not args.out:
         console = make_console()
         for name, records in reports.items():
-            console.print(render.to_rich(records, name) if records else f"{name}: no ratings yet")
+            console.print(render.to_rich(records, name) if records else data(f"{name}: no ratings yet"))
         return 0
     if args.format == "json":
-        text = render.to_json(reports, str(study.path))
+        text = render.to_json(reports, str(study.path))  # ensure_ascii: control characters as \u001b
     elif args.format == "csv":
         text = render.to_csv(reports)
     elif args.format == "markdown":
         text = "\n".join(render.to_markdown(records, name) for name, records in reports.items())
     else:
-        from rich.console import Console
-
-        console = Console(record=True, width=160, file=io.StringIO())
+        console = make_console(record=True, width=160, file=io.StringIO())
         for name, records in reports.items():
             console.print(render.to_rich(records, name))
         text = console.export_text()
     if args.out:
-        try:
-            args.out.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UserError(f"cannot write {args.out}: {exc.strerror}") from None
-        print(f"wrote the report to {args.out}")
+        # a file keeps the data as they are (like `export`); only what goes to the terminal is made safe
+        write_output(args.out, text.encode("utf-8"), like=study.path)
+        say(f"wrote the report to {args.out}")
     else:
-        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+        # stdout is a terminal, or a pipe that usually ends in one (`| less -R`): literal, no escapes
+        sys.stdout.write(safe_text(text) + ("" if text.endswith("\n") else "\n"))
     return 0
 
 
@@ -116,11 +116,11 @@ def cmd_spa_setup(args, settings) -> int:
         likert=not args.no_likert,
     )
     writers = ", ".join(f"writer {letter} = {system}" for letter, system in sorted(result["writers"].items()))
-    print(
+    say(
         f"task {result['task']}: {result['packets']} packets of {args.m} prompts ({result['eligible_prompts']} "
         f"prompts answered by every system), {result['questions']} questions each; {writers} (hidden from raters)"
     )
-    print(
+    say(
         f"next: tui-rater annotate --task {result['task']} --annotator NAME   |   "
         f"tui-rater judge --task {result['task']} --model SPEC"
     )

@@ -415,15 +415,22 @@ def _extremes(records: list[Record], by: Index, who: _Who) -> Table | None:
 
 def to_rich(records: list[Record], task: str) -> Any:
     from rich.console import Group
-    from rich.table import Table as RichTable
+    from rich.table import Table
+    from rich.text import Text
+
+    from tui_rater.domain.display import safe_text
+
+    def literal(value: str) -> Text:
+        # names of tasks, systems, raters and attributes come from data: never markup, never escapes
+        return Text(safe_text(value, inline=True))
 
     parts = []
     for title, header, rows in tables(records):
-        table = RichTable(title=f"{task}: {title}", title_justify="left", show_lines=False)
+        table = Table(title=literal(f"{task}: {title}"), title_justify="left", show_lines=False)
         for column in header:
-            table.add_column(column, overflow="fold")
+            table.add_column(literal(column), overflow="fold")
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(literal(cell) for cell in row))
         parts.append(table)
     return Group(*parts)
 

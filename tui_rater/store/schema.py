@@ -1,8 +1,10 @@
 """The SQLite schema and its forward migrations.
 
-``PRAGMA user_version`` holds the schema version. Each migration is applied once, in its own
-transaction, in order; a file from a newer tui-rater is refused rather than guessed at. A
-migration is an SQL script, or a function of the connection where data must be rewritten.
+``PRAGMA user_version`` holds the schema version and ``PRAGMA application_id`` says the file
+is a tui-rater study (since schema 3; ``db.recognise`` knows the files before it). Each
+migration is applied once, in its own transaction, in order; a file from a newer tui-rater is
+refused rather than guessed at. A migration is an SQL script, or a function of the connection
+where data must be rewritten.
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ import sqlite3
 from collections.abc import Callable
 
 Migration = str | Callable[[sqlite3.Connection], None]
+
+# PRAGMA application_id of every study file: "tuiR" (SQLite's header offset 68; see
+# https://www.sqlite.org/fileformat.html#application_id). Fixed forever: changing it would
+# make every existing study look like another application's file.
+APPLICATION_ID = int.from_bytes(b"tuiR", "big")
 
 
 def statements(script: str) -> list[str]:
@@ -102,6 +109,11 @@ def _presentation(conn: sqlite3.Connection) -> None:
             WHERE json_extract(details, '$.order') = 'swapped'"""
     )
     conn.execute("UPDATE ratings SET presentation = 'original' WHERE json_extract(details, '$.order') = 'original'")
+
+
+def _mark_as_study(conn: sqlite3.Connection) -> None:
+    """3: ``PRAGMA application_id`` (in the same transaction as ``user_version``)."""
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
 _SPA_PROBABILITY = re.compile(r"^p_([A-Z])_over_([A-Z])$")
@@ -213,6 +225,12 @@ MIGRATIONS: list[Migration] = [
     );
     """,
     _presentation,
+    # 3: the file says it is a study, so another application's SQLite file is never taken for one
+    _mark_as_study,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+# files written before the application id: recognised by their exact tables (``db.recognise``)
+LEGACY_VERSIONS = (1, 2)
+# the oldest schema whose tables this version can read without migrating (a read-only file)
+READABLE_FROM = 2

@@ -59,11 +59,14 @@ def _item(row: dict) -> Item:
 class Study:
     """One study file. Thread-safe for one thread at a time; open one per worker thread."""
 
-    def __init__(self, db: sqlite_utils.Database, path: str | Path, task_files: list[str] | None = None):
+    def __init__(
+        self, db: sqlite_utils.Database, path: str | Path, task_files: list[str] | None = None, readonly: bool = False
+    ):
         self.db = db
         self.path = Path(path)
         self._task_files = task_files or []
         self._registry: TaskRegistry | None = None
+        self.readonly = readonly  # opened by a command that only reads (see ``db.connect``)
 
     @classmethod
     def open(
@@ -74,12 +77,14 @@ class Study:
         shared: bool = False,
         task_files: list[str] | None = None,
         durable: bool = True,
+        readonly: bool = False,
     ) -> Study:
-        return cls(connect(path, create=create, shared=shared, durable=durable), path, task_files)
+        db = connect(path, create=create, shared=shared, durable=durable, readonly=readonly)
+        return cls(db, path, task_files, readonly)
 
     def reopen(self) -> Study:
         """A new connection to the same file (for another thread)."""
-        return Study.open(self.path, create=False, task_files=self._task_files)
+        return Study.open(self.path, create=False, task_files=self._task_files, readonly=self.readonly)
 
     def close(self) -> None:
         self.db.conn.close()

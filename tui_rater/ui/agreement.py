@@ -43,7 +43,7 @@ def _judge_rows(text: Text, pane: AttributePane) -> None:
             style="bold",
         )
     for row in pane.rows:
-        name = safe_text(row.judge)[:30]
+        name = safe_text(row.judge, inline=True)[:30]
         ready = "yes" if row.ready else "NO ⚠"
         if pane.nominal:
             line = f"{name:<30} {_f(row.kappa):>6} {_f(row.alpha):>6} {_f(row.exact, 0, '%'):>6} {row.n:>4} "
@@ -55,15 +55,18 @@ def _judge_rows(text: Text, pane: AttributePane) -> None:
         text.append(line + f"{_mass(row):>5} ")
         text.append(f"{ready:>5}\n", style="" if row.ready else "bold")
         if not row.ready and row.readings is not None:
-            text.append(f"  ⚠ not agreement-ready: {safe_text(row.readings.reason)}\n", style="italic")
+            text.append(f"  ⚠ not agreement-ready: {safe_text(row.readings.reason, inline=True)}\n", style="italic")
 
 
 def _confusion(text: Text, pane: AttributePane) -> None:
     if pane.confusion is None:
         return
-    text.append(f"\nconfusion: humans (rows) × {safe_text(pane.confusion_judge or '')[:30]} (columns)\n", style="bold")
+    text.append(
+        f"\nconfusion: humans (rows) × {safe_text(pane.confusion_judge or '', inline=True)[:30]} (columns)\n",
+        style="bold",
+    )
     top = max(1, int(pane.confusion.max()))
-    names = [safe_text(name)[:3] for name in pane.label_names]
+    names = [safe_text(name, inline=True)[:3] for name in pane.label_names]
     text.append("     " + "".join(f"{name:>4}" for name in names) + "\n")
     for name, row in zip(names, pane.confusion):
         text.append(f"{name:>4} ")
@@ -76,7 +79,7 @@ def _confusion(text: Text, pane: AttributePane) -> None:
 def _distributions(text: Text, pane: AttributePane) -> None:
     if not pane.distributions:
         return
-    names = [safe_text(name)[:3] for name in pane.label_names]
+    names = [safe_text(name, inline=True)[:3] for name in pane.label_names]
     if pane.nominal:  # shares of each evaluator's item verdicts; never a mean of the codes
         text.append("\nverdict shares (each item's verdict: its annotators' vote)\n", style="bold")
         for evaluator, counts in pane.distributions.items():
@@ -84,13 +87,13 @@ def _distributions(text: Text, pane: AttributePane) -> None:
             shares = "  ".join(
                 f"{name} {100 * c / total:3.0f}%" if total else f"{name}   –" for name, c in zip(names, counts)
             )
-            text.append(f"{safe_text(evaluator)[:16]:<16} {shares}  (n {total})\n")
+            text.append(f"{safe_text(evaluator, inline=True)[:16]:<16} {shares}  (n {total})\n")
         return
     text.append("\nrating distributions\n", style="bold")
     for evaluator, counts in pane.distributions.items():
         total = max(1, sum(counts))
         bars = " ".join(f"{name}:{'█' * round(8 * c / total):<8}" for name, c in zip(names, counts))
-        text.append(f"{safe_text(evaluator)[:16]:<16} {bars}\n")
+        text.append(f"{safe_text(evaluator, inline=True)[:16]:<16} {bars}\n")
 
 
 def _gaps(text: Text, pane: AttributePane, selected_gap: int) -> None:
@@ -101,11 +104,12 @@ def _gaps(text: Text, pane: AttributePane, selected_gap: int) -> None:
     for i, gap in enumerate(pane.gaps):
         marker = "▶ " if i == selected_gap else "  "
         if pane.nominal:
-            detail = f"human {safe_text(gap.human_label)}  llm {safe_text(gap.llm_label)}"
+            detail = f"human {safe_text(gap.human_label, inline=True)}  llm {safe_text(gap.llm_label, inline=True)}"
         else:
             detail = f"human {gap.human:.2f}  llm {gap.llm:.2f}  gap {gap.size:.2f}"
         text.append(
-            f"{marker}{safe_text(gap.item_id)[:24]:<24} {detail}\n", style="reverse" if i == selected_gap else ""
+            f"{marker}{safe_text(gap.item_id, inline=True)[:24]:<24} {detail}\n",
+            style="reverse" if i == selected_gap else "",
         )
 
 
@@ -113,19 +117,20 @@ def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
     text = Text()
     q = data.queue
     text.append(
-        f"{data.task} · {data.n_ratings} ratings · judge queue: {q['done']} done, "
+        f"{safe_text(data.task, inline=True)} · {data.n_ratings} ratings · judge queue: {q['done']} done, "
         f"{q['queued'] + q['leased']} waiting, {q['failed']} failed\n",
         style="bold",
     )
     for failure in data.failures:
         text.append(
-            f"  failed: {safe_text(failure['item'])} {safe_text(failure['attribute'])}: {failure['error_kind']}\n",
+            f"  failed: {safe_text(failure['item'], inline=True)} {safe_text(failure['attribute'], inline=True)}: "
+            f"{safe_text(failure['error_kind'], inline=True)}\n",
             style="italic",
         )
     if not data.attributes:
         return text
     pane = data.attributes[focus]
-    text.append(f"\n◀ {pane.attribute} ▶ ", style="bold reverse")
+    text.append(f"\n◀ {safe_text(pane.attribute, inline=True)} ▶ ", style="bold reverse")
     text.append(f" ({focus + 1}/{len(data.attributes)}, ↑↓ to change)\n\n")
     if not pane.humans or not any(row.n for row in pane.rows):
         text.append("No human and LLM ratings of the same items yet.\n", style="dim")

@@ -293,7 +293,8 @@ class RaterApp(QuitWhenSaved):
             elif note in unsaved_notes:
                 marks.append(word + self.view.mark())
         text = Text()
-        text.append(f"{session.task.name} · {session.annotator} · item {self.index + 1}/{total} ", style="bold")
+        task_name, annotator = safe_text(session.task.name, inline=True), safe_text(session.annotator, inline=True)
+        text.append(f"{task_name} · {annotator} · item {self.index + 1}/{total} ", style="bold")
         text.append("█" * filled + "░" * (width - filled))
         text.append(f" {done}/{total} rated")
         if saving:
@@ -301,7 +302,7 @@ class RaterApp(QuitWhenSaved):
         if marks:
             text.append(" · " + ", ".join(marks), style="bold")
         if self.judge_summary:
-            text.append(" · " + safe_text(self.judge_summary))
+            text.append(" · " + safe_text(self.judge_summary, inline=True))  # judge names, server errors
         self.query_one("#status", Static).update(text)
 
     def refresh_saving(self) -> None:
@@ -468,7 +469,7 @@ class RaterApp(QuitWhenSaved):
     def on_reveal_ready(self, message: RevealReady) -> None:
         index = message.index
         if message.error:
-            self.notify(f"Could not read the other ratings: {safe_text(message.error)}", severity="error", markup=False)
+            self.notify(f"Could not read the other ratings: {message.error}", severity="error")
 
         def after(_=None) -> None:
             self.show_item(index + 1 if index + 1 < len(self.session.items) else index)
@@ -557,6 +558,31 @@ class RaterApp(QuitWhenSaved):
     def action_help(self) -> None:
         rows = [(self._keys_for(binding_id), description) for binding_id, description in HELP]
         self.push_screen(HelpScreen(rows))
+
+    # --- what reaches the terminal ------------------------------------------------------------
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity="information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notification (the app's and its screens') is literal: messages quote item ids,
+        typed text and error messages, so no markup is read and no escape reaches the terminal."""
+        super().notify(
+            safe_text(message, inline=True),
+            title=safe_text(title, inline=True),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
+
+    def get_key_display(self, binding: Binding) -> str:
+        # keys may come from the config file's [keys] table (data): shown literally in the footer
+        return safe_text(super().get_key_display(binding), inline=True)
 
     def _keys_for(self, binding_id: str) -> str:
         if self.options.keymap and binding_id in self.options.keymap:
