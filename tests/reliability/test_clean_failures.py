@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from tests.conftest import SAMPLE, digest, run_cli_process
 from tests.reliability.test_files import one_sentence
+from tests.support import SAMPLE, digest, run_cli_process
 from tui_rater.judge.tiny_gguf import write_tiny_gguf
 
 

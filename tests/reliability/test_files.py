@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAMPLE, digest, run_cli_process
 from tests.store.test_migrations import _v1_file
+from tests.support import SAMPLE, digest, run_cli_process
 from tui_rater.store.schema import APPLICATION_ID, SCHEMA_VERSION
 
 ROOT_USER = os.geteuid() == 0

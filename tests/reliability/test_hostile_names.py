@@ -13,8 +13,8 @@ import shutil
 
 import pytest
 
-from tests.conftest import run_cli_process
 from tests.reliability import hostile
+from tests.support import run_cli_process
 from tests.ui.tmux import TmuxApp, annotate_command, needs_tmux, ratings_in_force, wait_for
 
 COMMANDS = [
