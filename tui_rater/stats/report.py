@@ -17,9 +17,21 @@ from tui_rater.stats.records import ALL, HUMANS, SCHEMA, Record, as_dicts
 from tui_rater.stats.sections import ALWAYS, ORDER, SECTIONS
 from tui_rater.stats.sections.data import ReportData, load, reference_system
 from tui_rater.stats.sections.readings import mark_not_ready
+from tui_rater.stats.sections.settings import VerdictSettings
 from tui_rater.store.study import Study
 
-__all__ = ["ALL", "HUMANS", "SCHEMA", "Record", "Report", "as_dicts", "build_report", "load", "reference_system"]
+__all__ = [
+    "ALL",
+    "HUMANS",
+    "SCHEMA",
+    "Record",
+    "Report",
+    "VerdictSettings",
+    "as_dicts",
+    "build_report",
+    "load",
+    "reference_system",
+]
 
 
 class Report(ReportData):
@@ -32,8 +44,9 @@ class Report(ReportData):
         frame: pl.DataFrame | None = None,
         spa_tau: float | None = 1.1,
         readings: pl.DataFrame | None = None,
+        verdict: VerdictSettings | None = None,
     ) -> None:
-        super().__init__(study, task, frame, spa_tau, readings)
+        super().__init__(study, task, frame, spa_tau, readings, verdict)
 
     def sections(self) -> list[tuple[str, list[Attribute]]]:
         """(section name, the questions whose protocol names it), in report order."""
@@ -60,5 +73,7 @@ class Report(ReportData):
         return self.records
 
 
-def build_report(study: Study, task_name: str, spa_tau: float | None = 1.1) -> list[Record]:
-    return Report(study, study.task(task_name), spa_tau=spa_tau).build()
+def build_report(
+    study: Study, task_name: str, spa_tau: float | None = 1.1, verdict: VerdictSettings | None = None
+) -> list[Record]:
+    return Report(study, study.task(task_name), spa_tau=spa_tau, verdict=verdict).build()

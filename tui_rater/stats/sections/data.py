@@ -21,6 +21,7 @@ from tui_rater.domain.protocols import EvaluationProtocol
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.stats import agreement as ag
 from tui_rater.stats.records import ALL, HUMANS, Record
+from tui_rater.stats.sections.settings import VerdictSettings
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
 
 _FRAME_SCHEMA = {
@@ -96,8 +97,10 @@ class ReportData:
         frame: pl.DataFrame | None = None,
         spa_tau: float | None = 1.1,
         readings: pl.DataFrame | None = None,
+        verdict: VerdictSettings | None = None,
     ) -> None:
         self.study, self.task, self.spa_tau = study, task, spa_tau
+        self.verdict = verdict or VerdictSettings()  # the alt-test's ε, how the human-rated items were drawn
         if frame is None or readings is None:
             loaded_frame, loaded_readings = load_all(study, task.name)
             frame = loaded_frame if frame is None else frame
