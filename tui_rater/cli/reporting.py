@@ -91,18 +91,18 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
 
 
 def _verdict_settings(args):
-    from tui_rater.stats.sections.settings import VerdictSettings
-
     if args.epsilon is not None and not (math.isfinite(args.epsilon) and 0 <= args.epsilon < 1):
         raise UserError(f"--epsilon must be at least 0 and below 1, not {args.epsilon:g}")
+    from tui_rater.stats.sections.settings import VerdictSettings
+
     return VerdictSettings(epsilon=args.epsilon, raters=args.raters)
 
 
 def cmd_report(args, settings) -> int:
+    verdict = _verdict_settings(args)  # a bad flag is one sentence before the study is opened
     from tui_rater.service.reports import build_reports, built_reports
     from tui_rater.stats import render
 
-    verdict = _verdict_settings(args)  # a bad flag is one sentence before the study is opened
     study = open_study(args, settings, create=False)
     tau = None if args.no_spa_filter else args.spa_tau
     tasks = [args.task] if args.task else None

@@ -25,7 +25,7 @@ from tui_rater.stats.report import Report
 from tui_rater.stats.sections.nominal import choice_labels, cohen_kappa
 from tui_rater.stats.sections.readings import JudgeReadings, readiness
 from tui_rater.stats.sections.settings import FDR
-from tui_rater.stats.sections.verdict import human_ratings, judge_ratings, level_of, too_few_humans
+from tui_rater.stats.sections.verdict import judge_ratings, level_of, rated, verdict_humans
 from tui_rater.store.study import Study
 
 _NONE = ag.Stat(None, 0, "no ratings of the same items")
@@ -213,15 +213,15 @@ def _gaps(
 
 def _verdicts(report: Report, attribute: Attribute, rows: list[JudgeRow]) -> None:
     """Each judge's alt-test (skipped at once with fewer than 3 human raters: the solo rater's usual case)."""
-    humans = human_ratings(report, attribute) if report.humans else {}
-    reason, eps = too_few_humans(humans), report.verdict.eps
+    humans, reason = verdict_humans(report, attribute)
+    eps = report.verdict.eps
     for row in rows:
-        judge = judge_ratings(report, row.judge, attribute) if row.judge in report.judges else {}
-        if not judge:
+        if row.judge not in report.judges or not rated(report, row.judge, attribute):
             continue
         if reason:
             row.verdict = Verdict(eps, note=reason)
             continue
+        judge = judge_ratings(report, row.judge, attribute)
         level = level_of(report, attribute)
         result = at.alt_test(humans, judge, judge_name=row.judge, level=level, epsilon=eps, alpha=FDR)
         row.verdict = Verdict(

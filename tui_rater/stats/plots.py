@@ -122,7 +122,7 @@ def calibration(question: QuestionFigures) -> str | None:
     return _panels(
         question.calibrations,
         lambda axes, p: _calibration_panel(axes, p, question),
-        "calibration: the judge's expected score against the humans' mean",
+        "calibration: expected score vs humans",
     )
 
 

@@ -4,7 +4,10 @@ The report asks each question's protocol which sections apply (``report_sections
 (``sections/``): scores get Chiang & Lee's Tables 1, 2, 3, 6 and 12 and Chen et al.'s
 meta-evaluation; nominal answers (a choice, a pairwise A / B / tie) get verdict shares, κ and
 α nominal, position bias, Bradley-Terry and the pairwise meta-evaluation; SPA questions get SPA.
-Every judge's readings (typed failures, scale mass, agreement-ready) come with every task.
+Whether a judge may replace the humans (``verdict``: the alternative annotator test), bias-corrected
+system means (``ppi``) and how both converge (``convergence``) come with every protocol they fit
+(docs/VERDICT.md); ``VerdictSettings`` carries the user's ε. Every judge's readings (typed failures,
+scale mass, agreement-ready) come with every task.
 """
 
 from __future__ import annotations

@@ -54,7 +54,10 @@ def sampling_note(data: ReportData, attribute: Attribute) -> str:
 def prompts(data: ReportData) -> dict[int, str]:
     """item key -> its prompt field (what the systems wrote for; Chen et al.'s input)."""
     if "prompt_of" not in data.extra:
-        data.extra["prompt_of"] = {item.key: item.fields.get("prompt", "") for item in data.study.items(data.task.name)}
+        rows = data.study.db.conn.execute(
+            "SELECT key, json_extract(fields, '$.prompt') FROM items WHERE task = ?", [data.task.name]
+        )
+        data.extra["prompt_of"] = {int(key): prompt if isinstance(prompt, str) else "" for key, prompt in rows}
     found: dict[int, str] = data.extra["prompt_of"]
     return found
 

@@ -19,6 +19,7 @@ from collections.abc import Hashable, Sequence
 from functools import partial
 
 import numpy as np
+import polars as pl
 
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import alt_test as at
@@ -28,8 +29,7 @@ from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.sections.bias_corrected import CONFIDENCE, inclusion, scored
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.stats.sections.settings import FDR
-from tui_rater.stats.sections.verdict import human_ratings, judge_ratings, level_of, too_few_humans
-from tui_rater.store.study import RATINGS_IN_FORCE
+from tui_rater.stats.sections.verdict import judge_ratings, level_of, rated, verdict_humans
 
 VERDICT_POINTS = 12
 
@@ -37,14 +37,14 @@ VERDICT_POINTS = 12
 def rating_order(data: ReportData) -> dict[str, list[int]]:
     """question -> its human-rated item keys, in the order their human ratings were completed."""
     if "rating_order" not in data.extra:
-        rows = data.study.db.conn.execute(
-            f"""SELECT r.attribute, r.item_key, max(r.id) AS last FROM {RATINGS_IN_FORCE}
-                WHERE i.task = ? AND ra.kind = 'human' AND r.value IS NOT NULL
-                GROUP BY r.attribute, r.item_key ORDER BY last""",
-            [data.task.name],
-        ).fetchall()
+        last = (
+            data.frame.filter(pl.col("kind") == "human")
+            .group_by("attribute", "item_key")
+            .agg(pl.col("rating_id").max())
+            .sort("rating_id")
+        )
         order: dict[str, list[int]] = {}
-        for attribute, item_key, _ in rows:
+        for attribute, item_key, _ in last.iter_rows():
             order.setdefault(attribute, []).append(int(item_key))
         data.extra["rating_order"] = order
     found: dict[str, list[int]] = data.extra["rating_order"]
@@ -65,17 +65,17 @@ def convergence(data: ReportData, attributes: Sequence[Attribute]) -> None:
 
 
 def _verdict_curve(data: ReportData, attribute: Attribute) -> None:
-    humans = human_ratings(data, attribute)
-    order = rating_order(data).get(attribute.name, [])
-    reason = too_few_humans(humans)
+    humans, reason = verdict_humans(data, attribute)
     for judge in data.judges:
+        add = partial(data.add, "verdict_convergence", attribute.name, ALL, judge)
+        if reason:
+            if rated(data, judge, attribute):
+                add("winning_rate", value=None, note=reason)
+            continue
         ratings = judge_ratings(data, judge, attribute)
         if not ratings:
             continue
-        add = partial(data.add, "verdict_convergence", attribute.name, ALL, judge)
-        if reason:
-            add("winning_rate", value=None, note=reason)
-            continue
+        order = rating_order(data).get(attribute.name, [])
         points = cv.alt_test_convergence(
             humans,
             ratings,

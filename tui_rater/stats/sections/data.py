@@ -33,6 +33,7 @@ _FRAME_SCHEMA = {
     "presentation": pl.Utf8,
     "sample": pl.Int64,
     "value": pl.Float64,
+    "rating_id": pl.Int64,  # the order ratings arrived in (convergence)
 }
 _READINGS_SCHEMA = {
     "rater": pl.Utf8,
@@ -49,15 +50,15 @@ def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     its scale mass) -- in one pass over the ratings."""
     rows = study.db.conn.execute(
         f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.name, ra.kind, r.presentation, r.sample,
-                   r.value, r.parse_status,
+                   r.value, r.id, r.parse_status,
                    CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"mass"%' AND json_valid(r.details)
                         THEN json_extract(r.details, '$.mass') END
             FROM {RATINGS_IN_FORCE} WHERE i.task = ?""",
         [task],
     ).fetchall()
-    frame = pl.DataFrame([row[:8] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row")
+    frame = pl.DataFrame([row[:9] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row")
     readings = pl.DataFrame(
-        [(row[3], row[2], row[8], row[7] is not None, _number(row[9])) for row in rows if row[4] == "llm"],
+        [(row[3], row[2], row[9], row[7] is not None, _number(row[10])) for row in rows if row[4] == "llm"],
         schema=_READINGS_SCHEMA,
         orient="row",
     )

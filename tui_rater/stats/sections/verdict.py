@@ -27,7 +27,7 @@ import numpy as np
 
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import alt_test as at
-from tui_rater.stats.records import ALL
+from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.stats.sections.settings import FDR
 
@@ -54,14 +54,28 @@ def judge_ratings(data: ReportData, judge: str, attribute: Attribute) -> Ratings
     return found
 
 
-def too_few_humans(humans: Humans) -> str:
+def too_few_humans(count: int) -> str:
     """Why no alt-test can run (fewer than 3 human raters at all), or '' when it may."""
-    if len(humans) >= at.MIN_HUMANS:
+    if count >= at.MIN_HUMANS:
         return ""
     return (
-        f"{len(humans)} human rater{'s' if len(humans) != 1 else ''} rated this question; the alt-test needs at "
+        f"{count} human rater{'s' if count != 1 else ''} rated this question; the alt-test needs at "
         f"least {at.MIN_HUMANS} on the same items"
     )
+
+
+def verdict_humans(data: ReportData, attribute: Attribute) -> tuple[Humans, str]:
+    """(each human's ratings of the question, why no alt-test can run or ''); with fewer than 3 humans in the
+    whole task (a solo rater's study) the ratings are not even gathered."""
+    if len(data.humans) < at.MIN_HUMANS:
+        return {}, too_few_humans(data.matrix(HUMANS, attribute.name, ALL).shape[0])
+    humans = human_ratings(data, attribute)
+    return humans, too_few_humans(len(humans))
+
+
+def rated(data: ReportData, judge: str, attribute: Attribute) -> bool:
+    """Has the judge a value of this question for any item?"""
+    return bool(np.any(~np.isnan(data.item_values(judge, attribute, ALL))))
 
 
 def level_of(data: ReportData, attribute: Attribute) -> str:
@@ -73,14 +87,14 @@ def verdict(data: ReportData, attributes: Sequence[Attribute]) -> None:
     across: dict[str, dict[str, tuple[Humans, Ratings]]] = {}
     levels = {a.name: level_of(data, a) for a in attributes}
     for attribute in attributes:
-        humans = human_ratings(data, attribute)
+        humans, reason = verdict_humans(data, attribute)
+        if reason:
+            for judge in data.judges:
+                if rated(data, judge, attribute):
+                    _no_verdict(data, attribute.name, judge, eps, source, reason)
+            continue
         judges = {j: r for j in data.judges if (r := judge_ratings(data, j, attribute))}
         if not judges:
-            continue
-        reason = too_few_humans(humans)
-        if reason:
-            for judge in judges:
-                _no_verdict(data, attribute.name, judge, eps, source, reason)
             continue
         ranked = at.rank_judges(humans, judges, level=levels[attribute.name], epsilon=eps, alpha=FDR)
         rhos = [r.advantage_probability for r in ranked if r.advantage_probability is not None]
