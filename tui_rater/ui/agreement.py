@@ -58,6 +58,36 @@ def _judge_rows(text: Text, pane: AttributePane) -> None:
             text.append(f"  ⚠ not agreement-ready: {safe_text(row.readings.reason, inline=True)}\n", style="italic")
 
 
+def _verdicts(text: Text, pane: AttributePane) -> None:
+    """One line per judge: may it replace the humans? The alt-test's ω and ρ, or why there is no verdict."""
+    rows = [row for row in pane.rows if row.verdict is not None]
+    if not rows:
+        return
+    verdicts = [row.verdict for row in rows if row.verdict is not None]
+    text.append(f"\nmay the judge replace the humans? (alt-test, ε {verdicts[0].epsilon:g})\n", style="bold")
+    reasons = {v.note for v in verdicts if v.passed is None}
+    if len(reasons) == 1 and all(v.passed is None for v in verdicts):  # the same reason for every judge: once
+        text.append(f"no verdict: {safe_text(reasons.pop())}\n", style="dim")
+        return
+    for row in rows:
+        verdict = row.verdict
+        if verdict is None:
+            continue
+        name = safe_text(row.judge)[:30]
+        if verdict.passed is None or verdict.winning_rate is None or verdict.advantage_probability is None:
+            line = f"{name:<30} no verdict: {safe_text(verdict.note)}"
+        else:
+            said = "yes, may replace them" if verdict.passed else "no"
+            line = (
+                f"{name:<30} ω {verdict.winning_rate:.2f}  ρ {verdict.advantage_probability:.2f}  {said} "
+                f"({verdict.humans} humans)"
+            )
+        text.append(line)
+        if not row.ready:
+            text.append("  ⚠ not agreement-ready", style="bold")
+        text.append("\n")
+
+
 def _confusion(text: Text, pane: AttributePane) -> None:
     if pane.confusion is None:
         return
@@ -136,6 +166,7 @@ def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
         text.append("No human and LLM ratings of the same items yet.\n", style="dim")
     if pane.rows:
         _judge_rows(text, pane)
+        _verdicts(text, pane)
     _confusion(text, pane)
     _distributions(text, pane)
     _gaps(text, pane, selected_gap)
