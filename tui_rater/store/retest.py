@@ -9,6 +9,7 @@ second rating is stored with ``retest_of`` = the id of the first, and is never "
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections import deque
 from dataclasses import dataclass
@@ -52,31 +53,69 @@ def retest_order(
     ahead = deque(order[start:])
     new_ahead = sum(1 for key in ahead if key not in done)
     # already rated: due somewhere among the showings to come; to be rated: due after their first showing
-    due = {key: rng.randrange(max(1, new_ahead)) for key in sorted(chosen & done)}
+    due = [(rng.randrange(max(1, new_ahead)), key) for key in sorted(chosen & done)]
+    heapq.heapify(due)
     jitter = {key: rng.randint(0, spacing) for key in sorted(chosen - done)}
-    seen: deque[int] = deque(recent[-spacing:] if spacing else [], maxlen=spacing or None)
+    window = _Window(recent, spacing)
     t, after_retest = 0, False
     while ahead or due:
-        spaced = sorted((when, key) for key, when in due.items() if key not in seen)
-        ready = [(when, key) for when, key in spaced if when <= t]
-        if ready and (not after_retest or not ahead):
-            key, retest = ready[0][1], True
+        ready = _earliest(due, window, t) if not (after_retest and ahead) else None
+        if ready is not None:
+            key, retest = ready, True
         elif ahead:
             key, retest = ahead.popleft(), False
             if key in jitter:
-                due[key] = t + spacing + 1 + jitter[key]
-        elif spaced:  # nothing new left: the rest come now, still spaced
-            key, retest = spaced[0][1], True
-        else:
-            break  # what is left was shown too recently to come back: left out
-        if retest:
-            del due[key]
+                heapq.heappush(due, (t + spacing + 1 + jitter[key], key))
+        else:  # nothing new left: the rest come now, still spaced
+            spaced = _earliest(due, window, None)
+            if spaced is None:
+                break  # what is left was shown too recently to come back: left out
+            key, retest = spaced, True
         showings.append((key, retest))
         after_retest = retest
-        if spacing:
-            seen.append(key)
+        window.add(key)
         t += 1
     return showings
+
+
+class _Window:
+    """The last ``size`` items seen, with O(1) membership."""
+
+    def __init__(self, recent: list[int], size: int):
+        self.size, self.items = size, deque(recent[-size:] if size else [])
+        self.count: dict[int, int] = {}
+        for key in self.items:
+            self.count[key] = self.count.get(key, 0) + 1
+
+    def add(self, key: int) -> None:
+        if not self.size:
+            return
+        self.items.append(key)
+        self.count[key] = self.count.get(key, 0) + 1
+        if len(self.items) > self.size:
+            old = self.items.popleft()
+            self.count[old] -= 1
+
+    def __contains__(self, key: int) -> bool:
+        return self.count.get(key, 0) > 0
+
+
+def _earliest(due: list[tuple[int, int]], window: _Window, now: int | None) -> int | None:
+    """Take from the heap the item due first (by ``now``, if given) that is not among the last ones seen."""
+    held, found = [], None
+    while due:
+        when, key = heapq.heappop(due)
+        if key in window:
+            held.append((when, key))
+            continue  # at most ``spacing`` of these
+        if now is None or when <= now:
+            found = key
+        else:
+            held.append((when, key))
+        break
+    for entry in held:
+        heapq.heappush(due, entry)
+    return found
 
 
 # --- what the file says -------------------------------------------------------------------------
