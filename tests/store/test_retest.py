@@ -156,3 +156,31 @@ def test_a_schema_2_file_gains_the_retest_column_and_plans(tmp_path):
     assert study.db.conn.execute("SELECT value, retest_of FROM ratings").fetchall() == [(40.0, None)]
     assert study.current_ratings()[0]["value"] == 40.0
     assert study.db.conn.execute("SELECT count(*) FROM plans").fetchone() == (0,)
+
+
+def test_sessions_read_their_retests_apart_and_others_never_see_them(tmp_path):
+    from tui_rater.store.session import AnnotationSession, RetestShowing
+
+    study, items, alice, first = _study_with_retests(tmp_path / "r.db")
+    study.add_rating(items[0].key, "overall", alice.id, 77.0, parse_status="human", retest_of=first[items[0].key])
+    session = AnnotationSession.open(study, "story-explicit", "alice")
+    assert session.mine[(items[0].key, "overall")][1] == 0.0  # the first rating, not the retest
+    assert session.retested == {(items[0].key, "overall"): (session.retested[(items[0].key, "overall")][0], 77.0)}
+    assert session.saved_values()[(RetestShowing(items[0].key), "overall")] == 77.0
+    bob = AnnotationSession.open(study, "story-explicit", "bob")
+    seen = [(o.rater, o.value) for o in bob.others(0)["overall"] if o.kind == "human"]
+    assert seen == [("alice", 0.0)]  # the reveal shows alice's rating, not her retest
+
+
+def test_items_imported_after_the_plan_come_after_it(tmp_path):
+    from tui_rater.store.session import AnnotationSession
+
+    study = Study.open(tmp_path / "p.db")
+    task = study.task("story-explicit")
+    study.add_items(task, STORIES[:4])
+    planned = AnnotationSession.open(study, "story-explicit", "ann", retest=1.0, spacing=1)
+    study.add_items(task, STORIES[4:])
+    again = AnnotationSession.open(study, "story-explicit", "ann", retest=1.0, spacing=1)
+    n = len(planned.items)
+    assert [i.id for i in again.items[:n]] == [i.id for i in planned.items] and again.is_retest[:n] == planned.is_retest
+    assert [i.id for i in again.items[n:]] == ["s4", "s5"] and again.is_retest[n:] == [False, False]

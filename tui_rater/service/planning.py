@@ -26,7 +26,16 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.protocols import derive_seed
 from tui_rater.stats import active
 from tui_rater.stats.uncertainty import distribution_uncertainty, item_uncertainty
-from tui_rater.store.plans import JudgeReadings, Plan, Showing, judge_readings, judges_of, load_plan, save_plan
+from tui_rater.store.plans import (
+    JudgeReadings,
+    Plan,
+    Showing,
+    judge_readings,
+    judges_of,
+    load_plan,
+    rated_items,
+    save_plan,
+)
 from tui_rater.store.study import Rater, Study
 
 UNCERTAIN = "uncertain"
@@ -148,12 +157,7 @@ def active_sample(study: Study, task_name: str, annotator: str) -> ActiveSample 
         return None
     keys = [s.item_key for s in plan.showings]
     u = np.array([np.nan if s.uncertainty is None else s.uncertainty for s in plan.showings], dtype=float)
-    rated_questions = study.db.conn.execute(
-        "SELECT item_key, count(DISTINCT attribute) FROM ratings WHERE rater_id = ? AND retracted = 0 "
-        "AND retest_of IS NULL AND value IS NOT NULL GROUP BY item_key",
-        [rater.id],
-    ).fetchall()
-    complete = {key for key, n in rated_questions if n >= len(task.attributes)}
+    complete = rated_items(study, task.name, rater.id)
     prefix = next((i for i, key in enumerate(keys) if key not in complete), len(keys))
     share = float(plan.settings.get("uniform_share", active.UNIFORM_SHARE))
     probability = active.sampling_probabilities(u, prefix, share) if prefix else np.zeros(len(keys))

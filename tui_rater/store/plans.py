@@ -121,3 +121,15 @@ def judge_readings(study: Study, task: str, judge: str) -> dict[tuple[int, str],
         if isinstance(distribution, dict) and distribution:
             entry.distributions.append({str(k): float(v) for k, v in distribution.items()})
     return found
+
+
+def rated_items(study: Study, task: str, rater_id: int) -> set[int]:
+    """Items of the task this rater has answered every question of (first ratings, not undone)."""
+    questions = len(study.task(task).attributes)
+    rows = study.db.conn.execute(
+        "SELECT r.item_key, count(DISTINCT r.attribute) FROM ratings r JOIN items i ON i.key = r.item_key "
+        "WHERE i.task = ? AND r.rater_id = ? AND r.retracted = 0 AND r.retest_of IS NULL AND r.value IS NOT NULL "
+        "GROUP BY r.item_key",
+        [task, rater_id],
+    ).fetchall()
+    return {key for key, n in rows if n >= questions}

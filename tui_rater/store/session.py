@@ -367,6 +367,7 @@ class AnnotationSession:
             .db.conn.execute(
                 "SELECT r.attribute, ra.name, ra.kind, r.value, r.sample, r.raw FROM ratings r "
                 "JOIN raters ra ON ra.id = r.rater_id WHERE r.item_key = ? AND r.rater_id != ? AND r.retracted = 0 "
+                "AND r.retest_of IS NULL "
                 "ORDER BY r.attribute, ra.kind, ra.name, r.sample",
                 [self.items[index].key, self.rater.id],
             )
