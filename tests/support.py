@@ -174,18 +174,6 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def hanna_scores() -> dict[str, dict[str, str]]:
-    """HANNA's per-story ratings (3 humans and Llama-13B, prompt 1) of the 'Human' and 'GPT-2' stories,
-    by Model; checked against shared/data/hanna/hanna_metric_scores_llm.csv where it is."""
-    rows = {r["Model"]: r for r in _read_csv(DATA / "hanna" / "metric_scores_excerpt.csv")}
-    full = SHARED / "data" / "hanna" / "hanna_metric_scores_llm.csv"
-    if full.exists():
-        source = {r["Model"]: r for r in _read_csv(full)}
-        for model, row in rows.items():
-            assert row == {k: source[model][k] for k in row}, f"the HANNA excerpt differs from {full} ({model})"
-    return rows
-
-
 def hanna_explanations() -> list[str]:
     """The distinct LLM answers in HANNA's user study (each begins with its 1-5 rating); checked against
     shared/data/hanna/user_study.csv where it is."""

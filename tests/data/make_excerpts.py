@@ -76,20 +76,11 @@ def write_paper(name: str, out: Path, runs) -> None:
     out.write_text("".join(parts), encoding="utf-8")
 
 
-SCORE_COLUMNS = [f"Human {k} {c}" for k in (1, 2, 3) for c in ("RE", "CH", "EM", "SU", "EG", "CX")] + [
-    f"Llama-13B {c} 1" for c in ("RE", "CH", "EM", "SU", "EG", "CX")
-]
 LEAD = re.compile(r"\s*(\d)\b|\s*I would rate (?:this|the) story a (\d)")
 
 
 def write_hanna() -> None:
     source = SHARED / "data" / "hanna"
-    with open(source / "hanna_metric_scores_llm.csv", encoding="utf-8") as handle:
-        rows = [r for r in csv.DictReader(handle) if r["Model"] in ("Human", "GPT-2")]
-    with open(HERE / "hanna" / "metric_scores_excerpt.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, ["Model", *SCORE_COLUMNS], lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: r[k] for k in ["Model", *SCORE_COLUMNS]} for r in rows)
     with open(source / "user_study.csv", encoding="utf-8") as handle:
         explanations = list(dict.fromkeys(r["Input.explanation"] for r in csv.DictReader(handle)))
     with open(HERE / "hanna" / "user_study_explanations.csv", "w", newline="", encoding="utf-8") as handle:

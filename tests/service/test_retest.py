@@ -88,3 +88,27 @@ def test_undone_retests_and_other_raters_do_not_count(titles):
     assert summary.pairs == 4 and summary.attribute("fluency").reliability.overall.exact.value == 100.0
     assert retest_summary(study, "title-fluency", "carol").pairs == 0
     assert retest_summary(study, "title-fluency", "nobody").pairs == 0
+
+
+def test_a_pairwise_judge_counts_as_its_protocol_combines_both_orders(tmp_path):
+    study = Study.open(tmp_path / "p.db")
+    pairs = [{"id": f"p{i}", "prompt": "P", "story_a": f"A{i}.", "story_b": f"B{i}."} for i in range(4)]
+    study.add_items(study.task("story-pairwise"), pairs)
+    items = study.items("story-pairwise")
+    alice, judge = study.human("alice"), study.judge("j", {"m": "j"})
+    attribute = study.task("story-pairwise").attributes[0].name
+    for item in items:
+        study.add_rating(item.key, attribute, alice.id, 0.0, parse_status="human")  # A every time
+    conn = study.db.conn
+    # the judge: A in both orders on p0 and p1 (agrees), A then B on p2 and p3 (order-dependent: a tie)
+    for n, item in enumerate(items):
+        for presentation, value in (("original", 0.0), ("swapped", 0.0 if n < 2 else 1.0)):
+            conn.execute(
+                "INSERT INTO ratings (item_key, attribute, rater_id, presentation, value, created_at) "
+                "VALUES (?, ?, ?, ?, ?, 'now')",
+                [item.key, attribute, judge.id, presentation, value],
+            )
+    found = retest_summary(study, "story-pairwise", "alice").attribute(attribute)
+    assert found is not None and found.reliability.pairs == 0
+    (agreement,) = [j.agreement for j in found.judges]
+    assert agreement.pairs == 4 and agreement.exact.value == 50.0

@@ -95,17 +95,17 @@ def _reliability(attribute: Attribute, pairs: list[RetestPair], calibration_item
 def _against_judges(attribute: Attribute, rows: list[tuple], annotator: str) -> list[JudgeAgreement]:
     level, labels = _level(attribute)
     protocol = protocols.of(attribute)
-    person = {item: value for item, _a, name, kind, value in rows if kind == "human" and name == annotator}
+    person = {item: value for item, _a, name, kind, _p, value in rows if kind == "human" and name == annotator}
     if not person:
         return []
-    samples: dict[str, dict[int, list[float]]] = {}
-    for item, _a, name, kind, value in rows:
+    samples: dict[str, dict[int, dict[str, list[float]]]] = {}  # judge -> item -> presentation -> samples
+    for item, _a, name, kind, presentation, value in rows:
         if kind == "llm":
-            samples.setdefault(name, {}).setdefault(item, []).append(value)
+            samples.setdefault(name, {}).setdefault(item, {}).setdefault(presentation, []).append(value)
     items = sorted(person)
     found = []
     for judge, by_item in sorted(samples.items()):
-        judged = [protocol.aggregate(by_item.get(item, [])) for item in items]
+        judged = [_judge_value(protocol, by_item.get(item, {})) for item in items]
         judge_values = np.array([np.nan if v is None else v for v in judged], dtype=float)
         if labels and level != Level.INTERVAL:  # a mean of samples between two points counts as the nearer
             present = ~np.isnan(judge_values)
@@ -123,3 +123,11 @@ def retest_pane(
     if marker == previous:
         return None, marker
     return retest_summary(study, task_name, annotator), marker
+
+
+def _judge_value(protocol: protocols.EvaluationProtocol, by_presentation: dict[str, list[float]]) -> float | None:
+    """The judge's answer to an item: its samples aggregated per presentation, then the presentations
+    combined (a pair judged in both orders), as its protocol says."""
+    answers = [protocol.aggregate(values) for values in by_presentation.values()]
+    present = [a for a in answers if a is not None]
+    return protocol.combine_presentations(present) if present else None

@@ -21,7 +21,7 @@ from tui_rater.domain.protocols.base import (
     derive_seed,
     vote,
 )
-from tui_rater.domain.protocols.choice import ORIGINAL, SWAPPED, ChoiceAnswer, PairwiseComparison
+from tui_rater.domain.protocols.choice import FIRST, ORIGINAL, SECOND, SWAPPED, TIE, ChoiceAnswer, PairwiseComparison
 from tui_rater.domain.protocols.likert import LikertRating
 from tui_rater.domain.protocols.scores import ContinuousScore, ExplicitScore, ImplicitScore
 from tui_rater.domain.protocols.spa import SpaLikert, SpaProbability
@@ -29,8 +29,11 @@ from tui_rater.domain.questions import Attribute, Task
 
 __all__ = [
     "FAILURES",
+    "FIRST",
     "ORIGINAL",
+    "SECOND",
     "SWAPPED",
+    "TIE",
     "Decoding",
     "DistributionReading",
     "EvaluationProtocol",

@@ -347,6 +347,10 @@ class EvaluationProtocol:
         """How the app lays an item out for a person: 'stacked' fields, a 'pair' side by side, 'writers' columns."""
         return "stacked"
 
+    def combine_presentations(self, values: Sequence[float]) -> float | None:
+        """An item's answer from its answers in each presentation (all present): here their aggregate."""
+        return self.aggregate(values)
+
     def format_value(self, attribute: Attribute, value: float | None) -> str:
         return "·" if value is None else f"{value:g}"
 
