@@ -30,7 +30,8 @@ def retest_text(summary: RetestSummary, attribute: str) -> Text | None:
     text.append(
         f"  yourself: κ {_f(overall.kappa)} · identical {_f(overall.exact, 0, '%')} · shift "
         f"{'n/a' if shift.value is None else f'{shift.value:+.2f}'} · without your first "
-        f"{reliability.calibration_items} items: α {_f(calibrated.alpha)} ({calibrated.pairs})\n",
+        f"{reliability.calibration_items} items: α {_f(calibrated.alpha)} ({calibrated.pairs})"
+        f" · α {reliability.level}\n",
         style="dim",
     )
     return text
