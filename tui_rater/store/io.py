@@ -327,7 +327,7 @@ def _write_ratings(study: Study, path: Path, prepared: list[tuple]) -> ImportRes
             rater_id = rater_ids[rater]
             existing = conn.execute(
                 "SELECT value FROM ratings WHERE item_key = ? AND attribute = ? AND rater_id = ? AND sample = ? "
-                "AND retracted = 0 ORDER BY id DESC LIMIT 1",
+                "AND retracted = 0 AND retest_of IS NULL ORDER BY id DESC LIMIT 1",
                 [item.key, attribute, rater_id, sample],
             ).fetchone()
             if existing is not None:

@@ -17,7 +17,9 @@ from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
 from tui_rater.service.live import agreement_pane
+from tui_rater.service.retest import RetestSummary, retest_pane
 from tui_rater.stats.live import AttributePane, JudgeRow, PaneData
+from tui_rater.ui.retest import retest_text
 
 SHADES = " ░▒▓█"
 
@@ -197,9 +199,22 @@ class AgreementScreen(Screen[int | None]):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, AgreementScreen.Computed)
 
-    def __init__(self, study, task_name: str, item_index_of):
+    class RetestComputed(Message):
+        """The annotator's test-retest summary (computed apart: the pane's numbers do not wait for it)."""
+
+        def __init__(self, summary: RetestSummary, marker: tuple) -> None:
+            super().__init__()
+            self.summary, self.marker = summary, marker
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, AgreementScreen.RetestComputed)
+
+    def __init__(self, study, task_name: str, item_index_of, annotator: str | None = None):
         super().__init__()
         self.study, self.task_name, self.item_index_of = study, task_name, item_index_of
+        self.annotator = annotator  # whose test-retest lines to show (None: none)
+        self.retest: RetestSummary | None = None
+        self.retest_marker: tuple | None = None
         self.data: PaneData | None = None
         self.focus_attr = 0
         self.selected_gap = 0
@@ -207,12 +222,17 @@ class AgreementScreen(Screen[int | None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="agreement"):
+            yield Static(id="retest")  # shown once the annotator has rated items twice
             yield Static(Text("computing…", style="dim"), id="agreement-text")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.query_one("#retest", Static).display = False
         self.compute()
         self.set_interval(2.0, self.compute)
+        if self.annotator is not None:
+            self.compute_retest()
+            self.set_interval(2.0, self.compute_retest)
 
     @work(thread=True, exclusive=True, group="agreement")
     def compute(self) -> None:
@@ -224,13 +244,41 @@ class AgreementScreen(Screen[int | None]):
         finally:
             study.close()
 
+    @work(thread=True, exclusive=True, group="retest")
+    def compute_retest(self) -> None:
+        assert self.annotator is not None
+        study = self.study.reopen()
+        try:
+            summary, marker = retest_pane(study, self.task_name, self.annotator, self.retest_marker)
+            if summary is not None:
+                self.post_message(self.RetestComputed(summary, marker))
+        finally:
+            study.close()
+
     def on_agreement_screen_computed(self, message: Computed) -> None:
         self.data, self.marker = message.data, message.marker
+        self.redraw()
+
+    def on_agreement_screen_retest_computed(self, message: RetestComputed) -> None:
+        self.retest, self.retest_marker = message.summary, message.marker
         self.redraw()
 
     def redraw(self) -> None:
         if self.data is not None:
             self.query_one("#agreement-text", Static).update(render_pane(self.data, self.focus_attr, self.selected_gap))
+        self.redraw_retest()
+
+    def redraw_retest(self) -> None:
+        """The test-retest lines of the question in focus (the pane's, else the task's first)."""
+        widget = self.query_one("#retest", Static)
+        text = None
+        if self.retest is not None and self.retest.attributes:
+            names = [a.attribute for a in self.data.attributes] if self.data and self.data.attributes else []
+            name = names[self.focus_attr] if names else self.retest.attributes[0].attribute
+            text = retest_text(self.retest, name)
+        widget.display = text is not None
+        if text is not None:
+            widget.update(text)
 
     def action_attribute(self, delta: int) -> None:
         if self.data and self.data.attributes:
