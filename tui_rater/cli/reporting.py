@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tui_rater.cli.common import common_flags, data, make_console, open_study, say
 from tui_rater.domain.display import safe_text
+from tui_rater.domain.errors import UserError
 
 # the kinds of raters of stats/sections/settings.py (EPSILON_FOR_RATERS), named here so that building the
 # parser imports no statistics (a test checks they agree)
