@@ -114,3 +114,29 @@ def test_the_active_sample_is_the_rated_prefix_with_its_probabilities(tmp_path):
     assert sample.probability == pytest.approx(active.sampling_probabilities(u, 6))
     assert sample.probability.sum() == pytest.approx(6) and sample.drawn.tolist() == [True] * 6 + [False] * (N - 6)
     assert active_sample(study, "title-fluency", "bob") is None
+
+
+def test_the_report_weights_the_uncertain_orders_ratings_by_their_probabilities(tmp_path):
+    from tui_rater.service.reports import build_reports
+    from tui_rater.stats.active import active_mean
+
+    study = titles_with_judge(tmp_path / "r.db")
+    plan = plan_uncertain_order(study, "title-fluency", "alice", seed=2)
+    alice = study.human("alice")
+    keys = [s.item_key for s in plan.showings]
+    for n, key in enumerate(keys[:12]):
+        study.add_rating(key, "fluency", alice.id, float(1 + n % 5), parse_status="human")
+    study.add_rating(keys[30], "fluency", alice.id, 5.0, parse_status="human")  # out of order: not in the sample
+    records = build_reports(study, ["title-fluency"], spa_tau=None)["title-fluency"]
+    ppi = {r.statistic: r for r in records if r.table == "ppi"}
+    assert "weighted by 1/π" in ppi["ppi_mean"].note
+    sample = active_sample(study, "title-fluency", "alice")
+    assert sample is not None
+    judge_value = {i.key: np.mean((1.0, 5.0, 3.0) if n % 2 == 0 else (4.0,)) for n, i in enumerate(study.items())}
+    human = {key: float(1 + n % 5) for n, key in enumerate(keys[:12])}
+    order = [i.key for i in study.items("title-fluency")]
+    pi = dict(zip(sample.item_keys, sample.probability))
+    expected, _ = active_mean(
+        [judge_value[k] for k in order], [human.get(k, np.nan) for k in order], [pi[k] for k in order]
+    )
+    assert ppi["ppi_mean"].value == pytest.approx(expected.estimate)

@@ -112,3 +112,31 @@ def test_a_pairwise_judge_counts_as_its_protocol_combines_both_orders(tmp_path):
     assert found is not None and found.reliability.pairs == 0
     (agreement,) = [j.agreement for j in found.judges]
     assert agreement.pairs == 4 and agreement.exact.value == 50.0
+
+
+def test_the_report_has_a_retest_table_equal_to_the_summary(titles, cli):
+    study, items = titles
+    rng = np.random.default_rng(3)
+    truth = rng.integers(1, 6, N)
+    alice = study.human("alice")
+    first = rate(study, alice, items, truth)
+    drifted = np.clip(truth[:50] + rng.integers(-1, 2, 50), 1, 5)  # a person not quite consistent
+    rate(study, alice, items[:50], drifted, retest_of=first[:50])
+    judge = study.judge("copy", {"m": "copy"})
+    for item, value in zip(items, truth):
+        study.add_rating(item.key, "fluency", judge.id, float(value))
+    code, out, err = cli("report", "--db", study.path, "--task", "title-fluency", "--format", "json")
+    assert code == 0, err
+    records = [r for r in __import__("json").loads(out)["tasks"]["title-fluency"] if r["table"] == "retest"]
+    by = {(r["statistic"], r["evaluator_b"]): r for r in records}
+    expected = retest_summary(study, "title-fluency", "alice").attribute("fluency")
+    assert by[("retest_alpha", "alice")]["value"] == pytest.approx(expected.reliability.overall.alpha.value)
+    assert by[("retest_alpha", "alice")]["n"] == 50
+    assert by[("retest_exact", "alice")]["value"] == pytest.approx(100 * float(np.mean(drifted == truth[:50])))
+    assert by[("first_vs_judge_alpha", "copy")]["value"] == pytest.approx(1.0)
+    # retest ratings never count as the person's ratings anywhere else in the report
+    means = [r for r in __import__("json").loads(out)["tasks"]["title-fluency"] if r["statistic"] == "mean"]
+    human_mean = next(r for r in means if r["evaluator"] == "humans" and r["system"] in ("-", "all"))
+    assert human_mean["value"] == pytest.approx(float(truth.mean())) and human_mean["n"] == N
+    code, text, _ = cli("report", "--db", study.path, "--task", "title-fluency")
+    assert code == 0 and "Test–retest" in text and "alice" in text

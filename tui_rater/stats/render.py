@@ -21,6 +21,7 @@ TITLES = {
     "pairs": "Rater pairs — Kendall's τ, every human vs every other and vs each LLM, systems pooled",
     "table6": "Table 6 — Kendall's τ between two human raters per writer, mean over the rater pairs",
     "table12": "Table 12 — each human rater's mean per system",
+    "retest": "Test–retest — each rater against themselves (annotate --retest); their first ratings vs each judge",
     "table3": "Table 3 — judge runs differing only in instruction / temperature: mean ± std per writer",
     "nominal": "Verdict shares and agreement among each evaluator's annotators (α nominal, % all agree)",
     "nominal_pairs": "Agreement on nominal answers — Cohen's κ (unweighted), α nominal, % exact",
@@ -118,6 +119,7 @@ def named_tables(records: list[Record]) -> list[tuple[str, Table]]:
         _meta,
         _pair_meta,
         *render_verdict.BUILDERS,
+        _retest,
         _readings,
         _extremes,
     ]
@@ -367,6 +369,45 @@ def _pair_meta(records: list[Record], by: Index, who: _Who) -> Table | None:
         rows.append([attribute, who(judge, attribute), *cells, cuts])
     header = ["attribute", "judge", "hard", "medium", "easy", "all", "difficulty: size of the humans' preference"]
     return TITLES["pair_meta"], header, rows
+
+
+def _retest(records: list[Record], by: Index, who: _Who) -> Table | None:
+    keys = list(dict.fromkeys((r.attribute, r.evaluator) for r in records if r.table == "retest"))
+    if not keys:
+        return None
+    rows = []
+    for attribute, person in keys:
+        mine = [r for r in records if r.table == "retest" and (r.attribute, r.evaluator) == (attribute, person)]
+        self_ = {r.statistic: r for r in mine if r.evaluator_b == person}
+        pairs = self_["retest_alpha"].n if "retest_alpha" in self_ else 0
+        judges = "; ".join(
+            f"{r.evaluator_b} α {_value(r)} (n {r.n})" for r in mine if r.statistic == "first_vs_judge_alpha"
+        )
+        rows.append(
+            [
+                person,
+                attribute,
+                str(pairs),
+                _value(self_.get("retest_alpha")),
+                _value(self_.get("retest_kappa")),
+                _value(self_.get("retest_exact"), 0, "%"),
+                _value(self_.get("retest_shift")),
+                _value(self_.get("retest_alpha_calibrated")),
+                judges or "no judge",
+            ]
+        )
+    header = [
+        "rater",
+        "attribute",
+        "rated twice",
+        "α self",
+        "κ self",
+        "identical",
+        "shift",
+        "α after calib.",
+        "vs judges",
+    ]
+    return TITLES["retest"], header, rows
 
 
 def _readings(records: list[Record], by: Index, who: _Who) -> Table | None:

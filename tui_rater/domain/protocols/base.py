@@ -152,6 +152,7 @@ class EvaluationProtocol:
         "verdict",
         "ppi",
         "convergence",
+        "retest",  # a person against themselves (annotate --retest)
     )
     # SPA gives each annotator one packet (one item) rather than every item
     one_item_per_annotator: ClassVar[bool] = False

@@ -30,6 +30,7 @@ class LikertRating(EvaluationProtocol):
         "verdict",  # the alternative annotator test, scored by -RMSE (the paper's choice for Likert data)
         "ppi",
         "convergence",
+        "retest",  # a person against themselves (annotate --retest)
     )
     scale_kinds: ClassVar[tuple[str, ...]] = ("likert",)
 

@@ -39,6 +39,7 @@ class ContinuousScore(EvaluationProtocol):
         "verdict",
         "ppi",
         "convergence",
+        "retest",  # a person against themselves (annotate --retest)
     )
 
 

@@ -19,6 +19,7 @@ from tui_rater.stats.sections import (
     pairwise,
     raters,
     readings,
+    retest,
     scores,
     spa,
     verdict,
@@ -43,6 +44,7 @@ SECTIONS: dict[str, Section] = {
     "verdict": verdict.verdict,  # the alternative annotator test; across questions too
     "ppi": bias_corrected.ppi,  # bias-corrected system means (ordinal and interval questions)
     "convergence": converging.convergence,  # both as human ratings arrive
+    "retest": retest.retest,  # a person against themselves (annotate --retest), and each judge
     "extremes": extremes.extremes,
 }
 ORDER = tuple(SECTIONS)

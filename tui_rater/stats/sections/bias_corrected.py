@@ -87,6 +87,8 @@ def _arrays(
     y = data.item_values(HUMANS, attribute, system) if data.humans else np.full(f.shape, np.nan)
     drawn = inclusion(data, attribute)
     pi = None if drawn is None else np.array([drawn.get(int(k), 0.0) for k in data.keys(system)], dtype=float)
+    if pi is not None:  # a rating of an item outside the recorded draw is not part of the sample
+        y = np.where(pi > 0, y, np.nan)
     return f, y, pi
 
 
