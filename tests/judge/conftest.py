@@ -133,6 +133,8 @@ def deterministic_answer(body: dict) -> dict:
         weights = [((h >> (5 * i)) & 31) + 1 for i in range(len(tokens))]
         total = sum(weights) / 0.95  # 95% of the next-token mass on the options
         top = [{"token": t, "logprob": math.log(w / total), "bytes": None} for t, w in zip(tokens, weights)]
+        # the rest of the vocabulary, as a real server lists it: ever less probable tokens
+        top += [{"token": f"~{i}", "logprob": math.log(0.05 / 2 ** (i + 1)), "bytes": None} for i in range(20)]
         top.sort(key=lambda e: -e["logprob"])
         top = top[: body.get("top_logprobs") or 5]
         choice["message"] = {"role": "assistant", "content": top[0]["token"]}

@@ -45,7 +45,10 @@ def write_tiny_gguf(
     n_ctx: int = 4096,
     seed: int = 0,
     chat_template: str | None = None,
+    eos_logit: float = 0.0,
 ) -> Path:
+    """``eos_logit`` > 0 makes end-of-text the most probable next token everywhere, by about that
+    many nats over the rest: a model that wants to stop at the answer position (issue 13, item 4)."""
     import gguf
 
     path = Path(path)
@@ -87,7 +90,10 @@ def write_tiny_gguf(
         writer.add_tensor(name, np.ones(n_embd, dtype=np.float32))
 
     # numpy shapes are ggml's dimensions reversed
-    tensor("token_embd.weight", n_vocab, n_embd, scale=1.0)
+    embedding = rng.standard_normal((n_vocab, n_embd)).astype(np.float32)
+    if eos_logit:  # one constant dimension in every token's embedding survives the (small) layers
+        embedding[:, 0] = 4.0
+    writer.add_tensor("token_embd.weight", embedding)
     for i in range(n_layers):
         ones(f"blk.{i}.attn_norm.weight")
         for proj in ("q", "k", "v", "output"):
@@ -97,7 +103,11 @@ def write_tiny_gguf(
         tensor(f"blk.{i}.ffn_up.weight", n_ff, n_embd)
         tensor(f"blk.{i}.ffn_down.weight", n_embd, n_ff)
     ones("output_norm.weight")
-    tensor("output.weight", n_vocab, n_embd, scale=0.5)
+    output = (rng.standard_normal((n_vocab, n_embd)) * 0.5).astype(np.float32)
+    if eos_logit:  # only end-of-text reads the constant dimension
+        output[:, 0] = 0.0
+        output[n_vocab - 1, 0] = eos_logit
+    writer.add_tensor("output.weight", output)
 
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
