@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
@@ -53,19 +54,19 @@ def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout: floa
     raise TimeoutError(f"nothing listening on {port}")
 
 
-@pytest.fixture(scope="session")
-def llama_server(tiny_gguf):
-    """The real OpenAI-compatible server of llama-cpp-python, on loopback."""
+@contextlib.contextmanager
+def serve_model(model: Path):
+    """The real OpenAI-compatible server of llama-cpp-python for ``model``, on loopback: its base URL."""
     port = free_port()
     # the log goes to a file: an unread pipe fills up and blocks the server mid-request
-    log = open(tiny_gguf.parent / "server.log", "w")
+    log = open(model.parent / f"server-{model.stem}.log", "w")
     proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "llama_cpp.server",
             "--model",
-            str(tiny_gguf),
+            str(model),
             "--host",
             "127.0.0.1",
             "--port",
@@ -83,6 +84,13 @@ def llama_server(tiny_gguf):
         proc.terminate()
         proc.wait(timeout=20)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tiny_gguf):
+    """The real OpenAI-compatible server of llama-cpp-python, on loopback."""
+    with serve_model(tiny_gguf) as url:
+        yield url
 
 
 # --- a deterministic judge on loopback: the same request always gets the same answer ------------

@@ -19,6 +19,8 @@ import pytest
 
 from tests.conftest import run_cli_process
 from tests.judge import zoo
+from tui_rater.judge.backends.api import ApiBackend
+from tui_rater.judge.spec import JudgeSpec
 
 MAX_ATTEMPTS = 6  # judge.queue.MAX_ATTEMPTS: a retryable failure is tried this many times
 
@@ -215,3 +217,37 @@ def test_a_server_that_never_answers_usably_stops_the_judge_soon(tmp_path, serve
     counts = dict(sqlite3.connect(db).execute("SELECT status, count(*) FROM jobs GROUP BY status").fetchall())
     assert counts.get("failed", 0) == 0 and counts.get("leased", 0) == 0  # put back, to retry later
     assert seconds < 60
+
+
+# --- in one process: what the backend learns about a server ------------------------------------
+
+
+def _ask(case: str) -> list[dict]:
+    return [{"role": "user", "content": f"CASE={case}. How likable is the story?"}]
+
+
+@pytest.mark.parametrize("bias,verdict", [("after", "after"), ("ignored", "ignored"), ("reject", "rejected")])
+def test_a_logit_bias_that_cannot_be_trusted_leaves_options_unscored(serve_zoo, bias, verdict):
+    behaviour, url = serve_zoo(bias=bias)
+    backend = ApiBackend(JudgeSpec("api:zoo", base_url=url).validate())
+    found = backend.option_probabilities(_ask("truncated"), list("12345"))
+    assert set(found.unscored) == set("12345") and [found.probabilities[d] for d in "2345"] == [0.0] * 4
+    weights = zoo.weights_of("truncated")
+    listed = sorted(weights.values(), reverse=True)[:20]
+    assert found.unscored_mass_at_most == pytest.approx(1 - sum(listed) / sum(weights.values()))
+    assert backend.server.bias == verdict
+    before = len(behaviour.requests)
+    backend.option_probabilities(_ask("truncated"), list("12345"))
+    assert len(behaviour.requests) - before == 1  # found out once: not asked again
+
+
+def test_a_server_that_refuses_llama_cpp_sampler_fields(serve_zoo):
+    behaviour, url = serve_zoo(strict=True)
+    backend = ApiBackend(JudgeSpec("api:zoo", base_url=url).validate())
+    found = backend.option_probabilities(_ask("eos"), list("12345"))  # greedy: end-of-text; then sampled
+    weights = zoo.weights_of("eos")
+    total = sum(weights.values())
+    assert found.probabilities == pytest.approx({d: (weights[d] + weights[" " + d]) / total for d in "12345"})
+    assert backend.server.sampler_extras is False
+    sampled = [body for _, body in behaviour.requests if body.get("temperature") == 1.0]
+    assert sampled and "top_k" not in sampled[-1]

@@ -59,6 +59,7 @@ class Zoo:
     tokenizer: bool = True
     bias: str = "before"
     default_case: str = "good"
+    strict: bool = False  # refuse fields OpenAI does not know (llama.cpp's top_k, min_p) with a 400
     requests: list[tuple[str, dict]] = field(default_factory=list)
     queries: list[dict] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -69,6 +70,8 @@ class Zoo:
             self.requests.append((path, body))
         if path.endswith("tokenize"):
             return self._tokenize(body)
+        if self.strict and {"top_k", "min_p"} & set(body):
+            return _json({"error": {"message": "Unrecognized request argument supplied: top_k"}}, 400)
         prompt = json.dumps(body.get("messages", ""))
         found = re.search(r"CASE=(\w+)", prompt)
         case = found.group(1) if found else ""

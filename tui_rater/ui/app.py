@@ -241,8 +241,6 @@ class RaterApp(QuitWhenSaved):
             and self.index_of[key] not in self.completed
             and self.item_complete(self.index_of[key])
         )
-        width = 16
-        filled = int(width * done / total) if total else 0
         item = session.items[self.index]
         unsaved_notes = self.view.unsaved_notes(item.key)
         marks = []
@@ -251,17 +249,21 @@ class RaterApp(QuitWhenSaved):
                 marks.append(word)
             elif note in unsaved_notes:
                 marks.append(word + self.view.mark())
-        text = Text()
-        text.append(f"{session.task.name} · {session.annotator} · item {self.index + 1}/{total} ", style="bold")
-        text.append("█" * filled + "░" * (width - filled))
-        text.append(f" {done}/{total} rated")
+        head = Text()
+        head.append(f"{session.task.name} · {session.annotator} · item {self.index + 1}/{total} ", style="bold")
+        tail = Text(f" {done}/{total} rated")
         if saving:
-            text.append(f" (+{saving} saving{self.view.mark()})", style="bold")
+            tail.append(f" (+{saving} saving{self.view.mark()})", style="bold")
         if marks:
-            text.append(" · " + ", ".join(marks), style="bold")
+            tail.append(" · " + ", ".join(marks), style="bold")
         if self.judges is not None:
-            text.append(" · " + self.judges.summary())
-        self.query_one("#status", Static).update(text)
+            tail.append(" · " + self.judges.summary())
+        # the bar gives way first: a stopped judge must stay readable at 80 columns
+        room = self.size.width - 2 - head.cell_len - tail.cell_len if self.size.width else 16
+        width = max(0, min(16, room))
+        filled = int(width * done / total) if total else 0
+        head.append("█" * filled + "░" * (width - filled))
+        self.query_one("#status", Static).update(head + tail)
 
     def refresh_saving(self) -> None:
         line = self.view.line(self.quitting, self.confirming)

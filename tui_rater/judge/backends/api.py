@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import random
 import sys
 import threading
 import time
@@ -33,7 +34,10 @@ CONSTRAINT_STYLES = ("json_schema", "grammar")
 TOP_LOGPROBS = 20  # the most OpenAI (and vLLM by default) list
 # a greedy reply without logprobs (end-of-text was the most probable token) is asked again by
 # sampling, which leaves the reported log-probabilities unchanged (issue 13, item 4)
-SAMPLED_TRIES = 2
+SAMPLED_TRIES = 3
+# llama.cpp's default min_p 0.05 and top_k 40 would cut the alternatives away and leave
+# end-of-text to be sampled again: off, on the servers that take these fields
+SAMPLER_EXTRAS = {"top_k": 0, "min_p": 0.0}
 
 
 def _retry_after(response) -> float | None:
@@ -293,18 +297,27 @@ class ApiBackend:
         params: dict[str, Any] = dict(
             messages=messages, max_tokens=1, temperature=temperature, logprobs=True, top_logprobs=asked, seed=seed
         )
-        if temperature > 0:
+        if temperature > 0:  # sampling from the model's own distribution, not a truncated one
             params["top_p"] = 1.0
+            if self.server.sampler_extras is not False:
+                params.update(SAMPLER_EXTRAS)
         if logit_bias:
             params["logit_bias"] = logit_bias
-        body = self._chat(**params)
+        try:
+            body = self._chat(**params)
+        except JudgeError as exc:
+            if exc.kind != "bad_request" or not set(SAMPLER_EXTRAS) <= set(params):
+                raise
+            self.server.sampler_extras = False  # a server that refuses llama.cpp's sampler fields
+            return self._listing_once(messages, asked, temperature, seed, logit_bias)
         self._text(body)
         return self._judged(lambda: api_reply.token_listing(body, asked, self._secrets))
 
     def _listing(self, messages: list[Message], asked: int) -> Listing:
         """The answer position's top tokens, asked greedily; a reply without any is asked again by sampling."""
-        seed = _seed_of(messages)
-        tries = [(0.0, seed)] + [(1.0, seed + n) for n in range(1, SAMPLED_TRIES + 1)]
+        # the sampled token does not change the log-probabilities reported: fresh seeds, so that a
+        # retry of the job draws anew
+        tries = [(0.0, _seed_of(messages))] + [(1.0, random.randrange(1 << 31)) for _ in range(SAMPLED_TRIES)]
         for temperature, attempt_seed in tries:
             listing = self._listing_once(messages, asked, temperature, attempt_seed)
             if listing is not None and listing.top:

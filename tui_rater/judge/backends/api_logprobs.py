@@ -48,6 +48,7 @@ class ServerFacts:
     baseline: list[int] = field(default_factory=list)  # what "" tokenizes to (a BOS token)
     token_ids: dict[str, list[int] | None] = field(default_factory=dict)
     bias: str = "unknown"  # unknown | before (logprobs before the bias: usable) | ignored | after | rejected
+    sampler_extras: bool | None = None  # does it take top_k / min_p (None: not asked yet)
     good_replies: int = 0
     bad_streak: int = 0
 

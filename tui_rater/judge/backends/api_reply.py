@@ -72,7 +72,8 @@ def _kind(value: object) -> str:
         return "true/false"
     if isinstance(value, int | float):
         return "a number"
-    return {str: "text", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {str: "text", list: "a list", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def message_text(body: dict[str, Any], secrets: Iterable[str]) -> tuple[str, str]:
