@@ -79,6 +79,17 @@ def outcomes(db: Path) -> dict[str, list[dict]]:
     return found
 
 
+def tally(what: str, db: Path, behaviour: zoo.Zoo, result, seconds: float) -> None:
+    """One line of counts for docs/RELIABILITY.md."""
+    conn = sqlite3.connect(db)
+    jobs = dict(conn.execute("SELECT status, count(*) FROM jobs GROUP BY status").fetchall())
+    kinds = dict(conn.execute("SELECT error_kind, count(*) FROM jobs WHERE status = 'failed' GROUP BY 1").fetchall())
+    print(
+        f"\n{what}: {len(behaviour.requests)} requests, jobs {jobs}, failed by kind {kinds}, "
+        f"exit {result.returncode} after {seconds:.1f} s"
+    )
+
+
 def assert_key_nowhere(db: Path, *secrets: str) -> None:
     for path in db.parent.iterdir():
         if path.name.startswith(db.name):
@@ -96,8 +107,9 @@ MALFORMED_TEXT = [
 def test_malformed_text_replies_fail_their_jobs_and_the_judge_ends(tmp_path, serve_zoo):
     cases = ["good", "key_echo", "null_content", "usage_nonsense", *MALFORMED_TEXT, "key_in_error", "drip"]
     db = study_of_cases(tmp_path, cases)
-    _zoo, url = serve_zoo()
+    behaviour, url = serve_zoo()
     result, seconds = judge(db, url, "--timeout", "2")
+    tally("text replies", db, behaviour, result, seconds)
     assert result.returncode == 1, result.stderr  # it ended, and says jobs failed
     assert "Traceback" not in result.stderr + result.stdout
     assert "the judge stopped" not in result.stderr  # per-job failures: the workers went on
@@ -121,7 +133,6 @@ def test_malformed_text_replies_fail_their_jobs_and_the_judge_ends(tmp_path, ser
     assert_key_nowhere(db, zoo.KEY)
     shown = run_cli_process("queue", "--db", db)
     assert shown.returncode == 0 and zoo.KEY not in shown.stdout and "malformed" in shown.stdout
-    print(f"text zoo: {len(cases)} cases x 4 questions in {seconds:.1f} s")
 
 
 def expected_distribution(case: str) -> dict[str, float]:
@@ -140,8 +151,9 @@ MALFORMED_LOGPROBS = [
 def test_logprob_replies_distribution_mode(tmp_path, serve_zoo):
     cases = ["good", "truncated", "eos", "key_in_token", *MALFORMED_LOGPROBS, "eos_always", "logprobs_null"]
     db = study_of_cases(tmp_path, cases)
-    _zoo, url = serve_zoo()
+    behaviour, url = serve_zoo()
     result, seconds = judge(db, url, "--mode", "distribution", "--samples", "3")
+    tally("distribution", db, behaviour, result, seconds)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr + result.stdout and "the judge stopped" not in result.stderr
     found = outcomes(db)
@@ -161,13 +173,13 @@ def test_logprob_replies_distribution_mode(tmp_path, serve_zoo):
         }, (case, found[case])
     for case in ("eos_always", "logprobs_null"):  # no logprobs: retried per job, never fatal
         assert {(j["status"], j["error_kind"]) for j in found[case]} == {("failed", "no_logprobs")}, case
-    print(f"distribution zoo: {len(cases)} cases x 4 questions in {seconds:.1f} s")
 
 
 def test_truncated_top_k_without_a_tokenizer_is_stored_as_incomplete(tmp_path, serve_zoo):
     db = study_of_cases(tmp_path, ["good", "truncated"])
-    _zoo, url = serve_zoo(tokenizer=False)  # e.g. OpenAI: nothing to ask for the options left out
-    result, _ = judge(db, url, "--mode", "distribution", "--samples", "2")
+    behaviour, url = serve_zoo(tokenizer=False)  # e.g. OpenAI: nothing to ask for the options left out
+    result, seconds = judge(db, url, "--mode", "distribution", "--samples", "2")
+    tally("no tokenizer", db, behaviour, result, seconds)
     assert result.returncode == 0, result.stderr
     found = outcomes(db)
     for job in found["truncated"]:
@@ -189,8 +201,9 @@ def test_truncated_top_k_without_a_tokenizer_is_stored_as_incomplete(tmp_path, s
 def test_logprob_replies_implicit_mode(tmp_path, serve_zoo):
     cases = ["good", "eos", "key_in_token", "logprob_1000", "token_number", "eos_always"]
     db = study_of_cases(tmp_path, cases, task="story-explicit")
-    _zoo, url = serve_zoo()
-    result, _ = judge(db, url, "--mode", "implicit")
+    behaviour, url = serve_zoo()
+    result, seconds = judge(db, url, "--mode", "implicit")
+    tally("implicit", db, behaviour, result, seconds)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr + result.stdout and "the judge stopped" not in result.stderr
     found = {case: jobs[0] for case, jobs in outcomes(db).items()}
@@ -210,8 +223,9 @@ def test_logprob_replies_implicit_mode(tmp_path, serve_zoo):
 
 def test_a_server_that_never_answers_usably_stops_the_judge_soon(tmp_path, serve_zoo):
     db = study_of_cases(tmp_path, [f"x{i}" for i in range(12)])
-    _zoo, url = serve_zoo(default_case="html")
+    behaviour, url = serve_zoo(default_case="html")
     result, seconds = judge(db, url)
+    tally("never usable", db, behaviour, result, seconds)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "the judge stopped" in result.stderr and "none usable" in result.stderr and "not JSON" in result.stderr
     counts = dict(sqlite3.connect(db).execute("SELECT status, count(*) FROM jobs GROUP BY status").fetchall())
