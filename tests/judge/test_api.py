@@ -40,11 +40,14 @@ def test_distribution_mode_from_top_logprobs(story_study, llama_server):
     _rater, _progress, rows = judge(
         story_study, JudgeSpec("api:tiny", base_url=llama_server, mode="distribution", samples=3)
     )
-    # the random model's top-20 next tokens rarely include a digit: either a distribution was
-    # read, or the item is recorded as a typed failure -- never a made-up number
+    # the random model's top-20 next tokens rarely include a digit: each is asked for on its own
+    # (logit_bias), so every option is scored -- never a made-up number, never a renormalised guess
     assert len(rows) == 4 * 4 * 3
     for r in rows:
         assert (r["parse_status"] == "ok") == (r["value"] is not None)
+        if r["sample"] == 0:
+            details = json.loads(r["details"])
+            assert "unscored" not in details and sorted(details["raw"]) == ["1", "2", "3", "4", "5"]
 
 
 # --- error paths ---------------------------------------------------------------------------

@@ -235,11 +235,11 @@ def serve(zoo: Zoo) -> tuple[ThreadingHTTPServer, str]:
             with zoo.lock:
                 zoo.queries.append(parse_qs(parts.query))
             status, content_type, payload, drip = zoo.answer(parts.path, body)
-            self.send_response(status)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            try:
+            try:  # the client may hang up first (a body too large, too slow): not the server's error
+                self.send_response(status)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
                 if drip:
                     for i in range(0, len(payload), 8):
                         self.wfile.write(payload[i : i + 8])

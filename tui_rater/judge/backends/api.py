@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
+from tui_rater.domain.protocols.base import MAX_UNSCORED_SHARE
 from tui_rater.judge.backends import api_logprobs, api_reply
 from tui_rater.judge.backends.api_reply import MAX_BODY_BYTES, Listing
 from tui_rater.judge.backends.base import Completion, Message, OptionProbabilities, TokenCounts, spellings
@@ -335,22 +336,33 @@ class ApiBackend:
         """Each option's probability: from the top 20, else asked for one by one; never renormalised."""
         listing = self._listing(messages, TOP_LOGPROBS)
         probabilities = dict.fromkeys(options, 0.0)
-        unscored: list[str] = []
-        outside = 0.0  # probability found for tokens the list did not hold
+        missing: list[tuple[str, str]] = []
         for option in options:
             for text in spellings(option):
                 p = listing.probability(text)
                 if p is None:
-                    p = self._probability_by_bias(messages, listing, text)
-                    outside += p or 0.0
-                if p is None:
-                    unscored.append(option)
+                    missing.append((option, text))
                 else:
                     probabilities[option] += p
-        bound = 0.0
-        if unscored:
-            room = max(0.0, 1.0 - listing.mass - outside)
-            bound = min(len(unscored) * listing.ceiling, room)
+        room = max(0.0, 1.0 - listing.mass)
+        bound = min(len(missing) * listing.ceiling, room)
+        if bound <= MAX_UNSCORED_SHARE / 2 * sum(probabilities.values()):
+            # what the list leaves out cannot matter (the bound is recorded): no request per spelling
+            return OptionProbabilities(
+                probabilities, tuple(dict.fromkeys(o for o, _ in missing)), bound if missing else 0.0
+            )
+        unscored: list[str] = []
+        outside = 0.0  # probability found for tokens the list did not hold
+        for option, text in missing:
+            p = self._probability_by_bias(messages, listing, text)
+            if p is None:
+                unscored.append(option)
+            else:
+                probabilities[option] += p
+                outside += p
+        if not unscored:
+            return OptionProbabilities(probabilities)
+        bound = min(len(unscored) * listing.ceiling, max(0.0, room - outside))
         return OptionProbabilities(probabilities, tuple(dict.fromkeys(unscored)), bound)
 
     def _probability_by_bias(self, messages: list[Message], listing: Listing, text: str) -> float | None:
