@@ -181,3 +181,14 @@ def test_refusals_are_regenerated_then_recorded(story_study, fake_server):
     row = story_study.db.conn.execute("SELECT value, parse_status, details FROM ratings").fetchone()
     assert row[0] is None and row[1] == "refusal"
     assert json.loads(row[2])["attempts"] == 3
+
+
+def test_credentials_are_stripped_from_urls():
+    from tui_rater.judge.spec import strip_credentials, url_secrets
+
+    url = "http://alice:pw-0123456789@h.example:8080/v1?api_key=qk-0123456789&api-version=2024-06-01#x"
+    assert strip_credentials(url) == "http://h.example:8080/v1?api_key=[redacted]&api-version=2024-06-01"
+    # the password and the key are replaced in replies; "alice" is a word a story may hold
+    assert url_secrets(url) == ["pw-0123456789", "qk-0123456789"]
+    assert url_secrets("https://tok-0123456789@h/v1") == ["tok-0123456789"]  # a user name that is a token
+    assert strip_credentials("https://api.openai.com/v1") == "https://api.openai.com/v1"

@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from tui_rater.domain.errors import UserError
 
 MODES = ("text", "constrained", "distribution", "implicit")
+NO_KEY = "no-key"
 _SHA_CACHE: dict[tuple[str, int, float], str] = {}
 
 
@@ -96,13 +97,14 @@ class JudgeSpec:
         if key:
             return key
         if self.base_url:
-            return "no-key"  # llama.cpp server, Ollama, vLLM on loopback: no key needed
+            return NO_KEY  # llama.cpp server, Ollama, vLLM on loopback: no key needed
         raise UserError(f"no API key: set ${self.api_key_env} (or --api-key-env NAME, or [judge] api_key)")
 
 
 # query parameters that say which API version is spoken, not who speaks: kept in the provenance
 PUBLIC_QUERY = frozenset({"api-version", "api_version"})
 REDACTED = "[redacted]"
+URL_SECRET_MIN_LENGTH = 8
 
 
 def check_base_url(url: str) -> None:
@@ -130,17 +132,18 @@ def strip_credentials(url: str) -> str:
 
 
 def url_secrets(url: str | None) -> list[str]:
-    """What a URL carries that must never be stored: its user, password and secret query values."""
+    """What a URL carries that must never appear in a stored reply: its password (or a user name
+    that is a token, with no password) and secret query values. Short ones (a user name such as
+    "alice") are left alone: replacing them would change the replies' words."""
     if not url:
         return []
     try:
         parts = urlsplit(url)
     except ValueError:
         return [url]
-    found = [parts.username or "", parts.password or ""]
+    found = [parts.password or parts.username or ""]
     found += [value for name, value in parse_qsl(parts.query) if name.lower() not in PUBLIC_QUERY]
-    found += [parts.fragment]
-    return [secret for secret in found if secret]
+    return [secret for secret in found if len(secret) >= URL_SECRET_MIN_LENGTH]
 
 
 def file_sha256(path: str | Path) -> str:

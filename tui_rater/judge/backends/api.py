@@ -28,7 +28,7 @@ from tui_rater.judge.backends import api_logprobs, api_reply
 from tui_rater.judge.backends.api_reply import MAX_BODY_BYTES, Listing
 from tui_rater.judge.backends.base import Completion, Message, OptionProbabilities, TokenCounts, spellings
 from tui_rater.judge.errors import JudgeError
-from tui_rater.judge.spec import JudgeSpec, strip_credentials, url_secrets
+from tui_rater.judge.spec import NO_KEY, JudgeSpec, strip_credentials, url_secrets
 
 # how a constrained reply is asked for, tried in this order until the server accepts one
 CONSTRAINT_STYLES = ("json_schema", "grammar")
@@ -143,7 +143,8 @@ class ApiBackend:
         self.counts = TokenCounts()
         self._openai = openai
         self._key = spec.api_key()
-        self._secrets = [self._key, *url_secrets(spec.base_url)]
+        # the placeholder of a keyless local server is no secret (and a word a reply may hold)
+        self._secrets = [k for k in (self._key, *url_secrets(spec.base_url)) if k != NO_KEY]
         self.client = _shared_client(openai, spec.base_url, self._key, spec.timeout_s)
         self.server = api_logprobs.server_facts(spec.base_url or "", spec.api_model)
         base, _ = _split_query(spec.base_url)
