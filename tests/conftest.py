@@ -1,20 +1,16 @@
+"""Fixtures for every test folder. Helpers that are not fixtures are in tests/support.py."""
+
 from __future__ import annotations
 
-import hashlib
-import subprocess
-import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-SAMPLE = ROOT / "sample_data"
-
-
-def digest(path: Path) -> str | None:
-    """SHA-256 of a file (None if absent): 'the database is byte-for-byte unchanged'."""
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+from tests.support import Script
+from tui_rater.judge.tiny_gguf import write_tiny_gguf
 
 
 @pytest.fixture
@@ -35,12 +31,56 @@ def cli(capsys):
     return run
 
 
-def run_cli_process(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120):
-    return subprocess.run(
-        [sys.executable, "-m", "tui_rater.cli", *map(str, args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+@pytest.fixture(scope="session")
+def tiny_gguf(tmp_path_factory) -> Path:
+    """A random-weight GGUF that real llama.cpp loads (made here, in seconds)."""
+    return write_tiny_gguf(tmp_path_factory.mktemp("model") / "tiny.gguf", seed=7)
+
+
+@pytest.fixture
+def fake_server():
+    """Start a loopback HTTP server that answers POSTs from a ``Script``; returns its /v1 base URL."""
+    servers = []
+
+    def start(script: Script) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                status, headers, body, delay = script.next({k.lower(): v for k, v in self.headers.items()})
+                if delay:
+                    time.sleep(delay)
+                self.send_response(status)
+                for k, v in {"content-type": "application/json", **headers}.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+
+
+@pytest.fixture
+def serve_zoo():
+    """Start the loopback zoo (tests/zoo.py: a bad, or good, reply per item); returns (its Zoo, its /v1 URL)."""
+    from tests import zoo
+
+    servers = []
+
+    def start(**behaviour) -> tuple[zoo.Zoo, str]:
+        found = zoo.Zoo(**behaviour)
+        server, url = zoo.serve(found)
+        servers.append(server)
+        return found, url
+
+    yield start
+    for server in servers:
+        server.shutdown()

@@ -14,8 +14,11 @@ platform's config folder (``~/.config/tui-rater/`` on Linux). Example::
     base_url = "http://127.0.0.1:8080/v1"
     api_key_env = "OPENAI_API_KEY"
 
-    [keys]            # the app's key bindings, by action id
+    [keys]            # the app's key bindings, by action id (tui_rater/keys.py)
     undo = "u,ctrl+z"
+
+A misspelt setting is an error that names the closest valid one (a judge must not run on a default
+the user meant to change); a misspelt action or key in ``[keys]`` is a warning, and the rest applies.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from tui_rater.domain.errors import UserError
+from tui_rater.keys import check_keymap, closest
 
 DEFAULT_DB = "tui-rater.db"
 ENV_PREFIX = "TUI_RATER_"
@@ -74,6 +78,9 @@ def load_settings(path: Path | None = None, environ: dict[str, str] | None = Non
     if path.exists():
         raw = _read_toml(path)
         settings = _apply_file(settings, raw, path)
+        # [keys] problems cost nothing but a key: say so, and go on with the rest
+        settings, problems = _usable_keys(settings)
+        warnings += [f"config file {path}: {problem}" for problem in problems]
         if sys.platform != "win32" and os.stat(path).st_mode & (stat.S_IRGRP | stat.S_IROTH):
             # the file may hold an API key (judge.api_key): it should be private
             warnings.append(f"config file {path} is readable by other users; run `chmod 600 {path}`")
@@ -99,10 +106,10 @@ def _read_toml(path: Path) -> dict:
 
 
 def _apply_file(settings: Settings, raw: dict, path: Path) -> Settings:
-    known = {"db", "annotator", "task_files", "keys", "judge"}
-    unknown = sorted(set(raw) - known)
+    known = ["annotator", "db", "judge", "keys", "task_files"]
+    unknown = sorted(set(raw) - set(known))
     if unknown:
-        raise UserError(f"config file {path}: unknown setting {unknown[0]!r} (known: {', '.join(sorted(known))})")
+        raise UserError(f"config file {path}: unknown setting {unknown[0]!r} {_suggest(unknown[0], known)}")
     changes: dict = {}
     for key in ("db", "annotator"):
         if key in raw:
@@ -134,7 +141,7 @@ def _judge_from(raw: object, path: Path) -> JudgeDefaults:
         if key == "api_key":
             continue  # read by the API backend only; never copied into settings objects
         if key not in types:
-            raise UserError(f"config file {path}: unknown [judge] setting {key!r}")
+            raise UserError(f"config file {path}: unknown [judge] setting {key!r} {_suggest(key, [*types, 'api_key'])}")
         expected = types[key]
         if key == "base_url":
             expected = str
@@ -144,6 +151,16 @@ def _judge_from(raw: object, path: Path) -> JudgeDefaults:
             raise UserError(f"config file {path}: [judge] {key} must be a {expected.__name__}")
         values[key] = value
     return replace(defaults, **values)
+
+
+def _suggest(word: str, known: list[str]) -> str:
+    hint = closest(word, known)
+    return f"(did you mean {hint!r}?)" if hint else f"(known: {', '.join(sorted(known))})"
+
+
+def _usable_keys(settings: Settings) -> tuple[Settings, list[str]]:
+    usable, problems = check_keymap(settings.keys)
+    return replace(settings, keys=usable), problems
 
 
 def api_key_from_config(path: Path | None = None) -> str | None:

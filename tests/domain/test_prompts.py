@@ -1,13 +1,17 @@
-"""The LLM gets exactly the human's instructions and question, verbatim from the papers."""
+"""The LLM gets exactly the human's instructions and question, verbatim from the papers.
+
+The papers' text comes from tests/data/papers/ (checked against ../shared/seeds where present)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from tests.conftest import SHARED
+from tests.support import paper_excerpt
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
-from tui_rater.domain.prompts import CHEN_EXPLICIT, CHEN_PAIRWISE, fill
+from tui_rater.domain.prompts import CHEN_EXPLICIT, CHEN_IMPLICIT, CHEN_PAIRWISE, fill
 from tui_rater.domain.tasks import BUILTIN_TASKS, STORY
 
 
@@ -21,14 +25,22 @@ def render(task, attribute, fields, variant="plain"):
     return protocols.of(attribute).render(task, attribute, fields, variant)
 
 
-CHIANG = SHARED / "seeds" / "001_29096bd7282ac109.txt"
-CHEN = SHARED / "seeds" / "004_2ef064783dfcafc3.txt"
+CHIANG = "chiang_lee_2023"
+CHEN = "chen_2023"
 
 
-def _paper(path):
-    if not path.exists():
-        pytest.skip("shared/seeds is not beside this clone")
-    return path.read_text(encoding="utf-8")
+def _paper(name):
+    return paper_excerpt(name)
+
+
+def _chen_form(template: str) -> str:
+    """Our template with the paper's placeholders put back."""
+    return (
+        template.replace("{prompt}", "[Conditioned Text]")
+        .replace("{story_a}", "[Generated Text-1]")
+        .replace("{story_b}", "[Generated Text-2]")
+        .replace("{story}", "[Generated Text]")
+    )
 
 
 @pytest.mark.parametrize("attribute", ["grammaticality", "cohesiveness", "likability", "relevance"])
@@ -59,22 +71,30 @@ def test_human_questions_appear_in_the_paper():
             assert attribute.question in paper, attribute.name
 
 
-@pytest.mark.parametrize("version", ["v1", "v2", "v3"])
+@pytest.mark.parametrize("version", ["v1", "v2", "v3", "v4", "v5"])
 def test_chen_explicit_prompts_verbatim(version):
-    paper = _paper(CHEN)
-    text = CHEN_EXPLICIT[version].replace("{prompt}", "[Conditioned Text]").replace("{story}", "[Generated Text]")
-    assert text in paper
+    assert _chen_form(CHEN_EXPLICIT[version]) in _paper(CHEN)
 
 
-def test_chen_pairwise_v3_verbatim():
-    paper = _paper(CHEN)
-    text = (
-        CHEN_PAIRWISE["v3"]
-        .replace("{prompt}", "[Conditioned Text]")
-        .replace("{story_a}", "[Generated Text-1]")
-        .replace("{story_b}", "[Generated Text-2]")
-    )
-    assert text in paper
+@pytest.mark.parametrize("version", ["v2", "v3", "v4"])
+def test_chen_pairwise_prompts_verbatim(version):
+    assert _chen_form(CHEN_PAIRWISE[version]) in _paper(CHEN)
+
+
+def test_chen_pairwise_v1_and_implicit_verbatim_up_to_line_breaks():
+    # Sec. 2.2 prints pairwise V1 with its lines wrapped (and App. B with list bullets): compare the words
+    words = " ".join(_paper(CHEN).split())
+    assert " ".join(_chen_form(CHEN_PAIRWISE["v1"]).split()) in words
+    assert _chen_form(CHEN_IMPLICIT) in _paper(CHEN)
+
+
+def test_the_excerpts_hold_what_the_tests_look_for():
+    """A guard against an excerpt cut too short: each prompt block of the papers is in it."""
+    chen = _paper(CHEN)
+    blocks = re.findall(r"===== PROMPT FOR ([A-Z ]+?(?: V\d)?) =====", chen)
+    assert len(blocks) == 3 + 9  # Sec. 2: explicit, implicit, pairwise; App. A-B: explicit V1-V5, pairwise V1-V4
+    chiang = _paper(CHIANG)
+    assert chiang.count("(on a scale of 1-5") >= 6  # four story queries, two title queries
 
 
 def test_variants_follow_section_3_3_2():

@@ -137,8 +137,10 @@ def test_temperature_and_nucleus():
     assert list(tempered(p, 0, 1.0)) == [1, 0, 0, 0]
     q = tempered(p, 1.0, 0.9)  # nucleus keeps {0.5, 0.3, 0.15}
     assert q[3] == 0 and q.sum() == pytest.approx(1) and q[0] == pytest.approx(0.5 / 0.95)
-    hot = tempered(p, 2.0, 1.0)
-    assert hot[0] < 0.5 and hot[3] > 0.05
+    hot = tempered(p, 2.0, 1.0)  # p^(1/T), renormalised: flatter
+    assert hot == pytest.approx(np.sqrt(p) / np.sqrt(p).sum())
+    cold = tempered(p, 0.5, 0.9)  # p^2 normalised: 0.685, 0.247, ...; the nucleus reaching 0.9 is {0, 1}
+    assert cold == pytest.approx(np.array([0.25, 0.09, 0, 0]) / 0.34)
 
 
 def test_implicit_score_without_yes_or_no_is_a_typed_failure():

@@ -1,31 +1,14 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tui_rater.judge.tiny_gguf import write_tiny_gguf
+from tests.support import STORIES, free_port, wait_for_port
 from tui_rater.store.study import Study
-
-STORIES = [
-    {
-        "id": f"s{i}",
-        "system": "human" if i % 2 else "gpt2",
-        "prompt": f"Prompt number {i}.",
-        "story": f"Story {i}. The cat sat on the mat and thought about fish for a while. Then it slept.",
-    }
-    for i in range(4)
-]
-
-
-@pytest.fixture(scope="session")
-def tiny_gguf(tmp_path_factory) -> Path:
-    return write_tiny_gguf(tmp_path_factory.mktemp("model") / "tiny.gguf", seed=7)
 
 
 @pytest.fixture
@@ -33,25 +16,6 @@ def story_study(tmp_path) -> Study:
     study = Study.open(tmp_path / "judge.db")
     study.add_items(study.task("story"), STORIES)
     return study
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with status {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError(f"nothing listening on {port}")
 
 
 @contextlib.contextmanager
@@ -90,6 +54,16 @@ def serve_model(model: Path):
 def llama_server(tiny_gguf):
     """The real OpenAI-compatible server of llama-cpp-python, on loopback."""
     with serve_model(tiny_gguf) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def eos_server(tmp_path_factory):
+    """A model for which end-of-text is the most probable answer token (p about 0.3), served for real."""
+    from tui_rater.judge.tiny_gguf import write_tiny_gguf
+
+    model = write_tiny_gguf(tmp_path_factory.mktemp("eos") / "eos.gguf", seed=7, eos_logit=2.5)
+    with serve_model(model) as url:
         yield url
 
 

@@ -4,14 +4,10 @@ against a small HTTP server on 127.0.0.1 that answers what we tell it to."""
 from __future__ import annotations
 
 import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.judge.conftest import free_port
-from tests.judge.test_local import judge
+from tests.support import ERR, Script, free_port, judge, ok_body
 from tui_rater.judge import queue
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
 from tui_rater.judge.worker import run_judge
@@ -53,63 +49,6 @@ def test_distribution_mode_from_top_logprobs(story_study, llama_server):
 # --- error paths ---------------------------------------------------------------------------
 
 
-class Script:
-    """What the fake server answers, request by request."""
-
-    def __init__(self, answers):
-        self.answers = list(answers)
-        self.times: list[float] = []
-        self.lock = threading.Lock()
-
-    def next(self):
-        with self.lock:
-            self.times.append(time.monotonic())
-            return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-
-
-def ok_body(text="I would rate it a 4."):
-    return json.dumps(
-        {
-            "id": "x",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-    )
-
-
-@pytest.fixture
-def fake_server():
-    servers = []
-
-    def start(script: Script) -> str:
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("content-length", 0)))
-                status, headers, body, delay = script.next()
-                if delay:
-                    time.sleep(delay)
-                self.send_response(status)
-                for k, v in {"content-type": "application/json", **headers}.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(body.encode())
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}/v1"
-
-    yield start
-    for server in servers:
-        server.shutdown()
-
-
 def run_one(study, spec, n_items=1):
     spec = spec.validate()
     config = provenance(spec)
@@ -120,9 +59,6 @@ def run_one(study, spec, n_items=1):
     for t in threads:
         t.join(timeout=60)
     return rater, progress
-
-
-ERR = json.dumps({"error": {"message": "nope", "type": "x"}})
 
 
 @pytest.mark.parametrize("status,kind", [(401, "auth"), (404, "unknown_model"), (400, "bad_request")])

@@ -15,12 +15,10 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import run_cli_process
-from tests.judge.conftest import STORIES, serve_model
+from tests.support import STORIES, run_cli_process
 from tui_rater.domain import protocols
 from tui_rater.judge.backends.api import ApiBackend
 from tui_rater.judge.spec import JudgeSpec
-from tui_rater.judge.tiny_gguf import write_tiny_gguf
 from tui_rater.store.study import Study
 
 
@@ -71,14 +69,6 @@ def test_options_outside_the_top_20_are_scored_exactly(llama_server, tmp_path):
     assert left_out >= 16  # the top 20 alone would have read these options as probability 0
     print(f"\n16 questions: {left_out} of 80 options outside the top 20, all scored exactly")
     assert backend.server.bias == "before" and backend.server.tokenizer == ("/extras/tokenize", "input")
-
-
-@pytest.fixture(scope="module")
-def eos_server(tmp_path_factory):
-    """A model for which end-of-text is the most probable answer token (p about 0.3), served for real."""
-    model = write_tiny_gguf(tmp_path_factory.mktemp("eos") / "eos.gguf", seed=7, eos_logit=2.5)
-    with serve_model(model) as url:
-        yield url
 
 
 def _study(tmp_path, task: str):

@@ -1,6 +1,6 @@
 """Malformed, truncated and empty API replies through the real `tui-rater judge`, in a subprocess.
 
-Each item of the study names one case of the loopback zoo server (tests/judge/zoo.py). Every
+Each item of the study names one case of the loopback zoo server (tests/zoo.py). Every
 malformed reply must end as a typed failure of its job, the workers must survive, the command
 must end, and its exit status must say that jobs failed (issue 11); truncated and empty logprob
 replies must be read honestly (issue 13, items 3 and 4).
@@ -17,27 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli_process
-from tests.judge import zoo
+from tests import zoo
+from tests.support import run_cli_process
 from tui_rater.judge.backends.api import ApiBackend
 from tui_rater.judge.spec import JudgeSpec
 
 MAX_ATTEMPTS = 6  # judge.queue.MAX_ATTEMPTS: a retryable failure is tried this many times
-
-
-@pytest.fixture
-def serve_zoo():
-    servers = []
-
-    def start(**options) -> tuple[zoo.Zoo, str]:
-        behaviour = zoo.Zoo(**options)
-        server, url = zoo.serve(behaviour)
-        servers.append(server)
-        return behaviour, url
-
-    yield start
-    for server in servers:
-        server.shutdown()
 
 
 def study_of_cases(tmp_path: Path, cases, task: str = "story") -> Path:
@@ -104,6 +89,7 @@ MALFORMED_TEXT = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow  # each bad job is retried with back-off: about 37 s
 def test_malformed_text_replies_fail_their_jobs_and_the_judge_ends(tmp_path, serve_zoo):
     cases = ["good", "key_echo", "null_content", "usage_nonsense", *MALFORMED_TEXT, "key_in_error", "drip"]
     db = study_of_cases(tmp_path, cases)
@@ -148,6 +134,7 @@ MALFORMED_LOGPROBS = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow  # retry back-offs: about 20 s
 def test_logprob_replies_distribution_mode(tmp_path, serve_zoo):
     cases = ["good", "truncated", "eos", "key_in_token", *MALFORMED_LOGPROBS, "eos_always", "logprobs_null"]
     db = study_of_cases(tmp_path, cases)
@@ -202,6 +189,7 @@ def test_truncated_top_k_without_a_tokenizer_is_stored_as_incomplete(tmp_path, s
     assert samples.fetchone()[0] == 4 * 2
 
 
+@pytest.mark.slow  # retry back-offs: about 20 s
 def test_logprob_replies_implicit_mode(tmp_path, serve_zoo):
     cases = ["good", "eos", "key_in_token", "logprob_1000", "token_number", "eos_always"]
     db = study_of_cases(tmp_path, cases, task="story-explicit")

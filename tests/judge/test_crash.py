@@ -9,8 +9,12 @@ import subprocess
 import sys
 import time
 
-from tests.judge.conftest import STORIES
+import pytest
+
+from tests.support import STORIES
 from tui_rater.store.study import Study
+
+pytestmark = pytest.mark.slow
 
 
 def _done(db) -> int:

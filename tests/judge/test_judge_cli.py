@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from tests.conftest import SAMPLE, run_cli_process
+from tests.support import SAMPLE, run_cli_process
 
 
 def _demo_study(tmp_path):

@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import STORIES, judge
 from tui_rater.judge import queue
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
 from tui_rater.judge.worker import run_judge
-from tui_rater.service.judging import judge_study
-
-
-def judge(study, spec: JudgeSpec, task="story", workers=1):
-    run = judge_study(study, spec.validate(), [task], workers=workers)
-    rater, progress = run.plan.rater, run.progress
-    assert progress.fatal is None, progress.fatal
-    rows = list(
-        study.db.query("SELECT * FROM ratings WHERE rater_id = ? ORDER BY item_key, attribute, sample", [rater.id])
-    )
-    return rater, progress, rows
 
 
 def test_text_mode_stores_raw_replies_and_typed_failures(story_study, tiny_gguf):
@@ -56,7 +46,6 @@ def test_distribution_mode_one_pass_n_samples(story_study, tiny_gguf):
 
 
 def test_same_seed_same_ratings(tmp_path, tiny_gguf):
-    from tests.judge.conftest import STORIES
     from tui_rater.store.study import Study
 
     values = []

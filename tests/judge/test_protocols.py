@@ -7,8 +7,7 @@ import math
 
 import pytest
 
-from tests.judge.test_api import Script, fake_server, ok_body  # noqa: F401 - fixture
-from tests.judge.test_local import judge
+from tests.support import Script, judge, ok_body
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.stats.report import build_report
 from tui_rater.store import spa
@@ -52,7 +51,7 @@ def test_pairwise_both_orders_on_gguf(pair_study, tiny_gguf):
     assert consistency and consistency[0].n == 3
 
 
-def test_position_bias_and_v3_inversion(pair_study, fake_server):  # noqa: F811
+def test_position_bias_and_v3_inversion(pair_study, fake_server):
     url = fake_server(Script([(200, {}, ok_body(" (A)"), 0)]))  # a judge that always picks the first text
     rater, _, rows = judge(
         pair_study, JudgeSpec("api:m", base_url=url, variant="v1", samples=1, temperature=0.0), task="story-pairwise"
@@ -71,7 +70,7 @@ def test_position_bias_and_v3_inversion(pair_study, fake_server):  # noqa: F811
     assert first == {"original": 1, "swapped": 0}  # "(A) is worse" means the other is better
 
 
-def test_explicit_v4_stars_normalised(tmp_path, fake_server):  # noqa: F811
+def test_explicit_v4_stars_normalised(tmp_path, fake_server):
     study = Study.open(tmp_path / "e.db")
     study.add_items(study.task("story-explicit"), EXPLICIT)
     url = fake_server(Script([(200, {}, ok_body("4 stars"), 0)]))
@@ -104,7 +103,7 @@ def logprob_body(top: dict[str, float]) -> str:
     )
 
 
-def test_implicit_score_over_api_and_gguf(tmp_path, fake_server, tiny_gguf):  # noqa: F811
+def test_implicit_score_over_api_and_gguf(tmp_path, fake_server, tiny_gguf):
     study = Study.open(tmp_path / "i.db")
     study.add_items(study.task("story-explicit"), EXPLICIT)
     url = fake_server(
@@ -121,7 +120,7 @@ def test_implicit_score_over_api_and_gguf(tmp_path, fake_server, tiny_gguf):  # 
     assert len(json.loads(local[0]["details"])["top5"]) == 5
 
 
-def test_meta_evaluation_in_report(tmp_path, fake_server):  # noqa: F811
+def test_meta_evaluation_in_report(tmp_path, fake_server):
     study = Study.open(tmp_path / "m.db")
     study.add_items(study.task("story-explicit"), EXPLICIT)
     human = study.human("h")
@@ -143,7 +142,7 @@ def test_meta_evaluation_in_report(tmp_path, fake_server):  # noqa: F811
     assert meta["pair_tau_b_all"].value is not None
 
 
-def test_spa_with_a_judge_and_the_tau_filter(tmp_path, fake_server, tiny_gguf):  # noqa: F811
+def test_spa_with_a_judge_and_the_tau_filter(tmp_path, fake_server, tiny_gguf):
     study = Study.open(tmp_path / "s.db")
     study.add_items(
         study.task("story"),

@@ -10,21 +10,11 @@ from __future__ import annotations
 
 import sqlite3
 
-import pytest
-
-from tests.judge import zoo
-from tests.judge.conftest import STORIES
+from tests.support import STORIES
 from tui_rater.judge import queue
 from tui_rater.judge.backends.api import ApiBackend
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.service.judging import judge_study
-
-
-@pytest.fixture
-def zoo_url():
-    server, url = zoo.serve(zoo.Zoo())
-    yield url
-    server.shutdown()
 
 
 class BuggyBackend(ApiBackend):
@@ -34,9 +24,10 @@ class BuggyBackend(ApiBackend):
         return super().complete(messages, **params)
 
 
-def test_a_bug_in_one_job_fails_that_job_and_the_rest_go_on(story_study, zoo_url):
+def test_a_bug_in_one_job_fails_that_job_and_the_rest_go_on(story_study, serve_zoo):
     story_study.add_items(story_study.task("story"), [dict(STORIES[0], id="bug", story="BUG in this one.")])
-    spec = JudgeSpec("api:zoo", base_url=zoo_url, samples=1).validate()
+    _, url = serve_zoo()
+    spec = JudgeSpec("api:zoo", base_url=url, samples=1).validate()
     run = judge_study(story_study, spec, ["story"], workers=3, backend_factory=BuggyBackend)
     assert run.progress.fatal is None and not run.alive()
     counts = queue.counts(story_study, run.plan.rater.id)
@@ -46,11 +37,12 @@ def test_a_bug_in_one_job_fails_that_job_and_the_rest_go_on(story_study, zoo_url
     assert all("ZeroDivisionError" in f["last_error"] for f in queue.failures(story_study))
 
 
-def test_a_backend_that_cannot_start_stops_the_judge_visibly(story_study, zoo_url):
+def test_a_backend_that_cannot_start_stops_the_judge_visibly(story_study, serve_zoo):
     def broken(spec):
         raise RuntimeError("the backend's library is broken")
 
-    spec = JudgeSpec("api:zoo", base_url=zoo_url, samples=1).validate()
+    _, url = serve_zoo()
+    spec = JudgeSpec("api:zoo", base_url=url, samples=1).validate()
     run = judge_study(story_study, spec, ["story"], workers=2, backend_factory=broken)
     assert not run.alive()
     assert run.progress.fatal is not None and run.progress.fatal.kind == "internal"
@@ -73,8 +65,9 @@ class TableThief(ApiBackend):
         return super().complete(messages, **params)
 
 
-def test_the_study_changing_under_a_worker_stops_the_judge_visibly(story_study, zoo_url):
-    spec = JudgeSpec("api:zoo", base_url=zoo_url, samples=1).validate()
+def test_the_study_changing_under_a_worker_stops_the_judge_visibly(story_study, serve_zoo):
+    _, url = serve_zoo()
+    spec = JudgeSpec("api:zoo", base_url=url, samples=1).validate()
 
     def factory(spec):
         backend = TableThief(spec)

@@ -1,6 +1,5 @@
 import pytest
 
-from tests.judge.conftest import tiny_gguf  # noqa: F401 - shared fixture
 from tui_rater.judge.tiny_gguf import write_tiny_gguf
 
 

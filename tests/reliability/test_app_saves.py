@@ -31,7 +31,7 @@ from tests.ui.tmux import (
     wait_for,
 )
 
-pytestmark = needs_tmux
+pytestmark = [pytest.mark.terminal, needs_tmux]
 
 ATTRIBUTES = ("grammaticality", "cohesiveness", "likability", "relevance")  # the story task, in order
 ITEMS = 6
@@ -286,7 +286,7 @@ def test_while_a_colleague_imports_57600_ratings(tmp_path, how):
         _out, err = colleague.communicate(timeout=120)
         imported = time.monotonic()
         assert colleague.returncode == 0, err
-        assert app.wait_exit(10) is not None
+        assert app.wait_exit(20) is not None  # a deadlock would never end; 10 s exceeded only under heavy load
         after_import = time.monotonic() - imported
     finally:
         app.close()
@@ -349,7 +349,7 @@ def test_undo_and_notes_while_locked_survive_a_hangup(tmp_path):
             time.sleep(0.5)
             assert app.running()
             lock.release()
-        assert app.wait_exit(10) is not None
+        assert app.wait_exit(20) is not None  # a deadlock would never end; 10 s exceeded only under heavy load
     finally:
         app.close()
     assert all_ratings(db, "noter") == [

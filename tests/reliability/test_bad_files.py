@@ -4,12 +4,14 @@ the answer is success or one clear sentence with exit 2 -- and the study file is
 from __future__ import annotations
 
 import os
+import re
+import sqlite3
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import digest
+from tests.support import digest
 
 GOOD = "id,system,prompt,story\na,human,P,A story.\nb,gpt2,P,Another story.\n"
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -27,13 +29,26 @@ def study_file(tmp_path, cli):
     return db
 
 
-def _check(result, db, before):
-    code, _out, err = result
+def _rows(db, table: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def _check(result, db, before, table: str | None = None, rows_before: int = 0):
+    """Exit 2 with one sentence and the file untouched, or success that stored what it says it stored."""
+    code, out, err = result
     assert "Traceback" not in err
     if code != 0:
         assert code == 2
         assert err.startswith("tui-rater: error: ") and err.count("\n") == 1, err
         assert digest(db) == before
+    elif table is not None:
+        added = re.search(r": (\d+) new", out)
+        assert added, out
+        assert _rows(db, table) - rows_before == int(added.group(1))
 
 
 def _mutations(base: bytes):
@@ -54,8 +69,8 @@ def _mutations(base: bytes):
 def test_import_items_any_bytes(tmp_path, cli, study_file, content, ext):
     path = tmp_path / f"in.{ext}"
     path.write_bytes(content)
-    before = digest(study_file)
-    _check(cli("import", path, "--task", "story", "--db", study_file), study_file, before)
+    before, rows = digest(study_file), _rows(study_file, "items")
+    _check(cli("import", path, "--task", "story", "--db", study_file), study_file, before, "items", rows)
 
 
 RATINGS = b"item,rater,attribute,value,kind,sample\na,t2,likability,4,human,0\nb,gpt,grammaticality,4.5,llm,1\n"
@@ -66,8 +81,8 @@ RATINGS = b"item,rater,attribute,value,kind,sample\na,t2,likability,4,human,0\nb
 def test_import_ratings_any_bytes(tmp_path, cli, study_file, content, ext):
     path = tmp_path / f"r.{ext}"
     path.write_bytes(content)
-    before = digest(study_file)
-    _check(cli("import-ratings", path, "--db", study_file), study_file, before)
+    before, rows = digest(study_file), _rows(study_file, "ratings")
+    _check(cli("import-ratings", path, "--db", study_file), study_file, before, "ratings", rows)
 
 
 TOML = (
@@ -81,10 +96,11 @@ TOML = (
 def test_task_file_any_bytes(tmp_path, cli, study_file, content):
     path = tmp_path / "task.toml"
     path.write_bytes(content)
-    before = digest(study_file)
     items = tmp_path / "t.csv"
     items.write_text("id,text\nx,hello\n")
-    _check(cli("import", items, "--task", "t", "--task-file", path, "--db", study_file), study_file, before)
+    before, rows = digest(study_file), _rows(study_file, "items")
+    result = cli("import", items, "--task", "t", "--task-file", path, "--db", study_file)
+    _check(result, study_file, before, "items", rows)
 
 
 @SETTINGS

@@ -12,8 +12,12 @@ import threading
 import time
 from pathlib import Path
 
-from tests.conftest import ROOT
+import pytest
+
+from tests.support import ROOT
 from tui_rater.store.study import Study
+
+pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).parent
 TRIALS = 20

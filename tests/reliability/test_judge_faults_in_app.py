@@ -5,10 +5,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tests.conftest import run_cli_process
-from tests.judge import zoo
-from tests.judge.test_api import ERR, Script, fake_server  # noqa: F401 - fixture
-from tests.ui.conftest import STORIES, ratings_of, settle, wait_until
+import pytest
+
+from tests import zoo
+from tests.support import ERR, STORIES, Script, ratings_of, run_cli_process, settle, wait_until
 from tests.ui.tmux import TmuxApp, annotate_command, needs_tmux
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.service.judging import BackgroundJudges
@@ -18,7 +18,7 @@ from tui_rater.store.study import Study
 from tui_rater.ui.app import make_app
 
 
-async def test_failing_judge_does_not_stop_the_person(tmp_path, fake_server):  # noqa: F811
+async def test_failing_judge_does_not_stop_the_person(tmp_path, fake_server):
     study = Study.open(tmp_path / "f.db")
     study.add_items(study.task("story"), STORIES)
     url = fake_server(Script([(401, {}, ERR, 0)]))
@@ -74,10 +74,11 @@ def _annotate_with_judge(tmp_path, db, url) -> TmuxApp:
     return TmuxApp(command, tmp_path, env=f"OPENAI_API_KEY={zoo.KEY}")
 
 
+@pytest.mark.terminal
 @needs_tmux
-def test_a_judge_whose_server_never_answers_usably_shows_as_stopped(tmp_path):
+def test_a_judge_whose_server_never_answers_usably_shows_as_stopped(tmp_path, serve_zoo):
     db = _study_of_cases(tmp_path, [f"page{i}" for i in range(6)])
-    server, url = zoo.serve(zoo.Zoo(default_case="html"))  # 200 with an HTML page, every time
+    _behaviour, url = serve_zoo(default_case="html")  # 200 with an HTML page, every time
     app = _annotate_with_judge(tmp_path, db, url)
     try:
         screen = app.wait_text("judges: api:zoo stopped: server_unusable", timeout=30)
@@ -88,16 +89,17 @@ def test_a_judge_whose_server_never_answers_usably_shows_as_stopped(tmp_path):
         assert app.wait_exit(20) is not None and app.wait_status() == 0
     finally:
         app.close()
-        server.shutdown()
     counts = dict(sqlite3.connect(db).execute("SELECT status, count(*) FROM jobs GROUP BY status").fetchall())
     assert counts.get("leased", 0) == 0 and counts.get("failed", 0) == 0  # back in the queue, for a later run
 
 
+@pytest.mark.terminal
+@pytest.mark.slow  # the failing jobs' back-off: about 16 s
 @needs_tmux
-def test_malformed_replies_fail_their_jobs_and_the_judge_goes_on(tmp_path):
+def test_malformed_replies_fail_their_jobs_and_the_judge_goes_on(tmp_path, serve_zoo):
     cases = ["good", "key_echo", "content_number", "html", "finish_number", "usage_nonsense"]
     db = _study_of_cases(tmp_path, cases)
-    server, url = zoo.serve(zoo.Zoo())
+    _behaviour, url = serve_zoo()
     app = _annotate_with_judge(tmp_path, db, url)
     try:
         # 3 items x 4 questions x 3 samples fail, each after 6 attempts (about 16 s of backoff)
@@ -107,7 +109,6 @@ def test_malformed_replies_fail_their_jobs_and_the_judge_goes_on(tmp_path):
         assert app.wait_exit(20) is not None
     finally:
         app.close()
-        server.shutdown()
     conn = sqlite3.connect(db)
     failed = conn.execute(
         "SELECT i.id, j.error_kind FROM jobs j JOIN items i ON i.key = j.item_key WHERE j.status = 'failed'"

@@ -7,13 +7,16 @@ import os
 import sqlite3
 import stat
 
-from tests.conftest import SAMPLE, run_cli_process
-from tests.judge.test_api import ERR, Script, fake_server, ok_body  # noqa: F401 - fixture
+import pytest
+
+from tests import zoo
+from tests.support import ERR, SAMPLE, Script, free_port, ok_body, run_cli_process
 
 KEY = "sk-PLANTED-7f3a9c1e5b2d4a6c8e0f"
 
 
-def test_planted_key_appears_nowhere(tmp_path, fake_server):  # noqa: F811
+@pytest.mark.slow  # the unreachable server is retried with back-off (about 30 s)
+def test_planted_key_appears_nowhere(tmp_path, fake_server):
     env = {**os.environ, "OPENAI_API_KEY": KEY}
     db = tmp_path / "s.db"
     outputs = []
@@ -24,15 +27,17 @@ def test_planted_key_appears_nowhere(tmp_path, fake_server):  # noqa: F811
         return result
 
     run("import", SAMPLE / "stories.csv", "--task", "story", "--db", db)
-    good = fake_server(Script([(200, {}, ok_body(), 0)]))
+    answered = Script([(200, {}, ok_body(), 0)])
+    good = fake_server(answered)
     assert (
         run("judge", "--db", db, "--model", "api:m", "--base-url", good, "--limit", "2", "--samples", "1").returncode
         == 0
     )
+    assert answered.headers[0].get("authorization") == f"Bearer {KEY}"  # the planted key is the one in use
     refusing = fake_server(Script([(401, {}, ERR, 0)]))
     failed = run("judge", "--db", db, "--model", "api:other", "--base-url", refusing, "--limit", "1", "--samples", "1")
     assert failed.returncode == 2 and "refused the API key" in failed.stderr
-    dead = f"http://127.0.0.1:{__import__('tests.judge.conftest', fromlist=['free_port']).free_port()}/v1"
+    dead = f"http://127.0.0.1:{free_port()}/v1"
     run(
         "judge",
         "--db",
@@ -64,7 +69,7 @@ def test_planted_key_appears_nowhere(tmp_path, fake_server):  # noqa: F811
         assert KEY not in text
 
 
-def test_key_from_config_file_and_permission_warning(tmp_path, fake_server):  # noqa: F811
+def test_key_from_config_file_and_permission_warning(tmp_path, fake_server):
     config = tmp_path / "config.toml"
     config.write_text(f'[judge]\napi_key = "{KEY}"\n')
     os.chmod(config, 0o644)
@@ -72,11 +77,13 @@ def test_key_from_config_file_and_permission_warning(tmp_path, fake_server):  # 
     env["TUI_RATER_CONFIG"] = str(config)
     db = tmp_path / "s.db"
     run_cli_process("import", SAMPLE / "stories.csv", "--task", "story", "--db", db, env=env)
-    url = fake_server(Script([(200, {}, ok_body(), 0)]))
+    script = Script([(200, {}, ok_body(), 0)])
+    url = fake_server(script)
     result = run_cli_process(
         "judge", "--db", db, "--model", "api:m", "--base-url", url, "--limit", "1", "--samples", "1", env=env
     )
     assert result.returncode == 0
+    assert script.headers and all(h.get("authorization") == f"Bearer {KEY}" for h in script.headers)  # it was used
     assert "readable by other users" in result.stderr and KEY not in result.stderr + result.stdout
     os.chmod(config, 0o600)
     quiet = run_cli_process("info", "--db", db, env=env)
@@ -88,9 +95,7 @@ PASSWORD = "pw-IN-THE-URL-93c1d7"
 QUERY_KEY = "qk-IN-THE-QUERY-5e2a8f"
 
 
-def test_credentials_in_the_base_url_are_sent_but_never_stored_or_shown(tmp_path, fake_server):  # noqa: F811
-    from tests.judge import zoo
-
+def test_credentials_in_the_base_url_are_sent_but_never_stored_or_shown(tmp_path, fake_server, serve_zoo):
     items = tmp_path / "items.csv"
     items.write_text("id,system,prompt,story\ngood,h,P,CASE=good. A story.\nkey_echo,h,P,CASE=key_echo. A story.\n")
     db = tmp_path / "s.db"
@@ -103,14 +108,10 @@ def test_credentials_in_the_base_url_are_sent_but_never_stored_or_shown(tmp_path
         return result
 
     assert run("import", items, "--task", "story", "--db", db).returncode == 0
-    behaviour = zoo.Zoo()
-    server, url = zoo.serve(behaviour)
+    behaviour, url = serve_zoo()
     host = url.removeprefix("http://")
     secret_url = f"http://alice:{PASSWORD}@{host}?api_key={QUERY_KEY}&api-version=2024-06-01"
-    try:
-        judged = run("judge", "--db", db, "--model", "api:zoo", "--base-url", secret_url, "--samples", "1")
-    finally:
-        server.shutdown()
+    judged = run("judge", "--db", db, "--model", "api:zoo", "--base-url", secret_url, "--samples", "1")
     assert judged.returncode == 0, judged.stderr
     # the query reached the server (the client does not lose it) ...
     assert behaviour.queries and all(q.get("api_key") == [QUERY_KEY] for q in behaviour.queries)

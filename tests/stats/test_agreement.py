@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats as sp
 
 from tui_rater.stats import agreement as ag
 
@@ -22,6 +23,8 @@ def test_krippendorff_canonical_example():
     assert ag.alpha(KRIPPENDORFF, "ordinal", [1, 2, 3, 4, 5]).value == pytest.approx(0.815388, abs=1e-6)
     assert ag.alpha(KRIPPENDORFF, "interval").value == pytest.approx(0.849107, abs=1e-6)
     assert ag.alpha(KRIPPENDORFF, "nominal", [1, 2, 3, 4, 5]).value == pytest.approx(113 / 152, abs=1e-6)
+    assert ag.alpha(KRIPPENDORFF, "ratio").value == pytest.approx(0.797403, abs=1e-6)
+    assert ag.alpha(KRIPPENDORFF, "interval").n == 11  # unit 12 has one value: not pairable
 
 
 def test_alpha_undefined_cases_are_na_not_crashes():
@@ -76,7 +79,9 @@ def test_bias_confusion_and_exact_agreement():
     llm = [2, 3, 3.4, 5, 5, 3.6]
     b = ag.bias(llm, human)
     assert b.value == pytest.approx(np.mean(np.array(llm) - np.array(human)))
-    assert b.extra["ci_low"] < b.value < b.extra["ci_high"]
+    d = np.array(llm) - np.array(human)
+    low, high = sp.t.interval(0.95, df=d.size - 1, loc=d.mean(), scale=sp.sem(d))
+    assert (b.extra["ci_low"], b.extra["ci_high"]) == pytest.approx((low, high))
     m = ag.confusion(human, llm, [1, 2, 3, 4, 5])
     assert m.sum() == 6 and m[0, 1] == 1 and m[2, 2] == 1 and m[2, 3] == 1  # 3.6 rounds to 4
     assert ag.exact_agreement(human, llm, [1, 2, 3, 4, 5]).value == pytest.approx(100 * 2 / 6)  # 3=3.4, 5=5

@@ -1,9 +1,11 @@
-"""The report on real data: HANNA's human ratings and an LLM's, checked against krippendorff and scipy."""
+"""The report on real data: HANNA's human ratings and an LLM's, checked against krippendorff and scipy.
+
+The HANNA subset is in tests/data/hanna (runs from a fresh clone); the study is built by the
+``hanna`` fixture (tests/stats/conftest.py) through the real CLI.
+"""
 
 from __future__ import annotations
 
-import ast
-import csv
 import json
 
 import krippendorff
@@ -11,76 +13,11 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from tests.conftest import SHARED, run_cli_process
+from tests.stats.hanna import CRITERIA, SYSTEMS, human_matrix
+from tests.stats.hanna import judge_vector as llm_vector
+from tests.support import run_cli_process
 from tui_rater.stats.report import build_report
 from tui_rater.store.study import Study
-
-HANNA = SHARED / "data" / "hanna" / "hanna_metric_scores_llm.csv"
-CRITERIA = {
-    "RE": "relevance",
-    "CH": "coherence",
-    "EM": "empathy",
-    "SU": "surprise",
-    "EG": "engagement",
-    "CX": "complexity",
-}
-
-
-@pytest.fixture(scope="module")
-def hanna(tmp_path_factory):
-    if not HANNA.exists():
-        pytest.skip("shared/data is not beside this clone")
-    rows = {r["Model"]: r for r in csv.DictReader(open(HANNA, encoding="utf-8"))}
-    data = {}
-    for system in ("Human", "GPT-2"):
-        for rater in (1, 2, 3):
-            for code in CRITERIA:
-                data[(system, f"h{rater}", code)] = np.array(
-                    ast.literal_eval(rows[system][f"Human {rater} {code}"]), float
-                )
-        for code in CRITERIA:
-            data[(system, "llm", code)] = np.array(ast.literal_eval(rows[system][f"Llama-13B {code} 1"]), float)
-    tmp = tmp_path_factory.mktemp("hanna")
-    items = tmp / "items.csv"
-    ratings = tmp / "ratings.csv"
-    with open(items, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["id", "system", "prompt", "story"])
-        for system in ("Human", "GPT-2"):
-            for i in range(96):
-                writer.writerow([f"{system}-{i}", system, f"prompt {i}", f"(HANNA story {i} by {system})"])
-    with open(ratings, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["item", "rater", "attribute", "value", "kind"])
-        for (system, rater, code), values in data.items():
-            for i, value in enumerate(values):
-                if rater == "llm" and not 1 <= value <= 5:
-                    continue  # HANNA's marker for a reply that did not parse
-                writer.writerow(
-                    [
-                        f"{system}-{i}",
-                        "llama-13b" if rater == "llm" else f"hanna-{rater}",
-                        CRITERIA[code],
-                        value,
-                        "llm" if rater == "llm" else "human",
-                    ]
-                )
-    db = tmp / "hanna.db"
-    assert run_cli_process("import", items, "--task", "hanna", "--db", db).returncode == 0
-    assert run_cli_process("import-ratings", ratings, "--db", db).returncode == 0
-    records = build_report(Study.open(db), "hanna")
-    index = {(r.table, r.attribute, r.system, r.evaluator, r.evaluator_b, r.statistic): r for r in records}
-    return data, index, db
-
-
-def human_matrix(data, system, code):
-    return np.vstack([data[(system, f"h{r}", code)] for r in (1, 2, 3)])
-
-
-def llm_vector(data, system, code):
-    v = data[(system, "llm", code)].copy()
-    v[(v < 1) | (v > 5)] = np.nan
-    return v
 
 
 @pytest.mark.parametrize("code", list(CRITERIA))
@@ -125,9 +62,9 @@ def test_means_and_pairs(hanna):
     m = human_matrix(data, "Human", "CH")
     assert index[("table1", "coherence", "Human", "humans", None, "mean")].value == pytest.approx(m.mean())
     assert index[("table1", "coherence", "Human", "humans", None, "std")].value == pytest.approx(m.ravel().std(ddof=1))
-    # every human vs every other on all items (Table 6)
-    h1 = np.concatenate([data[("Human", "h1", "CH")], data[("GPT-2", "h1", "CH")]])
-    h2 = np.concatenate([data[("Human", "h2", "CH")], data[("GPT-2", "h2", "CH")]])
+    # every human vs every other on all items, systems pooled (Table 6 proper is per writer: test_tables.py)
+    h1 = np.concatenate([data[(system, "hanna-h1", "CH")] for system in SYSTEMS])
+    h2 = np.concatenate([data[(system, "hanna-h2", "CH")] for system in SYSTEMS])
     got = index[("pairs", "coherence", "all", "hanna-h1", "hanna-h2", "kendall_tau")]
     assert got.value == pytest.approx(sp.kendalltau(h1, h2).statistic)
 

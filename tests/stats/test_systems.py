@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from scipy import stats as sp
@@ -89,5 +91,19 @@ def test_pair_tau_b_formula_and_meta_evaluation():
     per_input = [sp.spearmanr(human[:4], metric[:4]).statistic, sp.spearmanr(human[4:], metric[4:]).statistic]
     assert meta.sample_spearman == pytest.approx(np.mean(per_input))
     assert meta.dataset_pearson == pytest.approx(sp.pearsonr(human, metric).statistic)
-    assert meta.inputs == 2 and meta.kendall_pairs["all"][1] == 12
-    assert set(meta.kendall_pairs) == {"all", "hard", "medium", "easy"}
+    assert meta.sample_pearson == pytest.approx(
+        np.mean([sp.pearsonr(human[:4], metric[:4]).statistic, sp.pearsonr(human[4:], metric[4:]).statistic])
+    )
+    assert meta.dataset_spearman == pytest.approx(sp.spearmanr(human, metric).statistic)
+    assert meta.inputs == 2
+    # App. C: pairs of texts for the same input, bucketed by the human score gap in thirds
+    pairs = [(i, j) for g in (range(4), range(4, 8)) for i, j in itertools.combinations(g, 2)]
+    h = np.array([human[i] - human[j] for i, j in pairs], float)
+    m = np.array([metric[i] - metric[j] for i, j in pairs], float)
+    gap = np.abs(h)  # 10 x6, 20 x4, 30 x2: thirds at 10 and 20
+    buckets = {"all": gap > 0, "hard": gap <= 10, "medium": (gap > 10) & (gap <= 20), "easy": gap > 20}
+    assert set(meta.kendall_pairs) == set(buckets)
+    for name, mask in buckets.items():
+        tau, n = meta.kendall_pairs[name]
+        assert n == int(mask.sum()) and tau == pytest.approx(pair_tau_b(h[mask], m[mask])), name
+    assert [meta.kendall_pairs[k][1] for k in ("all", "hard", "medium", "easy")] == [12, 6, 4, 2]

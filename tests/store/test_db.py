@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import ROOT, digest
+from tests.support import ROOT, digest
 from tui_rater.domain.errors import UserError
 from tui_rater.store.db import connect
 from tui_rater.store.schema import SCHEMA_VERSION

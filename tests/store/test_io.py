@@ -3,7 +3,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from tests.conftest import SAMPLE
+from tests.support import SAMPLE
 from tui_rater.store.io import import_items, import_ratings, items_frame, ratings_frame, wide_frame, write_frame
 from tui_rater.store.study import Study
 
@@ -25,12 +25,17 @@ def test_round_trip_items(tmp_path, ext):
     study = Study.open(tmp_path / "s.db")
     result = import_items(study, source, study.task("story"))
     assert (result.added, result.skipped) == (3, 0)
-    out = _write(items_frame(study, "story"), tmp_path / f"out.{ext}")
-    assert pl.read_parquet(out).equals(pl.DataFrame(STORY_ROWS)) if ext == "parquet" else True
-    if ext == "csv":
-        assert out.read_bytes() == source.read_bytes()
     exported = items_frame(study, "story")
     assert exported.to_dicts() == STORY_ROWS  # exact text, byte for byte
+    out = _write(exported, tmp_path / f"out.{ext}")
+    if ext == "parquet":
+        assert pl.read_parquet(out).equals(pl.DataFrame(STORY_ROWS))
+    if ext == "csv":
+        assert out.read_bytes() == source.read_bytes()
+    # what was written imports again, unchanged, into another study
+    again = Study.open(tmp_path / "again.db")
+    assert import_items(again, out, again.task("story")).added == 3
+    assert items_frame(again, "story").to_dicts() == STORY_ROWS
 
 
 def test_reimport_adds_nothing_and_ids_default_to_content_hash(tmp_path):

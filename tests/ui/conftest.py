@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-import time
-
 import pytest
 
+from tui_rater.store import spa
 from tui_rater.store.session import AnnotationSession
 from tui_rater.store.study import Study
 from tui_rater.ui.app import AppOptions, make_app
@@ -46,27 +45,41 @@ def app_for(study):
     return build
 
 
-def ratings_of(study, annotator):
-    return [
-        tuple(r)
-        for r in study.db.conn.execute(
-            "SELECT i.id, r.attribute, r.value FROM ratings r JOIN items i ON i.key = r.item_key "
-            "JOIN raters ra ON ra.id = r.rater_id WHERE ra.name = ? AND r.retracted = 0 ORDER BY r.id",
-            [annotator],
-        )
-    ]
+PAIRS = [
+    {
+        "id": f"p{i}",
+        "system": "gpt2 vs human",
+        "prompt": f"Prompt {i}",
+        "story_a": f"Storyline A{i}: the robot waters the plants.",
+        "story_b": f"Storyline B{i}: rain falls.",
+    }
+    for i in range(3)
+]
 
 
-async def wait_until(pilot, condition, what: str, timeout: float = 10.0) -> None:
-    """Let the app run until ``condition()`` holds (polled every 10 ms); fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout:g} s: {what}"
-        await pilot.pause(0.01)
+@pytest.fixture
+def pairwise_app(tmp_path):
+    """(study, app) for Chen et al.'s pairwise task, annotator alice."""
+    study = Study.open(tmp_path / "p.db")
+    study.add_items(study.task("story-pairwise"), PAIRS)
+    return study, make_app(AnnotationSession.open(study.reopen(), "story-pairwise", "alice"))
 
 
-async def settle(app, pilot):
-    """Until every change typed so far is committed and the screen shows it as saved."""
-    await pilot.pause()
-    await wait_until(pilot, lambda: not app.view.unsaved, "every change saved and shown as saved")
-    await pilot.pause()
+@pytest.fixture
+def spa_study(tmp_path):
+    """Six prompts written by 'human' and 'gpt2', set up for SPA in two packets of four."""
+    study = Study.open(tmp_path / "spa.db")
+    rows = []
+    for i in range(6):
+        for system in ("human", "gpt2"):
+            rows.append(
+                {
+                    "id": f"{system}-{i}",
+                    "system": system,
+                    "prompt": f"Prompt {i}: a clock that runs backwards",
+                    "story": f"{system} story {i}. The clock ticked the wrong way.",
+                }
+            )
+    study.add_items(study.task("story"), rows)
+    spa.setup(study, ["human", "gpt2"], m=4, packets=2, seed=3)
+    return study

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.ui.conftest import ratings_of, settle, wait_until
+from tests.support import ratings_of, settle, wait_until
 
 
 async def test_rate_advance_undo_navigate(app_for, study):
@@ -67,13 +67,17 @@ async def test_skip_flag_comment_goto(app_for, study):
 async def test_resume_after_restart_and_seconds_recorded(app_for, study):
     app = app_for()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("4", "3", "2", "5", "1", "1")
+        await pilot.press("4", "3", "2")
+        await pilot.pause(0.4)  # the person thinks before the fourth question
+        await pilot.press("5", "1", "1")
         await settle(app, pilot)
     again = app_for()
     async with again.run_test(size=(80, 24)) as pilot:
         assert again.index == 1 and again.focus_attr == 2  # item 2, first unrated question
-    seconds = [r[0] for r in study.db.conn.execute("SELECT seconds FROM ratings")]
+    seconds = [r[0] for r in study.db.conn.execute("SELECT seconds FROM ratings ORDER BY id")]
     assert all(s is not None and s >= 0 for s in seconds)
+    # the seconds follow the time spent: the pause is on the fourth rating (a constant 0 would fail)
+    assert seconds[3] >= 0.35
 
 
 async def test_two_annotators_one_file(app_for, study):
@@ -92,6 +96,10 @@ async def test_orders(app_for):
     random_a = app_for("alice", order="random")
     random_b = app_for("alice", order="random")
     assert [i.id for i in random_a.session.items] == [i.id for i in random_b.session.items]  # stable
+    imported = [i.id for i in app_for("dave").session.items]
+    shuffles = {tuple(i.id for i in app_for(name, order="random").session.items) for name in "abcdefgh"}
+    assert len(shuffles) > 1 and any(list(order) != imported for order in shuffles)  # shuffled, per annotator
+    assert sorted(shuffles.pop()) == sorted(imported)  # the same items
     grouped = app_for("carol", order="grouped")
     assert [i.system for i in grouped.session.items] == ["gpt2", "gpt2", "human", "human"]
 

@@ -2,32 +2,13 @@
 
 from __future__ import annotations
 
-from tests.ui.conftest import ratings_of, settle
-from tui_rater.store import spa
+from tests.support import ratings_of, settle
 from tui_rater.store.session import AnnotationSession
-from tui_rater.store.study import Study
 from tui_rater.ui.app import make_app
 
-PAIRS = [
-    {
-        "id": f"p{i}",
-        "system": "gpt2 vs human",
-        "prompt": f"Prompt {i}",
-        "story_a": f"Storyline A{i}: the robot waters the plants.",
-        "story_b": f"Storyline B{i}: rain falls.",
-    }
-    for i in range(3)
-]
 
-
-def _pairwise_app(tmp_path):
-    study = Study.open(tmp_path / "p.db")
-    study.add_items(study.task("story-pairwise"), PAIRS)
-    return study, make_app(AnnotationSession.open(study.reopen(), "story-pairwise", "alice"))
-
-
-async def test_pairwise_keys_a_b_t(tmp_path):
-    study, app = _pairwise_app(tmp_path)
+async def test_pairwise_keys_a_b_t(pairwise_app):
+    study, app = pairwise_app
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("b", "t", "a")
         await settle(app, pilot)
@@ -37,8 +18,8 @@ async def test_pairwise_keys_a_b_t(tmp_path):
     assert ratings_of(study, "alice") == [("p0", "preference", 1), ("p1", "preference", 2), ("p2", "preference", 0)]
 
 
-async def test_pairwise_side_by_side_when_wide_and_stacked_when_narrow(tmp_path):
-    _study, app = _pairwise_app(tmp_path)
+async def test_pairwise_side_by_side_when_wide_and_stacked_when_narrow(pairwise_app):
+    _study, app = pairwise_app
     async with app.run_test(size=(120, 30)) as pilot:
         assert app.item_layout == "columns"
         await pilot.resize_terminal(90, 30)
@@ -48,26 +29,8 @@ async def test_pairwise_side_by_side_when_wide_and_stacked_when_narrow(tmp_path)
         assert plain.index("Storyline-1:") < plain.index("Storyline A0") < plain.index("Storyline-2:")
 
 
-def _spa_study(tmp_path):
-    study = Study.open(tmp_path / "spa.db")
-    rows = []
-    for i in range(6):
-        for system in ("human", "gpt2"):
-            rows.append(
-                {
-                    "id": f"{system}-{i}",
-                    "system": system,
-                    "prompt": f"Prompt {i}: a clock that runs backwards",
-                    "story": f"{system} story {i}. The clock ticked the wrong way.",
-                }
-            )
-    study.add_items(study.task("story"), rows)
-    spa.setup(study, ["human", "gpt2"], m=4, packets=2, seed=3)
-    return study
-
-
-async def test_spa_screen_one_packet_per_annotator(tmp_path):
-    study = _spa_study(tmp_path)
+async def test_spa_screen_one_packet_per_annotator(spa_study):
+    study = spa_study
     first = make_app(AnnotationSession.open(study.reopen(), "spa", "ann-1"))
     async with first.run_test(size=(80, 24)) as pilot:
         shown = str(first.query_one("#item-text").render())
@@ -85,8 +48,8 @@ async def test_spa_screen_one_packet_per_annotator(tmp_path):
     assert values == [2, 4, 35, 70]
 
 
-async def test_spa_writers_side_by_side_when_wide(tmp_path):
-    study = _spa_study(tmp_path)
+async def test_spa_writers_side_by_side_when_wide(spa_study):
+    study = spa_study
     app = make_app(AnnotationSession.open(study.reopen(), "spa", "wide"))
     async with app.run_test(size=(120, 30)) as pilot:
         assert app.item_layout == "columns"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from tests.ui.conftest import ratings_of, settle, wait_until
+from tests.support import ratings_of, settle, wait_until
 from tests.ui.tmux import LockHolder, all_ratings
 from tui_rater.ui.screens import RevealScreen
 

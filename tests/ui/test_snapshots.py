@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ui.conftest import settle, wait_until
+from tests.support import settle, wait_until
 from tui_rater.ui.screens import RevealScreen
 
 SIZES = [(80, 24), (120, 40)]
@@ -76,20 +76,16 @@ def test_agreement_screen(snap_compare, app_for, study, size):
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_pairwise_screen(snap_compare, tmp_path, size):
-    from tests.ui.test_protocols import _pairwise_app
-
-    _, app = _pairwise_app(tmp_path)
+def test_pairwise_screen(snap_compare, pairwise_app, size):
+    _, app = pairwise_app
     assert snap_compare(app, terminal_size=size)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_spa_screen(snap_compare, tmp_path, size):
-    from tests.ui.test_protocols import _spa_study
+def test_spa_screen(snap_compare, spa_study, size):
     from tui_rater.store.session import AnnotationSession
     from tui_rater.ui.app import make_app
 
-    study = _spa_study(tmp_path)
     assert snap_compare(
-        make_app(AnnotationSession.open(study.reopen(), "spa", "ann")), terminal_size=size, press=["6", "5"]
+        make_app(AnnotationSession.open(spa_study.reopen(), "spa", "ann")), terminal_size=size, press=["6", "5"]
     )

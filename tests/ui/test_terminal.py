@@ -6,9 +6,11 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
+
 from tests.ui.tmux import TmuxApp, annotate_command, needs_tmux, wait_for
 
-pytestmark = needs_tmux
+pytestmark = [pytest.mark.terminal, needs_tmux]
 
 TITLES = (
     "id,title\nt1,Stocks fall after weak retail sales report\nt2,Oil prices climb\nt3,Rebels seize town\n"

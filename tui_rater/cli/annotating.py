@@ -109,14 +109,16 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
     session = AnnotationSession.open(
         study, task, annotator, order=getattr(args, "order", "imported"), seed=getattr(args, "seed", 0)
     )
-    judges = None
-    if getattr(args, "judge", []):
-        from tui_rater.service.judging import BackgroundJudges, JudgeOptions, resolve_spec
+    specs: tuple = ()
+    if getattr(args, "judge", []):  # checked now (one sentence, before the screen opens), started by the app
+        from tui_rater.service.judging import JudgeOptions, resolve_spec
 
         base_url = getattr(args, "base_url", None)
         tasks = [study.task(task)]
-        specs = [resolve_spec(JudgeOptions(m, base_url=base_url), tasks, settings.judge) for m in args.judge]
-        judges = BackgroundJudges(study, task, specs)
+        specs = tuple(resolve_spec(JudgeOptions(m, base_url=base_url), tasks, settings.judge) for m in args.judge)
+        for spec in specs:
+            if spec.is_api:
+                spec.api_key()
     from tui_rater.ui.app import AppOptions, make_app
 
     options = AppOptions(
@@ -124,8 +126,9 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
         reveal=getattr(args, "reveal", False),
         prompt_always=getattr(args, "prompt_always", False),
         keymap=settings.keys or None,
+        judge_specs=specs,
     )
     from tui_rater.ui.run import run_app
 
     # signals (SIGHUP, SIGTERM, SIGINT) and the saves still unsaved when the screen closes: see ui/run.py
-    return run_app(make_app(session, options, judges))
+    return run_app(make_app(session, options))

@@ -16,9 +16,11 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         "report",
         parents=[common],
         help="the papers' tables from this study's ratings",
-        description="Table 1 (mean/std/alpha/% exact per evaluator x system x attribute, Welch marks), "
-        "Table 2 (Kendall tau human vs each LLM), rater pairs (Table 6), Table 3 when "
-        "judge runs differ in variant or temperature. JSON/CSV: one record per number.",
+        description="The tables each question's protocol calls for: Table 1 (mean/std/alpha/% exact per evaluator "
+        "x system, Welch marks), Table 2 (Kendall tau humans vs each judge), rater pairs and Table 6 per writer, "
+        "Table 3 (judge runs differing in variant or temperature), Table 12 (per-rater means per system); for "
+        "pairwise answers verdict shares, kappa, position bias, Bradley-Terry and Chen et al.'s meta-evaluation; "
+        "SPA's Table 1; each judge's readings and whether it is agreement-ready. JSON/CSV: one record per number.",
     )
     p.add_argument("--task", help="only this task (default: every task with ratings)")
     p.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from tui_rater.domain.errors import UserError
 
 if TYPE_CHECKING:
-    from tui_rater.domain.tasks import Attribute, Task
+    from tui_rater.domain.questions import Attribute, Task
 
 # Chiang & Lee App. D.2.2: the instruction block the teachers and the LLMs both saw.
 STORY_INSTRUCTIONS = (

@@ -4,8 +4,13 @@
 - Workers lease a batch of one item's jobs (so consecutive prompts share their prefix in the
   model's KV cache) for a limited time; a killed worker's jobs come back when the lease expires.
 - A result is stored in the same transaction that marks the job done, and only if the worker
-  still holds the lease: no job's result is stored twice.
+  still holds the lease: no job's result is stored twice. A lease that has run out stays its
+  owner's until another worker takes the job over (``lease``); from then on the old owner's
+  ``complete``, ``fail``, ``renew`` and ``release`` change nothing.
 - Transient failures go back to the queue with exponential backoff that honours Retry-After.
+
+The functions that read the clock take an optional ``now`` (seconds since the epoch, as
+``time.time()``) so tests can drive the queue's time; callers leave it out.
 """
 
 from __future__ import annotations
@@ -116,14 +121,21 @@ def enqueue(study: Study, rater_id: int, item_keys: list[int], shapes: list[tupl
 
 
 def lease(
-    study: Study, rater_id: int, owner: str, max_jobs: int = 64, lease_s: float = LEASE_S, min_jobs: int = 1
+    study: Study,
+    rater_id: int,
+    owner: str,
+    max_jobs: int = 64,
+    lease_s: float = LEASE_S,
+    min_jobs: int = 1,
+    now: float | None = None,
 ) -> list[Job]:
     """Lease the ready jobs of the next item (one item's jobs, in attribute and sample order).
 
     Items are added until at least ``min_jobs`` jobs are leased (API judges lease a few items at
     once, to spend fewer transactions; local judges one, to keep the KV-cache prefix).
+    A job whose lease ran out is taken over.
     """
-    now = time.time()
+    now = time.time() if now is None else now
     ready = "rater_id = ? AND not_before <= ? AND (status = 'queued' OR (status = 'leased' AND lease_until < ?))"
     with write(study.db) as conn:
         keys = [
@@ -152,11 +164,13 @@ def lease(
     return [Job(r[0], r[1], r[2], r[3], r[4], r[5] + 1, r[6]) for r in rows]
 
 
-def renew(study: Study, jobs: list[Job], owner: str, lease_s: float = LEASE_S) -> None:
+def renew(study: Study, jobs: list[Job], owner: str, lease_s: float = LEASE_S, now: float | None = None) -> None:
+    """Extend the leases this owner still holds (a job taken over by another worker is not)."""
+    until = (time.time() if now is None else now) + lease_s
     with write(study.db) as conn:
         conn.executemany(
             "UPDATE jobs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND status = 'leased'",
-            [(time.time() + lease_s, job.id, owner) for job in jobs],
+            [(until, job.id, owner) for job in jobs],
         )
 
 
@@ -203,26 +217,43 @@ def complete(
     return True
 
 
+def backoff_s(attempts: int, retry_after: float | None = None) -> float:
+    """Seconds to wait before a job's next attempt, never more than BACKOFF_MAX_S.
+
+    The jitter keeps workers from returning in step; it is applied before the cap, so the cap holds.
+    """
+    if retry_after is not None:  # the server said when: honour it, waiting a little longer at most
+        return min(BACKOFF_MAX_S, retry_after * random.uniform(1.0, 1.1))
+    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (attempts - 1) * random.uniform(0.8, 1.2))
+
+
 def fail(
-    study: Study, job: Job, owner: str, kind: str, message: str, *, retryable: bool, retry_after: float | None = None
+    study: Study,
+    job: Job,
+    owner: str,
+    kind: str,
+    message: str,
+    *,
+    retryable: bool,
+    retry_after: float | None = None,
+    now: float | None = None,
 ) -> str:
-    """Put a job back with backoff, or mark it failed for good; return its new status."""
+    """Put a job back with backoff, or mark it failed for good; return its new status.
+
+    'lost' when the owner no longer holds the lease (another worker took the job over, or it was
+    cancelled): then nothing changes.
+    """
     retry = retryable and job.attempts < MAX_ATTEMPTS
-    delay = 0.0
-    if retry:
-        if retry_after is not None:
-            # the server said when: honour it (a little jitter so workers do not return in step)
-            delay = min(BACKOFF_MAX_S, retry_after) * random.uniform(1.0, 1.1)
-        else:
-            delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (job.attempts - 1)) * random.uniform(0.8, 1.2)
+    delay = backoff_s(job.attempts, retry_after) if retry else 0.0
     status = "queued" if retry else "failed"
+    now = time.time() if now is None else now
     with write(study.db) as conn:
-        conn.execute(
+        changed = conn.execute(
             "UPDATE jobs SET status = ?, lease_owner = NULL, lease_until = NULL, not_before = ?, error_kind = ?, "
             "last_error = ?, updated_at = ? WHERE id = ? AND lease_owner = ? AND status = 'leased'",
-            [status, time.time() + delay, kind, message[:500], utc_now(), job.id, owner],
-        )
-    return status
+            [status, now + delay, kind, message[:500], utc_now(), job.id, owner],
+        ).rowcount
+    return status if changed == 1 else "lost"
 
 
 def release(study: Study, jobs: list[Job], owner: str) -> None:

@@ -159,8 +159,9 @@ class Worker(threading.Thread):
             )
             if status == "failed":
                 self.progress.add(failed=1)
-            else:
+            elif status == "queued":
                 self.progress.add(retried=1)
+            # "lost": another worker took the job over after our lease ran out; it is theirs now
             if exc.fatal_for_judge:
                 self.progress.fatal = exc
                 self.stop_event.set()

@@ -129,10 +129,16 @@ def pearson(x, y) -> Stat:
 
 
 def to_labels(values, labels: list[float]) -> np.ndarray:
-    """Round (averaged) ratings to the nearest scale point (ties go up)."""
+    """Round (averaged) ratings to the nearest scale point (ties go up: 3.5 -> 4, 2.5 -> 3).
+
+    The tolerance keeps a half computed in floating point (a mean of 3.4999999999999996) a half.
+    """
     labels_arr = np.asarray(sorted(labels), dtype=float)
     values = np.asarray(values, dtype=float)
-    index = np.abs(values[:, None] - labels_arr[None, :] - 1e-9).argmin(axis=1)
+    distance = np.abs(values[:, None] - labels_arr[None, :])
+    nearest = distance <= distance.min(axis=1, keepdims=True) + 1e-9
+    # of the nearest points (two at a tie), the highest
+    index = len(labels_arr) - 1 - np.argmax(nearest[:, ::-1], axis=1)
     return labels_arr[index]
 
 

@@ -1,23 +1,49 @@
-"""What the app's agreement pane shows, computed off the UI thread from the study file."""
+"""What the app's agreement pane shows, computed off the UI thread from the study file (data, no text).
+
+Per question, the humans' per-item score against each judge's, by the question's level of
+measurement: for scores Krippendorff's α (interval), Kendall's τ-b, exact agreement and the mean
+bias; for nominal answers (a choice, a pairwise A / B / tie) Cohen's κ, α nominal, exact agreement
+and verdict shares -- never a mean or τ of answer codes. Each judge carries its readings: share read,
+scale mass, and whether it is agreement-ready (``sections/readings.py``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from tui_rater.domain.protocols import Level
+from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
-from tui_rater.stats.report import ALL, HUMANS, Report
+from tui_rater.stats.records import ALL, HUMANS
+from tui_rater.stats.report import Report
+from tui_rater.stats.sections.nominal import choice_labels, cohen_kappa
+from tui_rater.stats.sections.readings import JudgeReadings, readiness
 from tui_rater.store.study import Study
+
+_NONE = ag.Stat(None, 0, "no ratings of the same items")
 
 
 @dataclass
 class JudgeRow:
     judge: str
-    alpha: ag.Stat
-    tau: ag.Stat
+    alpha: ag.Stat  # interval for scores, nominal for nominal answers
+    tau: ag.Stat | None  # scores only
     exact: ag.Stat
-    bias: ag.Stat
+    bias: ag.Stat | None  # scores only
+    kappa: ag.Stat | None = None  # nominal only: Cohen's unweighted κ
+    shares: dict[str, float] = field(default_factory=dict)  # nominal only: the judge's verdict shares
+    readings: JudgeReadings | None = None  # None: the judge has no stored readings of this question
+
+    @property
+    def n(self) -> int:
+        return self.exact.n
+
+    @property
+    def ready(self) -> bool:
+        return self.readings is None or self.readings.ready
 
 
 @dataclass
@@ -26,9 +52,13 @@ class Gap:
     item_id: str
     human: float
     llm: float
+    human_label: str = ""  # how the protocol shows the value (a choice's key)
+    llm_label: str = ""
 
     @property
     def size(self) -> float:
+        if self.human_label or self.llm_label:  # nominal: a disagreement, not a distance
+            return float(self.human_label != self.llm_label)
         return abs(self.llm - self.human)
 
 
@@ -36,11 +66,18 @@ class Gap:
 class AttributePane:
     attribute: str
     labels: list[float]
+    level: str = Level.INTERVAL.value
+    label_names: list[str] = field(default_factory=list)  # how each label is shown (a choice's key)
     rows: list[JudgeRow] = field(default_factory=list)
     confusion: np.ndarray | None = None  # humans (rows) x first judge (columns)
     confusion_judge: str | None = None
     distributions: dict[str, list[int]] = field(default_factory=dict)  # evaluator -> count per label
     gaps: list[Gap] = field(default_factory=list)
+    humans: bool = True  # are there human ratings to compare with?
+
+    @property
+    def nominal(self) -> bool:
+        return self.level == Level.NOMINAL.value
 
 
 @dataclass
@@ -49,47 +86,107 @@ class PaneData:
     n_ratings: int
     attributes: list[AttributePane]
     queue: dict[str, int]
-    failures: list[dict]
+    failures: list[dict[str, Any]]
 
 
-def pane_data(study: Study, task_name: str, queue: dict[str, int], failures: list[dict], top_gaps: int = 5) -> PaneData:
+def pane_data(
+    study: Study, task_name: str, queue: dict[str, int], failures: list[dict[str, Any]], top_gaps: int = 5
+) -> PaneData:
     """The pane's numbers; ``queue`` and ``failures`` describe the judge queue (the service reads them)."""
     task = study.task(task_name)
     report = Report(study, task)
     ids = {item.key: item.id for item in study.items(task_name)}
-    attributes = []
-    for attribute in task.attributes:
-        labels = attribute.scale.points
-        pane = AttributePane(attribute.name, labels)
-        human = report.item_means(HUMANS, attribute.name, ALL) if report.humans else None
-        for judge in report.judges:
-            llm = report.item_means(judge, attribute.name, ALL)
-            if human is None:
-                continue
-            both = np.vstack([human, llm])
-            pane.rows.append(
-                JudgeRow(
-                    judge,
-                    ag.alpha(both, "interval"),
-                    ag.kendall_tau(human, llm),
-                    ag.exact_agreement(human, llm, labels or None),
-                    ag.bias(llm, human),
-                )
-            )
-            if pane.confusion is None and labels:
-                pane.confusion = ag.confusion(human, llm, labels)
-                pane.confusion_judge = judge
-                keys = report.item_keys
-                gaps = [
-                    Gap(keys[i], ids.get(keys[i], str(keys[i])), float(human[i]), float(llm[i]))
-                    for i in range(len(keys))
-                    if not (np.isnan(human[i]) or np.isnan(llm[i]))
-                ]
-                pane.gaps = sorted(gaps, key=lambda g: -g.size)[:top_gaps]
-        if labels:
-            for evaluator in report.evaluators():
+    found = readiness(report)
+    panes = [_attribute_pane(report, attribute, found, ids, top_gaps) for attribute in task.attributes]
+    return PaneData(task_name, report.frame.height, panes, queue, failures)
+
+
+def _attribute_pane(
+    report: Report,
+    attribute: Attribute,
+    found: dict[tuple[str, str], JudgeReadings],
+    ids: dict[int, str],
+    top_gaps: int,
+) -> AttributePane:
+    protocol = report.protocol(attribute)
+    nominal = protocol.level is Level.NOMINAL
+    labels = attribute.scale.points
+    names = [key for _, key in choice_labels(report, attribute)] if nominal else [f"{v:g}" for v in labels]
+    pane = AttributePane(attribute.name, labels, protocol.level.value, names, humans=bool(report.humans))
+    human = report.item_values(HUMANS, attribute, ALL) if report.humans else None
+    judges = sorted(set(report.judges) | {j for (j, a) in found if a == attribute.name})
+    for judge in judges:
+        llm = report.item_values(judge, attribute, ALL) if judge in report.judges else None
+        pane.rows.append(_row(judge, human, llm, list(zip(labels, names)), nominal, found.get((judge, attribute.name))))
+    # the confusion map and the gaps: the first agreement-ready judge with ratings (else the first one)
+    compared = sorted((row for row in pane.rows if row.n), key=lambda row: not row.ready)
+    if human is not None and compared and labels:
+        judge = compared[0].judge
+        llm = report.item_values(judge, attribute, ALL)
+        pane.confusion = ag.confusion(human, llm, labels)
+        pane.confusion_judge = judge
+        pane.gaps = _gaps(report, attribute, human, llm, ids, nominal)[:top_gaps]
+    if labels:
+        for evaluator in report.evaluators():
+            if nominal:  # each item's verdict (the annotators' vote)
+                values = report.item_values(evaluator, attribute, ALL)
+                values = values[~np.isnan(values)]
+            else:
                 m = report.matrix(evaluator, attribute.name, ALL)
                 values = ag.to_labels(m[~np.isnan(m)], labels) if m.size else np.array([])
-                pane.distributions[evaluator] = [int(np.sum(values == label)) for label in labels]
-        attributes.append(pane)
-    return PaneData(task_name, report.frame.height, attributes, queue, failures)
+            pane.distributions[evaluator] = [int(np.sum(values == label)) for label in labels]
+    return pane
+
+
+def _row(
+    judge: str,
+    human: np.ndarray | None,
+    llm: np.ndarray | None,
+    named: list[tuple[float, str]],
+    nominal: bool,
+    readings: JudgeReadings | None,
+) -> JudgeRow:
+    labels = [value for value, _ in named]
+    if human is None or llm is None:
+        return JudgeRow(judge, _NONE, None if nominal else _NONE, _NONE, None if nominal else _NONE, readings=readings)
+    both = np.vstack([human, llm])
+    if nominal:
+        verdicts = llm[~np.isnan(llm)]
+        shares = {name: float(np.mean(verdicts == v)) for v, name in named} if verdicts.size else {}
+        return JudgeRow(
+            judge,
+            ag.alpha(both, "nominal", labels),
+            None,
+            ag.exact_agreement(human, llm),
+            None,
+            kappa=cohen_kappa(human, llm, labels),
+            shares=shares,
+            readings=readings,
+        )
+    return JudgeRow(
+        judge,
+        ag.alpha(both, "interval"),
+        ag.kendall_tau(human, llm),
+        ag.exact_agreement(human, llm, labels or None),
+        ag.bias(llm, human),
+        readings=readings,
+    )
+
+
+def _gaps(
+    report: Report, attribute: Attribute, human: np.ndarray, llm: np.ndarray, ids: dict[int, str], nominal: bool
+) -> list[Gap]:
+    keys = report.keys(ALL)
+    protocol = report.protocol(attribute)
+    gaps = []
+    for i, key in enumerate(keys):
+        if np.isnan(human[i]) or np.isnan(llm[i]):
+            continue
+        gap = Gap(int(key), ids.get(int(key), str(key)), float(human[i]), float(llm[i]))
+        if nominal:
+            gap.human_label = protocol.format_value(attribute, float(human[i]))
+            gap.llm_label = protocol.format_value(attribute, float(llm[i]))
+            if gap.size == 0:
+                continue
+        gaps.append(gap)
+    return sorted(gaps, key=lambda g: -g.size)

@@ -1,26 +1,44 @@
-"""Rendering report records: Rich tables, Markdown, JSON, CSV. No statistics here."""
+"""Rendering report records: Rich tables, Markdown, JSON, CSV. No statistics here.
+
+A judge that is not agreement-ready (``sections/readings.py``) is marked beside its name wherever
+its agreement numbers appear.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+from collections.abc import Callable
+from typing import Any
 
-from tui_rater.stats.report import ALL, HUMANS, SCHEMA, Record, as_dicts
+from tui_rater.stats.records import ALL, HUMANS, SCHEMA, Record, as_dicts
 
 TITLES = {
     "table1": "Table 1 — mean ± std, Krippendorff's α (ordinal / interval), % items all raters agree",
-    "table2": "Table 2 — Kendall's τ between the humans' and each LLM's per-item mean",
-    "pairs": "Rater pairs — Kendall's τ, every human vs every other (Table 6) and vs each LLM",
-    "table3": "Table 3 — judge runs differing in variant / temperature",
+    "table2": "Table 2 — Kendall's τ between the humans' and each LLM's per-item score",
+    "pairs": "Rater pairs — Kendall's τ, every human vs every other and vs each LLM, systems pooled",
+    "table6": "Table 6 — Kendall's τ between two human raters per writer, mean over the rater pairs",
+    "table12": "Table 12 — each human rater's mean per system",
+    "table3": "Table 3 — judge runs differing only in instruction / temperature: mean ± std per writer",
+    "nominal": "Verdict shares and agreement among each evaluator's annotators (α nominal, % all agree)",
+    "nominal_pairs": "Agreement on nominal answers — Cohen's κ (unweighted), α nominal, % exact",
     "spa": "SPA (Ethayarajh & Jurafsky Table 1 layout): Holm-corrected * α=.10, ** .05, *** .01",
     "position": "Pairwise judgements in both orders: position bias, order consistency, final verdicts",
     "bt": "Bradley–Terry abilities (MM) from all pairwise preferences",
     "meta": "Meta-evaluation against human scores (Chen et al.): sample- and dataset-level, τ-b over pairs",
+    "pair_meta": (
+        "Pairwise meta-evaluation (Chen et al. Tables 5–8): Kendall's τ-b of the judge's verdicts against "
+        "the humans' preference, by difficulty"
+    ),
+    "readings": "Judge readings — typed failures, scale mass, agreement-ready",
     "extremes": (
         "Items a judge rated at the scale's end on every attribute and sample (check for injected instructions)"
     ),
 }
+NOT_READY_MARK = " ⚠ not agreement-ready"
+Table = tuple[str, list[str], list[list[str]]]
+Index = dict[tuple[Any, ...], Record]
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -40,136 +58,368 @@ def _spa_stars(p: float | None) -> str:
     return "***" if p < 0.01 else "**" if p < 0.05 else "*" if p < 0.10 else ""
 
 
-def _index(records: list[Record]) -> dict:
-    found = {}
-    for r in records:
-        found[(r.table, r.attribute, r.system, r.evaluator, r.evaluator_b, r.statistic)] = r
-    return found
+def _index(records: list[Record]) -> Index:
+    return {(r.table, r.attribute, r.system, r.evaluator, r.evaluator_b, r.statistic): r for r in records}
 
 
-def tables(records: list[Record]) -> list[tuple[str, list[str], list[list[str]]]]:
+def _value(record: Record | None, digits: int = 2, suffix: str = "") -> str:
+    return "n/a" if record is None or record.value is None else f"{record.value:.{digits}f}{suffix}"
+
+
+def _systems(records: list[Record], table: str) -> list[str]:
+    """The systems of a table, the pooled one (``all``) last."""
+    return sorted({r.system for r in records if r.table == table}, key=lambda s: (s == ALL, s))
+
+
+def _column(system: str) -> str:
+    return "all (pooled)" if system == ALL else system
+
+
+class _Who:
+    """A rater's name as shown: a judge that is not agreement-ready carries the mark."""
+
+    def __init__(self, records: list[Record]) -> None:
+        self.not_ready = {
+            (r.evaluator, r.attribute)
+            for r in records
+            if r.table == "readings" and r.statistic == "agreement_ready" and r.value == 0
+        }
+
+    def __call__(self, name: str | None, attribute: str) -> str:
+        name = name or ""
+        if (name, attribute) in self.not_ready or (attribute == "*" and any(j == name for j, _ in self.not_ready)):
+            return name + NOT_READY_MARK
+        return name
+
+
+def tables(records: list[Record]) -> list[Table]:
     """(title, header, rows) per table: the layout shared by the Rich and Markdown renderers."""
-    out = []
-    by = _index(records)
-    systems = sorted({r.system for r in records if r.table == "table1"}, key=lambda s: (s == ALL, s))
-    attributes = list(dict.fromkeys(r.attribute for r in records))
+    by, who = _index(records), _Who(records)
+    out: list[Table] = []
+    builders: list[Callable[[list[Record], Index, _Who], Table | None]] = [
+        _table1,
+        _table2,
+        _pairs,
+        _table6,
+        _table12,
+        _table3,
+        _nominal,
+        _nominal_pairs,
+        _spa,
+        _position,
+        _bt,
+        _meta,
+        _pair_meta,
+        _readings,
+        _extremes,
+    ]
+    for build in builders:
+        table = build(records, by, who)
+        if table is not None:
+            out.append(table)
+    return out
+
+
+def _table1(records: list[Record], by: Index, who: _Who) -> Table | None:
+    systems = _systems(records, "table1")
+    if not systems:
+        return None
+    attributes = list(dict.fromkeys(r.attribute for r in records if r.table == "table1"))
     evaluators = list(dict.fromkeys(r.evaluator for r in records if r.table == "table1"))
-    if systems:
-        rows = []
-        for attribute in attributes:
-            for evaluator in evaluators:
-                row = [attribute, evaluator]
-                for system in systems:
-
-                    def get(statistic, attribute=attribute, system=system, evaluator=evaluator):
-                        return by.get(("table1", attribute, system, evaluator, None, statistic))
-
-                    mean, std = get("mean"), get("std")
-                    if mean is None or mean.value is None:
-                        row.append("n/a")
-                        continue
-                    welch = by.get(("welch", attribute, system, evaluator, None, "welch_t"))
-                    cell = f"{_fmt(mean.value)}±{_fmt(std.value if std else None)}{_stars(welch.p if welch else None)}"
-                    a_o, a_i, ex = get("alpha_ordinal"), get("alpha_interval"), get("percent_exact")
-                    cell += f" α {_fmt(a_o.value if a_o else None)}/{_fmt(a_i.value if a_i else None)}"
-                    cell += f" {_fmt(ex.value if ex else None, 0)}%"
-                    row.append(cell)
-                rows.append(row)
-        out.append(
-            (TITLES["table1"] + " (* Welch p<.05 vs the reference system)", ["attribute", "evaluator", *systems], rows)
-        )
-    pairs2 = list(dict.fromkeys((r.attribute, r.evaluator_b) for r in records if r.table == "table2"))
-    if pairs2:
-        t2_systems = sorted({r.system for r in records if r.table == "table2"}, key=lambda s: (s == ALL, s))
-        rows = []
-        for attribute, judge in pairs2:
-            row = [attribute, judge]
-            for system in t2_systems:
-                tau = by.get(("table2", attribute, system, HUMANS, judge, "kendall_tau"))
-                row.append("n/a" if tau is None or tau.value is None else f"{tau.value:.3f}{_stars(tau.p)}")
-            overall = t2_systems[-1]
-            extra = {
-                s: by.get(("table2", attribute, overall, HUMANS, judge, s))
-                for s in ("bias_llm_minus_human", "qw_kappa", "exact_agreement")
-            }
-            row.append(_fmt(extra["bias_llm_minus_human"].value if extra["bias_llm_minus_human"] else None))
-            row.append(_fmt(extra["qw_kappa"].value if extra["qw_kappa"] else None))
-            row.append(_fmt(extra["exact_agreement"].value if extra["exact_agreement"] else None, 0) + "%")
+    rows = []
+    for attribute in attributes:
+        for evaluator in evaluators:
+            row = [attribute, who(evaluator, attribute)]
+            for system in systems:
+                mean = by.get(("table1", attribute, system, evaluator, None, "mean"))
+                if mean is None or mean.value is None:
+                    row.append("n/a")
+                    continue
+                std = by.get(("table1", attribute, system, evaluator, None, "std"))
+                welch = by.get(("welch", attribute, system, evaluator, None, "welch_t"))
+                cell = f"{_value(mean)}±{_value(std)}{_stars(welch.p if welch else None)}"
+                a_o = by.get(("table1", attribute, system, evaluator, None, "alpha_ordinal"))
+                a_i = by.get(("table1", attribute, system, evaluator, None, "alpha_interval"))
+                exact = by.get(("table1", attribute, system, evaluator, None, "percent_exact"))
+                cell += f" α {_value(a_o)}/{_value(a_i)} {_value(exact, 0)}%"
+                row.append(cell)
             rows.append(row)
-        out.append(
-            (TITLES["table2"], ["attribute", "LLM", *[f"τ {s}" for s in t2_systems], "bias", "qw κ", "exact"], rows)
-        )
-    pair_rows = [
+    title = TITLES["table1"] + " (* Welch p<.05 vs the reference system)"
+    return title, ["attribute", "evaluator", *map(_column, systems)], rows
+
+
+def _table2(records: list[Record], by: Index, who: _Who) -> Table | None:
+    pairs = list(dict.fromkeys((r.attribute, r.evaluator_b) for r in records if r.table == "table2"))
+    if not pairs:
+        return None
+    systems = _systems(records, "table2")
+    overall = systems[-1]
+    rows = []
+    for attribute, judge in pairs:
+        row = [attribute, who(judge, attribute)]
+        for system in systems:
+            tau = by.get(("table2", attribute, system, HUMANS, judge, "kendall_tau"))
+            row.append("n/a" if tau is None or tau.value is None else f"{tau.value:.3f}{_stars(tau.p)}")
+        row.append(_value(by.get(("table2", attribute, overall, HUMANS, judge, "bias_llm_minus_human"))))
+        row.append(_value(by.get(("table2", attribute, overall, HUMANS, judge, "qw_kappa"))))
+        row.append(_value(by.get(("table2", attribute, overall, HUMANS, judge, "exact_agreement")), 0, "%"))
+        rows.append(row)
+    header = ["attribute", "LLM", *[f"τ {_column(s)}" for s in systems], "bias", "qw κ", "exact"]
+    return TITLES["table2"], header, rows
+
+
+def _pairs(records: list[Record], by: Index, who: _Who) -> Table | None:
+    rows = [
         [
             r.attribute,
-            r.evaluator,
-            r.evaluator_b or "",
+            who(r.evaluator, r.attribute),
+            who(r.evaluator_b, r.attribute),
             "n/a" if r.value is None else f"{r.value:.3f}{_stars(r.p)}",
             str(r.n),
         ]
         for r in records
         if r.table == "pairs"
     ]
-    if pair_rows:
-        out.append((TITLES["pairs"], ["attribute", "rater", "rater", "τ", "n"], pair_rows))
-    t3 = [[r.attribute, r.evaluator, r.statistic, _fmt(r.value), r.note] for r in records if r.table == "table3"]
-    if t3:
-        out.append((TITLES["table3"], ["attribute", "run", "statistic", "value", "note"], t3))
-    spa_rows = []
+    return (TITLES["pairs"], ["attribute", "rater", "rater", "τ", "n"], rows) if rows else None
+
+
+def _table6(records: list[Record], by: Index, who: _Who) -> Table | None:
+    systems = _systems(records, "table6")
+    if not systems:
+        return None
+    rows = []
+    attributes = list(dict.fromkeys(r.attribute for r in records if r.table == "table6"))
+    pairs = list(dict.fromkeys((r.evaluator, r.evaluator_b) for r in records if r.table == "table6"))
+    for attribute in attributes:
+        for a, b in pairs:
+            label = "mean over pairs" if b is None else f"{a} – {b}"
+            cells = [
+                _value(by.get(("table6", attribute, s, a, b, "mean_pair_tau" if b is None else "kendall_tau")), 3)
+                for s in systems
+            ]
+            rows.append([attribute, label, *cells])
+    rows.sort(key=lambda row: (attributes.index(row[0]), row[1] != "mean over pairs"))
+    return TITLES["table6"], ["attribute", "raters", *systems], rows
+
+
+def _table12(records: list[Record], by: Index, who: _Who) -> Table | None:
+    systems = _systems(records, "table12")
+    if not systems:
+        return None
+    keys = list(dict.fromkeys((r.attribute, r.evaluator) for r in records if r.table == "table12"))
+    rows = [
+        [attribute, rater, *[_value(by.get(("table12", attribute, s, rater, None, "mean"))) for s in systems]]
+        for attribute, rater in keys
+    ]
+    return TITLES["table12"], ["attribute", "rater", *systems], rows
+
+
+def _table3(records: list[Record], by: Index, who: _Who) -> Table | None:
+    systems = _systems(records, "table3")
+    if not systems:
+        return None
+    rows = []
+    keys = list(dict.fromkeys((r.attribute, r.evaluator) for r in records if r.table == "table3"))
+    for attribute, run in keys:
+        spread = by.get(("table3", attribute, systems[0], run, None, "std_of_means"))
+        if spread is not None:
+            cells = [_value(by.get(("table3", attribute, s, run, None, "std_of_means"))) for s in systems]
+            rows.append([attribute, "spread: std of the runs' means", *cells, ""])
+            continue
+        cells, setup = [], ""
+        for system in systems:
+            mean = by.get(("table3", attribute, system, run, None, "mean"))
+            std = by.get(("table3", attribute, system, run, None, "std"))
+            cells.append(f"{_value(mean)}±{_value(std)}")
+            setup = setup or (mean.note.split(";")[0] if mean else "")
+        rows.append([attribute, who(run, attribute), *cells, setup])
+    return TITLES["table3"], ["attribute", "run", *map(_column, systems), "setup"], rows
+
+
+def _nominal(records: list[Record], by: Index, who: _Who) -> Table | None:
+    keys = list(dict.fromkeys((r.attribute, r.evaluator, r.system) for r in records if r.table == "nominal"))
+    if not keys:
+        return None
+    rows = []
+    for attribute, evaluator, system in keys:
+        shares = [
+            r
+            for r in records
+            if r.table == "nominal"
+            and (r.attribute, r.evaluator, r.system) == (attribute, evaluator, system)
+            and r.statistic.startswith("share_")
+        ]
+        cell = "  ".join(f"{r.statistic.removeprefix('share_')} {_value(r)}" for r in shares)
+        alpha = by.get(("nominal", attribute, system, evaluator, None, "alpha_nominal"))
+        exact = by.get(("nominal", attribute, system, evaluator, None, "percent_exact"))
+        n = shares[0].n if shares else 0
+        rows.append(
+            [attribute, who(evaluator, attribute), _column(system), cell, _value(alpha), _value(exact, 0, "%"), str(n)]
+        )
+    header = ["attribute", "evaluator", "system", "verdict shares", "α nominal", "all agree", "items"]
+    return TITLES["nominal"], header, rows
+
+
+def _nominal_pairs(records: list[Record], by: Index, who: _Who) -> Table | None:
+    keys = list(
+        dict.fromkeys(
+            (r.attribute, r.system, r.evaluator, r.evaluator_b) for r in records if r.table == "nominal_pairs"
+        )
+    )
+    if not keys:
+        return None
+    rows = []
+    for attribute, system, a, b in keys:
+        kappa = by.get(("nominal_pairs", attribute, system, a, b, "cohen_kappa"))
+        alpha = by.get(("nominal_pairs", attribute, system, a, b, "alpha_nominal"))
+        exact = by.get(("nominal_pairs", attribute, system, a, b, "exact_agreement"))
+        n = exact.n if exact else 0
+        rows.append(
+            [
+                attribute,
+                who(a, attribute),
+                who(b, attribute),
+                _value(kappa, 3),
+                _value(alpha, 3),
+                _value(exact, 0, "%"),
+                str(n),
+            ]
+        )
+    return TITLES["nominal_pairs"], ["attribute", "rater", "rater", "κ", "α nominal", "exact", "n"], rows
+
+
+def _spa(records: list[Record], by: Index, who: _Who) -> Table | None:
+    rows = []
     for r in records:
         if r.table == "spa" and r.statistic == "p_x_over_y":
             likert = by.get(("spa", r.attribute, r.system, r.evaluator, r.evaluator_b, "likert_delta"))
-            spa_rows.append(
+            rows.append(
                 [
                     r.system,
                     r.evaluator_b or "",
-                    r.evaluator,
+                    who(r.evaluator, "*"),
                     "n/a" if r.value is None else f"{r.value:.3f}{_spa_stars(r.p)}",
                     "n/a" if likert is None or likert.value is None else f"{likert.value:+.3f}{_spa_stars(likert.p)}",
                     str(r.n),
                 ]
             )
-    if spa_rows:
-        kept = [f"{r.evaluator}: {r.note}" for r in records if r.table == "spa" and r.statistic == "annotators_kept"]
-        out.append(
-            (
-                TITLES["spa"] + ("; " + "; ".join(kept) if kept else ""),
-                ["System X", "System Y", "evaluator", "P[X≻Y] (SPA)", "Likert Δ", "n"],
-                spa_rows,
-            )
-        )
-    position = [
-        [r.attribute, r.evaluator, r.statistic, _fmt(r.value), str(r.n)] for r in records if r.table == "position"
+    if not rows:
+        return None
+    kept = [f"{r.evaluator}: {r.note}" for r in records if r.table == "spa" and r.statistic == "annotators_kept"]
+    title = TITLES["spa"] + ("; " + "; ".join(kept) if kept else "")
+    return title, ["System X", "System Y", "evaluator", "P[X≻Y] (SPA)", "Likert Δ", "n"], rows
+
+
+def _position(records: list[Record], by: Index, who: _Who) -> Table | None:
+    rows = [
+        [
+            r.attribute,
+            who(r.evaluator, r.attribute),
+            r.statistic,
+            f"{r.value:g}" if r.statistic.startswith("final_") and r.value is not None else _value(r),
+            str(r.n),
+        ]
+        for r in records
+        if r.table == "position"
     ]
-    if position:
-        out.append((TITLES["position"], ["attribute", "judge", "statistic", "value", "pairs"], position))
-    bt = [[r.attribute, r.evaluator, r.system, _fmt(r.value, 3), str(r.n), r.note] for r in records if r.table == "bt"]
-    if bt:
-        out.append((TITLES["bt"], ["attribute", "evaluator", "system", "log-strength", "comparisons", "note"], bt))
-    meta = [
-        [r.attribute, r.evaluator_b or "", r.statistic, _fmt(r.value, 3), str(r.n)]
+    return (TITLES["position"], ["attribute", "judge", "statistic", "value", "pairs"], rows) if rows else None
+
+
+def _bt(records: list[Record], by: Index, who: _Who) -> Table | None:
+    rows = [
+        [r.attribute, who(r.evaluator, r.attribute), r.system, _value(r, 3), str(r.n), r.note]
+        for r in records
+        if r.table == "bt"
+    ]
+    header = ["attribute", "evaluator", "system", "log-strength", "comparisons", "note"]
+    return (TITLES["bt"], header, rows) if rows else None
+
+
+def _meta(records: list[Record], by: Index, who: _Who) -> Table | None:
+    rows = [
+        [r.attribute, who(r.evaluator_b, r.attribute), r.statistic, _value(r, 3), str(r.n)]
         for r in records
         if r.table == "meta"
     ]
-    if meta:
-        out.append((TITLES["meta"], ["attribute", "judge", "statistic", "value", "n"], meta))
-    extremes = [
+    return (TITLES["meta"], ["attribute", "judge", "statistic", "value", "n"], rows) if rows else None
+
+
+def _pair_meta(records: list[Record], by: Index, who: _Who) -> Table | None:
+    keys = list(dict.fromkeys((r.attribute, r.system, r.evaluator_b) for r in records if r.table == "pair_meta"))
+    if not keys:
+        return None
+    rows = []
+    for attribute, system, judge in keys:
+        cells, cuts = [], ""
+        for difficulty in ("hard", "medium", "easy", "all"):
+            r = by.get(("pair_meta", attribute, system, HUMANS, judge, f"pair_tau_b_{difficulty}"))
+            cells.append("n/a" if r is None else f"{_value(r, 3)} ({r.n})")
+            parts = r.note.split("; ") if r is not None else []
+            cuts = cuts or next((part for part in parts if part.startswith("human preference size")), "")
+        rows.append([attribute, who(judge, attribute), *cells, cuts])
+    header = ["attribute", "judge", "hard", "medium", "easy", "all", "difficulty: size of the humans' preference"]
+    return TITLES["pair_meta"], header, rows
+
+
+def _readings(records: list[Record], by: Index, who: _Who) -> Table | None:
+    keys = list(dict.fromkeys((r.attribute, r.evaluator) for r in records if r.table == "readings"))
+    if not keys:
+        return None
+    rows = []
+    for attribute, judge in keys:
+        mine = {
+            r.statistic: r
+            for r in records
+            if r.table == "readings" and (r.attribute, r.evaluator) == (attribute, judge)
+        }
+        failures = ", ".join(
+            f"{name.removeprefix('failures_')} {r.value:g}"
+            for name, r in mine.items()
+            if name.startswith("failures_") and r.value
+        )
+        ready = mine.get("agreement_ready")
+        verdict = "yes" if ready is not None and ready.value == 1 else f"NO: {ready.note}" if ready else "n/a"
+        rows.append(
+            [
+                judge,
+                attribute,
+                str(mine["readings"].n) if "readings" in mine else "0",
+                _value(mine.get("ok_share")),
+                failures or "none",
+                _value(mine.get("mass_mean"), 3) if "mass_mean" in mine else "",
+                _value(mine.get("mass_min"), 3) if "mass_min" in mine else "",
+                verdict,
+            ]
+        )
+    header = [
+        "judge",
+        "attribute",
+        "readings",
+        "ok share",
+        "typed failures",
+        "mass mean",
+        "mass min",
+        "agreement-ready",
+    ]
+    return TITLES["readings"], header, rows
+
+
+def _extremes(records: list[Record], by: Index, who: _Who) -> Table | None:
+    rows = [
         [r.evaluator, r.note.removeprefix("item "), r.system, r.statistic.replace("all_", "all at "), str(r.n)]
         for r in records
         if r.table == "extremes"
     ]
-    if extremes:
-        out.append((TITLES["extremes"], ["judge", "item", "system", "ratings", "n"], extremes))
-    return out
+    return (TITLES["extremes"], ["judge", "item", "system", "ratings", "n"], rows) if rows else None
 
 
-def to_rich(records: list[Record], task: str):
+def to_rich(records: list[Record], task: str) -> Any:
     from rich.console import Group
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
     parts = []
     for title, header, rows in tables(records):
-        table = Table(title=f"{task}: {title}", title_justify="left", show_lines=False)
+        table = RichTable(title=f"{task}: {title}", title_justify="left", show_lines=False)
         for column in header:
             table.add_column(column, overflow="fold")
         for row in rows:
@@ -198,22 +448,24 @@ def to_json(reports: dict[str, list[Record]], study_path: str) -> str:
     )
 
 
+CSV_FIELDS = [
+    "table",
+    "task",
+    "attribute",
+    "system",
+    "evaluator",
+    "evaluator_b",
+    "statistic",
+    "value",
+    "n",
+    "p",
+    "note",
+]
+
+
 def to_csv(reports: dict[str, list[Record]]) -> str:
     buffer = io.StringIO()
-    fields = [
-        "table",
-        "task",
-        "attribute",
-        "system",
-        "evaluator",
-        "evaluator_b",
-        "statistic",
-        "value",
-        "n",
-        "p",
-        "note",
-    ]
-    writer = csv.DictWriter(buffer, fieldnames=fields)
+    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS)
     writer.writeheader()
     for records in reports.values():
         writer.writerows(as_dicts(records))

@@ -217,6 +217,32 @@ def pair_tau_b(human_diffs: np.ndarray, metric_diffs: np.ndarray) -> float | Non
     return (concordant - discordant) / denominator if denominator else None
 
 
+def difficulty_split(human_diffs: np.ndarray) -> tuple[dict[str, np.ndarray], tuple[float, float]]:
+    """Chen et al. §4.2: pairs split into hard / medium / easy by the size of the human score difference.
+
+    The paper gives no cut-offs; the thirds of |difference| are used (hard: up to the 1/3 quantile,
+    medium: up to the 2/3 quantile, easy: above). Returns the masks (and ``all``) and the two cut-offs.
+    """
+    gap = np.abs(np.asarray(human_diffs, dtype=float))
+    if gap.size == 0:
+        return {}, (math.nan, math.nan)
+    low, high = (float(q) for q in np.quantile(gap, [1 / 3, 2 / 3]))
+    # hard pairs: humans barely tell the texts apart; easy: a large human score gap
+    return {
+        "all": np.ones_like(gap, bool),
+        "hard": gap <= low,
+        "medium": (gap > low) & (gap <= high),
+        "easy": gap > high,
+    }, (low, high)
+
+
+def pair_tau_b_by_difficulty(human_diffs: np.ndarray, metric_diffs: np.ndarray) -> dict[str, tuple[float | None, int]]:
+    """App. C's τ-b over all pairs and over the hard / medium / easy thirds: difficulty -> (τ-b, pairs)."""
+    human_d, metric_d = np.asarray(human_diffs, dtype=float), np.asarray(metric_diffs, dtype=float)
+    masks, _ = difficulty_split(human_d)
+    return {name: (pair_tau_b(human_d[mask], metric_d[mask]), int(mask.sum())) for name, mask in masks.items()}
+
+
 def meta_evaluation(inputs: list[str], human: list[float], metric: list[float]) -> MetaEvaluation:
     """Correlations of a metric (an LLM's scores) with human scores, Chen et al. §3.2 and App. C."""
     inputs_arr = np.array(inputs, dtype=object)
@@ -240,19 +266,7 @@ def meta_evaluation(inputs: list[str], human: list[float], metric: list[float]) 
                 i, j = indices[a], indices[b]
                 human_diffs.append(human_arr[i] - human_arr[j])
                 metric_diffs.append(metric_arr[i] - metric_arr[j])
-    human_d, metric_d = np.array(human_diffs), np.array(metric_diffs)
-    kendall: dict[str, tuple[float | None, int]] = {}
-    if human_d.size:
-        gap = np.abs(human_d)
-        low, high = np.quantile(gap, [1 / 3, 2 / 3])
-        # hard pairs: humans barely tell the texts apart; easy: a large human score gap
-        for name, mask in (
-            ("all", np.ones_like(gap, bool)),
-            ("hard", gap <= low),
-            ("medium", (gap > low) & (gap <= high)),
-            ("easy", gap > high),
-        ):
-            kendall[name] = (pair_tau_b(human_d[mask], metric_d[mask]), int(mask.sum()))
+    kendall = pair_tau_b_by_difficulty(np.array(human_diffs), np.array(metric_diffs))
     return MetaEvaluation(
         float(np.mean(spearman)) if spearman else None,
         float(np.mean(pearson)) if pearson else None,

@@ -17,13 +17,96 @@ from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
 from tui_rater.service.live import agreement_pane
-from tui_rater.stats.live import PaneData
+from tui_rater.stats.live import AttributePane, JudgeRow, PaneData
 
 SHADES = " ░▒▓█"
 
 
 def _f(stat, digits=2, suffix="") -> str:
     return "n/a" if stat is None or stat.value is None else f"{stat.value:.{digits}f}{suffix}"
+
+
+def _mass(row: JudgeRow) -> str:
+    readings = row.readings
+    return "–" if readings is None or readings.mass_mean is None else f"{readings.mass_mean:.2f}"
+
+
+def _judge_rows(text: Text, pane: AttributePane) -> None:
+    """One line per judge: agreement by the question's level, its scale mass and agreement-readiness."""
+    if pane.nominal:
+        text.append(
+            f"{'judge':<30} {'κ':>6} {'α nom':>6} {'exact':>6} {'n':>4} {'mass':>5} {'ready':>5}\n", style="bold"
+        )
+    else:
+        text.append(
+            f"{'judge':<30} {'α':>6} {'τ':>6} {'exact':>6} {'bias':>6} {'n':>4} {'mass':>5} {'ready':>5}\n",
+            style="bold",
+        )
+    for row in pane.rows:
+        name = safe_text(row.judge)[:30]
+        ready = "yes" if row.ready else "NO ⚠"
+        if pane.nominal:
+            line = f"{name:<30} {_f(row.kappa):>6} {_f(row.alpha):>6} {_f(row.exact, 0, '%'):>6} {row.n:>4} "
+        else:
+            line = (
+                f"{name:<30} {_f(row.alpha):>6} {_f(row.tau):>6} {_f(row.exact, 0, '%'):>6} {_f(row.bias):>6} "
+                f"{row.n:>4} "
+            )
+        text.append(line + f"{_mass(row):>5} ")
+        text.append(f"{ready:>5}\n", style="" if row.ready else "bold")
+        if not row.ready and row.readings is not None:
+            text.append(f"  ⚠ not agreement-ready: {safe_text(row.readings.reason)}\n", style="italic")
+
+
+def _confusion(text: Text, pane: AttributePane) -> None:
+    if pane.confusion is None:
+        return
+    text.append(f"\nconfusion: humans (rows) × {safe_text(pane.confusion_judge or '')[:30]} (columns)\n", style="bold")
+    top = max(1, int(pane.confusion.max()))
+    names = [safe_text(name)[:3] for name in pane.label_names]
+    text.append("     " + "".join(f"{name:>4}" for name in names) + "\n")
+    for name, row in zip(names, pane.confusion):
+        text.append(f"{name:>4} ")
+        for count in row:
+            shade = SHADES[min(len(SHADES) - 1, round((len(SHADES) - 1) * count / top))]
+            text.append(f" {shade}{count:>2}" if count else "   ·")
+        text.append("\n")
+
+
+def _distributions(text: Text, pane: AttributePane) -> None:
+    if not pane.distributions:
+        return
+    names = [safe_text(name)[:3] for name in pane.label_names]
+    if pane.nominal:  # shares of each evaluator's item verdicts; never a mean of the codes
+        text.append("\nverdict shares (each item's verdict: its annotators' vote)\n", style="bold")
+        for evaluator, counts in pane.distributions.items():
+            total = sum(counts)
+            shares = "  ".join(
+                f"{name} {100 * c / total:3.0f}%" if total else f"{name}   –" for name, c in zip(names, counts)
+            )
+            text.append(f"{safe_text(evaluator)[:16]:<16} {shares}  (n {total})\n")
+        return
+    text.append("\nrating distributions\n", style="bold")
+    for evaluator, counts in pane.distributions.items():
+        total = max(1, sum(counts))
+        bars = " ".join(f"{name}:{'█' * round(8 * c / total):<8}" for name, c in zip(names, counts))
+        text.append(f"{safe_text(evaluator)[:16]:<16} {bars}\n")
+
+
+def _gaps(text: Text, pane: AttributePane, selected_gap: int) -> None:
+    if not pane.gaps:
+        return
+    title = "human–LLM disagreements" if pane.nominal else "largest human–LLM gaps"
+    text.append(f"\n{title} (Enter jumps to the item)\n", style="bold")
+    for i, gap in enumerate(pane.gaps):
+        marker = "▶ " if i == selected_gap else "  "
+        if pane.nominal:
+            detail = f"human {safe_text(gap.human_label)}  llm {safe_text(gap.llm_label)}"
+        else:
+            detail = f"human {gap.human:.2f}  llm {gap.llm:.2f}  gap {gap.size:.2f}"
+        text.append(
+            f"{marker}{safe_text(gap.item_id)[:24]:<24} {detail}\n", style="reverse" if i == selected_gap else ""
+        )
 
 
 def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
@@ -36,49 +119,21 @@ def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
     )
     for failure in data.failures:
         text.append(
-            f"  failed: {safe_text(failure['item'])} {failure['attribute']}: {failure['error_kind']}\n", style="italic"
+            f"  failed: {safe_text(failure['item'])} {safe_text(failure['attribute'])}: {failure['error_kind']}\n",
+            style="italic",
         )
     if not data.attributes:
         return text
     pane = data.attributes[focus]
     text.append(f"\n◀ {pane.attribute} ▶ ", style="bold reverse")
     text.append(f" ({focus + 1}/{len(data.attributes)}, ↑↓ to change)\n\n")
-    if not pane.rows:
+    if not pane.humans or not any(row.n for row in pane.rows):
         text.append("No human and LLM ratings of the same items yet.\n", style="dim")
-    else:
-        text.append(f"{'judge':<34} {'α':>6} {'τ':>6} {'exact':>6} {'bias':>6} {'n':>4}\n", style="bold")
-        for row in pane.rows:
-            text.append(
-                f"{safe_text(row.judge)[:34]:<34} {_f(row.alpha):>6} {_f(row.tau):>6} "
-                f"{_f(row.exact, 0, '%'):>6} {_f(row.bias):>6} {row.tau.n:>4}\n"
-            )
-    if pane.confusion is not None:
-        text.append(
-            f"\nconfusion: humans (rows) × {safe_text(pane.confusion_judge or '')[:30]} (columns)\n", style="bold"
-        )
-        top = max(1, int(pane.confusion.max()))
-        text.append("     " + "".join(f"{label:>4g}" for label in pane.labels) + "\n")
-        for label, row in zip(pane.labels, pane.confusion):
-            text.append(f"{label:>4g} ")
-            for count in row:
-                shade = SHADES[min(len(SHADES) - 1, round((len(SHADES) - 1) * count / top))]
-                text.append(f" {shade}{count:>2}" if count else "   ·")
-            text.append("\n")
-    if pane.distributions:
-        text.append("\nrating distributions\n", style="bold")
-        for evaluator, counts in pane.distributions.items():
-            total = max(1, sum(counts))
-            bars = " ".join(f"{label:g}:{'█' * round(8 * c / total):<8}" for label, c in zip(pane.labels, counts))
-            text.append(f"{safe_text(evaluator)[:16]:<16} {bars}\n")
-    if pane.gaps:
-        text.append("\nlargest human–LLM gaps (Enter jumps to the item)\n", style="bold")
-        for i, gap in enumerate(pane.gaps):
-            marker = "▶ " if i == selected_gap else "  "
-            text.append(
-                f"{marker}{safe_text(gap.item_id)[:24]:<24} human {gap.human:.2f}  llm {gap.llm:.2f}  "
-                f"gap {gap.size:.2f}\n",
-                style="reverse" if i == selected_gap else "",
-            )
+    if pane.rows:
+        _judge_rows(text, pane)
+    _confusion(text, pane)
+    _distributions(text, pane)
+    _gaps(text, pane, selected_gap)
     return text
 
 
@@ -97,9 +152,14 @@ class AgreementScreen(Screen[int | None]):
     ]
 
     class Computed(Message):
+        """New numbers for the pane; a newer computation replaces one not yet shown."""
+
         def __init__(self, data: PaneData, marker: tuple) -> None:
             super().__init__()
             self.data, self.marker = data, marker
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, AgreementScreen.Computed)
 
     def __init__(self, study, task_name: str, item_index_of):
         super().__init__()

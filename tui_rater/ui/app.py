@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from textual.widgets import Footer, Static
 
 from tui_rater.domain import protocols
 from tui_rater.domain.display import safe_text
+from tui_rater.keys import HELP
 from tui_rater.store.session import AnnotationSession, OtherRating
 from tui_rater.ui.quitting import QuitWhenSaved
 from tui_rater.ui.render import item_text, pairwise_columns, questions_text, spa_columns
@@ -39,6 +41,9 @@ class AppOptions:
     reveal: bool = False  # after each item, show the other raters (App. C.3.2)
     prompt_always: bool = False  # show the prompt for every question, not only relevance
     keymap: dict | None = None
+    # judges to start in the background once the first item is on screen (their jobs are
+    # enqueued off the UI thread)
+    judge_specs: tuple = ()
 
 
 DIGITS = "0123456789"
@@ -50,6 +55,17 @@ class SaveReport(Message):
     def __init__(self, report: object):
         super().__init__()
         self.report = report
+
+
+class JudgeProgress(Message):
+    """From the judges' watcher thread: their one-line summary. A newer one replaces a waiting one."""
+
+    def __init__(self, summary: str):
+        super().__init__()
+        self.summary = summary
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, JudgeProgress)
 
 
 class RevealReady(Message):
@@ -89,6 +105,8 @@ class RaterApp(QuitWhenSaved):
         self.session = session
         self.options = options or AppOptions()
         self.judges = judges  # running BackgroundJudges, or None
+        self.judge_summary = judges.summary() if judges is not None else ""
+        self.closing = threading.Event()
         self.index = session.resume_index()
         self.focus_attr = session.first_unrated_attribute(self.index)
         self.typed = ""
@@ -121,19 +139,42 @@ class RaterApp(QuitWhenSaved):
             self._exit_for_signal()
         if self.options.keymap:
             self.set_keymap(self.options.keymap)
-        if self.judges is not None:
-            self.set_interval(1.0, self.refresh_status)
         self.refresh_all()
+        # after the first screen: import the statistics stack and start the judges off the UI thread,
+        # so the first `a` and a large study's judge jobs never freeze a keypress
+        self.call_after_refresh(self._in_background)
         ready_file = os.environ.get("TUI_RATER_READY_FILE")
         if ready_file:  # for scripts timing start-up: when the first item is on screen
             self.call_after_refresh(lambda: Path(ready_file).write_text(f"{time.time()}\n"))
 
+    @work(thread=True, group="background", exit_on_error=False)
+    def _in_background(self) -> None:
+        import tui_rater.service.live  # noqa: F401 - polars, numpy, scipy: warmed for the agreement pane
+
+        if self.options.judge_specs and self.judges is None:
+            from tui_rater.service.judging import BackgroundJudges
+
+            study = self.session.study.reopen()
+            try:
+                self.judges = BackgroundJudges(study, self.task_.name, list(self.options.judge_specs))
+            finally:
+                study.close()
+        while self.judges is not None:  # until the screen closes (a stopped judge is shown as stopped)
+            self.post_message(JudgeProgress(self.judges.summary()))
+            if self.closing.wait(1.0):
+                break
+
+    def on_judge_progress(self, message: JudgeProgress) -> None:
+        self.judge_summary = message.summary
+        self.refresh_status()
+
     def on_unmount(self) -> None:
+        self.closing.set()
         self.event_loop = None
         if self.writer is not None:
             self.writer.close()  # it commits what is queued, then ends; ui/run.py waits for that
         if self.judges is not None:
-            self.judges.stop()
+            self.judges.stop_event.set()  # the workers stop; ui/run.py waits for them off screen
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action in self._rating_actions and self.quitting:
@@ -256,8 +297,8 @@ class RaterApp(QuitWhenSaved):
             tail.append(f" (+{saving} saving{self.view.mark()})", style="bold")
         if marks:
             tail.append(" · " + ", ".join(marks), style="bold")
-        if self.judges is not None:
-            tail.append(" · " + self.judges.summary())
+        if self.judge_summary:
+            tail.append(" · " + safe_text(self.judge_summary))
         # the bar gives way first: a stopped judge must stay readable at 80 columns
         room = self.size.width - 2 - head.cell_len - tail.cell_len if self.size.width else 16
         width = max(0, min(16, room))
@@ -516,25 +557,7 @@ class RaterApp(QuitWhenSaved):
         self.push_screen(AgreementScreen(self.session.study, self.task_.name, index_of.get), jump)
 
     def action_help(self) -> None:
-        rows = []
-        for binding_id, description in (
-            ("rate", "rate the focused question (1-5; 0-100 scales: digits then Enter; a/b/c choices)"),
-            ("next_attribute", "next question"),
-            ("prev_attribute", "previous question"),
-            ("next_item", "next item"),
-            ("prev_item", "previous item"),
-            ("undo", "undo the last rating"),
-            ("skip", "skip this item"),
-            ("flag", "flag this item"),
-            ("comment", "comment on this item"),
-            ("goto", "go to an item"),
-            ("agreement", "live agreement: humans vs each LLM judge"),
-            ("scroll_down", "scroll the text"),
-            ("scroll_up", "scroll the text back"),
-            ("help", "this help"),
-            ("quit", "quit (once every rating is in the file)"),
-        ):
-            rows.append((self._keys_for(binding_id), description))
+        rows = [(self._keys_for(binding_id), description) for binding_id, description in HELP]
         self.push_screen(HelpScreen(rows))
 
     def _keys_for(self, binding_id: str) -> str:

@@ -43,6 +43,8 @@ def run_app(app: RaterApp, err: TextIO | None = None) -> int:
         except BaseException as exc:  # still save what is unsaved, then let it through
             crash = exc
         code = _finish(app, received, err)
+        if app.judges is not None:  # a judge finishing its current job stores it (its lease ends cleanly)
+            app.judges.stop(timeout=10.0)
         if crash is not None and not (received and isinstance(crash, OSError)):
             raise crash  # (an OSError after SIGHUP is the terminal gone: nothing to report to)
         if code != 0:  # changes given up (quit anyway, or Ctrl-C while saving)

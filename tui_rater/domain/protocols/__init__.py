@@ -21,16 +21,19 @@ from tui_rater.domain.protocols.base import (
     derive_seed,
     vote,
 )
-from tui_rater.domain.protocols.choice import ORIGINAL, SWAPPED, ChoiceAnswer, PairwiseComparison
+from tui_rater.domain.protocols.choice import FIRST, ORIGINAL, SECOND, SWAPPED, TIE, ChoiceAnswer, PairwiseComparison
 from tui_rater.domain.protocols.likert import LikertRating
 from tui_rater.domain.protocols.scores import ContinuousScore, ExplicitScore, ImplicitScore
 from tui_rater.domain.protocols.spa import SpaLikert, SpaProbability
-from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.domain.questions import Attribute, Task
 
 __all__ = [
     "FAILURES",
+    "FIRST",
     "ORIGINAL",
+    "SECOND",
     "SWAPPED",
+    "TIE",
     "Decoding",
     "DistributionReading",
     "EvaluationProtocol",
@@ -43,6 +46,7 @@ __all__ = [
     "get",
     "names",
     "of",
+    "register",
     "vote",
 ]
 
@@ -61,6 +65,14 @@ REGISTRY: dict[str, EvaluationProtocol] = {
 }
 # a custom task's question without a protocol gets the plain one of its scale
 DEFAULT_FOR_SCALE = {"likert": "likert", "continuous": "continuous", "probability": "continuous", "choice": "choice"}
+
+
+def register(protocol: EvaluationProtocol) -> EvaluationProtocol:
+    """Add a protocol (a fourth paper's); its name must be new."""
+    if not protocol.name or protocol.name in REGISTRY:
+        raise ValueError(f"a protocol needs a new name, not {protocol.name!r}")
+    REGISTRY[protocol.name] = protocol
+    return protocol
 
 
 def names() -> tuple[str, ...]:

@@ -34,7 +34,7 @@ import numpy as np
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.parsing import ParseResult, parse_score
 from tui_rater.domain.prompts import PERSONA, RenderedPrompt, fill, generic_template
-from tui_rater.domain.tasks import Attribute, Scale, Task
+from tui_rater.domain.questions import Attribute, Scale, Task
 
 # A reply that completed, but whose value could not be read, is stored with one of these.
 FAILURES = (
@@ -362,6 +362,10 @@ class EvaluationProtocol:
     def layout(self, attribute: Attribute) -> str:
         """How the app lays an item out for a person: 'stacked' fields, a 'pair' side by side, 'writers' columns."""
         return "stacked"
+
+    def combine_presentations(self, values: Sequence[float]) -> float | None:
+        """An item's answer from its answers in each presentation (all present): here their aggregate."""
+        return self.aggregate(values)
 
     def format_value(self, attribute: Attribute, value: float | None) -> str:
         return "·" if value is None else f"{value:g}"

@@ -20,9 +20,11 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.parsing import ParseResult, parse_choice
 from tui_rater.domain.prompts import CHEN_PAIRWISE
 from tui_rater.domain.protocols.base import Decoding, EvaluationProtocol, HumanInput, Level, Options, vote
-from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.domain.questions import Attribute, Task
 
 ORIGINAL, SWAPPED = "original", "swapped"
+# a pair's answer in the item's terms: the first compared field better, the second, or a tie
+FIRST, SECOND, TIE = 0.0, 1.0, 2.0
 CHEN_PAIRWISE_VARIANTS = tuple(CHEN_PAIRWISE)  # v1 .. v4
 
 
@@ -47,6 +49,10 @@ class ChoiceAnswer(EvaluationProtocol):
 
     def aggregate(self, values: Sequence[float]) -> float | None:
         return vote([v for v in values if v is not None])
+
+    def combine_presentations(self, values: Sequence[float]) -> float | None:
+        """The same answer in every presentation, else none (a category has no middle)."""
+        return float(values[0]) if values and all(v == values[0] for v in values) else None
 
     def format_value(self, attribute: Attribute, value: float | None) -> str:
         if value is None:
@@ -74,7 +80,6 @@ class PairwiseComparison(ChoiceAnswer):
     name: ClassVar[str] = "pairwise"
     title: ClassVar[str] = "pairwise comparison A / B / tie (Chen et al. 2023)"
     report_sections: ClassVar[tuple[str, ...]] = ("nominal", "position", "bt", "pair_meta")
-    TIE: ClassVar[float] = 2.0
 
     def variants(self, task: Task, attribute: Attribute) -> tuple[str, ...]:
         return ("plain",) if attribute.template else CHEN_PAIRWISE_VARIANTS
@@ -121,6 +126,13 @@ class PairwiseComparison(ChoiceAnswer):
     def layout(self, attribute: Attribute) -> str:
         return "pair"  # the two texts side by side when the terminal is wide enough
 
+    def combine_presentations(self, values: Sequence[float]) -> float | None:
+        """Both orders' verdicts: the same one, else a tie -- an order-dependent preference is none
+        (MT-Bench's rule, Zheng et al. 2023; Chen et al. judge every pair in both orders)."""
+        if not values:
+            return None
+        return float(values[0]) if all(v == values[0] for v in values) else TIE
+
     def human_input(self, attribute: Attribute) -> HumanInput:
         choices = attribute.scale.choices
         keys = ("a", "b", "t")[: len(choices)]  # A / B / tie
@@ -133,8 +145,8 @@ class PairwiseComparison(ChoiceAnswer):
         """The answered letter -> the item's terms (0 = the first field better, 1 = the second, 2 = tie)."""
         position = int(value)
         details: dict[str, Any] = {"answered": self.keys(attribute)[position]}
-        if value == self.TIE:
-            return self.TIE, details
+        if value == TIE:
+            return TIE, details
         # V3 asks which storyline is *worse*: the other one is the better
         better_shown = 1 - position if variant == "v3" else position
         return float(1 - better_shown if presentation == SWAPPED else better_shown), details

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tui_rater.domain.protocols.base import EvaluationProtocol, Level, persona_variant
-from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.domain.questions import Attribute, Task
 
 CHIANG_LEE_VARIANTS = ("plain", "persona", "explain")
 

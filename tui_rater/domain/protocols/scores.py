@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from tui_rater.domain.prompts import CHEN_EXPLICIT, CHEN_IMPLICIT
 from tui_rater.domain.protocols.base import Decoding, EvaluationProtocol, Level, Reading
-from tui_rater.domain.tasks import Attribute, Scale, Task
+from tui_rater.domain.questions import Attribute, Scale, Task
 
 CHEN_EXPLICIT_VARIANTS = tuple(CHEN_EXPLICIT)  # v1 .. v5
 # Figure 4 normalises V4's stars into [0, 100]: 1 star = 0, 5 stars = 100.

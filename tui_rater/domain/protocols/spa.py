@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from tui_rater.domain.protocols.likert import LikertRating
 from tui_rater.domain.protocols.scores import ContinuousScore
-from tui_rater.domain.tasks import Attribute
+from tui_rater.domain.questions import Attribute
 
 
 class SpaProbability(ContinuousScore):

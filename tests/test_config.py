@@ -1,0 +1,58 @@
+"""The config file: a typo gets the closest valid name, in one sentence."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.support import run_cli_process
+from tui_rater.config import load_settings
+from tui_rater.domain.errors import UserError
+
+
+def _config(tmp_path, text: str):
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    os.chmod(path, 0o600)
+    return path
+
+
+def test_a_typo_in_keys_is_a_warning_and_the_rest_applies(tmp_path):
+    path = _config(tmp_path, '[keys]\nundp = "z"\nskip = "k"\nquit = "shift+ctrl+q,q"\n')
+    settings = load_settings(path, environ={})
+    assert settings.keys == {"skip": "k", "quit": "q"}
+    assert settings.warnings == (
+        f"config file {path}: [keys] has no action 'undp' (did you mean 'undo'?); ignored",
+        f"config file {path}: [keys] quit = 'shift+ctrl+q,q': 'shift+ctrl+q' is not a key Textual knows "
+        "(did you mean 'ctrl+shift+q'?); ignored",
+    )
+
+
+def test_the_cli_prints_the_warning_and_goes_on(tmp_path):
+    path = _config(tmp_path, '[keys]\nundp = "z"\n')
+    env = {**os.environ, "TUI_RATER_CONFIG": str(path)}
+    items = tmp_path / "t.csv"
+    items.write_text("id,title\nt1,A title\n")
+    result = run_cli_process("import", items, "--task", "title-fluency", "--db", tmp_path / "s.db", env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        f"tui-rater: warning: config file {path}: [keys] has no action 'undp' (did you mean 'undo'?); ignored\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ('anotator = "me"\n', "unknown setting 'anotator' (did you mean 'annotator'?)"),
+        ("[judge]\ntemprature = 0.5\n", "unknown [judge] setting 'temprature' (did you mean 'temperature'?)"),
+        ("[judge]\napi_kee = 'x'\n", "unknown [judge] setting 'api_kee' (did you mean 'api_key'?)"),
+        ("colour = 1\n", "unknown setting 'colour' (known: annotator, db, judge, keys, task_files)"),
+    ],
+)
+def test_a_typo_in_a_setting_is_an_error_naming_the_closest(tmp_path, text, message):
+    # a judge setting left at its default by a typo would change the numbers: refuse, do not guess
+    path = _config(tmp_path, text)
+    with pytest.raises(UserError) as info:
+        load_settings(path, environ={})
+    assert str(info.value) == f"config file {path}: {message}"

@@ -1,0 +1,57 @@
+"""Static checks run with the tests (so `.ci/run` runs them): ruff, ruff format, import contracts, mypy.
+
+Each check is the tool itself, run on the repository; a failure prints the tool's own report.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def _tool(name: str) -> str:
+    found = BIN / name if (BIN / name).exists() else shutil.which(name)
+    if not found:
+        pytest.fail(f"{name} is not installed: install the test extra (pip install -e '.[test]')")
+    return str(found)
+
+
+def _run(*command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_ruff_lint():
+    result = _run(_tool("ruff"), "check", "--no-cache", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format():
+    result = _run(_tool("ruff"), "format", "--check", "--no-cache", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_import_contracts():
+    """domain imports nothing of the project; store only domain; judge and stats only domain/store;
+    service on top of them; ui and cli on top; nothing below the UI imports Textual."""
+    result = _run(_tool("lint-imports"), "--no-cache")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_import_cycles_between_modules():
+    import grimp
+
+    graph = grimp.build_graph("tui_rater", exclude_type_checking_imports=True)
+    modules = sorted(graph.modules)
+    cycles = []
+    for module in modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported != module and graph.chain_exists(importer=imported, imported=module, as_packages=False):
+                cycles.append((module, imported))
+    assert not cycles, f"import cycles: {cycles[:5]}"

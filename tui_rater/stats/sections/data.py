@@ -1,0 +1,306 @@
+"""The data every report section reads: one task's ratings as matrices and per-item scores.
+
+Evaluators: ``humans`` (the human raters as one group, each an annotator) and each LLM judge
+configuration (its samples, of each presentation of an item, as its annotators, Chiang & Lee §3.2).
+An evaluator's score of an item combines its annotators with the question's protocol
+(``protocol.aggregate``): the mean of a Likert or 0-100 question, a vote over nominal answers (so
+pairwise V4's five samples are voted, Chen et al. Figure 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from tui_rater.domain import protocols
+from tui_rater.domain.protocols import EvaluationProtocol
+from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.stats import agreement as ag
+from tui_rater.stats.records import ALL, HUMANS, Record
+from tui_rater.store.study import RATINGS_IN_FORCE, Study
+
+_FRAME_SCHEMA = {
+    "item_key": pl.Int64,
+    "system": pl.Utf8,
+    "attribute": pl.Utf8,
+    "rater": pl.Utf8,
+    "kind": pl.Utf8,
+    "presentation": pl.Utf8,
+    "sample": pl.Int64,
+    "value": pl.Float64,
+}
+_READINGS_SCHEMA = {
+    "rater": pl.Utf8,
+    "attribute": pl.Utf8,
+    "status": pl.Utf8,
+    "read": pl.Boolean,  # the reading has a value (ok, or imported with a value)
+    "mass": pl.Float64,
+}
+
+
+def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the ratings in force with a value, one row per (item, attribute, rater, presentation, sample);
+    every judge reading in force, failed or not, with its parse status and, for a distribution pass,
+    its scale mass) -- in one pass over the ratings."""
+    rows = study.db.conn.execute(
+        f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.name, ra.kind, r.presentation, r.sample,
+                   r.value, r.parse_status,
+                   CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"mass"%' AND json_valid(r.details)
+                        THEN json_extract(r.details, '$.mass') END
+            FROM {RATINGS_IN_FORCE} WHERE i.task = ?""",
+        [task],
+    ).fetchall()
+    frame = pl.DataFrame([row[:8] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row")
+    readings = pl.DataFrame(
+        [(row[3], row[2], row[8], row[7] is not None, _number(row[9])) for row in rows if row[4] == "llm"],
+        schema=_READINGS_SCHEMA,
+        orient="row",
+    )
+    return frame, readings
+
+
+def load(study: Study, task: str) -> pl.DataFrame:
+    """The ratings in force with a value, one row per (item, attribute, rater, presentation, sample)."""
+    return load_all(study, task)[0]
+
+
+def load_readings(study: Study, task: str) -> pl.DataFrame:
+    """Every judge reading in force, failed or not: its parse status and, for a distribution pass, its scale mass."""
+    return load_all(study, task)[1]
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def reference_system(systems: list[str]) -> str | None:
+    """What the others are compared with: human-written, or the benign titles, else the first."""
+    for name in ("human", "benign"):
+        for system in systems:
+            if system.lower() == name:
+                return system
+    return systems[0] if systems else None
+
+
+class ReportData:
+    """One task's ratings, indexed for the sections; the sections append their records here."""
+
+    def __init__(
+        self,
+        study: Study,
+        task: Task,
+        frame: pl.DataFrame | None = None,
+        spa_tau: float | None = 1.1,
+        readings: pl.DataFrame | None = None,
+    ) -> None:
+        self.study, self.task, self.spa_tau = study, task, spa_tau
+        if frame is None or readings is None:
+            loaded_frame, loaded_readings = load_all(study, task.name)
+            frame = loaded_frame if frame is None else frame
+            readings = loaded_readings if readings is None else readings
+        self.frame, self.readings = frame, readings
+        self.records: list[Record] = []
+        self.systems: list[str] = sorted(self.frame["system"].unique().to_list())
+        self.judges: list[str] = sorted(self.frame.filter(pl.col("kind") == "llm")["rater"].unique().to_list())
+        self.humans: list[str] = sorted(self.frame.filter(pl.col("kind") == "human")["rater"].unique().to_list())
+        self.item_keys: list[int] = sorted(self.frame["item_key"].unique().to_list())
+        self.system_of: dict[int, str] = dict(self.frame.select("item_key", "system").unique().iter_rows())
+        self._arrays_cache: dict[tuple[str, str], tuple[np.ndarray, ...]] = {}
+        self._keys_cache: dict[str, np.ndarray] = {}
+        self._values_cache: dict[tuple[str, str, str], np.ndarray] = {}
+        # "all systems" where there are several; the one system otherwise
+        self.overall = ALL if len(self.systems) > 1 else (self.systems[0] if self.systems else ALL)
+        self.extra: dict[str, Any] = {}  # what one section computes for another (judge readiness)
+
+    # --- who and what --------------------------------------------------------------------
+
+    def protocol(self, attribute: Attribute) -> EvaluationProtocol:
+        return protocols.of(attribute)
+
+    def evaluators(self) -> list[str]:
+        return ([HUMANS] if self.humans else []) + self.judges
+
+    def systems_and_pooled(self) -> list[str]:
+        """Each system, then ``all`` (every system pooled) where there are several."""
+        return self.systems + ([ALL] if len(self.systems) > 1 else [])
+
+    def keys(self, system: str) -> np.ndarray:
+        """The item keys of one system (``all``: every item), sorted."""
+        if system not in self._keys_cache:
+            self._keys_cache[system] = np.array(
+                [k for k in self.item_keys if system == ALL or self.system_of[k] == system], dtype=np.int64
+            )
+        return self._keys_cache[system]
+
+    # --- matrices ------------------------------------------------------------------------
+
+    def _arrays(self, evaluator: str, attribute: str) -> tuple[np.ndarray, ...]:
+        """(annotator index, item key, value, annotator names, annotator presentations), cached."""
+        key = (evaluator, attribute)
+        if key not in self._arrays_cache:
+            if evaluator == HUMANS:
+                rows = self.frame.filter((pl.col("kind") == "human") & (pl.col("attribute") == attribute))
+                who = rows["rater"].to_numpy()
+            else:
+                rows = self.frame.filter((pl.col("rater") == evaluator) & (pl.col("attribute") == attribute))
+                # a judge's annotators are its samples of each presentation of the item
+                who = (rows["presentation"] + "/" + rows["sample"].cast(pl.Utf8)).to_numpy()
+            if len(who):
+                names, index = np.unique(who, return_inverse=True)
+            else:
+                names, index = np.array([], dtype=object), np.array([], dtype=int)
+            shown = np.array([name.split("/")[0] if evaluator != HUMANS else "" for name in names], dtype=object)
+            self._arrays_cache[key] = (index, rows["item_key"].to_numpy(), rows["value"].to_numpy(), names, shown)
+        return self._arrays_cache[key]
+
+    def _full_matrix(self, evaluator: str, attribute: str, system: str) -> tuple[np.ndarray, np.ndarray]:
+        """(annotators x items with NaN where unrated, each annotator's presentation); every annotator kept."""
+        index, item_keys, values, names, shown = self._arrays(evaluator, attribute)
+        keys = self.keys(system)
+        m = np.full((len(names), len(keys)), np.nan)
+        if len(keys) and len(item_keys):
+            position = np.clip(np.searchsorted(keys, item_keys), 0, len(keys) - 1)
+            inside = keys[position] == item_keys
+            m[index[inside], position[inside]] = values[inside]
+        return m, shown
+
+    def matrix(self, evaluator: str, attribute: str, system: str) -> np.ndarray:
+        """Annotators x items (every item of the system, NaN where unrated)."""
+        m, _ = self._full_matrix(evaluator, attribute, system)
+        # annotators with no rating of this system's items carry no information
+        return m[~np.all(np.isnan(m), axis=1)] if m.size else m
+
+    def ratings(self, evaluator: str, attribute: str, system: str) -> list[float]:
+        """Every rating (each annotator's) of the system's items: Table 1's mean and std are over these."""
+        m = self.matrix(evaluator, attribute, system)
+        return [float(v) for v in m[~np.isnan(m)]]
+
+    # --- per-item scores -----------------------------------------------------------------
+
+    def item_values(self, evaluator: str, attribute: Attribute, system: str) -> np.ndarray:
+        """The evaluator's score of each item of the system (NaN where it has none), by the protocol.
+
+        A judge's samples are combined within each presentation first; a pair judged in both orders
+        then needs both, and orders that disagree are no preference (see ``_across_presentations``).
+        """
+        key = (evaluator, attribute.name, system)
+        if key not in self._values_cache:
+            per_presentation = self.presentation_values(evaluator, attribute, system)
+            width = len(self.keys(system))
+            self._values_cache[key] = _across_presentations(
+                self.protocol(attribute), list(per_presentation.values()), width
+            )
+        return self._values_cache[key]
+
+    def presentation_values(self, evaluator: str, attribute: Attribute, system: str) -> dict[str, np.ndarray]:
+        """Per presentation of the items ('' as stored; a pair's 'original' / 'swapped' order), the
+        evaluator's score of each item: its samples of that presentation combined by the protocol."""
+        protocol = self.protocol(attribute)
+        m, shown = self._full_matrix(evaluator, attribute.name, system)
+        return {
+            presentation: _aggregate_columns(protocol, m[shown == presentation])
+            for presentation in sorted(set(shown.tolist()))
+        }
+
+    def rater_values(self, rater: str, attribute: Attribute, system: str) -> np.ndarray:
+        """One rater's score of each item: a judge's combined samples, or one human's own rating."""
+        if rater in self.judges:
+            return self.item_values(rater, attribute, system)
+        index, item_keys, values, names, _ = self._arrays(HUMANS, attribute.name)
+        keys = self.keys(system)
+        out = np.full(len(keys), np.nan)
+        hit = np.nonzero(names == rater)[0]
+        if len(hit) and len(keys):
+            mine = index == hit[0]
+            position = np.clip(np.searchsorted(keys, item_keys[mine]), 0, len(keys) - 1)
+            inside = keys[position] == item_keys[mine]
+            out[position[inside]] = values[mine][inside]
+        return out
+
+    def item_means(self, evaluator: str, attribute: str, system: str) -> np.ndarray:
+        """Per-item scores by attribute name (the benchmark's and older callers' spelling)."""
+        return self.item_values(evaluator, self.task.attribute(attribute), system)
+
+    # --- records -------------------------------------------------------------------------
+
+    def add(
+        self,
+        table: str,
+        attribute: str,
+        system: str,
+        evaluator: str,
+        statistic: str,
+        stat: ag.Stat | None = None,
+        *,
+        value: float | None = None,
+        n: int = 0,
+        evaluator_b: str | None = None,
+        p: float | None = None,
+        note: str = "",
+    ) -> None:
+        if stat is not None:
+            value, n, p = stat.value, stat.n, stat.p
+            note = "; ".join(part for part in (stat.note, note) if part)
+        self.records.append(
+            Record(
+                table,
+                self.task.name,
+                attribute,
+                system,
+                evaluator,
+                evaluator_b,
+                statistic,
+                None if value is None or not math.isfinite(value) else float(value),
+                int(n),
+                p,
+                note,
+            )
+        )
+
+
+def _is_mean(protocol: EvaluationProtocol) -> bool:
+    # the base protocol's aggregate is the mean: computed vectorised (the same numbers, tested)
+    return type(protocol).aggregate is EvaluationProtocol.aggregate
+
+
+def _aggregate_columns(protocol: EvaluationProtocol, m: np.ndarray) -> np.ndarray:
+    """Each item's (column's) annotators combined by the protocol; NaN where none rated it."""
+    if m.shape[0] == 0:
+        return np.full(m.shape[1], np.nan)
+    if _is_mean(protocol):
+        with np.errstate(all="ignore"):
+            counts = np.sum(~np.isnan(m), axis=0)
+            return np.where(counts > 0, np.nansum(m, axis=0) / np.maximum(counts, 1), np.nan)
+    out = np.full(m.shape[1], np.nan)
+    for j in range(m.shape[1]):
+        column = m[:, j]
+        present = column[~np.isnan(column)]
+        if present.size:
+            value = protocol.aggregate(present.tolist())
+            out[j] = np.nan if value is None else value
+    return out
+
+
+def _across_presentations(protocol: EvaluationProtocol, values: Sequence[np.ndarray], width: int) -> np.ndarray:
+    """One answer per item from its presentations (a pair shown in both orders).
+
+    Every presentation is needed. Answers that agree are the item's answer; a nominal answer that
+    changes with the order is no preference: a tie, as MT-Bench (Zheng et al. 2023) counts an
+    inconsistent pair (the protocol's ``combine_presentations`` says).
+    """
+    if not values:
+        return np.full(width, np.nan)
+    if len(values) == 1:
+        return values[0]
+    stack = np.vstack(values)
+    complete = ~np.any(np.isnan(stack), axis=0)
+    same = complete & np.all(stack == stack[0], axis=0)
+    out = np.where(same, stack[0], np.nan)
+    for j in np.nonzero(complete & ~same)[0]:
+        value = protocol.combine_presentations(stack[:, j].tolist())
+        out[j] = np.nan if value is None else value
+    return out

@@ -1,0 +1,92 @@
+"""Sections for nominal answers (a choice; a pairwise A / B / tie): shares, κ and α nominal -- never means.
+
+A tie is not "more than B": answer codes are categories, so no mean, standard deviation, ordinal or
+interval α, or rank correlation of the codes is computed (Stevens' levels; issue 12). Instead:
+
+- ``nominal`` table: each evaluator's verdict shares per system (and pooled), and the agreement
+  among its own annotators (Krippendorff's α nominal, % of items all agree on);
+- ``nominal_pairs`` table: Cohen's κ (unweighted), α nominal and % exact agreement between the
+  humans' verdict and each judge's, and between every two human raters.
+
+An evaluator's verdict on an item is its annotators' vote (``protocol.aggregate``); a judge's pair
+judged in both orders counts as a tie when the orders disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+
+import numpy as np
+
+from tui_rater.domain.tasks import Attribute
+from tui_rater.stats import agreement as ag
+from tui_rater.stats.records import HUMANS
+from tui_rater.stats.sections.data import ReportData
+
+
+def nominal(data: ReportData, attributes: Sequence[Attribute]) -> None:
+    for attribute in attributes:
+        for evaluator in data.evaluators():
+            for system in data.systems_and_pooled():
+                shares(data, attribute, evaluator, system)
+                m = data.matrix(evaluator, attribute.name, system)
+                points = attribute.scale.points
+                data.add("nominal", attribute.name, system, evaluator, "alpha_nominal", ag.alpha(m, "nominal", points))
+                data.add("nominal", attribute.name, system, evaluator, "percent_exact", ag.percent_exact(m))
+        agreement(data, attribute)
+
+
+def choice_labels(data: ReportData, attribute: Attribute) -> list[tuple[float, str]]:
+    """(stored value, the choice's key as the protocol shows it) for every choice."""
+    protocol = data.protocol(attribute)
+    return [(value, protocol.format_value(attribute, value)) for value in attribute.scale.points]
+
+
+def shares(data: ReportData, attribute: Attribute, evaluator: str, system: str) -> None:
+    verdicts = data.item_values(evaluator, attribute, system)
+    rated = int(np.sum(~np.isnan(data.matrix(evaluator, attribute.name, system)).any(axis=0)))
+    decided = verdicts[~np.isnan(verdicts)]
+    undecided = rated - decided.size
+    note = f"{undecided} rated items without a single verdict (votes tied or an order missing)" if undecided else ""
+    for value, key in choice_labels(data, attribute):
+        data.add(
+            "nominal",
+            attribute.name,
+            system,
+            evaluator,
+            f"share_{key}",
+            value=float(np.mean(decided == value)) if decided.size else None,
+            n=int(decided.size),
+            note=note if decided.size else "no verdicts",
+        )
+
+
+def agreement(data: ReportData, attribute: Attribute) -> None:
+    """Cohen's κ, α nominal and exact agreement: humans vs each judge, and every two humans (systems pooled)."""
+    system = data.overall
+    comparisons: list[tuple[str, str, np.ndarray, np.ndarray]] = []
+    if data.humans:
+        human = data.item_values(HUMANS, attribute, system)
+        comparisons += [(HUMANS, judge, human, data.item_values(judge, attribute, system)) for judge in data.judges]
+    for a, b in combinations(data.humans, 2):
+        comparisons.append((a, b, data.rater_values(a, attribute, system), data.rater_values(b, attribute, system)))
+    points = attribute.scale.points
+    for a, b, x, y in comparisons:
+        both = np.vstack([x, y])
+        data.add("nominal_pairs", attribute.name, system, a, "cohen_kappa", cohen_kappa(x, y, points), evaluator_b=b)
+        data.add(
+            "nominal_pairs",
+            attribute.name,
+            system,
+            a,
+            "alpha_nominal",
+            ag.alpha(both, "nominal", points),
+            evaluator_b=b,
+        )
+        data.add("nominal_pairs", attribute.name, system, a, "exact_agreement", ag.exact_agreement(x, y), evaluator_b=b)
+
+
+def cohen_kappa(x: np.ndarray, y: np.ndarray, points: list[float]) -> ag.Stat:
+    """Cohen's (1960) unweighted κ over the choices: every disagreement weighs the same."""
+    return ag.weighted_kappa(x, y, points, "none")

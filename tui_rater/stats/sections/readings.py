@@ -1,0 +1,152 @@
+"""Judge readings: how many of a judge's answers could be read, why the others failed, how sure it was.
+
+Per judge and question: its readings (every stored sample, failed or not), the share read as a
+value, the count of each typed failure (``refusal``, ``no_number``, ``out_of_range``, ``ambiguous``,
+``truncated``, ``low_mass``, ``no_answer_token``), and for distribution-mode passes the mean and
+least next-token probability on the scale's options ("mass").
+
+A judge is **agreement-ready** on a question only when its numbers describe answers to it:
+
+- at most 10% of its readings are typed failures (the values left are a selection, not a sample);
+- at most 10% of its distribution passes put less than half of the next-token probability on the
+  scale -- whatever ``--min-mass`` it was run with (issue 13: a model without a fitting template put
+  0.0002-0.04% there, and every pass was stored as ``ok``).
+
+A judge that is not agreement-ready is marked beside every agreement number it appears in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+import polars as pl
+
+from tui_rater.domain.protocols import FAILURES
+from tui_rater.domain.tasks import Attribute
+from tui_rater.stats.records import ALL, Record
+from tui_rater.stats.sections.data import ReportData
+
+READY_MAX_FAILURE_SHARE = 0.10
+READY_MIN_MASS = 0.5
+READY_MAX_LOW_MASS_SHARE = 0.10
+NOT_READY = "not agreement-ready"
+
+
+@dataclass(frozen=True)
+class JudgeReadings:
+    judge: str
+    attribute: str
+    readings: int
+    ok: int
+    failures: dict[str, int] = field(default_factory=dict)  # typed failure -> count (zeros included)
+    passes: int = 0  # distribution passes with a stored mass
+    mass_mean: float | None = None
+    mass_min: float | None = None
+    low_mass_passes: int = 0  # passes with less than READY_MIN_MASS on the scale
+    ready: bool = True
+    reason: str = ""
+
+    @property
+    def ok_share(self) -> float | None:
+        return self.ok / self.readings if self.readings else None
+
+
+def judge_readings(readings: pl.DataFrame) -> dict[tuple[str, str], JudgeReadings]:
+    """(judge, attribute) -> its readings, from the ratings in force (``load_readings``)."""
+    out = {}
+    for (judge, attribute), rows in readings.group_by(["rater", "attribute"], maintain_order=True):
+        statuses = rows["status"].to_list()
+        read = rows["read"].to_list()
+        failures = {status: 0 for status in FAILURES}
+        for status, has_value in zip(statuses, read):
+            if not has_value:  # a typed failure (or a status an older version stored without a value)
+                failures[status] = failures.get(status, 0) + 1
+        masses = rows["mass"].drop_nulls()
+        low = int((masses < READY_MIN_MASS).sum()) if len(masses) else 0
+        found = JudgeReadings(
+            str(judge),
+            str(attribute),
+            len(statuses),
+            sum(read),
+            failures,
+            len(masses),
+            float(masses.mean()) if len(masses) else None,  # type: ignore[arg-type]
+            float(masses.min()) if len(masses) else None,  # type: ignore[arg-type]
+            low,
+        )
+        ready, reason = _verdict(found)
+        out[(found.judge, found.attribute)] = JudgeReadings(**{**found.__dict__, "ready": ready, "reason": reason})
+    return out
+
+
+def _verdict(r: JudgeReadings) -> tuple[bool, str]:
+    reasons = []
+    failed = r.readings - r.ok
+    if r.ok == 0:
+        reasons.append(f"none of its {r.readings} readings could be read")
+    elif failed > READY_MAX_FAILURE_SHARE * r.readings:
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(r.failures.items(), key=lambda kv: -kv[1]) if v)
+        reasons.append(f"{failed} of {r.readings} readings are typed failures ({kinds})")
+    if r.passes and r.low_mass_passes > READY_MAX_LOW_MASS_SHARE * r.passes:
+        reasons.append(
+            f"{r.low_mass_passes} of {r.passes} passes put less than {READY_MIN_MASS:g} of the next-token "
+            f"probability on the scale (mean {r.mass_mean:.2g})"
+        )
+    return (not reasons, "; ".join(reasons))
+
+
+def readiness(data: ReportData) -> dict[tuple[str, str], JudgeReadings]:
+    if "readings" not in data.extra:
+        data.extra["readings"] = judge_readings(data.readings)
+    found: dict[tuple[str, str], JudgeReadings] = data.extra["readings"]
+    return found
+
+
+def readings(data: ReportData, attributes: Sequence[Attribute]) -> None:
+    names = {a.name for a in attributes}
+    for (judge, attribute), r in readiness(data).items():
+        if attribute not in names:
+            continue
+        add = partial(data.add, "readings", attribute, ALL, judge)
+        add("readings", value=float(r.readings), n=r.readings)
+        add("ok_share", value=r.ok_share, n=r.readings)
+        for status, count in r.failures.items():
+            add(f"failures_{status}", value=float(count), n=r.readings)
+        if r.passes:
+            add("mass_mean", value=r.mass_mean, n=r.passes, note="next-token probability on the scale's options")
+            add("mass_min", value=r.mass_min, n=r.passes, note=f"{r.low_mass_passes} passes below {READY_MIN_MASS:g}")
+        add("agreement_ready", value=1.0 if r.ready else 0.0, n=r.readings, note=r.reason)
+
+
+def mark_not_ready(data: ReportData) -> None:
+    """Every agreement number of a judge that is not agreement-ready says so in its note."""
+    not_ready = {key: r for key, r in readiness(data).items() if not r.ready}
+    if not not_ready:
+        return
+    questions = set(data.task.attribute_names)
+    marked = []
+    for record in data.records:
+        hit = None
+        if record.table != "readings":
+            for who in (record.evaluator, record.evaluator_b):
+                hit = hit or _lookup(not_ready, who, record.attribute, questions)
+        if hit is None:
+            marked.append(record)
+            continue
+        note = f"{NOT_READY}: {hit.reason}"
+        marked.append(Record(**{**record.__dict__, "note": "; ".join(x for x in (record.note, note) if x)}))
+    data.records = marked
+
+
+def _lookup(
+    not_ready: dict[tuple[str, str], JudgeReadings], judge: str | None, attribute: str, questions: set[str]
+) -> JudgeReadings | None:
+    """The judge's readings on the record's question; a record over several questions (``*``, an SPA
+    comparison) is marked when the judge is not ready on any of them."""
+    if judge is None:
+        return None
+    if attribute in questions:
+        return not_ready.get((judge, attribute))
+    return next((r for (j, _), r in not_ready.items() if j == judge), None)
