@@ -188,6 +188,8 @@ def _logprob_case(case: str, body: dict, bias_mode: str, yesno: bool) -> tuple[i
         return _json({"id": "zoo", "object": "chat.completion", "choices": [choice]})
     top = sorted(reported.items(), key=lambda e: -e[1])[:asked]
     listed = [_entry("" if t == EOS else t, math.log(q)) for t, q in top]  # end-of-text reads as ""
+    if sampled not in dict(top):  # as llama-cpp-python does: the sampled token too, from wherever it was
+        listed.append(_entry(sampled, math.log(reported[sampled])))
     first = {**_entry(sampled, math.log(reported[sampled])), "top_logprobs": listed}
     choice.update(message={"role": "assistant", "content": sampled}, logprobs={"content": [first]})
     payload = {"id": "zoo", "object": "chat.completion", "choices": [choice]}

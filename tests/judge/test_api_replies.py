@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import sqlite3
 import time
@@ -258,3 +259,20 @@ def test_a_server_that_refuses_llama_cpp_sampler_fields(serve_zoo):
     assert backend.server.sampler_extras is False
     sampled = [body for _, body in behaviour.requests if body.get("temperature") == 1.0]
     assert sampled and "top_k" not in sampled[-1]
+
+
+def test_the_bound_on_unlisted_tokens_ignores_a_sampled_token_added_to_the_list():
+    """llama-cpp-python lists the sampled token even when it is not among the top k, and merges
+    tokens of the same text (15 entries for 20 asked): the least listed entry is then no bound."""
+    from tui_rater.judge.backends.api_reply import token_listing
+
+    top = [{"token": t, "logprob": lp} for t, lp in [("r", -2.3), ("J", -2.7), ("q", -4.9), ("Q", -5.9)]]
+    sampled = {"token": "f", "logprob": -10.8}
+    body = {
+        "choices": [
+            {"message": {"content": "f"}, "logprobs": {"content": [{**sampled, "top_logprobs": [*top, sampled]}]}}
+        ]
+    }
+    listing = token_listing(body, 20, [])
+    assert listing.ceiling == pytest.approx(math.exp(-5.9))  # not exp(-10.8): a token at -8 may be unlisted
+    assert listing.probability("f") == pytest.approx(math.exp(-10.8))

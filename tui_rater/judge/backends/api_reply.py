@@ -136,12 +136,15 @@ class Listing:
     def ceiling(self) -> float:
         """No token missing from the list is more probable than this.
 
-        The list is the top ``asked`` tokens (a server may add the sampled one, or list fewer);
-        with no list, only what the sampled token leaves.
+        The list is the top ``asked`` tokens, but a server may add the sampled token although it is
+        not among them (llama-cpp-python does), and list fewer (it merges tokens of the same text):
+        the sampled token's entry is left out, so the bound can only be too high, never too low.
+        With no list, only what the sampled token leaves.
         """
         if not self.top:
             return max(0.0, 1.0 - math.exp(self.sampled[1]))
-        return math.exp(self.top[: self.asked][-1][1])
+        others = [entry for entry in self.top if entry != self.sampled] or self.top
+        return math.exp(others[: self.asked][-1][1])
 
 
 def token_listing(body: dict[str, Any], asked: int, secrets: Iterable[str]) -> Listing | None:
