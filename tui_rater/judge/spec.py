@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -19,6 +19,9 @@ from tui_rater.domain.errors import UserError
 
 MODES = ("text", "constrained", "distribution", "implicit")
 NO_KEY = "no-key"
+DEFAULT_N_CTX = 4096
+LARGE_MODEL_BYTES = 1 << 30  # above this, say what is being loaded before the long wait
+KV_BYTES = 2  # llama.cpp's KV cache holds f16 keys and values by default
 _SHA_CACHE: dict[tuple[str, int, float], str] = {}
 
 
@@ -38,7 +41,7 @@ class JudgeSpec:
     # stored as low_mass (the model was not answering), not as a rating
     min_mass: float = 0.5
     # local
-    n_ctx: int = 4096
+    n_ctx: int = 4096  # DEFAULT_N_CTX
     n_gpu_layers: int = 0
     chat_template: str | None = None  # None: the GGUF's own template, if it has one
     # API
@@ -76,14 +79,13 @@ class JudgeSpec:
             if self.n_gpu_layers:
                 raise UserError("--n-gpu-layers applies to local .gguf models only")
         else:
-            path = Path(self.model)
-            if not path.exists():
-                raise UserError(f"model file {path} does not exist (give a .gguf path or api:<model>)")
-            if path.is_dir():
-                raise UserError(f"model {path} is a directory; give the .gguf file inside it")
-            with open(path, "rb") as handle:
-                if handle.read(4) != b"GGUF":
-                    raise UserError(f"model file {path} is not a GGUF file (it lacks the GGUF header)")
+            if self.n_ctx < 1:
+                raise UserError("--n-ctx must be at least 1")
+            model = check_local_model(self)
+            if self.chat_template is not None:
+                check_chat_template(self.chat_template)
+            if self.n_ctx > model.trained_context > 0:  # only the default gets here (a flag is refused)
+                return replace(self, n_ctx=model.trained_context)  # the model's own, shorter window
         return self
 
     def api_key(self) -> str:
@@ -144,6 +146,139 @@ def url_secrets(url: str | None) -> list[str]:
     found = [parts.password or parts.username or ""]
     found += [value for name, value in parse_qsl(parts.query) if name.lower() not in PUBLIC_QUERY]
     return [secret for secret in found if len(secret) >= URL_SECRET_MIN_LENGTH]
+
+
+# --- a local model, checked before llama.cpp loads it -----------------------------------------
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """What the GGUF header says, as far as loading it here is concerned."""
+
+    path: Path
+    file_bytes: int
+    trained_context: int  # the context length the model was trained with (its GGUF metadata)
+    kv_bytes_per_token: int | None  # the KV cache's bytes per token of context (None: not an attention model)
+
+
+def check_local_model(spec: JudgeSpec) -> LocalModel:
+    """Refuse, in one sentence and in milliseconds, a local model that cannot work here: not a
+    GGUF file, a damaged header, ``--n-ctx`` beyond the context the model was trained with, or
+    weights plus KV cache larger than this machine's memory (llama.cpp would otherwise grow to
+    gigabytes, or read a 30 GB file for minutes, before failing). The backend may call it too."""
+    from tui_rater.judge.gguf_header import BadHeader, read_gguf_header
+
+    path = Path(spec.model)
+    if not path.exists():
+        raise UserError(f"model file {path} does not exist (give a .gguf path or api:<model>)")
+    if path.is_dir():
+        raise UserError(f"model {path} is a directory; give the .gguf file inside it")
+    try:
+        header = read_gguf_header(path)
+    except BadHeader as exc:
+        raise UserError(f"model file {path} is not a GGUF file llama.cpp can load: {exc}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+    trained = header.arch_value("context_length")
+    model = LocalModel(
+        path, header.file_bytes, trained if isinstance(trained, int) and trained > 0 else 0, _kv_per_token(header)
+    )
+    if model.trained_context and spec.n_ctx > model.trained_context and spec.n_ctx != DEFAULT_N_CTX:
+        raise UserError(
+            f"--n-ctx {spec.n_ctx:,} is beyond the {model.trained_context:,}-token context {path.name} was trained "
+            f"with; use --n-ctx {model.trained_context} or less"
+        )
+    if spec.n_gpu_layers == 0:  # weights and cache in this machine's memory (else on the GPU: not checked here)
+        _check_memory(model, min(spec.n_ctx, model.trained_context or spec.n_ctx))
+    return model
+
+
+def _kv_per_token(header) -> int | None:
+    def number(key: str) -> int | None:
+        value = header.arch_value(key)
+        if isinstance(value, list):  # per-layer values
+            value = max((v for v in value if isinstance(v, int)), default=None)
+        return value if isinstance(value, int) and value > 0 else None
+
+    layers, embd, heads = number("block_count"), number("embedding_length"), number("attention.head_count")
+    if not (layers and embd and heads):
+        return None
+    kv_heads = number("attention.head_count_kv") or heads
+    key = number("attention.key_length") or embd // heads
+    value = number("attention.value_length") or embd // heads
+    return layers * kv_heads * (key + value) * KV_BYTES
+
+
+def _memory() -> tuple[int | None, int | None]:
+    """(total, available now) bytes of memory; None where the platform does not say."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
+        kib = lambda name: int(fields[name].split()[0]) * 1024 if name in fields else None
+        return kib("MemTotal"), kib("MemAvailable")
+    except (OSError, ValueError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), None
+    except (AttributeError, ValueError, OSError):
+        return None, None
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:.1f} GB"
+
+
+def _check_memory(model: LocalModel, n_ctx: int) -> None:
+    total, available = _memory()
+    kv = (model.kv_bytes_per_token or 0) * n_ctx
+    advice = "use a smaller --n-ctx or model, or --n-gpu-layers to put it on a GPU"
+    if available is not None and kv > available:
+        raise UserError(
+            f"{model.path.name} with --n-ctx {n_ctx:,} needs about {_gb(kv)} for its context (KV cache), "
+            f"more than the {_gb(available)} of memory available now; {advice}"
+        )
+    if total is not None and model.file_bytes + kv > total:
+        if model.file_bytes > total:
+            advice = "use a smaller (more quantised) model, or --n-gpu-layers to put it on a GPU"
+        raise UserError(
+            f"{model.path.name} needs about {_gb(model.file_bytes + kv)} ({_gb(model.file_bytes)} of weights and "
+            f"{_gb(kv)} of context), more than this machine's {_gb(total)} of memory; {advice}"
+        )
+
+
+def load_note(spec: JudgeSpec) -> str | None:
+    """What to say before a long wait on a large local model (None: small or an API model)."""
+    if spec.is_api:
+        return None
+    try:
+        size = Path(spec.model).stat().st_size
+    except OSError:
+        return None
+    if size < LARGE_MODEL_BYTES:
+        return None
+    name = Path(spec.model).name
+    return f"loading model {name} ({_gb(size)}): its checksum, then llama.cpp maps it; this takes a while…"
+
+
+def check_chat_template(template: str) -> None:
+    """Render a ``--chat-template`` the way the local backend does (llama-cpp-python's Jinja2 chat
+    formatter) on a one-turn and a three-turn chat; refuse one that fails or drops the messages."""
+    try:
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    except ImportError:  # pragma: no cover - a broken install; the backend says so
+        return
+    probe = "TUI-RATER-PROBE"
+    chats = (
+        [{"role": "user", "content": probe}],
+        [{"role": "user", "content": "1"}, {"role": "assistant", "content": "2"}, {"role": "user", "content": probe}],
+    )
+    try:
+        formatter = Jinja2ChatFormatter(template, eos_token="</s>", bos_token="<s>")
+        prompts = [formatter(messages=chat).prompt for chat in chats]
+    except Exception as exc:  # jinja2 raises many types (syntax, undefined, the template's own raise_exception)
+        detail = " ".join(str(exc).split())[:200]
+        raise UserError(f"the chat template does not work ({type(exc).__name__}: {detail})") from None
+    if not all(probe in prompt for prompt in prompts):
+        raise UserError("the chat template leaves out the messages' text; check that it prints message['content']")
 
 
 def file_sha256(path: str | Path) -> str:

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tui_rater.stats import render_verdict
 from tui_rater.stats.records import ALL, HUMANS, SCHEMA, Record, as_dicts
 
 TITLES = {
@@ -35,6 +36,7 @@ TITLES = {
     "extremes": (
         "Items a judge rated at the scale's end on every attribute and sample (check for injected instructions)"
     ),
+    **render_verdict.TITLES,
 }
 NOT_READY_MARK = " ⚠ not agreement-ready"
 Table = tuple[str, list[str], list[list[str]]]
@@ -93,9 +95,14 @@ class _Who:
 
 
 def tables(records: list[Record]) -> list[Table]:
-    """(title, header, rows) per table: the layout shared by the Rich and Markdown renderers."""
+    """(title, header, rows) per table: the layout shared by the Rich, Markdown and HTML renderers."""
+    return [table for _, table in named_tables(records)]
+
+
+def named_tables(records: list[Record]) -> list[tuple[str, Table]]:
+    """(the table's name, the table) for each table with rows: the HTML report groups them by name."""
     by, who = _index(records), _Who(records)
-    out: list[Table] = []
+    out: list[tuple[str, Table]] = []
     builders: list[Callable[[list[Record], Index, _Who], Table | None]] = [
         _table1,
         _table2,
@@ -110,13 +117,14 @@ def tables(records: list[Record]) -> list[Table]:
         _bt,
         _meta,
         _pair_meta,
+        *render_verdict.BUILDERS,
         _readings,
         _extremes,
     ]
     for build in builders:
         table = build(records, by, who)
         if table is not None:
-            out.append(table)
+            out.append((build.__name__.removeprefix("_"), table))
     return out
 
 
@@ -415,15 +423,22 @@ def _extremes(records: list[Record], by: Index, who: _Who) -> Table | None:
 
 def to_rich(records: list[Record], task: str) -> Any:
     from rich.console import Group
-    from rich.table import Table as RichTable
+    from rich.table import Table
+    from rich.text import Text
+
+    from tui_rater.domain.display import safe_text
+
+    def literal(value: str) -> Text:
+        # names of tasks, systems, raters and attributes come from data: never markup, never escapes
+        return Text(safe_text(value, inline=True))
 
     parts = []
     for title, header, rows in tables(records):
-        table = RichTable(title=f"{task}: {title}", title_justify="left", show_lines=False)
+        table = Table(title=literal(f"{task}: {title}"), title_justify="left", show_lines=False)
         for column in header:
-            table.add_column(column, overflow="fold")
+            table.add_column(literal(column), overflow="fold")
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(literal(cell) for cell in row))
         parts.append(table)
     return Group(*parts)
 

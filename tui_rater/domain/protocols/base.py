@@ -144,8 +144,19 @@ class EvaluationProtocol:
     title: ClassVar[str] = ""
     level: ClassVar[Level] = Level.INTERVAL
     modes: ClassVar[tuple[str, ...]] = TEXT_MODES
-    # report sections (see stats): which of the papers' tables apply to this protocol's values
-    report_sections: ClassVar[tuple[str, ...]] = ("table1", "table2", "pairs", "table3", "extremes")
+    # report sections (see stats): which of the papers' tables apply to this protocol's values. The
+    # verdict sections (docs/VERDICT.md): "verdict" (the alternative annotator test, any level), "ppi"
+    # (bias-corrected system means: ordinal and interval levels only) and "convergence" (both as ratings arrive)
+    report_sections: ClassVar[tuple[str, ...]] = (
+        "table1",
+        "table2",
+        "pairs",
+        "table3",
+        "extremes",
+        "verdict",
+        "ppi",
+        "convergence",
+    )
     # SPA gives each annotator one packet (one item) rather than every item
     one_item_per_annotator: ClassVar[bool] = False
     # the scale kinds this protocol can ask on
