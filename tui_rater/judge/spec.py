@@ -13,10 +13,12 @@ import os
 from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from tui_rater.domain.errors import UserError
 
 MODES = ("text", "constrained", "distribution", "implicit")
+NO_KEY = "no-key"
 DEFAULT_N_CTX = 4096
 LARGE_MODEL_BYTES = 1 << 30  # above this, say what is being loaded before the long wait
 KV_BYTES = 2  # llama.cpp's KV cache holds f16 keys and values by default
@@ -72,6 +74,8 @@ class JudgeSpec:
         if self.is_api:
             if not self.api_model:
                 raise UserError("an API model spec is api:<model>, e.g. api:gpt-4o-mini")
+            if self.base_url is not None:
+                check_base_url(self.base_url)
             if self.n_gpu_layers:
                 raise UserError("--n-gpu-layers applies to local .gguf models only")
         else:
@@ -95,8 +99,53 @@ class JudgeSpec:
         if key:
             return key
         if self.base_url:
-            return "no-key"  # llama.cpp server, Ollama, vLLM on loopback: no key needed
+            return NO_KEY  # llama.cpp server, Ollama, vLLM on loopback: no key needed
         raise UserError(f"no API key: set ${self.api_key_env} (or --api-key-env NAME, or [judge] api_key)")
+
+
+# query parameters that say which API version is spoken, not who speaks: kept in the provenance
+PUBLIC_QUERY = frozenset({"api-version", "api_version"})
+REDACTED = "[redacted]"
+URL_SECRET_MIN_LENGTH = 8
+
+
+def check_base_url(url: str) -> None:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        raise UserError("--base-url is not a URL (give e.g. http://127.0.0.1:8080/v1)") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError("--base-url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080/v1")
+
+
+def strip_credentials(url: str) -> str:
+    """The URL without user, password, secret query values or fragment: what may be stored and shown."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return REDACTED
+    host = parts.netloc.rpartition("@")[2]
+    query = [
+        (name, value if name.lower() in PUBLIC_QUERY else REDACTED)
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+    ]
+    return urlunsplit((parts.scheme, host, parts.path, urlencode(query, safe="[]"), ""))
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """What a URL carries that must never appear in a stored reply: its password (or a user name
+    that is a token, with no password) and secret query values. Short ones (a user name such as
+    "alice") are left alone: replacing them would change the replies' words."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return [url]
+    found = [parts.password or parts.username or ""]
+    found += [value for name, value in parse_qsl(parts.query) if name.lower() not in PUBLIC_QUERY]
+    return [secret for secret in found if len(secret) >= URL_SECRET_MIN_LENGTH]
 
 
 # --- a local model, checked before llama.cpp loads it -----------------------------------------
@@ -260,7 +309,8 @@ def provenance(spec: JudgeSpec) -> dict:
     if spec.is_api:
         config["backend"] = "openai-compatible"
         config["api_model"] = spec.api_model
-        config["base_url"] = spec.base_url or "https://api.openai.com/v1"
+        # a key written into the URL (user:key@host, ?api_key=...) is never stored (issue 11)
+        config["base_url"] = strip_credentials(spec.base_url or "https://api.openai.com/v1")
         config["openai_version"] = _version("openai")
         config.pop("n_ctx"), config.pop("n_gpu_layers"), config.pop("chat_template")
     else:

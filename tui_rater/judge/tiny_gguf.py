@@ -45,7 +45,11 @@ def write_tiny_gguf(
     n_ctx: int = 4096,
     seed: int = 0,
     chat_template: str | None = None,
+    eos_logit: float = 0.0,
 ) -> Path:
+    """``eos_logit`` > 0 raises end-of-text's logit at every position (2.5: the most probable token
+    at the answer position of the story prompts, p about 0.3): a model that wants to stop there
+    (issue 13, item 4). 0 writes the same file as before the option existed."""
     import gguf
 
     path = Path(path)
@@ -87,7 +91,10 @@ def write_tiny_gguf(
         writer.add_tensor(name, np.ones(n_embd, dtype=np.float32))
 
     # numpy shapes are ggml's dimensions reversed
-    tensor("token_embd.weight", n_vocab, n_embd, scale=1.0)
+    embedding = rng.standard_normal((n_vocab, n_embd)).astype(np.float32)
+    if eos_logit:  # one constant dimension in every token's embedding survives the (small) layers
+        embedding[:, 0] = 4.0
+    writer.add_tensor("token_embd.weight", embedding)
     for i in range(n_layers):
         ones(f"blk.{i}.attn_norm.weight")
         for proj in ("q", "k", "v", "output"):
@@ -97,7 +104,11 @@ def write_tiny_gguf(
         tensor(f"blk.{i}.ffn_up.weight", n_ff, n_embd)
         tensor(f"blk.{i}.ffn_down.weight", n_embd, n_ff)
     ones("output_norm.weight")
-    tensor("output.weight", n_vocab, n_embd, scale=0.5)
+    output = (rng.standard_normal((n_vocab, n_embd)) * 0.5).astype(np.float32)
+    if eos_logit:  # only end-of-text reads the constant dimension
+        output[:, 0] = 0.0
+        output[n_vocab - 1, 0] = eos_logit
+    writer.add_tensor("output.weight", output)
 
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -114,8 +125,17 @@ def main() -> None:
     parser.add_argument("--ff", type=int, default=128)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--eos-logit", type=float, default=0.0, help="make end-of-text the likely next token")
     args = parser.parse_args()
-    write_tiny_gguf(args.out, n_embd=args.embd, n_layers=args.layers, n_ff=args.ff, n_head=args.heads, seed=args.seed)
+    write_tiny_gguf(
+        args.out,
+        n_embd=args.embd,
+        n_layers=args.layers,
+        n_ff=args.ff,
+        n_head=args.heads,
+        seed=args.seed,
+        eos_logit=args.eos_logit,
+    )
     print(args.out)
 
 

@@ -289,8 +289,6 @@ class RaterApp(QuitWhenSaved):
             and self.index_of[key] not in self.completed
             and self.item_complete(self.index_of[key])
         )
-        width = 16
-        filled = int(width * done / total) if total else 0
         key = session.key(self.index)  # a retest showing has marks of its own: it is not marked as seen
         unsaved_notes = self.view.unsaved_notes(key)
         marks = []
@@ -299,18 +297,22 @@ class RaterApp(QuitWhenSaved):
                 marks.append(word)
             elif note in unsaved_notes:
                 marks.append(word + self.view.mark())
-        text = Text()
+        head = Text()
         task_name, annotator = safe_text(session.task.name, inline=True), safe_text(session.annotator, inline=True)
-        text.append(f"{task_name} · {annotator} · item {self.index + 1}/{total} ", style="bold")
-        text.append("█" * filled + "░" * (width - filled))
-        text.append(f" {done}/{total} rated")
+        head.append(f"{task_name} · {annotator} · item {self.index + 1}/{total} ", style="bold")
+        tail = Text(f" {done}/{total} rated")
         if saving:
-            text.append(f" (+{saving} saving{self.view.mark()})", style="bold")
+            tail.append(f" (+{saving} saving{self.view.mark()})", style="bold")
         if marks:
-            text.append(" · " + ", ".join(marks), style="bold")
+            tail.append(" · " + ", ".join(marks), style="bold")
         if self.judge_summary:
-            text.append(" · " + safe_text(self.judge_summary, inline=True))  # judge names, server errors
-        self.query_one("#status", Static).update(text)
+            tail.append(" · " + safe_text(self.judge_summary, inline=True))  # judge names, server errors
+        # the bar gives way first: a stopped judge must stay readable at 80 columns
+        room = self.size.width - 2 - head.cell_len - tail.cell_len if self.size.width else 16
+        width = max(0, min(16, room))
+        filled = int(width * done / total) if total else 0
+        head.append("█" * filled + "░" * (width - filled))
+        self.query_one("#status", Static).update(head + tail)
 
     def refresh_saving(self) -> None:
         line = self.view.line(self.quitting, self.confirming)
