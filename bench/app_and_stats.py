@@ -159,7 +159,8 @@ def p95(values: list[float]) -> float:
     return float(np.percentile(values, 95))
 
 
-def keypress_bench(db: Path) -> dict:
+def keypress_bench(db: Path, retest: float = 0.0) -> dict:
+    """``retest``: the same with ``annotate --retest`` (showings of a stored plan, retests among them)."""
     from tui_rater.store.session import AnnotationSession
     from tui_rater.ui.app import make_app
 
@@ -178,7 +179,8 @@ def keypress_bench(db: Path) -> dict:
 
     background = threading.Thread(target=judge_writes, daemon=True)
     background.start()
-    session = AnnotationSession.open(study.reopen(), "story", "bench-annotator")
+    annotator = f"bench-retest-{retest:g}" if retest else "bench-annotator"
+    session = AnnotationSession.open(study.reopen(), "story", annotator, retest=retest)
     app = make_app(session)
     keys = [str(random.Random(1).randint(1, 5)) for _ in range(240)]
     measured, wall = asyncio.run(pilot_latencies(app, keys))
@@ -414,6 +416,15 @@ def main() -> None:
             f"{figures['next_item_p95_ms']:.1f} ms over {figures['keypresses']} keys (target < 50 ms); bare Textual "
             f"p95 {figures['baseline_bare_textual_p95_ms']:.1f} ms; Pilot press+pause wall p95 "
             f"{figures['pilot_wall_p95_ms']:.1f} ms (bare {figures['baseline_pilot_wall_p95_ms']:.1f} ms)",
+            flush=True,
+        )
+        with_retest = keypress_bench(workdir / "10k.db", retest=0.5)
+        figures["keypress_retest_p95_ms"] = with_retest["keypress_p95_ms"]
+        figures["next_item_retest_p95_ms"] = with_retest["next_item_p95_ms"]
+        print(
+            f"with --retest 0.5: keypress -> screen p95 {with_retest['keypress_p95_ms']:.1f} ms, next item p95 "
+            f"{with_retest['next_item_p95_ms']:.1f} ms "
+            f"(bare Textual p95 {with_retest['baseline_bare_textual_p95_ms']:.1f} ms)",
             flush=True,
         )
         figures.update(pane_bench(workdir / "10k.db"))

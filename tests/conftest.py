@@ -73,3 +73,21 @@ def fake_server():
     yield start
     for server in servers:
         server.shutdown()
+
+
+@pytest.fixture
+def serve_zoo():
+    """Start the loopback zoo (tests/zoo.py: a bad, or good, reply per item); returns (its Zoo, its /v1 URL)."""
+    from tests import zoo
+
+    servers = []
+
+    def start(**behaviour) -> tuple[zoo.Zoo, str]:
+        found = zoo.Zoo(**behaviour)
+        server, url = zoo.serve(found)
+        servers.append(server)
+        return found, url
+
+    yield start
+    for server in servers:
+        server.shutdown()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
@@ -39,19 +40,19 @@ def story_study(tmp_path) -> Study:
     return study
 
 
-@pytest.fixture(scope="session")
-def llama_server(tiny_gguf):
-    """The real OpenAI-compatible server of llama-cpp-python, on loopback."""
+@contextlib.contextmanager
+def serve_model(model: Path):
+    """The real OpenAI-compatible server of llama-cpp-python for ``model``, on loopback: its base URL."""
     port = free_port()
     # the log goes to a file: an unread pipe fills up and blocks the server mid-request
-    log = open(tiny_gguf.parent / "server.log", "w")
+    log = open(model.parent / f"server-{model.stem}.log", "w")
     proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "llama_cpp.server",
             "--model",
-            str(tiny_gguf),
+            str(model),
             "--host",
             "127.0.0.1",
             "--port",
@@ -69,6 +70,23 @@ def llama_server(tiny_gguf):
         proc.terminate()
         proc.wait(timeout=20)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tiny_gguf):
+    """The real OpenAI-compatible server of llama-cpp-python, on loopback."""
+    with serve_model(tiny_gguf) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def eos_server(tmp_path_factory):
+    """A model for which end-of-text is the most probable answer token (p about 0.3), served for real."""
+    from tui_rater.judge.tiny_gguf import write_tiny_gguf
+
+    model = write_tiny_gguf(tmp_path_factory.mktemp("eos") / "eos.gguf", seed=7, eos_logit=2.5)
+    with serve_model(model) as url:
+        yield url
 
 
 # --- a deterministic judge on loopback: the same request always gets the same answer ------------
@@ -119,6 +137,8 @@ def deterministic_answer(body: dict) -> dict:
         weights = [((h >> (5 * i)) & 31) + 1 for i in range(len(tokens))]
         total = sum(weights) / 0.95  # 95% of the next-token mass on the options
         top = [{"token": t, "logprob": math.log(w / total), "bytes": None} for t, w in zip(tokens, weights)]
+        # the rest of the vocabulary, as a real server lists it: ever less probable tokens
+        top += [{"token": f"~{i}", "logprob": math.log(0.05 / 2 ** (i + 1)), "bytes": None} for i in range(20)]
         top.sort(key=lambda e: -e["logprob"])
         top = top[: body.get("top_logprobs") or 5]
         choice["message"] = {"role": "assistant", "content": top[0]["token"]}

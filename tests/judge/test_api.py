@@ -36,11 +36,14 @@ def test_distribution_mode_from_top_logprobs(story_study, llama_server):
     _rater, _progress, rows = judge(
         story_study, JudgeSpec("api:tiny", base_url=llama_server, mode="distribution", samples=3)
     )
-    # the random model's top-20 next tokens rarely include a digit: either a distribution was
-    # read, or the item is recorded as a typed failure -- never a made-up number
+    # the random model's top-20 next tokens rarely include a digit: each is asked for on its own
+    # (logit_bias), so every option is scored -- never a made-up number, never a renormalised guess
     assert len(rows) == 4 * 4 * 3
     for r in rows:
         assert (r["parse_status"] == "ok") == (r["value"] is not None)
+        if r["sample"] == 0:
+            details = json.loads(r["details"])
+            assert "unscored" not in details and sorted(details["raw"]) == ["1", "2", "3", "4", "5"]
 
 
 # --- error paths ---------------------------------------------------------------------------
@@ -114,3 +117,14 @@ def test_refusals_are_regenerated_then_recorded(story_study, fake_server):
     row = story_study.db.conn.execute("SELECT value, parse_status, details FROM ratings").fetchone()
     assert row[0] is None and row[1] == "refusal"
     assert json.loads(row[2])["attempts"] == 3
+
+
+def test_credentials_are_stripped_from_urls():
+    from tui_rater.judge.spec import strip_credentials, url_secrets
+
+    url = "http://alice:pw-0123456789@h.example:8080/v1?api_key=qk-0123456789&api-version=2024-06-01#x"
+    assert strip_credentials(url) == "http://h.example:8080/v1?api_key=[redacted]&api-version=2024-06-01"
+    # the password and the key are replaced in replies; "alice" is a word a story may hold
+    assert url_secrets(url) == ["pw-0123456789", "qk-0123456789"]
+    assert url_secrets("https://tok-0123456789@h/v1") == ["tok-0123456789"]  # a user name that is a token
+    assert strip_credentials("https://api.openai.com/v1") == "https://api.openai.com/v1"

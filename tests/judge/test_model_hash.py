@@ -9,7 +9,15 @@ import subprocess
 import sys
 
 from tests.support import ROOT
-from tui_rater.judge.spec import SHA_CACHE_FILE, cache_dir, file_sha256
+from tui_rater.judge.spec import (
+    LARGE_MODEL_BYTES,
+    SHA_CACHE_FILE,
+    JudgeSpec,
+    cache_dir,
+    cached_sha256,
+    file_sha256,
+    load_note,
+)
 
 
 def _hash_in_new_process(path) -> str:
@@ -74,3 +82,19 @@ def test_a_broken_or_unwritable_cache_only_costs_a_hash(tmp_path, monkeypatch):
     blocked.write_text("")
     monkeypatch.setenv("TUI_RATER_CACHE_DIR", str(blocked / "cache"))  # cannot be created
     assert file_sha256(model) == digest
+
+
+def test_the_load_note_names_the_checksum_only_until_it_is_cached(tmp_path, monkeypatch):
+    """Before the wait on a large model the judge says what it waits for: a hash the cache holds is not redone."""
+    monkeypatch.setenv("TUI_RATER_CACHE_DIR", str(tmp_path / "cache"))
+    model = tmp_path / "big.gguf"
+    with open(model, "wb") as handle:  # sparse: 1 GiB on paper, nothing on disk
+        handle.write(b"GGUF")
+        handle.truncate(LARGE_MODEL_BYTES)
+    spec = JudgeSpec(str(model))
+    assert "its checksum" in load_note(spec) and cached_sha256(model) is None
+    digest = file_sha256(model)
+    assert cached_sha256(model) == digest
+    note = load_note(spec)
+    assert note.startswith("loading model big.gguf (1.1 GB)") and "checksum" not in note
+    assert load_note(JudgeSpec(str(tmp_path / "small.gguf"))) is None  # no file: nothing to say

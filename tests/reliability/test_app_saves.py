@@ -180,7 +180,7 @@ def test_hangup_while_locked_saves_every_rating(tmp_path, how):
                 assert app.running(), "exited while ratings were unsaved"
                 assert ratings_in_force(db, annotator) == {}
                 released = lock.release()
-            assert app.wait_exit(10) is not None, "still running 10 s after the lock was gone"
+            assert app.wait_exit(20) is not None, "still running 20 s after the lock was gone"
             waits.append(time.monotonic() - released)
             if how == "SIGTERM":
                 assert app.wait_status() == 128 + signal.SIGTERM
@@ -236,7 +236,7 @@ def test_quit_in_the_same_burst_saves_all_and_exits(tmp_path, locked):
             else:
                 began = time.monotonic()
                 app.keys("12345123q")
-            assert app.wait_exit(10) is not None, "quit did not complete"
+            assert app.wait_exit(20) is not None, "quit did not complete"
             quit_times.append(time.monotonic() - began)
             assert app.wait_status() == 0
         finally:

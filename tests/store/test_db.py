@@ -12,7 +12,7 @@ import pytest
 from tests.support import ROOT, digest
 from tui_rater.domain.errors import UserError
 from tui_rater.store.db import connect
-from tui_rater.store.schema import SCHEMA_VERSION
+from tui_rater.store.schema import APPLICATION_ID, SCHEMA_VERSION
 from tui_rater.store.study import Study
 
 
@@ -39,6 +39,7 @@ def test_new_database_is_private_and_shared_is_group_writable(tmp_path):
 def test_refuses_newer_schema_and_foreign_files(tmp_path):
     newer = tmp_path / "newer.db"
     conn = sqlite3.connect(newer)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # a study, from a newer tui-rater
     conn.execute("PRAGMA user_version = 99")
     conn.close()
     with pytest.raises(UserError, match="newer tui-rater"):
@@ -100,3 +101,26 @@ def test_two_processes_write_one_file(tmp_path):
     )
     assert counts == {"annotator-0": n, "annotator-1": n}
     assert study.db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_opening_and_checking_a_study_keeps_this_processs_locks(tmp_path):
+    """Recognising a study (and checking an output path against it) never opens the file by hand:
+    closing any descriptor of it would drop this process's POSIX locks, and another process closing
+    its connection would then delete the WAL under ours ("disk I/O error" on the next read)."""
+    from tui_rater.store.outputs import check_output_target
+
+    path = tmp_path / "study.db"
+    study = Study.open(path)
+    study.add_items(study.task("title-fluency"), [{"id": "t1", "system": None, "title": "A title"}])
+    study.reopen().close()
+    Study.open(path, readonly=True).close()
+    for target in (path, tmp_path / "study.db-wal", tmp_path / "link.csv"):
+        if target.name == "link.csv":
+            target.symlink_to(path)
+        with pytest.raises(UserError):
+            check_output_target(target, path)
+    other = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT count(*) FROM items'); c.close()"
+    subprocess.run([sys.executable, "-c", other, str(path)], check=True)
+    assert (tmp_path / "study.db-wal").exists()  # the other process saw us: it did not delete the WAL
+    assert [i.id for i in study.items("title-fluency")] == ["t1"]
+    study.close()

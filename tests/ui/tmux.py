@@ -42,11 +42,23 @@ def annotate_command(db: Path, annotator: str, task: str, *extra: str) -> list[s
 class TmuxApp:
     """``command`` runs in a shell that records its exit status in ``status_file``."""
 
-    def __init__(self, command: list[str], tmp_path: Path, size: tuple[int, int] = (80, 24), env: str = ""):
+    def __init__(
+        self,
+        command: list[str],
+        tmp_path: Path,
+        size: tuple[int, int] = (80, 24),
+        env: str = "",
+        conf: str = "",
+    ):
+        """``conf``: tmux configuration lines for the server, in force before the app starts."""
         self.socket = f"tui-rater-test-{os.getpid()}-{time.monotonic_ns()}"
         self.status_file = tmp_path / f"exit-{self.socket}"
         line = f"{env} {shlex.join(command)}; echo $? > {shlex.quote(str(self.status_file))}"
-        self._tmux("new-session", "-d", "-s", "app", "-x", str(size[0]), "-y", str(size[1]), line.strip())
+        config = tmp_path / f"tmux-{self.socket}.conf"
+        config.write_text(conf + "\n")
+        self._tmux(
+            "-f", str(config), "new-session", "-d", "-s", "app", "-x", str(size[0]), "-y", str(size[1]), line.strip()
+        )
         self._tmux("set-option", "-t", "app", "remain-on-exit", "on")  # what it prints on exit stays readable
         shell = int(self._tmux("display", "-p", "-t", "app", "#{pane_pid}").strip())
         assert wait_for(lambda: bool(_children(shell)), 10), "the app did not start"

@@ -7,10 +7,12 @@ One module per group of commands; headless commands never import Textual (a test
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from tui_rater.cli import annotating, data, judging, reporting
-from tui_rater.cli.common import close_all, common_flags, settings_for, version
+from tui_rater.cli.common import close_all, common_flags, say, settings_for, version
+from tui_rater.cli.failures import failure_sentence
 from tui_rater.domain.errors import UserError
 
 
@@ -38,10 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = settings_for(args)
         for warning in settings.warnings:
-            print(f"tui-rater: warning: {warning}", file=sys.stderr)
+            say(f"tui-rater: warning: {warning}", err=True)
         return args.run(args, settings)
     except UserError as exc:
-        print(f"tui-rater: error: {exc}", file=sys.stderr)
+        # messages quote file names and file contents: printed literally, on one line
+        say(f"tui-rater: error: {exc}", err=True)
         return exc.exit_code
     except BrokenPipeError:  # `tui-rater info | head`
         sys.stderr.close()
@@ -49,5 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tui-rater: interrupted; everything acknowledged so far is saved", file=sys.stderr)
         return 130
+    except Exception as exc:  # never a traceback and never exit 0 (STYLE.md: crashes never exit 0)
+        if os.environ.get("TUI_RATER_DEBUG"):
+            raise
+        sentence, code = failure_sentence(exc)
+        say(f"tui-rater: error: {sentence}", err=True)
+        return code
     finally:
         close_all()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tui_rater.cli.common import open_study
+from tui_rater.cli.common import open_study, say
 from tui_rater.cli.data import import_items_file, print_info
 from tui_rater.domain.errors import UserError
 
@@ -37,11 +37,41 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--task", help="the task to rate (default: the study's only task, or 'story')")
     p.add_argument(
         "--order",
-        choices=("imported", "random", "grouped"),
+        choices=("imported", "random", "grouped", "uncertain"),
         default="imported",
-        help="item order: as imported, random (stable per annotator and --seed), grouped by system",
+        help="item order: as imported, random (stable per annotator and --seed), grouped by system, or "
+        "uncertain: the items a judge is least sure of first, drawn at random with a probability that grows "
+        "with its uncertainty (active sampling), so your ratings go where they change the answer and "
+        "system scores estimated from them stay unbiased; never a plain most-uncertain-first list, which "
+        "biases those estimates. For the agreement and the verdict on uncertain items; use random for a "
+        "plain random sample",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed for --order random")
+    p.add_argument(
+        "--uncertain-judge",
+        metavar="NAME",
+        help="--order uncertain: the judge whose uncertainty orders the items (default: the task's only judge)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed for --order random / uncertain and --retest")
+    p.add_argument(
+        "--retest",
+        type=float,
+        metavar="P",
+        help="test-retest: show a share P (0 < P <= 1) of the items again later, blind (your first rating "
+        "hidden) and spaced, mixed among new ones; the second rating is stored linked to the first, which "
+        "stays the rating in force. Shows how well you agree with yourself (the agreement pane, key a)",
+    )
+    p.add_argument(
+        "--retest-spacing",
+        type=int,
+        default=10,
+        metavar="N",
+        help="--retest: an item never comes back within the last N items you saw (default: 10)",
+    )
+    p.add_argument(
+        "--replan",
+        action="store_true",
+        help="draw a new --order uncertain / --retest plan instead of continuing the stored one",
+    )
     p.add_argument(
         "--blind", action=argparse.BooleanOptionalAction, default=True, help="hide who wrote each item (default: on)"
     )
@@ -74,10 +104,10 @@ def cmd_demo(args, settings) -> int:
     study = open_study(args, settings)
     for filename, task, mapping, ignore_extra in SAMPLE_IMPORTS:
         result = import_items_file(study, REPO_SAMPLE_DATA / filename, task, mapping, ignore_extra)
-        print(f"{filename} -> {task}: {result.added} new, {result.skipped} already present")
+        say(f"{filename} -> {task}: {result.added} new, {result.skipped} already present")
     for filename in ("hanna_human_ratings.csv", "hanna_llm_ratings.csv"):
         result = import_ratings(study, REPO_SAMPLE_DATA / filename)
-        print(f"{filename}: {result.added} new ratings, {result.skipped} already present")
+        say(f"{filename}: {result.added} new ratings, {result.skipped} already present")
     if args.no_app:
         print_info(study.info())
         return 0
@@ -106,8 +136,27 @@ def cmd_annotate(args, settings) -> int:
 def _run_app(args, settings, study, task: str, annotator: str) -> int:
     from tui_rater.store.session import AnnotationSession
 
+    order, seed = getattr(args, "order", "imported"), getattr(args, "seed", 0)
+    retest, replan = getattr(args, "retest", None), getattr(args, "replan", False)
+    if retest is not None and not 0 < retest <= 1:
+        raise UserError(f"--retest takes the share of your rated items to show again, in (0, 1], not {retest:g}")
+    if retest is not None and getattr(args, "reveal", False):
+        raise UserError("--retest asks for your rating blind; --reveal shows the others' ratings: use one of them")
+    if getattr(args, "uncertain_judge", None) and order != "uncertain":
+        raise UserError("--uncertain-judge goes with --order uncertain")
+    if order == "uncertain":  # drawn (or read back) before the screen opens: one sentence if it cannot be
+        from tui_rater.service.planning import plan_uncertain_order
+
+        plan_uncertain_order(study, task, annotator, getattr(args, "uncertain_judge", None), seed, replan)
     session = AnnotationSession.open(
-        study, task, annotator, order=getattr(args, "order", "imported"), seed=getattr(args, "seed", 0)
+        study,
+        task,
+        annotator,
+        order=order,
+        seed=seed,
+        retest=retest or 0.0,
+        spacing=getattr(args, "retest_spacing", 10),
+        replan=replan,
     )
     specs: tuple = ()
     if getattr(args, "judge", []):  # checked now (one sentence, before the screen opens), started by the app

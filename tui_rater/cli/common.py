@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tui_rater.config import DEFAULT_DB, Settings, load_settings
+from tui_rater.domain.display import safe_text
 from tui_rater.domain.errors import UserError
 
 if TYPE_CHECKING:
@@ -58,12 +61,18 @@ def common_flags(nested: bool = False) -> argparse.ArgumentParser:
 _OPENED: list[Study] = []  # studies this command opened, closed (and checkpointed) on exit
 
 
-def open_study(args: argparse.Namespace, settings: Settings, create: bool = True):
+def open_study(args: argparse.Namespace, settings: Settings, create: bool = True, readonly: bool = False):
+    """The study file. ``readonly``: the command only reads it (info, report, export, tasks, queue), so
+    it works on a file or folder the user may not write to."""
     from tui_rater.store.study import Study
 
     task_files = [*settings.task_files, *getattr(args, "task_file", [])]
     study = Study.open(
-        db_path(args, settings), create=create, shared=getattr(args, "shared", False), task_files=task_files
+        db_path(args, settings),
+        create=create and not readonly,
+        shared=getattr(args, "shared", False),
+        task_files=task_files,
+        readonly=readonly,
     )
     _OPENED.append(study)
     return study
@@ -73,10 +82,37 @@ def db_exists(args, settings) -> bool:
     return Path(db_path(args, settings)).exists()
 
 
-def make_console():
+def make_console(**options):
+    """A Rich console that interprets nothing: no markup, no emoji codes, no highlighting.
+
+    Whatever came from data is also passed through ``safe_text`` (see ``data``, ``say``): the
+    console keeps Rich from reading ``[/]`` as markup, the sanitiser keeps escapes off the terminal.
+    """
     from rich.console import Console
 
-    return Console(highlight=False)
+    return Console(highlight=False, markup=False, emoji=False, **options)
+
+
+def data(value: object, style: str = ""):
+    """A value from data (a name, an id, a reply, an error body) as a literal one-line Rich text."""
+    from rich.text import Text
+
+    return Text(safe_text(value, inline=True), style=style)
+
+
+def new_table(title: str, columns: list[str]):
+    """A Rich table whose title and headers are literal text (they may hold task or rater names)."""
+    from rich.table import Table
+
+    table = Table(title=data(title), title_justify="left")
+    for column in columns:
+        table.add_column(data(column))
+    return table
+
+
+def say(message: str, *, err: bool = False) -> None:
+    """Print a one-line message that may quote data (file names, task names): literally, on one line."""
+    print(safe_text(message, inline=True), file=sys.stderr if err else sys.stdout)
 
 
 def judge_flags(p: argparse.ArgumentParser) -> None:
@@ -160,4 +196,6 @@ def judge_options(args: argparse.Namespace) -> JudgeOptions:
 
 def close_all() -> None:
     while _OPENED:
-        _OPENED.pop().close()
+        study = _OPENED.pop()
+        with contextlib.suppress(Exception):  # a failed close (disk full at the checkpoint) loses nothing committed
+            study.close()

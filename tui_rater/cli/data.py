@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tui_rater.cli.common import db_exists, make_console, open_study
+from tui_rater.cli.common import data, db_exists, make_console, new_table, open_study, say
+from tui_rater.domain.display import safe_text
 
 
 def add_parsers(sub, common: argparse.ArgumentParser) -> None:
@@ -61,11 +62,12 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
 
 def cmd_tasks(args, settings) -> int:
     from rich.table import Table
+    from rich.text import Text
 
     from tui_rater.domain.tasks import TaskRegistry
 
     if db_exists(args, settings):  # include the custom tasks stored in the study (SPA, TOML tasks)
-        registry = open_study(args, settings, create=False).tasks
+        registry = open_study(args, settings, create=False, readonly=True).tasks
     else:
         registry = TaskRegistry.with_files([*settings.task_files, *args.task_file])
     table = Table(title="Tasks", show_lines=args.verbose)
@@ -75,10 +77,11 @@ def cmd_tasks(args, settings) -> int:
     if args.verbose:
         table.add_column("questions, verbatim")
     for task in registry:
-        attrs = "\n".join(f"{a.name} ({a.scale.describe()})" for a in task.attributes)
-        row = [task.name, ", ".join(task.fields), attrs]
+        # one line per attribute: each piece literal, whatever the task file or study holds
+        attrs = Text("\n").join(data(f"{a.name} ({a.scale.describe()})") for a in task.attributes)
+        row = [data(task.name), data(", ".join(task.fields)), attrs]
         if args.verbose:
-            row.append("\n".join(a.question for a in task.attributes))
+            row.append(Text("\n").join(Text(safe_text(a.question)) for a in task.attributes))
         table.add_row(*row)
     make_console().print(table)
     return 0
@@ -105,7 +108,7 @@ def cmd_import(args, settings) -> int:
     items = prepare_items(args.file, task, parse_mapping(args.map), ignore_extra=args.ignore_extra)
     study = study or open_study(args, settings)
     added, skipped = study.add_items(task, items, source=str(args.file))
-    print(f"{args.file}: {added} new items for task {args.task}, {skipped} already present -> {study.path}")
+    say(f"{args.file}: {added} new items for task {args.task}, {skipped} already present -> {study.path}")
     return 0
 
 
@@ -115,52 +118,48 @@ def cmd_import_ratings(args, settings) -> int:
     read_rows(args.file)
     study = open_study(args, settings, create=False)
     result = import_ratings(study, args.file, default_kind=args.kind)
-    print(f"{args.file}: {result.added} new ratings, {result.skipped} already present -> {study.path}")
+    say(f"{args.file}: {result.added} new ratings, {result.skipped} already present -> {study.path}")
     return 0
 
 
 def cmd_export(args, settings) -> int:
     from tui_rater.store.io import file_format, items_frame, ratings_frame, wide_frame, write_frame
+    from tui_rater.store.outputs import check_output_target
 
     file_format(args.out)
-    study = open_study(args, settings, create=False)
+    study = open_study(args, settings, create=False, readonly=True)
+    check_output_target(args.out, study.path)  # before the work: never over a study or any SQLite file
     if args.task:
         study.task(args.task)
     frame = {"items": items_frame, "ratings": ratings_frame, "wide": wide_frame}[args.what](study, args.task)
-    write_frame(frame, args.out)
-    print(f"wrote {frame.height} rows of {args.what} to {args.out}")
+    write_frame(frame, args.out, like=study.path)
+    say(f"wrote {frame.height} rows of {args.what} to {args.out}")
     return 0
 
 
 def cmd_info(args, settings) -> int:
     import json
 
-    study = open_study(args, settings, create=False)
+    study = open_study(args, settings, create=False, readonly=True)
     info = study.info()
     if args.json:
-        print(json.dumps(info, indent=2))
+        print(json.dumps(info, indent=2))  # ensure_ascii: control characters are written as \u001b
         return 0
     print_info(info)
     return 0
 
 
 def print_info(info: dict) -> None:
-    from rich.table import Table
-
     console = make_console()
-    console.print(f"[bold]{info['path']}[/bold]: {info['ratings']} ratings")
-    items = Table(title="Items", title_justify="left")
-    for column in ("task", "system", "items"):
-        items.add_column(column)
+    console.print(data(info["path"], style="bold") + data(f": {info['ratings']} ratings"))
+    items = new_table("Items", ["task", "system", "items"])
     for row in info["items"]:
-        items.add_row(row["task"], row["system"] or "-", str(row["n"]))
+        items.add_row(data(row["task"]), data(row["system"] or "-"), data(row["n"]))
     console.print(items)
     if info["raters"]:
-        raters = Table(title="Raters", title_justify="left")
-        for column in ("rater", "kind", "ratings"):
-            raters.add_column(column)
+        raters = new_table("Raters", ["rater", "kind", "ratings"])
         for row in info["raters"]:
-            raters.add_row(row["name"], row["kind"], str(row["ratings"]))
+            raters.add_row(data(row["name"]), data(row["kind"]), data(row["ratings"]))
         console.print(raters)
     jobs = ", ".join(f"{n} {status}" for status, n in info["jobs"].items()) or "none"
-    console.print(f"Judge jobs: {jobs}")
+    console.print(data(f"Judge jobs: {jobs}"))

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from tui_rater.cli.common import judge_flags, judge_options, make_console, open_study
+from tui_rater.cli.common import data, judge_flags, judge_options, make_console, new_table, open_study, say
 from tui_rater.domain.errors import UserError
 
 
@@ -39,6 +38,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_judge(args, settings) -> int:
+    from tui_rater.judge.spec import load_note
     from tui_rater.service import judging
 
     study = open_study(args, settings, create=False)
@@ -46,18 +46,19 @@ def cmd_judge(args, settings) -> int:
     if not task_names:
         raise UserError(f"{study.path} holds no items; import some first")
     spec = judging.resolve_spec(judge_options(args), [study.task(name) for name in task_names], settings.judge)
+    note = load_note(spec)
+    if note:  # a large model: its checksum and load take a while; say so before the wait
+        say(note, err=True)
     plan = judging.plan_judge(study, spec, task_names, args.limit)
     workers = args.workers or judging.default_workers(spec)
-    print(
-        f"judge {plan.rater.name}: {plan.added} new jobs, {plan.pending} to run, {workers} worker(s)", file=sys.stderr
-    )
+    say(f"judge {plan.rater.name}: {plan.added} new jobs, {plan.pending} to run, {workers} worker(s)", err=True)
     run = judging.start_judge(study.path, plan, workers)
     _watch(run.threads, run.progress, run.stop_event, plan.pending)
     progress = run.progress
     if progress.fatal:
         raise UserError(f"the judge stopped: {progress.fatal.message}")
     left = judging.queue_counts(study, plan.rater.id)
-    print(
+    say(
         f"done: {progress.done} jobs ({progress.parse_failures} replies did not parse; "
         f"{progress.cached} answered from the store), failed: {left['failed']}, "
         f"still queued: {left['queued'] + left['leased']}"
@@ -99,11 +100,9 @@ def _watch(threads, progress, stop, total: int) -> None:
 
 
 def cmd_queue(args, settings) -> int:
-    from rich.table import Table
-
     from tui_rater.service import judging
 
-    study = open_study(args, settings, create=False)
+    study = open_study(args, settings, create=False, readonly=not (args.cancel or args.retry))
     rater_id = None
     if args.rater:
         matches = [r for r in study.raters("llm") if r.name == args.rater]
@@ -111,32 +110,30 @@ def cmd_queue(args, settings) -> int:
             raise UserError(f"no judge named {args.rater!r} in {study.path}")
         rater_id = matches[0].id
     if args.cancel:
-        print(f"cancelled {judging.cancel_jobs(study, rater_id)} jobs")
+        say(f"cancelled {judging.cancel_jobs(study, rater_id)} jobs")
     if args.retry:
-        print(f"queued {judging.retry_jobs(study, rater_id)} jobs again")
-    table = Table(title="Judge queue", title_justify="left")
-    for column in ("judge", "queued", "leased", "done", "failed", "cancelled"):
-        table.add_column(column)
+        say(f"queued {judging.retry_jobs(study, rater_id)} jobs again")
+    statuses = ("queued", "leased", "done", "failed", "cancelled")
+    table = new_table("Judge queue", ["judge", *statuses])
     for rater in study.raters("llm"):
         if rater_id is not None and rater.id != rater_id:
             continue
         c = judging.queue_counts(study, rater.id)
         if sum(c.values()):
-            table.add_row(rater.name, *(str(c[k]) for k in ("queued", "leased", "done", "failed", "cancelled")))
+            table.add_row(data(rater.name), *(data(c[k]) for k in statuses))
     console = make_console()
     console.print(table)
     failed = judging.queue_failures(study)
     if failed:
-        errors = Table(title="Recent failures", title_justify="left")
-        for column in ("item", "attribute", "sample", "attempts", "error"):
-            errors.add_column(column)
+        errors = new_table("Recent failures", ["item", "attribute", "sample", "attempts", "error"])
         for f in failed:
+            # the error may quote a server's reply body: literal, like every value from data
             errors.add_row(
-                f"{f['task']}/{f['item']}",
-                f["attribute"],
-                str(f["sample"]),
-                str(f["attempts"]),
-                f"{f['error_kind']}: {f['last_error']}",
+                data(f"{f['task']}/{f['item']}"),
+                data(f["attribute"]),
+                data(f["sample"]),
+                data(f["attempts"]),
+                data(f"{f['error_kind']}: {f['last_error']}"),
             )
         console.print(errors)
     return 0
@@ -148,7 +145,7 @@ def cmd_reparse(args, settings) -> int:
     study = open_study(args, settings, create=False)
     result = reparse(study)
     statuses = ", ".join(f"{n} now {status}" for status, n in sorted(result.by_status.items()))
-    print(
+    say(
         f"re-read {result.checked} stored judge ratings: {result.changed} changed"
         + (f" ({statuses})" if statuses else "")
     )

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import sys
 from pathlib import Path
 
-from tui_rater.cli.common import common_flags, make_console, open_study
+from tui_rater.cli.common import common_flags, data, make_console, open_study, say
+from tui_rater.domain.display import safe_text
 from tui_rater.domain.errors import UserError
+
+# the kinds of raters of stats/sections/settings.py (EPSILON_FOR_RATERS), named here so that building the
+# parser imports no statistics (a test checks they agree)
+RATER_KINDS = ("expert", "skilled", "crowd")
 
 
 def add_parsers(sub, common: argparse.ArgumentParser) -> None:
@@ -20,10 +26,19 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         "x system, Welch marks), Table 2 (Kendall tau humans vs each judge), rater pairs and Table 6 per writer, "
         "Table 3 (judge runs differing in variant or temperature), Table 12 (per-rater means per system); for "
         "pairwise answers verdict shares, kappa, position bias, Bradley-Terry and Chen et al.'s meta-evaluation; "
-        "SPA's Table 1; each judge's readings and whether it is agreement-ready. JSON/CSV: one record per number.",
+        "SPA's Table 1; each judge's readings and whether it is agreement-ready; whether a judge may replace the "
+        "human raters (the alternative annotator test: omega, verdict, rho, at margin --epsilon), bias-corrected "
+        "system means with a judge on every item and humans on a sample (prediction-powered inference), and how "
+        "both converge as ratings arrive (docs/VERDICT.md). JSON/CSV: one record per number; html: one "
+        "self-contained file with the tables and plots.",
     )
     p.add_argument("--task", help="only this task (default: every task with ratings)")
-    p.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table")
+    p.add_argument(
+        "--format",
+        choices=("table", "markdown", "json", "csv", "html"),
+        default="table",
+        help="html: one self-contained file with the tables and plots (works offline; use with --out)",
+    )
     p.add_argument(
         "--spa-tau",
         type=float,
@@ -31,6 +46,19 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         help="SPA: exclude annotators with P[X>Y] + P[Y>X] above this (default 1.1)",
     )
     p.add_argument("--no-spa-filter", action="store_true", help="SPA: keep every annotator")
+    p.add_argument(
+        "--raters",
+        choices=RATER_KINDS,
+        default="expert",
+        help="who the human raters are, for the alt-test's default margin ε (Calderon et al.: expert 0.2, "
+        "skilled 0.15, crowd 0.1; default expert)",
+    )
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        help="the alt-test's cost-benefit margin ε in [0, 1): how much worse than a human the judge may be "
+        "and still replace one (default: from --raters)",
+    )
     p.add_argument("--out", type=Path, help="write to this file instead of the terminal")
     p.set_defaults(run=cmd_report)
 
@@ -63,39 +91,53 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run=lambda args, settings: (p.print_help(), 2)[1])
 
 
-def cmd_report(args, settings) -> int:
-    from tui_rater.service.reports import build_reports
-    from tui_rater.stats import render
+def _verdict_settings(args):
+    if args.epsilon is not None and not (math.isfinite(args.epsilon) and 0 <= args.epsilon < 1):
+        raise UserError(f"--epsilon must be at least 0 and below 1, not {args.epsilon:g}")
+    from tui_rater.stats.sections.settings import VerdictSettings
 
-    study = open_study(args, settings, create=False)
+    return VerdictSettings(epsilon=args.epsilon, raters=args.raters)
+
+
+def cmd_report(args, settings) -> int:
+    verdict = _verdict_settings(args)  # a bad flag is one sentence before the study is opened
+    from tui_rater.service.reports import build_reports, built_reports
+    from tui_rater.stats import render
+    from tui_rater.store.outputs import check_output_target, write_output
+
+    study = open_study(args, settings, create=False, readonly=True)
+    if args.out:
+        check_output_target(args.out, study.path)  # before the work: never over a study or any SQLite file
     tau = None if args.no_spa_filter else args.spa_tau
-    reports = build_reports(study, [args.task] if args.task else None, tau)
+    tasks = [args.task] if args.task else None
+    reports = {} if args.format == "html" else build_reports(study, tasks, tau, verdict)
     if args.format == "table" and not args.out:
         console = make_console()
         for name, records in reports.items():
-            console.print(render.to_rich(records, name) if records else f"{name}: no ratings yet")
+            console.print(render.to_rich(records, name) if records else data(f"{name}: no ratings yet"))
         return 0
     if args.format == "json":
-        text = render.to_json(reports, str(study.path))
+        text = render.to_json(reports, str(study.path))  # ensure_ascii: control characters as \u001b
     elif args.format == "csv":
         text = render.to_csv(reports)
+    elif args.format == "html":
+        from tui_rater.stats.html import to_html  # imports matplotlib: only here
+
+        text = to_html(built_reports(study, tasks, tau, verdict), str(study.path))
     elif args.format == "markdown":
         text = "\n".join(render.to_markdown(records, name) for name, records in reports.items())
     else:
-        from rich.console import Console
-
-        console = Console(record=True, width=160, file=io.StringIO())
+        console = make_console(record=True, width=160, file=io.StringIO())
         for name, records in reports.items():
             console.print(render.to_rich(records, name))
         text = console.export_text()
     if args.out:
-        try:
-            args.out.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UserError(f"cannot write {args.out}: {exc.strerror}") from None
-        print(f"wrote the report to {args.out}")
+        # a file keeps the data as they are (like `export`); only what goes to the terminal is made safe
+        write_output(args.out, text.encode("utf-8"), like=study.path)
+        say(f"wrote the report to {args.out}")
     else:
-        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+        # stdout is a terminal, or a pipe that usually ends in one (`| less -R`): literal, no escapes
+        sys.stdout.write(safe_text(text) + ("" if text.endswith("\n") else "\n"))
     return 0
 
 
@@ -116,11 +158,11 @@ def cmd_spa_setup(args, settings) -> int:
         likert=not args.no_likert,
     )
     writers = ", ".join(f"writer {letter} = {system}" for letter, system in sorted(result["writers"].items()))
-    print(
+    say(
         f"task {result['task']}: {result['packets']} packets of {args.m} prompts ({result['eligible_prompts']} "
         f"prompts answered by every system), {result['questions']} questions each; {writers} (hidden from raters)"
     )
-    print(
+    say(
         f"next: tui-rater annotate --task {result['task']} --annotator NAME   |   "
         f"tui-rater judge --task {result['task']} --model SPEC"
     )

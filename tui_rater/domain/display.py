@@ -1,10 +1,15 @@
-"""Item text made safe to put on a terminal: shown literally, never interpreted.
+"""Text from data made safe to put on a terminal: shown literally, never interpreted.
 
-Markup (``[bold red]``) is never parsed because the UI builds ``rich.text.Text`` objects from
-plain strings; this module handles what would reach the terminal itself: C0/C1 control
-characters (ESC starts ANSI CSI and OSC sequences that can move the cursor, retitle the
-window, set the clipboard or make hyperlinks) and bidirectional overrides that reorder what
-the reader sees. Each becomes a visible placeholder. The stored text is never changed.
+This is the one sanitiser for everything shown that came from data: item text, and the names,
+ids, replies, error bodies and file names that come from a study file, an import, a task or
+config file, or a server. Markup (``[bold red]``, ``[/]``, ``[link=…]``) is never parsed
+because the UI and the CLI build ``rich.text.Text`` objects from plain strings (and their
+Rich consoles have markup and emoji off); this module handles what would reach the terminal
+itself: C0/C1 control characters (ESC starts ANSI CSI and OSC sequences that can move the
+cursor, clear the screen, retitle the window, set the clipboard (OSC 52) or make hyperlinks),
+bidirectional overrides that reorder what the reader sees, and lone surrogates (which cannot
+be encoded, so printing them would crash). Each becomes a visible placeholder. The stored
+text is never changed.
 """
 
 from __future__ import annotations
@@ -12,13 +17,17 @@ from __future__ import annotations
 import re
 
 _BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
-# every C0 control except tab and newline, DEL, and the C1 range
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _BIDI + "]")
+# every C0 control except tab and newline, DEL, the C1 range, bidi controls, lone surrogates
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _BIDI + "\ud800-\udfff]")
+# a name, an id or a message is one line: its line breaks and tabs are shown, not obeyed
+_UNSAFE_INLINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029" + _BIDI + "\ud800-\udfff]")
 _NAMES = {
     "\x1b": "ESC",
     "\x00": "NUL",
     "\x07": "BEL",
     "\x08": "BS",
+    "\t": "TAB",
+    "\n": "LF",
     "\r": "CR",
     "\x7f": "DEL",
     "\x9b": "CSI",
@@ -31,6 +40,17 @@ def _placeholder(match: re.Match[str]) -> str:
     return f"⟨{_NAMES.get(char, f'U+{ord(char):04X}')}⟩"
 
 
-def safe_text(text: str) -> str:
-    """The text with every terminal-control character replaced by a visible ⟨NAME⟩ placeholder."""
+def safe_text(text: object, *, inline: bool = False) -> str:
+    """The text with every terminal-control character replaced by a visible ⟨NAME⟩ placeholder.
+
+    ``inline``: for a name, an id or a one-line message: line breaks and tabs become placeholders
+    too (``⟨LF⟩``), so a value can neither break a table's layout nor forge a line of output.
+    ``None`` is shown as an empty string; other values as ``str()`` shows them.
+    """
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        text = str(text)
+    if inline:
+        return _UNSAFE_INLINE.sub(_placeholder, text.replace("\r\n", "\n"))
     return _UNSAFE.sub(_placeholder, text.replace("\r\n", "\n"))

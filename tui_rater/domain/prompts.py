@@ -147,6 +147,11 @@ def generic_template(task: Task, attribute: Attribute) -> str:
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
+def placeholders(template: str) -> list[str]:
+    """The field names a template fills in ({story}, {prompt} ...)."""
+    return _PLACEHOLDER.findall(template)
+
+
 def fill(template: str, fields: dict[str, str]) -> str:
     def substitute(match: re.Match[str]) -> str:
         name = match.group(1)

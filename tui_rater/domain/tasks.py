@@ -7,14 +7,19 @@ texts (see ``prompts.py``), so the judge and the human get exactly the same inst
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 
 from tui_rater.domain.errors import UserError
-from tui_rater.domain.prompts import CHIANG_LEE_TEMPLATES, STORY_INSTRUCTIONS
+from tui_rater.domain.prompts import CHIANG_LEE_TEMPLATES, STORY_INSTRUCTIONS, generic_template, placeholders
 from tui_rater.domain.questions import SCALE_KINDS, Attribute, Choice, Scale, Task
 
 __all__ = ["BUILTIN_TASKS", "SCALE_KINDS", "Attribute", "Choice", "Scale", "Task", "TaskRegistry", "load_task_file"]
+
+MAX_CHOICES = 9
+MAX_SCALE_END = 1_000_000
+MAX_SCALE_SPAN = 10_000
 
 
 # --- the papers' built-in tasks ---------------------------------------------------------
@@ -242,7 +247,7 @@ def _task_from_toml(entry: object, path: Path, index: int) -> Task:
     if reserved:
         raise UserError(f"{where}: 'fields' may not use the reserved column name {sorted(reserved)[0]!r}")
     display = entry.get("display_fields", fields)
-    if not isinstance(display, list) or not set(display) <= set(fields):
+    if not _str_list(display) or not set(display) <= set(fields):
         raise UserError(f"{where}: 'display_fields' must be a list of names from 'fields'")
     attrs_raw = entry.get("attributes")
     if not isinstance(attrs_raw, list) or not attrs_raw:
@@ -258,11 +263,12 @@ def _task_from_toml(entry: object, path: Path, index: int) -> Task:
             raise UserError(f"{awhere}: attribute name {aname!r} is used twice")
         seen.add(aname)
         shows = attr.get("shows", [])
-        if not isinstance(shows, list) or not set(shows) <= set(fields):
+        if not _str_list(shows) or not set(shows) <= set(fields):
             raise UserError(f"{awhere}: 'shows' must be a list of names from 'fields'")
         template = attr.get("template")
         if template is not None and not isinstance(template, str):
             raise UserError(f"{awhere}: 'template' must be a string")
+        _check_template(template, fields, awhere)
         attribute = Attribute(
             name=aname,
             question=_required_str(attr, "question", awhere),
@@ -278,7 +284,7 @@ def _task_from_toml(entry: object, path: Path, index: int) -> Task:
     instructions = entry.get("instructions", "")
     if not isinstance(instructions, str):
         raise UserError(f"{where}: 'instructions' must be a string")
-    return Task(
+    task = Task(
         name=name,
         title=str(entry.get("title", name)),
         instructions=instructions,
@@ -289,6 +295,41 @@ def _task_from_toml(entry: object, path: Path, index: int) -> Task:
         builtin=False,
         definition=entry,
     )
+    _check_prompts(task, where)
+    return task
+
+
+def _str_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _check_template(template: str | None, fields: list[str], where: str) -> None:
+    """Every {placeholder} of a prompt template names one of the task's fields (else every judge
+    request for the task would fail, item by item, long after the file was accepted)."""
+    unknown = sorted(set(placeholders(template or "")) - set(fields))
+    if unknown:
+        raise UserError(
+            f"{where}: the template's {{{unknown[0]}}} is not one of the task's fields ({', '.join(fields)})"
+        )
+
+
+def _check_prompts(task: Task, where: str) -> None:
+    """Every {placeholder} in the prompt text a task file supplies -- its template, or the
+    instructions and question the generic template is built from -- names a field of the task:
+    otherwise every judge request would fail, item by item, long after the file was accepted.
+    (The papers' own templates, which a protocol may use instead, are the protocol's business.)"""
+    from tui_rater.domain import protocols  # the protocols import this module
+
+    for position, attribute in enumerate(task.attributes, 1):
+        protocol = protocols.of(attribute)
+        base = attribute.template or generic_template(task, attribute)
+        used = any(base in protocol.template(task, attribute, v)[1] for v in protocol.variants(task, attribute))
+        unknown = sorted(set(placeholders(base)) - set(task.fields)) if used else []
+        if unknown:
+            raise UserError(
+                f"{where}, attribute {position}: the judge's prompt would fill {{{unknown[0]}}} from an item "
+                f"field the task does not have ({', '.join(task.fields)}); remove the braces or add the field"
+            )
 
 
 def _required_str(table: dict, key: str, where: str) -> str:
@@ -332,12 +373,18 @@ def _scale_from_toml(raw: object, where: str) -> Scale:
         choices = raw.get("choices")
         if not isinstance(choices, list) or len(choices) < 2 or not all(isinstance(c, str) for c in choices):
             raise UserError(f"{where}: a choice scale needs 'choices', a list of at least two labels")
+        if len(choices) > MAX_CHOICES:  # a person answers with the keys 1-9
+            raise UserError(f"{where}: a choice scale has at most {MAX_CHOICES} choices, not {len(choices)}")
         keys = [chr(ord("A") + i) for i in range(len(choices))]
         return Scale("choice", 0, len(choices) - 1, choices=tuple(Choice(k, c) for k, c in zip(keys, choices)))
     default_low, default_high = (1, 5) if kind == "likert" else (0, 100)
     low, high = raw.get("low", default_low), raw.get("high", default_high)
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)) or low >= high:
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)) or not low < high:
         raise UserError(f"{where}: scale 'low' and 'high' must be numbers with low < high")
+    if not all(math.isfinite(v) and abs(v) <= MAX_SCALE_END for v in (low, high)):
+        raise UserError(f"{where}: scale 'low' and 'high' must be finite numbers between ±{MAX_SCALE_END:,}")
+    if high - low > MAX_SCALE_SPAN:  # a judge's grammar lists every whole value of the scale
+        raise UserError(f"{where}: the scale spans {high - low:g}; at most {MAX_SCALE_SPAN:,} is supported")
     if kind == "likert" and (not float(low).is_integer() or not float(high).is_integer() or high - low > 9):
         raise UserError(f"{where}: a likert scale needs whole-number ends at most 10 points apart")
     labels_raw = raw.get("labels", {})

@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 # kind -> retry? (429/5xx/timeouts/connection are transient; auth, unknown model, a prompt
-# longer than the context window or a broken model file are not)
+# longer than the context window or a broken model file are not). A malformed reply and a
+# reply without logprobs (an end-of-text token sampled at the answer position) are retried:
+# they are one reply's fault, not the judge's (issues 11 and 13).
 RETRYABLE = {
     "rate_limited": True,
     "server_error": True,
     "timeout": True,
     "connection": True,
     "malformed": True,
+    "no_logprobs": True,
+    "server_unusable": True,  # the judge stops, but the job itself is not at fault
     "auth": False,
     "unknown_model": False,
     "bad_request": False,
     "context_overflow": False,
     "model_load": False,
-    "no_logprobs": False,
     "unsupported": False,
     "internal": False,
 }
+
+# failures that would fail every job of this judge the same way: its workers stop
+FATAL_FOR_JUDGE = frozenset({"auth", "unknown_model", "model_load", "unsupported", "server_unusable"})
 
 
 class JudgeError(Exception):
@@ -35,7 +41,7 @@ class JudgeError(Exception):
     @property
     def fatal_for_judge(self) -> bool:
         """Failures that will fail every job of this judge the same way: stop its workers."""
-        return self.kind in ("auth", "unknown_model", "model_load", "no_logprobs", "unsupported")
+        return self.kind in FATAL_FOR_JUDGE
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}"

@@ -14,13 +14,18 @@ import json
 import os
 import tempfile
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from tui_rater.domain.errors import UserError
 
 MODES = ("text", "constrained", "distribution", "implicit")
+NO_KEY = "no-key"
+DEFAULT_N_CTX = 4096
+LARGE_MODEL_BYTES = 1 << 30  # above this, say what is being loaded before the long wait
+KV_BYTES = 2  # llama.cpp's KV cache holds f16 keys and values by default
 _SHA_LOCK = threading.Lock()
 SHA_CACHE_FILE = "model-sha256.json"
 
@@ -41,7 +46,7 @@ class JudgeSpec:
     # stored as low_mass (the model was not answering), not as a rating
     min_mass: float = 0.5
     # local
-    n_ctx: int = 4096
+    n_ctx: int = 4096  # DEFAULT_N_CTX
     n_gpu_layers: int = 0
     chat_template: str | None = None  # None: the GGUF's own template, if it has one
     # API
@@ -74,17 +79,18 @@ class JudgeSpec:
         if self.is_api:
             if not self.api_model:
                 raise UserError("an API model spec is api:<model>, e.g. api:gpt-4o-mini")
+            if self.base_url is not None:
+                check_base_url(self.base_url)
             if self.n_gpu_layers:
                 raise UserError("--n-gpu-layers applies to local .gguf models only")
         else:
-            path = Path(self.model)
-            if not path.exists():
-                raise UserError(f"model file {path} does not exist (give a .gguf path or api:<model>)")
-            if path.is_dir():
-                raise UserError(f"model {path} is a directory; give the .gguf file inside it")
-            with open(path, "rb") as handle:
-                if handle.read(4) != b"GGUF":
-                    raise UserError(f"model file {path} is not a GGUF file (it lacks the GGUF header)")
+            if self.n_ctx < 1:
+                raise UserError("--n-ctx must be at least 1")
+            model = check_local_model(self)
+            if self.chat_template is not None:
+                check_chat_template(self.chat_template)
+            if self.n_ctx > model.trained_context > 0:  # only the default gets here (a flag is refused)
+                return replace(self, n_ctx=model.trained_context)  # the model's own, shorter window
         return self
 
     def api_key(self) -> str:
@@ -98,21 +104,201 @@ class JudgeSpec:
         if key:
             return key
         if self.base_url:
-            return "no-key"  # llama.cpp server, Ollama, vLLM on loopback: no key needed
+            return NO_KEY  # llama.cpp server, Ollama, vLLM on loopback: no key needed
         raise UserError(f"no API key: set ${self.api_key_env} (or --api-key-env NAME, or [judge] api_key)")
+
+
+# query parameters that say which API version is spoken, not who speaks: kept in the provenance
+PUBLIC_QUERY = frozenset({"api-version", "api_version"})
+REDACTED = "[redacted]"
+URL_SECRET_MIN_LENGTH = 8
+
+
+def check_base_url(url: str) -> None:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        raise UserError("--base-url is not a URL (give e.g. http://127.0.0.1:8080/v1)") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError("--base-url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080/v1")
+
+
+def strip_credentials(url: str) -> str:
+    """The URL without user, password, secret query values or fragment: what may be stored and shown."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return REDACTED
+    host = parts.netloc.rpartition("@")[2]
+    query = [
+        (name, value if name.lower() in PUBLIC_QUERY else REDACTED)
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+    ]
+    return urlunsplit((parts.scheme, host, parts.path, urlencode(query, safe="[]"), ""))
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """What a URL carries that must never appear in a stored reply: its password (or a user name
+    that is a token, with no password) and secret query values. Short ones (a user name such as
+    "alice") are left alone: replacing them would change the replies' words."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return [url]
+    found = [parts.password or parts.username or ""]
+    found += [value for name, value in parse_qsl(parts.query) if name.lower() not in PUBLIC_QUERY]
+    return [secret for secret in found if len(secret) >= URL_SECRET_MIN_LENGTH]
+
+
+# --- a local model, checked before llama.cpp loads it -----------------------------------------
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """What the GGUF header says, as far as loading it here is concerned."""
+
+    path: Path
+    file_bytes: int
+    trained_context: int  # the context length the model was trained with (its GGUF metadata)
+    kv_bytes_per_token: int | None  # the KV cache's bytes per token of context (None: not an attention model)
+
+
+def check_local_model(spec: JudgeSpec) -> LocalModel:
+    """Refuse, in one sentence and in milliseconds, a local model that cannot work here: not a
+    GGUF file, a damaged header, ``--n-ctx`` beyond the context the model was trained with, or
+    weights plus KV cache larger than this machine's memory (llama.cpp would otherwise grow to
+    gigabytes, or read a 30 GB file for minutes, before failing). The backend may call it too."""
+    from tui_rater.judge.gguf_header import BadHeader, read_gguf_header
+
+    path = Path(spec.model)
+    if not path.exists():
+        raise UserError(f"model file {path} does not exist (give a .gguf path or api:<model>)")
+    if path.is_dir():
+        raise UserError(f"model {path} is a directory; give the .gguf file inside it")
+    try:
+        header = read_gguf_header(path)
+    except BadHeader as exc:
+        raise UserError(f"model file {path} is not a GGUF file llama.cpp can load: {exc}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+    trained = header.arch_value("context_length")
+    model = LocalModel(
+        path, header.file_bytes, trained if isinstance(trained, int) and trained > 0 else 0, _kv_per_token(header)
+    )
+    if model.trained_context and spec.n_ctx > model.trained_context and spec.n_ctx != DEFAULT_N_CTX:
+        raise UserError(
+            f"--n-ctx {spec.n_ctx:,} is beyond the {model.trained_context:,}-token context {path.name} was trained "
+            f"with; use --n-ctx {model.trained_context} or less"
+        )
+    if spec.n_gpu_layers == 0:  # weights and cache in this machine's memory (else on the GPU: not checked here)
+        _check_memory(model, min(spec.n_ctx, model.trained_context or spec.n_ctx))
+    return model
+
+
+def _kv_per_token(header) -> int | None:
+    def number(key: str) -> int | None:
+        value = header.arch_value(key)
+        if isinstance(value, list):  # per-layer values
+            value = max((v for v in value if isinstance(v, int)), default=None)
+        return value if isinstance(value, int) and value > 0 else None
+
+    layers, embd, heads = number("block_count"), number("embedding_length"), number("attention.head_count")
+    if not (layers and embd and heads):
+        return None
+    kv_heads = number("attention.head_count_kv") or heads
+    key = number("attention.key_length") or embd // heads
+    value = number("attention.value_length") or embd // heads
+    return layers * kv_heads * (key + value) * KV_BYTES
+
+
+def _memory() -> tuple[int | None, int | None]:
+    """(total, available now) bytes of memory; None where the platform does not say."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
+        kib = lambda name: int(fields[name].split()[0]) * 1024 if name in fields else None
+        return kib("MemTotal"), kib("MemAvailable")
+    except (OSError, ValueError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), None
+    except (AttributeError, ValueError, OSError):
+        return None, None
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:.1f} GB"
+
+
+def _check_memory(model: LocalModel, n_ctx: int) -> None:
+    total, available = _memory()
+    kv = (model.kv_bytes_per_token or 0) * n_ctx
+    advice = "use a smaller --n-ctx or model, or --n-gpu-layers to put it on a GPU"
+    if available is not None and kv > available:
+        raise UserError(
+            f"{model.path.name} with --n-ctx {n_ctx:,} needs about {_gb(kv)} for its context (KV cache), "
+            f"more than the {_gb(available)} of memory available now; {advice}"
+        )
+    if total is not None and model.file_bytes + kv > total:
+        if model.file_bytes > total:
+            advice = "use a smaller (more quantised) model, or --n-gpu-layers to put it on a GPU"
+        raise UserError(
+            f"{model.path.name} needs about {_gb(model.file_bytes + kv)} ({_gb(model.file_bytes)} of weights and "
+            f"{_gb(kv)} of context), more than this machine's {_gb(total)} of memory; {advice}"
+        )
+
+
+def load_note(spec: JudgeSpec) -> str | None:
+    """What to say before a long wait on a large local model (None: small or an API model)."""
+    if spec.is_api:
+        return None
+    try:
+        size = Path(spec.model).stat().st_size
+    except OSError:
+        return None
+    if size < LARGE_MODEL_BYTES:
+        return None
+    name = Path(spec.model).name
+    if cached_sha256(spec.model) is not None:  # hashed on an earlier start: only the load is left
+        return f"loading model {name} ({_gb(size)}): llama.cpp maps it…"
+    return (
+        f"loading model {name} ({_gb(size)}): its checksum (once per file), then llama.cpp maps it; this takes a while…"
+    )
+
+
+def check_chat_template(template: str) -> None:
+    """Render a ``--chat-template`` the way the local backend does (llama-cpp-python's Jinja2 chat
+    formatter) on a one-turn and a three-turn chat; refuse one that fails or drops the messages."""
+    try:
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    except ImportError:  # pragma: no cover - a broken install; the backend says so
+        return
+    probe = "TUI-RATER-PROBE"
+    chats = (
+        [{"role": "user", "content": probe}],
+        [{"role": "user", "content": "1"}, {"role": "assistant", "content": "2"}, {"role": "user", "content": probe}],
+    )
+    try:
+        formatter = Jinja2ChatFormatter(template, eos_token="</s>", bos_token="<s>")
+        prompts = [formatter(messages=chat).prompt for chat in chats]
+    except Exception as exc:  # jinja2 raises many types (syntax, undefined, the template's own raise_exception)
+        detail = " ".join(str(exc).split())[:200]
+        raise UserError(f"the chat template does not work ({type(exc).__name__}: {detail})") from None
+    if not all(probe in prompt for prompt in prompts):
+        raise UserError("the chat template leaves out the messages' text; check that it prints message['content']")
 
 
 def file_sha256(path: str | Path) -> str:
     """The file's SHA-256, remembered in the user's cache by (path, size, mtime, inode): a model is hashed once,
     not on every start (16 s for an 8B f16 GGUF). Any change to the file's size, mtime or inode hashes it again."""
     path = Path(path).resolve()
+    known = cached_sha256(path)
+    if known is not None:
+        return known
     st = path.stat()
     stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
-    with _SHA_LOCK:
-        entries = _read_sha_cache()
-        entry = entries.get(str(path))
-        if entry is not None and all(entry.get(k) == v for k, v in stamp.items()) and entry.get("sha256"):
-            return str(entry["sha256"])
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -122,6 +308,21 @@ def file_sha256(path: str | Path) -> str:
         entries[str(path)] = {**stamp, "sha256": digest.hexdigest()}
         _write_sha_cache(entries)
     return digest.hexdigest()
+
+
+def cached_sha256(path: str | Path) -> str | None:
+    """The SHA-256 remembered for this file if its size, mtime and inode are unchanged, else None."""
+    path = Path(path).resolve()
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+    with _SHA_LOCK:
+        entry = _read_sha_cache().get(str(path))
+    if isinstance(entry, dict) and all(entry.get(k) == v for k, v in stamp.items()) and entry.get("sha256"):
+        return str(entry["sha256"])
+    return None
 
 
 def cache_dir() -> Path:
@@ -174,7 +375,8 @@ def provenance(spec: JudgeSpec) -> dict:
     if spec.is_api:
         config["backend"] = "openai-compatible"
         config["api_model"] = spec.api_model
-        config["base_url"] = spec.base_url or "https://api.openai.com/v1"
+        # a key written into the URL (user:key@host, ?api_key=...) is never stored (issue 11)
+        config["base_url"] = strip_credentials(spec.base_url or "https://api.openai.com/v1")
         config["openai_version"] = _version("openai")
         config.pop("n_ctx"), config.pop("n_gpu_layers"), config.pop("chat_template")
     else:

@@ -112,9 +112,18 @@ def write_tiny_gguf(
     weight_scale: float = 0.02,
     embedding_scale: float = 1.0,
     output_scale: float | None = 0.5,
+    eos_logit: float = 0.0,
 ) -> Path:
-    """Write the model; ``output_scale=None`` ties the output layer to the token embeddings (a smaller file)."""
+    """Write the model; ``output_scale=None`` ties the output layer to the token embeddings (a smaller file).
+
+    ``eos_logit`` > 0 raises end-of-text's logit at every position (2.5: the most probable token at the answer
+    position of the story prompts, p about 0.3): a model that wants to stop there (issue 13, item 4). 0 writes the
+    same file as before the option existed. f32 weights are drawn in float64 (the weights earlier versions wrote, bit
+    for bit); f16 weights in float32 (half the memory on a 152k-token vocabulary)."""
     import gguf
+
+    if eos_logit and output_scale is None:
+        raise ValueError("eos_logit needs an output layer of its own (output_scale)")
 
     path = Path(path)
     rng = np.random.default_rng(seed)
@@ -130,22 +139,30 @@ def write_tiny_gguf(
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_dimension_count(n_embd // n_head)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if f16 else gguf.LlamaFileType.ALL_F32)
-    n_vocab = _add_vocabulary(writer, vocab, add_bos)
+    n_vocab, eos_id = _add_vocabulary(writer, vocab, add_bos)
     writer.add_vocab_size(n_vocab)
     if chat_template:
         writer.add_chat_template(chat_template)
 
     dtype = np.float16 if f16 else np.float32
 
+    def draw(*shape: int, scale: float) -> np.ndarray:
+        if f16:
+            return (rng.standard_normal(shape, dtype=np.float32) * scale).astype(dtype)
+        return (rng.standard_normal(shape) * scale).astype(dtype)
+
     def tensor(name: str, *shape: int, scale: float = weight_scale) -> None:
-        writer.add_tensor(name, (rng.standard_normal(shape, dtype=np.float32) * scale).astype(dtype))
+        writer.add_tensor(name, draw(*shape, scale=scale))
 
     def ones(name: str, n: int = n_embd) -> None:
         writer.add_tensor(name, np.ones(n, dtype=np.float32))
 
     # numpy shapes are ggml's dimensions reversed
     head_dim = n_embd // n_head
-    tensor("token_embd.weight", n_vocab, n_embd, scale=embedding_scale)
+    embedding = draw(n_vocab, n_embd, scale=embedding_scale)
+    if eos_logit:  # one constant dimension in every token's embedding survives the (small) layers
+        embedding[:, 0] = 4.0
+    writer.add_tensor("token_embd.weight", embedding)
     for i in range(n_layers):
         ones(f"blk.{i}.attn_norm.weight")
         tensor(f"blk.{i}.attn_q.weight", n_embd, n_embd)
@@ -158,7 +175,11 @@ def write_tiny_gguf(
         tensor(f"blk.{i}.ffn_down.weight", n_embd, n_ff)
     ones("output_norm.weight")
     if output_scale is not None:  # else llama.cpp uses token_embd as the output layer
-        tensor("output.weight", n_vocab, n_embd, scale=output_scale)
+        output = draw(n_vocab, n_embd, scale=output_scale)
+        if eos_logit:  # only end-of-text reads the constant dimension
+            output[:, 0] = 0.0
+            output[eos_id, 0] = eos_logit
+        writer.add_tensor("output.weight", output)
 
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -167,7 +188,8 @@ def write_tiny_gguf(
     return path
 
 
-def _add_vocabulary(writer, vocab: str | Path | None, add_bos: bool) -> int:
+def _add_vocabulary(writer, vocab: str | Path | None, add_bos: bool) -> tuple[int, int]:
+    """Write the tokenizer; (the vocabulary's size, its end-of-text token)."""
     import gguf
 
     if vocab is None:
@@ -184,7 +206,7 @@ def _add_vocabulary(writer, vocab: str | Path | None, add_bos: bool) -> int:
         writer.add_bos_token_id(len(tokens) - 2)
         writer.add_eos_token_id(len(tokens) - 1)
         writer.add_add_bos_token(True)
-        return len(tokens)
+        return len(tokens), len(tokens) - 1
     meta = read_vocab(vocab)
     tokens = meta["tokenizer.ggml.tokens"]
     assert isinstance(tokens, list)
@@ -202,7 +224,7 @@ def _add_vocabulary(writer, vocab: str | Path | None, add_bos: bool) -> int:
         if key in meta:
             add(int(meta[key]))  # type: ignore[call-overload]
     writer.add_add_bos_token(add_bos)
-    return len(tokens)
+    return len(tokens), int(meta.get("tokenizer.ggml.eos_token_id", len(tokens) - 1))  # type: ignore[call-overload]
 
 
 def main() -> None:
@@ -225,6 +247,7 @@ def main() -> None:
     )
     parser.add_argument("--no-add-bos", action="store_true", help="the model does not ask for a BOS token")
     parser.add_argument("--f16", action="store_true")
+    parser.add_argument("--eos-logit", type=float, default=0.0, help="make end-of-text the likely next token")
     args = parser.parse_args()
     template = {"none": None, "bos": BOS_TEMPLATE}.get(args.template)
     if args.template == "vocab":
@@ -243,6 +266,7 @@ def main() -> None:
         chat_template=template,
         add_bos=not args.no_add_bos,
         f16=args.f16,
+        eos_logit=args.eos_logit,
     )
     print(args.out)
 

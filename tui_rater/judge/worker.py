@@ -7,11 +7,12 @@ per process whose concurrent sequences serve every worker thread.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -21,6 +22,7 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.protocols import EvaluationProtocol, Reading, derive_seed
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.judge import queue
+from tui_rater.judge.backends.base import OptionProbabilities
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.queue import Job, RatingResult
 from tui_rater.judge.spec import JudgeSpec
@@ -108,9 +110,16 @@ class Worker(threading.Thread):
         self.counts = None
 
     def run(self) -> None:
-        study = self.study = Study.open(self.db_path, create=False, durable=False)
+        # nothing escapes this thread: a job's failure is stored with the job; anything else
+        # stops the judge visibly (progress.fatal), its leased jobs given back (issue 11)
+        try:
+            study = self.study = Study.open(self.db_path, create=False, durable=False)
+        except Exception as exc:
+            self._stop_judge(JudgeError("internal", f"the judge cannot open the study: {type(exc).__name__}: {exc}"))
+            return
         self.replies: dict[str, dict] = {}
         min_jobs, max_jobs = lease_size(self.spec)
+        held: list[Job] = []
         try:
             queue.reclaim_dead(study)
             self.backend = self.backend_factory(self.spec)
@@ -124,6 +133,7 @@ class Worker(threading.Thread):
                     self.progress.wait_for_change(self.poll_s)
                     continue
                 for index, job in enumerate(jobs):
+                    held = jobs[index:]
                     if self.stop_event.is_set():
                         queue.release(study, jobs[index:], self.owner)
                         return
@@ -133,29 +143,42 @@ class Worker(threading.Thread):
                     if not self._process(study, job):
                         queue.release(study, jobs[index + 1 :], self.owner)
                         return
+                held = []
         except JudgeError as exc:  # the backend could not start (missing or corrupt model ...)
-            self.progress.fatal = exc
-            self.stop_event.set()
+            self._stop_judge(exc)
+        except Exception as exc:  # a bug, or the study file failing under us: never a silent death
+            self._stop_judge(JudgeError("internal", f"the judge's worker failed: {type(exc).__name__}: {exc}"))
+            with contextlib.suppress(Exception):
+                queue.release(study, held, self.owner)
         finally:
             if self.backend is not None:
-                self.backend.close()
+                with contextlib.suppress(Exception):
+                    self.backend.close()
             study.close()
+
+    def _stop_judge(self, exc: JudgeError) -> None:
+        self.progress.fatal = exc
+        self.stop_event.set()
+        with self.progress.changed:  # workers waiting for a lease see the stop now, not a poll later
+            self.progress.changed.notify_all()
 
     # --- one job -------------------------------------------------------------------------
 
     def _process(self, study: Study, job: Job) -> bool:
         """Run one job; False when the judge cannot go on (a fatal error)."""
-        item = study.item(job.item_key)
-        task = study.task(item.task)
         try:
             try:
+                item = study.item(job.item_key)
+                task = study.task(item.task)
                 if job.attribute == "*":
                     results = self._conversation(task, item, job)
                 else:
                     results = self._question(task, task.attribute(job.attribute), item, job, [])[0]
+            except JudgeError:
+                raise
             except UserError as exc:  # e.g. a template that needs a field the item lacks
                 raise JudgeError("bad_request", str(exc)) from None
-            except (KeyError, ValueError, TypeError, RuntimeError) as exc:
+            except Exception as exc:
                 # a bug must not silently kill the worker: the job fails, visibly, and the rest go on
                 raise JudgeError("internal", f"{type(exc).__name__}: {exc}") from None
         except JudgeError as exc:
@@ -305,9 +328,7 @@ class Worker(threading.Thread):
                 f"--mode distribution needs discrete options; {attribute.name} has none (use --mode text)",
             )
         labels = list(options.labels)
-        reply = self._cached(
-            messages, None, lambda: {"probabilities": self.backend.option_probabilities(messages, labels)}
-        )
+        reply = self._cached(messages, None, lambda: _option_reply(self.backend.option_probabilities(messages, labels)))
         reading = protocol.read_distribution(
             reply["probabilities"],
             attribute,
@@ -318,6 +339,8 @@ class Worker(threading.Thread):
             top_p=spec.top_p,
             seed=seed,
             min_mass=spec.min_mass,
+            unscored=reply.get("unscored", ()),
+            unscored_mass_at_most=reply.get("unscored_mass_at_most", 0.0),
         )
         # the pass's facts are kept once, with sample 0; reparse reads them from there
         return [
@@ -347,6 +370,16 @@ class Worker(threading.Thread):
 
 # a greedy judge regenerates an unreadable reply by sampling, as the paper's default decoding
 RETRY_TEMPERATURE = 1.0
+
+
+def _option_reply(found: Mapping[str, float] | OptionProbabilities) -> dict:
+    """What is cached and read of a distribution pass: the scored options, and those the server did not score."""
+    scores = OptionProbabilities.of(found)
+    reply: dict = {"probabilities": scores.probabilities}
+    if scores.unscored:
+        reply["unscored"] = list(scores.unscored)
+        reply["unscored_mass_at_most"] = scores.unscored_mass_at_most
+    return reply
 
 
 def request_identity(rater_config: dict) -> str:

@@ -108,6 +108,8 @@ def _distribution(protocol, attribute, variant: str, config: dict, group: list[d
         top_p=config.get("top_p", 1.0),
         seed=seed,
         min_mass=config.get("min_mass", 0.5),
+        unscored=stored.get("unscored", ()),
+        unscored_mass_at_most=stored.get("unscored_mass_at_most", 0.0),
     )
     out = []
     for row in sorted(group, key=lambda r: r["sample"]):

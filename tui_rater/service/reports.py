@@ -2,18 +2,75 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import TypeVar
+
 from tui_rater.domain.errors import UserError
-from tui_rater.stats.report import Record, build_report
+from tui_rater.service.planning import active_sample
+from tui_rater.stats.report import Record, Report, VerdictSettings
 from tui_rater.store.study import Study
 
+T = TypeVar("T")
 
-def build_reports(study: Study, task_names: list[str] | None, spa_tau: float | None) -> dict[str, list[Record]]:
+
+def build_reports(
+    study: Study, task_names: list[str] | None, spa_tau: float | None, verdict: VerdictSettings | None = None
+) -> dict[str, list[Record]]:
     """Records per task: the given tasks (even without ratings), else every task that has ratings."""
-    names = task_names or study.item_task_names()
-    for name in names:
-        study.task(name)  # an unknown task is one sentence, before any work
-    reports = {name: build_report(study, name, spa_tau=spa_tau) for name in names}
-    reports = {name: records for name, records in reports.items() if records or task_names}
+    reports = {report.task.name: report.records for report in _built(study, task_names, spa_tau, verdict)}
+    return _found(study, reports, task_names)
+
+
+def built_reports(
+    study: Study, task_names: list[str] | None, spa_tau: float | None, verdict: VerdictSettings | None = None
+) -> dict[str, Report]:
+    """Each task's built report: its records and the data they came from (the HTML report draws from both)."""
+    reports = {report.task.name: report for report in _built(study, task_names, spa_tau, verdict)}
+    return _found(study, reports, task_names)
+
+
+def _built(
+    study: Study, task_names: list[str] | None, spa_tau: float | None, verdict: VerdictSettings | None
+) -> Iterator[Report]:
+    tasks = [study.task(name) for name in task_names or study.item_task_names()]  # an unknown task: one sentence
+    for task in tasks:
+        settings = _with_inclusion(study, task.name, verdict or VerdictSettings())
+        report = Report(study, task, spa_tau=spa_tau, verdict=settings)
+        report.build()
+        if report.records or task_names:
+            yield report
+
+
+def _with_inclusion(study: Study, task_name: str, verdict: VerdictSettings) -> VerdictSettings:
+    """The inclusion probabilities of the items people rated in an uncertain order (active sampling).
+
+    Each annotator with an uncertain order drew their own sample; an item is in the human-rated set
+    when any of them drew it: π = 1 - Π(1 - π_a) over those annotators (independent draws).
+    """
+    if verdict.inclusion is not None:
+        return verdict
+    samples = [
+        sample
+        for rater in study.raters("human")
+        if (sample := active_sample(study, task_name, rater.name)) is not None and sample.rated
+    ]
+    if not samples:
+        return verdict
+    missing: dict[int, float] = {}
+    drawn: set[int] = set()
+    for sample in samples:
+        for key, pi, in_sample in zip(sample.item_keys, sample.probability, sample.drawn):
+            missing[key] = missing.get(key, 1.0) * (1.0 - float(pi))
+            if in_sample:
+                drawn.add(key)
+    # only the drawn items (the rated prefixes) are the sample; an item rated out of order is not
+    pi_of = {key: 1.0 - left for key, left in missing.items() if key in drawn}
+    inclusion = {attribute.name: pi_of for attribute in study.task(task_name).attributes}
+    return replace(verdict, inclusion=inclusion)
+
+
+def _found(study: Study, reports: dict[str, T], task_names: list[str] | None) -> dict[str, T]:
     if not reports:
         raise UserError(f"{study.path} holds no ratings yet")
     return reports

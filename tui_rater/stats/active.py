@@ -23,17 +23,26 @@ from tui_rater.stats.ppi import Interval, normal_interval
 UNIFORM_SHARE = 0.5  # the share of the rating budget drawn uniformly (guards against tiny π)
 
 
-def sampling_probabilities(uncertainty: ArrayLike, budget: float, uniform_share: float = UNIFORM_SHARE) -> np.ndarray:
-    """π_i for each item: ``uniform_share`` of the expected ``budget`` of ratings spread evenly, the
-    rest in proportion to the uncertainty; capped at 1 (the excess goes to the others).
-    Items with an unknown uncertainty (NaN) get the average."""
+def sampling_weights(uncertainty: ArrayLike, uniform_share: float = UNIFORM_SHARE) -> np.ndarray:
+    """Each item's share of the rating budget before capping (they sum to 1): ``uniform_share`` spread
+    evenly, the rest in proportion to the uncertainty. Items with an unknown uncertainty (NaN) get the average."""
     u = np.asarray(uncertainty, dtype=float)
     n = u.size
     if n == 0:
         return u
     u = np.where(np.isnan(u), np.nanmean(u) if np.any(~np.isnan(u)) else 1.0, u)
     u = np.clip(u, 0, None)
-    weights = (1 - uniform_share) * (u / u.sum() if u.sum() > 0 else np.full(n, 1 / n)) + uniform_share / n
+    return (1 - uniform_share) * (u / u.sum() if u.sum() > 0 else np.full(n, 1 / n)) + uniform_share / n
+
+
+def sampling_probabilities(uncertainty: ArrayLike, budget: float, uniform_share: float = UNIFORM_SHARE) -> np.ndarray:
+    """π_i for each item: ``uniform_share`` of the expected ``budget`` of ratings spread evenly, the
+    rest in proportion to the uncertainty; capped at 1 (the excess goes to the others).
+    Items with an unknown uncertainty (NaN) get the average."""
+    weights = sampling_weights(uncertainty, uniform_share)
+    n = weights.size
+    if n == 0:
+        return weights
     budget = min(float(budget), float(n))
     pi = np.zeros(n)
     capped = np.zeros(n, dtype=bool)
@@ -46,6 +55,24 @@ def sampling_probabilities(uncertainty: ArrayLike, budget: float, uniform_share:
         capped |= over
         pi[capped] = 1.0
     return pi
+
+
+def sequential_order(
+    uncertainty: ArrayLike, rng: np.random.Generator, uniform_share: float = UNIFORM_SHARE
+) -> tuple[np.ndarray, np.ndarray]:
+    """(an order of the items, their uniform draws U): an order to rate in whose every prefix is an
+    active sample, so a person may stop anywhere (``annotate --order uncertain``).
+
+    Item i is in the Poisson sample at level c when U_i < min(1, c w_i) (``w`` from ``sampling_weights``),
+    i.e. when U_i / w_i < c: sorting by U_i / w_i nests the samples of every budget, uncertain items
+    early but at random. The first k items are used with π = ``sampling_probabilities(u, k)``
+    (Ohlsson's sequential Poisson sampling, 1998: the sample size is fixed at k rather than random,
+    which leaves the estimate unbiased up to O(1/k))."""
+    weights = sampling_weights(uncertainty, uniform_share)
+    draws = rng.random(weights.size)
+    with np.errstate(divide="ignore"):
+        keys = np.where(weights > 0, draws / np.where(weights > 0, weights, 1.0), np.inf)
+    return np.argsort(keys, kind="stable"), draws
 
 
 def draw(probability: ArrayLike, rng: np.random.Generator) -> np.ndarray:

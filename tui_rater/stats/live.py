@@ -4,7 +4,9 @@ Per question, the humans' per-item score against each judge's, by the question's
 measurement: for scores Krippendorff's α (interval), Kendall's τ-b, exact agreement and the mean
 bias; for nominal answers (a choice, a pairwise A / B / tie) Cohen's κ, α nominal, exact agreement
 and verdict shares -- never a mean or τ of answer codes. Each judge carries its readings: share read,
-scale mass, and whether it is agreement-ready (``sections/readings.py``).
+scale mass, and whether it is agreement-ready (``sections/readings.py``), and the alternative annotator
+test's verdict -- may it replace the humans? -- when at least 3 humans rated the question
+(``sections/verdict.py``, at the default ε).
 """
 
 from __future__ import annotations
@@ -17,13 +19,28 @@ import numpy as np
 from tui_rater.domain.protocols import Level
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
+from tui_rater.stats import alt_test as at
 from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.report import Report
 from tui_rater.stats.sections.nominal import choice_labels, cohen_kappa
 from tui_rater.stats.sections.readings import JudgeReadings, readiness
+from tui_rater.stats.sections.settings import FDR
+from tui_rater.stats.sections.verdict import judge_ratings, level_of, rated, verdict_humans
 from tui_rater.store.study import Study
 
 _NONE = ag.Stat(None, 0, "no ratings of the same items")
+
+
+@dataclass
+class Verdict:
+    """The alt-test of one judge on one question: ω, ρ and the verdict, or why there is none."""
+
+    epsilon: float
+    winning_rate: float | None = None
+    advantage_probability: float | None = None
+    passed: bool | None = None
+    humans: int = 0  # humans tested
+    note: str = ""
 
 
 @dataclass
@@ -36,6 +53,7 @@ class JudgeRow:
     kappa: ag.Stat | None = None  # nominal only: Cohen's unweighted κ
     shares: dict[str, float] = field(default_factory=dict)  # nominal only: the judge's verdict shares
     readings: JudgeReadings | None = None  # None: the judge has no stored readings of this question
+    verdict: Verdict | None = None  # None: the judge has no value of this question to test
 
     @property
     def n(self) -> int:
@@ -118,6 +136,7 @@ def _attribute_pane(
     for judge in judges:
         llm = report.item_values(judge, attribute, ALL) if judge in report.judges else None
         pane.rows.append(_row(judge, human, llm, list(zip(labels, names)), nominal, found.get((judge, attribute.name))))
+    _verdicts(report, attribute, pane.rows)
     # the confusion map and the gaps: the first agreement-ready judge with ratings (else the first one)
     compared = sorted((row for row in pane.rows if row.n), key=lambda row: not row.ready)
     if human is not None and compared and labels:
@@ -190,3 +209,21 @@ def _gaps(
                 continue
         gaps.append(gap)
     return sorted(gaps, key=lambda g: -g.size)
+
+
+def _verdicts(report: Report, attribute: Attribute, rows: list[JudgeRow]) -> None:
+    """Each judge's alt-test (skipped at once with fewer than 3 human raters: the solo rater's usual case)."""
+    humans, reason = verdict_humans(report, attribute)
+    eps = report.verdict.eps
+    for row in rows:
+        if row.judge not in report.judges or not rated(report, row.judge, attribute):
+            continue
+        if reason:
+            row.verdict = Verdict(eps, note=reason)
+            continue
+        judge = judge_ratings(report, row.judge, attribute)
+        level = level_of(report, attribute)
+        result = at.alt_test(humans, judge, judge_name=row.judge, level=level, epsilon=eps, alpha=FDR)
+        row.verdict = Verdict(
+            eps, result.winning_rate, result.advantage_probability, result.passed, result.humans_tested, result.note
+        )

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tui_rater.stats import render_verdict
 from tui_rater.stats.records import ALL, HUMANS, SCHEMA, Record, as_dicts
 
 TITLES = {
@@ -20,6 +21,7 @@ TITLES = {
     "pairs": "Rater pairs — Kendall's τ, every human vs every other and vs each LLM, systems pooled",
     "table6": "Table 6 — Kendall's τ between two human raters per writer, mean over the rater pairs",
     "table12": "Table 12 — each human rater's mean per system",
+    "retest": "Test–retest — each rater against themselves (annotate --retest); their first ratings vs each judge",
     "table3": "Table 3 — judge runs differing only in instruction / temperature: mean ± std per writer",
     "nominal": "Verdict shares and agreement among each evaluator's annotators (α nominal, % all agree)",
     "nominal_pairs": "Agreement on nominal answers — Cohen's κ (unweighted), α nominal, % exact",
@@ -35,6 +37,7 @@ TITLES = {
     "extremes": (
         "Items a judge rated at the scale's end on every attribute and sample (check for injected instructions)"
     ),
+    **render_verdict.TITLES,
 }
 NOT_READY_MARK = " ⚠ not agreement-ready"
 Table = tuple[str, list[str], list[list[str]]]
@@ -93,9 +96,14 @@ class _Who:
 
 
 def tables(records: list[Record]) -> list[Table]:
-    """(title, header, rows) per table: the layout shared by the Rich and Markdown renderers."""
+    """(title, header, rows) per table: the layout shared by the Rich, Markdown and HTML renderers."""
+    return [table for _, table in named_tables(records)]
+
+
+def named_tables(records: list[Record]) -> list[tuple[str, Table]]:
+    """(the table's name, the table) for each table with rows: the HTML report groups them by name."""
     by, who = _index(records), _Who(records)
-    out: list[Table] = []
+    out: list[tuple[str, Table]] = []
     builders: list[Callable[[list[Record], Index, _Who], Table | None]] = [
         _table1,
         _table2,
@@ -110,13 +118,15 @@ def tables(records: list[Record]) -> list[Table]:
         _bt,
         _meta,
         _pair_meta,
+        *render_verdict.BUILDERS,
+        _retest,
         _readings,
         _extremes,
     ]
     for build in builders:
         table = build(records, by, who)
         if table is not None:
-            out.append(table)
+            out.append((build.__name__.removeprefix("_"), table))
     return out
 
 
@@ -361,6 +371,45 @@ def _pair_meta(records: list[Record], by: Index, who: _Who) -> Table | None:
     return TITLES["pair_meta"], header, rows
 
 
+def _retest(records: list[Record], by: Index, who: _Who) -> Table | None:
+    keys = list(dict.fromkeys((r.attribute, r.evaluator) for r in records if r.table == "retest"))
+    if not keys:
+        return None
+    rows = []
+    for attribute, person in keys:
+        mine = [r for r in records if r.table == "retest" and (r.attribute, r.evaluator) == (attribute, person)]
+        self_ = {r.statistic: r for r in mine if r.evaluator_b == person}
+        pairs = self_["retest_alpha"].n if "retest_alpha" in self_ else 0
+        judges = "; ".join(
+            f"{r.evaluator_b} α {_value(r)} (n {r.n})" for r in mine if r.statistic == "first_vs_judge_alpha"
+        )
+        rows.append(
+            [
+                person,
+                attribute,
+                str(pairs),
+                _value(self_.get("retest_alpha")),
+                _value(self_.get("retest_kappa")),
+                _value(self_.get("retest_exact"), 0, "%"),
+                _value(self_.get("retest_shift")),
+                _value(self_.get("retest_alpha_calibrated")),
+                judges or "no judge",
+            ]
+        )
+    header = [
+        "rater",
+        "attribute",
+        "rated twice",
+        "α self",
+        "κ self",
+        "identical",
+        "shift",
+        "α after calib.",
+        "vs judges",
+    ]
+    return TITLES["retest"], header, rows
+
+
 def _readings(records: list[Record], by: Index, who: _Who) -> Table | None:
     keys = list(dict.fromkeys((r.attribute, r.evaluator) for r in records if r.table == "readings"))
     if not keys:
@@ -415,15 +464,22 @@ def _extremes(records: list[Record], by: Index, who: _Who) -> Table | None:
 
 def to_rich(records: list[Record], task: str) -> Any:
     from rich.console import Group
-    from rich.table import Table as RichTable
+    from rich.table import Table
+    from rich.text import Text
+
+    from tui_rater.domain.display import safe_text
+
+    def literal(value: str) -> Text:
+        # names of tasks, systems, raters and attributes come from data: never markup, never escapes
+        return Text(safe_text(value, inline=True))
 
     parts = []
     for title, header, rows in tables(records):
-        table = RichTable(title=f"{task}: {title}", title_justify="left", show_lines=False)
+        table = Table(title=literal(f"{task}: {title}"), title_justify="left", show_lines=False)
         for column in header:
-            table.add_column(column, overflow="fold")
+            table.add_column(literal(column), overflow="fold")
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(literal(cell) for cell in row))
         parts.append(table)
     return Group(*parts)
 

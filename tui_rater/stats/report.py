@@ -4,7 +4,10 @@ The report asks each question's protocol which sections apply (``report_sections
 (``sections/``): scores get Chiang & Lee's Tables 1, 2, 3, 6 and 12 and Chen et al.'s
 meta-evaluation; nominal answers (a choice, a pairwise A / B / tie) get verdict shares, κ and
 α nominal, position bias, Bradley-Terry and the pairwise meta-evaluation; SPA questions get SPA.
-Every judge's readings (typed failures, scale mass, agreement-ready) come with every task.
+Whether a judge may replace the humans (``verdict``: the alternative annotator test), bias-corrected
+system means (``ppi``) and how both converge (``convergence``) come with every protocol they fit
+(docs/VERDICT.md); ``VerdictSettings`` carries the user's ε. Every judge's readings (typed failures,
+scale mass, agreement-ready) come with every task.
 """
 
 from __future__ import annotations
@@ -17,9 +20,21 @@ from tui_rater.stats.records import ALL, HUMANS, SCHEMA, Record, as_dicts
 from tui_rater.stats.sections import ALWAYS, ORDER, SECTIONS
 from tui_rater.stats.sections.data import ReportData, load, reference_system
 from tui_rater.stats.sections.readings import mark_not_ready
+from tui_rater.stats.sections.settings import VerdictSettings
 from tui_rater.store.study import Study
 
-__all__ = ["ALL", "HUMANS", "SCHEMA", "Record", "Report", "as_dicts", "build_report", "load", "reference_system"]
+__all__ = [
+    "ALL",
+    "HUMANS",
+    "SCHEMA",
+    "Record",
+    "Report",
+    "VerdictSettings",
+    "as_dicts",
+    "build_report",
+    "load",
+    "reference_system",
+]
 
 
 class Report(ReportData):
@@ -32,8 +47,9 @@ class Report(ReportData):
         frame: pl.DataFrame | None = None,
         spa_tau: float | None = 1.1,
         readings: pl.DataFrame | None = None,
+        verdict: VerdictSettings | None = None,
     ) -> None:
-        super().__init__(study, task, frame, spa_tau, readings)
+        super().__init__(study, task, frame, spa_tau, readings, verdict)
 
     def sections(self) -> list[tuple[str, list[Attribute]]]:
         """(section name, the questions whose protocol names it), in report order."""
@@ -60,5 +76,7 @@ class Report(ReportData):
         return self.records
 
 
-def build_report(study: Study, task_name: str, spa_tau: float | None = 1.1) -> list[Record]:
-    return Report(study, study.task(task_name), spa_tau=spa_tau).build()
+def build_report(
+    study: Study, task_name: str, spa_tau: float | None = 1.1, verdict: VerdictSettings | None = None
+) -> list[Record]:
+    return Report(study, study.task(task_name), spa_tau=spa_tau, verdict=verdict).build()

@@ -71,6 +71,17 @@ def _agreement(first: np.ndarray, retest: np.ndarray, level: str, labels: list[f
     return RetestAgreement(n, alpha, kappa, weights, ag.exact_agreement(first, retest, labels or None))
 
 
+def agreement(
+    first: ArrayLike, second: ArrayLike, *, level: str = "interval", labels: list[float] | None = None
+) -> RetestAgreement:
+    """α / κ / % identical between two aligned series, with the conventions above. Also for a person
+    against a judge, so that "you agree with yourself at α 0.62, with the judge at 0.55" compares like
+    with like (items where either is missing are left out)."""
+    x, y = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    keep = ~(np.isnan(x) | np.isnan(y))
+    return _agreement(x[keep], y[keep], level, labels)
+
+
 def drift(difference: ArrayLike, x: ArrayLike, against: str, confidence: float = 0.95) -> Drift:
     """Least-squares slope of ``difference`` on ``x`` with its t interval (n - 2 degrees of freedom)."""
     d, xs = np.asarray(difference, dtype=float), np.asarray(x, dtype=float)
@@ -116,7 +127,8 @@ def retest_reliability(
         drifts.append(drift(difference, spacing, "items between first rating and retest"))
     if first_time is not None:
         seconds = np.asarray(first_time, dtype=float)[keep]
-        drifts.append(drift(difference, (seconds - np.nanmin(seconds)) / 3600.0, "hours since the first rating"))
+        start = np.nanmin(seconds) if seconds.size else 0.0  # (no pairs: an empty drift, not an error)
+        drifts.append(drift(difference, (seconds - start) / 3600.0, "hours since the first rating"))
     note = "" if x.size else "no item was rated twice"
     return RetestReliability(
         level,

@@ -8,16 +8,25 @@ so a crash loses nothing that was acknowledged.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 import time
+import urllib.parse
 from datetime import UTC, datetime
 from pathlib import Path
 
 import sqlite_utils
 
 from tui_rater.domain.errors import UserError
-from tui_rater.store.schema import MIGRATIONS, SCHEMA_VERSION, statements
+from tui_rater.store.schema import (
+    APPLICATION_ID,
+    LEGACY_VERSIONS,
+    MIGRATIONS,
+    READABLE_FROM,
+    SCHEMA_VERSION,
+    statements,
+)
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -35,55 +44,244 @@ def _create_file(path: Path, shared: bool) -> None:
 
 
 def connect(
-    path: str | Path, *, create: bool = True, shared: bool = False, durable: bool = True
+    path: str | Path,
+    *,
+    create: bool = True,
+    shared: bool = False,
+    durable: bool = True,
+    readonly: bool = False,
 ) -> sqlite_utils.Database:
     """Open (and if needed create and migrate) a study file.
 
     ``durable``: fsync every commit (``synchronous = FULL``), for ratings a person typed. Judge
     workers pass False (``NORMAL``): in WAL mode a commit still survives a killed process, and a
     result lost to a power cut is lost together with its job's "done" mark, so it is recomputed.
+
+    ``readonly``: the caller only reads. Where the file or its folder cannot be written, it is
+    opened read-only (see ``open_readonly``); elsewhere as usual, so a due migration still runs.
+
+    A file is recognised as a study before anything is written to it (``recognise``): another
+    application's SQLite file is refused, unchanged -- no WAL switch, no migration.
     """
     path = Path(path)
-    if str(path) != ":memory:":
-        if path.is_dir():
-            raise UserError(f"{path} is a directory, not a database file")
-        if not path.exists():
-            if not create:
-                raise UserError(f"database {path} does not exist (run `tui-rater import` first)")
-            if not path.parent.exists():
-                raise UserError(f"cannot create database {path}: folder {path.parent} does not exist")
-            try:
-                _create_file(path, shared)
-            except FileExistsError:
-                pass  # another process created it first
-            except OSError as exc:
-                raise UserError(f"cannot create database {path}: {exc.strerror}") from None
-        elif shared:
-            with contextlib.suppress(OSError):
-                os.chmod(path, os.stat(path).st_mode | 0o060)
+    if str(path) == ":memory:":
+        return _open_writable(path, durable)
+    if path.is_dir():
+        raise UserError(f"{path} is a directory, not a database file")
+    if not path.exists():
+        if not create:
+            raise UserError(f"database {path} does not exist (run `tui-rater import` first)")
+        if not path.parent.exists():
+            raise UserError(f"cannot create database {path}: folder {path.parent} does not exist")
+        try:
+            _create_file(path, shared)
+        except FileExistsError:
+            pass  # another process created it first
+        except OSError as exc:
+            raise UserError(f"cannot create database {path}: {exc.strerror}") from None
+    recognise(path)
+    why_not = _why_not_writable(path)
+    if readonly and why_not:
+        return open_readonly(path)
+    if readonly:
+        try:
+            return _open_writable(path, durable)
+        except UserError:  # e.g. a full disk: no room for -wal and -shm, yet the file can be read
+            return open_readonly(path)
+    if why_not:
+        raise UserError(f"{why_not}; this command changes the study, so it cannot run (info, report and export can)")
+    if shared:
+        with contextlib.suppress(OSError):
+            os.chmod(path, os.stat(path).st_mode | 0o060)
+    return _open_writable(path, durable)
+
+
+def _open_writable(path: Path, durable: bool) -> sqlite_utils.Database:
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
     try:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        _check_readable(conn, path)
         if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL" if durable else "PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"{path} is not a tui-rater database ({exc})") from None
+    except sqlite3.DatabaseError as exc:  # the file was recognised: this is the disk or the folder
+        conn.close()
+        raise UserError(f"cannot open {path} for writing ({exc}): is the disk full, or the folder read-only?") from None
     db = sqlite_utils.Database(conn)
     migrate(db, path)
     return db
 
 
-def _check_readable(conn: sqlite3.Connection, path: Path) -> None:
-    # Any read fails on a file that is not SQLite ("file is not a database").
-    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+# --- recognising a study ---------------------------------------------------------------------
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def is_sqlite_file(path: str | Path) -> bool:
+    """True when the file starts with SQLite's magic header (whatever application wrote it).
+
+    Never call it on a database this process has open: closing any descriptor of a file drops
+    every POSIX lock the process holds on it, and another process would then delete the WAL
+    under the open connections (SQLite's documented pitfall, "How To Corrupt", §2.2). Study
+    files are inspected through SQLite itself (``_inspect``).
+    """
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _fingerprint(conn: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
+    """Each table's sorted column names (SQLite's own tables left out)."""
+    names = [
+        r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+    ]
+    return {name: tuple(sorted(r[1] for r in conn.execute(f"PRAGMA table_info('{name}')"))) for name in names}
+
+
+@functools.cache
+def _expected_tables(version: int) -> dict[str, tuple[str, ...]]:
+    """The tables a study of schema ``version`` has: the migrations applied to an empty database."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        for migration in MIGRATIONS[:version]:
+            if callable(migration):
+                migration(conn)
+            else:
+                for statement in statements(migration):
+                    conn.execute(statement)
+        return _fingerprint(conn)
+    finally:
+        conn.close()
+
+
+def _inspect(path: Path) -> tuple[int, int, dict[str, tuple[str, ...]]]:
+    """(application id, user version, tables) read without changing the file or creating -wal/-shm.
+
+    Without a -wal file the main file is the whole database, so ``immutable=1`` reads it without
+    creating anything; with one, a read-only connection reads the WAL's pages too.
+    """
+    wal = Path(f"{path}-wal")
+    no_wal = not wal.exists() or wal.stat().st_size == 0
+    modes = ["ro&immutable=1", "ro"] if no_wal else ["ro"]
+    last: sqlite3.DatabaseError | None = None
+    for mode in modes:
+        try:
+            conn = sqlite3.connect(f"{_uri(path)}?mode={mode}", uri=True, timeout=BUSY_TIMEOUT_S)
+        except sqlite3.DatabaseError as exc:
+            last = exc
+            continue
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            return app_id, version, _fingerprint(conn)
+        except sqlite3.DatabaseError as exc:
+            last = exc
+        finally:
+            conn.close()
+    if last is not None and "not a database" in str(last):
+        raise UserError(f"{path} is not a tui-rater database (it is not an SQLite file); nothing was changed")
+    raise UserError(f"{path} is not a tui-rater database ({last})")
+
+
+def recognise(path: Path) -> None:
+    """Accept a tui-rater study (or an empty file to make one); refuse anything else, unchanged.
+
+    A study carries ``PRAGMA application_id = APPLICATION_ID`` (set since schema 3). Files of
+    schema 1 and 2 predate it: they are recognised by their exact tables and columns.
+    """
+    if path.stat().st_size == 0:
+        return  # a new file (ours, or `touch`ed): nothing in it to protect
+    app_id, version, tables = _inspect(path)
+    if app_id == APPLICATION_ID:
+        return  # ours; a newer schema is refused by ``migrate`` / ``open_readonly``
+    if app_id != 0:
+        raise UserError(
+            f"{path} is another application's SQLite file (application id {app_id:#x}), "
+            "not a tui-rater database; nothing was changed"
+        )
+    if app_id == 0 and version == 0 and not tables:
+        return  # an empty SQLite database: becomes a study
+    if app_id == 0 and version in LEGACY_VERSIONS and tables == _expected_tables(version):
+        return  # a study written before schema 3; migration 3 marks it
+    what = f"tables: {', '.join(sorted(tables))}" if tables else "no tables"
+    raise UserError(
+        f"{path} is an SQLite file but not a tui-rater database "
+        f"(application id {app_id:#x}, user_version {version}, {what}); nothing was changed"
+    )
+
+
+# --- read-only studies -------------------------------------------------------------------------
+
+
+def _why_not_writable(path: Path) -> str | None:
+    """Why this process cannot write the study (None: it can). SQLite's WAL needs the file and,
+    to create -wal and -shm next to it, the folder (unless both exist and can be written)."""
+    if not os.access(path, os.W_OK):
+        return f"{path} is read-only for this user"
+    folder = path.parent
+    if not os.access(folder, os.W_OK):
+        sides = [Path(f"{path}-wal"), Path(f"{path}-shm")]
+        if not all(side.exists() and os.access(side, os.W_OK) for side in sides):
+            return f"the folder {folder} is read-only for this user, and SQLite must create {path.name}-wal there"
+    return None
+
+
+def _uri(path: Path) -> str:
+    return "file:" + urllib.parse.quote(str(path.resolve()))
+
+
+def open_readonly(path: Path) -> sqlite_utils.Database:
+    """A study this process cannot write (the file, or its folder for -wal and -shm).
+
+    Without a -wal file the main file holds everything: ``immutable=1`` reads it and creates
+    nothing (a read-only connection would leave -wal and -shm behind, owned by this user, which
+    could then stop the owner's writes). With a -wal, ``mode=ro`` reads it through the existing
+    -shm; if even that fails (a read-only folder without -shm), immutable would read stale data,
+    so a -wal holding changes is refused instead.
+    """
+    wal = Path(f"{path}-wal")
+    if not wal.exists():
+        conn = _connect_ro(path, "ro&immutable=1")
+    else:
+        try:
+            conn = _connect_ro(path, "ro")
+        except sqlite3.OperationalError as exc:
+            if wal.stat().st_size > 0:
+                raise UserError(
+                    f"cannot read {path}: its folder is read-only and {wal.name} holds changes not yet in the "
+                    f"file ({exc}); open it once where it can be written, or copy the files elsewhere"
+                ) from None
+            conn = _connect_ro(path, "ro&immutable=1")
     version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version == 0:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if tables and "items" not in tables:
-            raise UserError(f"{path} is an SQLite file but not a tui-rater database")
+    if version > SCHEMA_VERSION:
+        conn.close()
+        raise UserError(
+            f"{path} was written by a newer tui-rater (schema {version}, this one knows {SCHEMA_VERSION}); "
+            "upgrade tui-rater"
+        )
+    if version < READABLE_FROM:
+        conn.close()
+        raise UserError(
+            f"{path} has schema {version} and must be upgraded once by a tui-rater command that can write to it "
+            f"(this user cannot: {_why_not_writable(path)})"
+        )
+    return sqlite_utils.Database(conn)
+
+
+def _connect_ro(path: Path, mode: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        f"{_uri(path)}?mode={mode}", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+    )
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opening is lazy: fail here, not later
+    except sqlite3.DatabaseError:
+        conn.close()
+        raise
+    return conn
 
 
 def migrate(db: sqlite_utils.Database, path: Path | str = "") -> int:
@@ -134,11 +332,13 @@ def write(db: sqlite_utils.Database):
     _begin_immediate(conn)
     try:
         yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    else:
         conn.execute("COMMIT")
+    except BaseException:
+        # SQLite may have rolled back already (a full disk, an I/O error): the first error is the one to tell
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
 
 
 def _begin_immediate(conn: sqlite3.Connection) -> None:

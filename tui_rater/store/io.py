@@ -20,6 +20,7 @@ from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.store.db import write
+from tui_rater.store.outputs import write_output
 from tui_rater.store.study import Study, content_hash
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
@@ -107,6 +108,10 @@ def _read_jsonl(path: Path, text: str) -> tuple[list[str], list[dict]]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise UserError(f"{path}, line {line_no}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise UserError(f"{path}, line {line_no}: the JSON is nested too deeply to be a row") from None
+        except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+            raise UserError(f"{path}, line {line_no}: cannot read a value ({str(exc).split(';')[0]})") from None
         if not isinstance(row, dict):
             raise UserError(f"{path}, line {line_no}: each line must be a JSON object")
         rows.append(row)
@@ -234,11 +239,31 @@ def _value(path: Path, row: dict, attribute: Attribute) -> float:
             return known
     try:
         value = float(raw) if not isinstance(raw, bool) else math.nan
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise UserError(f"{where}: {str(raw)[:40]!r} is not a number") from None
     if not scale.contains(value):
         raise UserError(f"{where}: {raw} is off the scale ({scale.describe()})")
     return value
+
+
+MAX_SAMPLE = 1_000_000  # samples are numbered 0, 1, ... per question: a larger number is a mistake
+
+
+def _sample(where: str, raw: object) -> int:
+    """The ``sample`` column: a whole number from 0 to MAX_SAMPLE (not inf, not 2**70, not true)."""
+    if raw is None or raw == "":
+        return 0
+    try:
+        if isinstance(raw, bool):
+            raise ValueError
+        number = float(raw)
+        if not number.is_integer() or not 0 <= number <= MAX_SAMPLE:  # inf and nan fail here too
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise UserError(
+            f"{where}, column 'sample': {str(raw)[:40]!r} is not a whole number from 0 to {MAX_SAMPLE:,}"
+        ) from None
+    return int(number)
 
 
 def import_ratings(study: Study, path: str | Path, default_kind: str = "human") -> ImportResult:
@@ -278,13 +303,7 @@ def import_ratings(study: Study, path: str | Path, default_kind: str = "human") 
             raise UserError(f"{where}, column 'kind': {kind!r} is neither 'human' nor 'llm'")
         if rater_kinds.setdefault(rater, kind) != kind:
             raise UserError(f"{where}, column 'kind': rater {rater!r} is already a {rater_kinds[rater]} rater")
-        sample_raw = row.get("sample")
-        try:
-            sample = int(float(sample_raw)) if sample_raw not in (None, "") else 0
-            if sample < 0 or float(sample_raw or 0) != sample:
-                raise ValueError
-        except (TypeError, ValueError):
-            raise UserError(f"{where}, column 'sample': {sample_raw!r} is not a whole number >= 0") from None
+        sample = _sample(where, row.get("sample"))
         key = (item.key, attribute_name, rater, sample)
         if key in seen:
             raise UserError(
@@ -308,7 +327,7 @@ def _write_ratings(study: Study, path: Path, prepared: list[tuple]) -> ImportRes
             rater_id = rater_ids[rater]
             existing = conn.execute(
                 "SELECT value FROM ratings WHERE item_key = ? AND attribute = ? AND rater_id = ? AND sample = ? "
-                "AND retracted = 0 ORDER BY id DESC LIMIT 1",
+                "AND retracted = 0 AND retest_of IS NULL ORDER BY id DESC LIMIT 1",
                 [item.key, attribute, rater_id, sample],
             ).fetchone()
             if existing is not None:
@@ -397,22 +416,23 @@ def wide_frame(study: Study, task: str | None = None) -> pl.DataFrame:
     return base.join(wide, on=keys, how="left").rename({"item": "id"})
 
 
-def write_frame(frame: pl.DataFrame, out: str | Path) -> None:
+def write_frame(frame: pl.DataFrame, out: str | Path, like: str | Path | None = None) -> None:
+    """Write an export atomically, with the permissions of ``like`` (the study file); never over a
+    study or any SQLite file (``outputs.write_output``)."""
     out = Path(out)
     fmt = file_format(out)
-    if out.parent and not out.parent.exists():
-        raise UserError(f"cannot write {out}: folder {out.parent} does not exist")
-    tmp = out.with_name(out.name + ".partial")
-    try:
-        if fmt == "csv":
-            frame.write_csv(tmp)
-        elif fmt == "tsv":
-            frame.write_csv(tmp, separator="\t")
-        elif fmt == "jsonl":
-            frame.write_ndjson(tmp)
-        else:
-            frame.write_parquet(tmp)
-        tmp.replace(out)  # never leave a half-written export under the real name
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {out}: {exc.strerror}") from None
+
+    def write(path: Path) -> None:
+        try:
+            if fmt == "csv":
+                frame.write_csv(path)
+            elif fmt == "tsv":
+                frame.write_csv(path, separator="\t")
+            elif fmt == "jsonl":
+                frame.write_ndjson(path)
+            else:
+                frame.write_parquet(path)
+        except pl.exceptions.PolarsError as exc:  # polars wraps some I/O failures (a full disk) in its own types
+            raise OSError(f"{str(exc).splitlines()[0]}") from None
+
+    write_output(out, write, like)

@@ -1,8 +1,10 @@
 """The SQLite schema and its forward migrations.
 
-``PRAGMA user_version`` holds the schema version. Each migration is applied once, in its own
-transaction, in order; a file from a newer tui-rater is refused rather than guessed at. A
-migration is an SQL script, or a function of the connection where data must be rewritten.
+``PRAGMA user_version`` holds the schema version and ``PRAGMA application_id`` says the file
+is a tui-rater study (since schema 3; ``db.recognise`` knows the files before it). Each
+migration is applied once, in its own transaction, in order; a file from a newer tui-rater is
+refused rather than guessed at. A migration is an SQL script, or a function of the connection
+where data must be rewritten.
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ import sqlite3
 from collections.abc import Callable
 
 Migration = str | Callable[[sqlite3.Connection], None]
+
+# PRAGMA application_id of every study file: "tuiR" (SQLite's header offset 68; see
+# https://www.sqlite.org/fileformat.html#application_id). Fixed forever: changing it would
+# make every existing study look like another application's file.
+APPLICATION_ID = int.from_bytes(b"tuiR", "big")
 
 
 def statements(script: str) -> list[str]:
@@ -102,6 +109,11 @@ def _presentation(conn: sqlite3.Connection) -> None:
             WHERE json_extract(details, '$.order') = 'swapped'"""
     )
     conn.execute("UPDATE ratings SET presentation = 'original' WHERE json_extract(details, '$.order') = 'original'")
+
+
+def _mark_as_study(conn: sqlite3.Connection) -> None:
+    """3: ``PRAGMA application_id`` (in the same transaction as ``user_version``)."""
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
 _SPA_PROBABILITY = re.compile(r"^p_([A-Z])_over_([A-Z])$")
@@ -213,6 +225,38 @@ MIGRATIONS: list[Migration] = [
     );
     """,
     _presentation,
+    # 3: the file says it is a study, so another application's SQLite file is never taken for one
+    _mark_as_study,
+    # 4: test-retest ratings linked to the rating they repeat; stored annotation plans (the order of an
+    # annotator's showings, with retest showings and the active-sampling draws), so a restart continues
+    # the same plan.
+    """
+    ALTER TABLE ratings ADD COLUMN retest_of INTEGER REFERENCES ratings (id);  -- a blind second rating
+    CREATE INDEX ratings_retest ON ratings (retest_of) WHERE retest_of IS NOT NULL;
+    CREATE TABLE plans (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: a new plan is told apart from the one it replaced
+        rater_id INTEGER NOT NULL REFERENCES raters (id),
+        task TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('retest', 'uncertain')),
+        settings TEXT NOT NULL,            -- JSON: what the plan was made with (share, spacing, seed, judge ...)
+        created_at TEXT NOT NULL,
+        UNIQUE (rater_id, task, kind)
+    );
+    CREATE TABLE plan_showings (
+        plan_id INTEGER NOT NULL REFERENCES plans (id),
+        position INTEGER NOT NULL,         -- 0-based place in the annotator's order
+        item_key INTEGER NOT NULL REFERENCES items (key),
+        retest INTEGER NOT NULL DEFAULT 0, -- 1: the item's second, blind showing
+        uncertainty REAL,                  -- active sampling: the judge's uncertainty when drawn (NULL: unknown)
+        draw REAL,                         -- active sampling: the item's uniform draw U
+        PRIMARY KEY (plan_id, position)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+# files written before the application id: recognised by their exact tables (``db.recognise``)
+LEGACY_VERSIONS = (1, 2)
+# the oldest schema whose tables this version can read without migrating (a read-only file): the
+# reading queries use schema 4's retest column
+READABLE_FROM = 4

@@ -1,5 +1,10 @@
 """One annotator's session on one task: item order, resume point, ratings, undo, notes.
 
+The session is a list of *showings*: each item once, and with ``--retest`` a share of them a second
+time, blind and spaced (``store/retest.py``), in a plan stored in the file so a restart continues it.
+A showing's key is the item's key for its first showing and ``RetestShowing(key)`` for its retest:
+the app keeps what it shows per showing, so a retest starts empty whatever the first rating was.
+
 No Textual here: the app calls these methods from a worker thread and renders the results.
 Every rating is committed before ``rate`` returns, so a crash loses nothing acknowledged. The app
 runs each change through ``save`` instead: one transaction whose lock wait it controls, so that it
@@ -18,13 +23,34 @@ from typing import TypeVar
 
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
+from tui_rater.domain.protocols import derive_seed
 from tui_rater.domain.tasks import Task
 from tui_rater.store.db import BUSY_TIMEOUT_S
-from tui_rater.store.study import Item, Study
+from tui_rater.store.plans import Showing, load_plan, save_plan
+from tui_rater.store.retest import (
+    RETEST_NOTE,
+    RETEST_SPACING,
+    choose_retests,
+    recent_items,
+    retest_order,
+    retested_items,
+)
+from tui_rater.store.study import Item, Rater, Study
 
 T = TypeVar("T")
 
-ORDERS = ("imported", "random", "grouped")
+ORDERS = ("imported", "random", "grouped", "uncertain")
+
+
+@dataclass(frozen=True)
+class RetestShowing:
+    """The key of an item's second, blind showing (its first showing's key is the item's key)."""
+
+    item_key: int
+
+
+ShowingKey = int | RetestShowing
+Ratings = dict[tuple[int, str], tuple[int, float]]
 
 
 class StudyLocked(Exception):
@@ -60,29 +86,55 @@ class AnnotationSession:
     annotator: str
     order: str = "imported"
     seed: int = 0
-    items: list[Item] = field(default_factory=list)
+    retest: float = 0.0  # the share of the items shown a second time (0: none)
+    spacing: int = RETEST_SPACING  # a retest never comes within this many showings of the item
+    items: list[Item] = field(default_factory=list)  # the item of each showing, in order
+    is_retest: list[bool] = field(default_factory=list)  # per showing: the item's second, blind showing
     # (item_key, attribute) -> (rating id, value) of this annotator's ratings in force
-    mine: dict[tuple[int, str], tuple[int, float]] = field(default_factory=dict)
-    skipped: set[int] = field(default_factory=set)
-    flagged: set[int] = field(default_factory=set)
+    mine: Ratings = field(default_factory=dict)
+    # the same for their retest ratings (never in force: the first rating stays the rating)
+    retested: Ratings = field(default_factory=dict)
+    skipped: set[ShowingKey] = field(default_factory=set)
+    flagged: set[ShowingKey] = field(default_factory=set)
     undo_stack: list[Undo] = field(default_factory=list)
+    uncertain_plan: int | None = None  # the stored plan of --order uncertain this session follows
+    rater: Rater = field(init=False)  # set by ``open``
 
     @classmethod
     def open(
-        cls, study: Study, task_name: str, annotator: str, order: str = "imported", seed: int = 0
+        cls,
+        study: Study,
+        task_name: str,
+        annotator: str,
+        order: str = "imported",
+        seed: int = 0,
+        *,
+        retest: float = 0.0,
+        spacing: int = RETEST_SPACING,
+        replan: bool = False,
     ) -> AnnotationSession:
         if order not in ORDERS:
             raise UserError(f"--order must be one of {', '.join(ORDERS)}, not {order!r}")
+        if not 0 <= retest <= 1:
+            raise UserError(f"--retest takes the share of your rated items to show again, in (0, 1], not {retest:g}")
+        if spacing < 1:
+            raise UserError(f"--retest-spacing must be at least 1 item, not {spacing}")
         task = study.task(task_name)
         items = study.items(task.name)
         if not items:
             raise UserError(f"{study.path} holds no items for task {task.name!r}; import some first")
-        session = cls(study, task, annotator, order, seed)
+        if protocols.one_item_per_annotator(task) and (retest or order == "uncertain"):
+            what = "--retest" if retest else "--order uncertain"
+            raise UserError(f"{what} does not apply to task {task.name!r}: each annotator rates one packet of it")
+        session = cls(study, task, annotator, order, seed, retest, spacing)
         session.rater = study.human(annotator)
+        session.reload()
         if protocols.one_item_per_annotator(task):
             items = [session._spa_packet(items)]
-        session.items = session._ordered(items)
-        session.reload()
+        items = session._ordered(items)
+        showings = session._with_retests(items, replan) if retest else [(item, False) for item in items]
+        session.items = [item for item, _ in showings]
+        session.is_retest = [again for _, again in showings]
         return session
 
     def _spa_packet(self, items: list[Item]) -> Item:
@@ -104,6 +156,13 @@ class AnnotationSession:
         return items[int(digest[:8], 16) % len(items)]
 
     def _ordered(self, items: list[Item]) -> list[Item]:
+        if self.order == "uncertain":
+            # drawn once by service/planning.py (it needs the judge's ratings and the statistics)
+            plan = load_plan(self.study, self.rater.id, self.task.name, "uncertain")
+            if plan is None:
+                raise UserError(f"no uncertain order is planned for {self.annotator} on {self.task.name!r} yet")
+            self.uncertain_plan = plan.id
+            return _planned(items, [s.item_key for s in plan.showings])
         if self.order == "random":
             # stable per annotator: the same person sees the same order after a restart
             digest = hashlib.sha256(f"{self.seed}:{self.annotator}".encode()).hexdigest()
@@ -116,42 +175,91 @@ class AnnotationSession:
             return sorted(items, key=lambda i: (systems.index(i.system or ""), i.position))
         return items
 
+    def _with_retests(self, items: list[Item], replan: bool) -> list[tuple[Item, bool]]:
+        """The showings with retests: the stored plan when it was made with these settings, else a new one."""
+        settings = {"share": self.retest, "spacing": self.spacing, "seed": self.seed, "order": self.order}
+        if self.order == "uncertain":
+            settings["uncertain_plan"] = self.uncertain_plan
+        plan = load_plan(self.study, self.rater.id, self.task.name, "retest")
+        if plan is None or plan.settings != settings or replan:
+            rng = random.Random(derive_seed(self.seed, self.annotator, self.task.name, "retest"))
+            retested = retested_items(self.study, self.task.name, self.rater.id)
+            chosen = choose_retests(sorted(i.key for i in items), self.retest, rng, retested)
+            done = {i.key for i in items if self._complete(i.key, self.mine) or i.key in self.skipped}
+            recent = recent_items(self.study, self.task.name, self.rater.id, self.spacing)
+            order = retest_order([i.key for i in items], done, recent, chosen, self.spacing, rng)
+            showings = [Showing(key, again) for key, again in order]
+            plan = save_plan(self.study, self.rater.id, self.task.name, "retest", settings, showings)
+        by_key = {item.key: item for item in items}
+        planned = [(by_key[s.item_key], s.retest) for s in plan.showings if s.item_key in by_key]
+        in_plan = {s.item_key for s in plan.showings}
+        return planned + [(item, False) for item in items if item.key not in in_plan]  # imported since
+
     def reload(self) -> None:
         """Read this annotator's ratings and notes back from the file."""
         rows = self.study.db.conn.execute(
-            "SELECT r.id, r.item_key, r.attribute, r.value FROM ratings r JOIN items i ON i.key = r.item_key "
-            "WHERE r.rater_id = ? AND i.task = ? AND r.retracted = 0 ORDER BY r.id",
+            "SELECT r.id, r.item_key, r.attribute, r.value, r.retest_of FROM ratings r "
+            "JOIN items i ON i.key = r.item_key WHERE r.rater_id = ? AND i.task = ? AND r.retracted = 0 ORDER BY r.id",
             [self.rater.id, self.task.name],
         ).fetchall()
-        self.mine = {(item_key, attribute): (rating_id, value) for rating_id, item_key, attribute, value in rows}
+        self.mine = {
+            (item, attribute): (rating_id, value) for rating_id, item, attribute, value, of in rows if of is None
+        }
+        self.retested = {(item, a): (rating_id, value) for rating_id, item, a, value, of in rows if of is not None}
         notes = self.study.db.conn.execute(
-            "SELECT item_key, kind FROM notes WHERE rater_id = ? AND kind IN ('skip', 'flag')", [self.rater.id]
+            "SELECT item_key, kind, text FROM notes WHERE rater_id = ? AND kind IN ('skip', 'flag')", [self.rater.id]
         ).fetchall()
-        self.skipped = {k for k, kind in notes if kind == "skip"}
-        self.flagged = {k for k, kind in notes if kind == "flag"}
+        keys = [(RetestShowing(k) if text == RETEST_NOTE else k, kind) for k, kind, text in notes]
+        self.skipped = {key for key, kind in keys if kind == "skip"}
+        self.flagged = {key for key, kind in keys if kind == "flag"}
 
     # --- where we are --------------------------------------------------------------------
 
+    def key(self, index: int) -> ShowingKey:
+        """What the screen keeps this showing's answers and marks under."""
+        item_key = self.items[index].key
+        return RetestShowing(item_key) if self.is_retest[index] else item_key
+
+    def _ratings(self, index: int) -> Ratings:
+        return self.retested if self.is_retest[index] else self.mine
+
+    def _complete(self, item_key: int, ratings: Ratings) -> bool:
+        return all((item_key, a) in ratings for a in self.task.attribute_names)
+
     def complete(self, index: int) -> bool:
-        key = self.items[index].key
-        return all((key, a) in self.mine for a in self.task.attribute_names)
+        return self._complete(self.items[index].key, self._ratings(index))
+
+    def first_complete(self, index: int) -> bool:
+        """Is the item of this showing rated (its first showing)? A retest is shown only then."""
+        return self._complete(self.items[index].key, self.mine)
 
     def resume_index(self) -> int:
-        """The first item neither fully rated nor skipped (or the last item when all are done)."""
-        for index, item in enumerate(self.items):
-            if not self.complete(index) and item.key not in self.skipped:
-                return index
+        """The first showing neither fully rated nor skipped (a retest: only once its item is rated),
+        or the last showing when all are done."""
+        for index in range(len(self.items)):
+            if self.complete(index) or self.key(index) in self.skipped:
+                continue
+            if self.is_retest[index] and not self.first_complete(index):
+                continue
+            return index
         return len(self.items) - 1
 
     def first_unrated_attribute(self, index: int) -> int:
-        key = self.items[index].key
+        key, ratings = self.items[index].key, self._ratings(index)
         for position, name in enumerate(self.task.attribute_names):
-            if (key, name) not in self.mine:
+            if (key, name) not in ratings:
                 return position
         return 0
 
+    def saved_values(self) -> dict[tuple[ShowingKey, str], float]:
+        """(showing key, attribute) -> value of every rating in force, first and retest: what the app shows."""
+        values: dict[tuple[ShowingKey, str], float] = {key: value for key, (_id, value) in self.mine.items()}
+        for (item_key, attribute), (_id, value) in self.retested.items():
+            values[(RetestShowing(item_key), attribute)] = value
+        return values
+
     def value(self, index: int, attribute: str) -> float | None:
-        found = self.mine.get((self.items[index].key, attribute))
+        found = self._ratings(index).get((self.items[index].key, attribute))
         return found[1] if found else None
 
     def find(self, query: str) -> int | None:
@@ -178,7 +286,7 @@ class AnnotationSession:
         conn = self.study.db.conn
         if conn.in_transaction:  # left open by a failed COMMIT: a new change must never join it
             conn.execute("ROLLBACK")
-        before = (dict(self.mine), list(self.undo_stack), set(self.skipped), set(self.flagged))
+        before = (dict(self.mine), dict(self.retested), list(self.undo_stack), set(self.skipped), set(self.flagged))
         conn.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -192,7 +300,7 @@ class AnnotationSession:
             result = change()  # its store calls join this transaction (``db.write`` nests)
             conn.execute("COMMIT")
         except BaseException:
-            self.mine, self.undo_stack, self.skipped, self.flagged = before
+            self.mine, self.retested, self.undo_stack, self.skipped, self.flagged = before
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
@@ -205,11 +313,25 @@ class AnnotationSession:
         if not scale.contains(value):
             raise UserError(f"{value:g} is off the scale ({scale.describe()})")
         item = self.items[index]
-        previous = self.mine.get((item.key, attribute))
+        ratings, retest_of = self._ratings(index), None
+        if self.is_retest[index]:
+            first = self.mine.get((item.key, attribute))
+            if first is None:  # (the app shows a retest only once its item is rated: this is the first rating)
+                ratings = self.mine
+            else:
+                retest_of = first[0]
+        previous = ratings.get((item.key, attribute))
         rating_id = self.study.add_rating(
-            item.key, attribute, self.rater.id, value, parse_status="human", seconds=seconds, revises=revises
+            item.key,
+            attribute,
+            self.rater.id,
+            value,
+            parse_status="human",
+            seconds=seconds,
+            revises=revises,
+            retest_of=retest_of,
         )
-        self.mine[(item.key, attribute)] = (rating_id, value)
+        ratings[(item.key, attribute)] = (rating_id, value)
         self.undo_stack.append(Undo(index, attribute, rating_id, previous[1] if previous else None))
         return rating_id
 
@@ -225,12 +347,13 @@ class AnnotationSession:
     def note(
         self, index: int, kind: str, text: str | None = None, attribute: str | None = None, rating_id: int | None = None
     ) -> None:
-        key = self.items[index].key
-        self.study.add_note(key, self.rater.id, kind, text, attribute, rating_id)
+        if self.is_retest[index] and kind in ("skip", "flag"):
+            text = RETEST_NOTE  # a mark of the retest showing, not of the item's first showing
+        self.study.add_note(self.items[index].key, self.rater.id, kind, text, attribute, rating_id)
         if kind == "skip":
-            self.skipped.add(key)
+            self.skipped.add(self.key(index))
         elif kind == "flag":
-            self.flagged.add(key)
+            self.flagged.add(self.key(index))
 
     # --- reveal mode (Chiang & Lee App. C.3.2) ---------------------------------------------
 
@@ -244,6 +367,7 @@ class AnnotationSession:
             .db.conn.execute(
                 "SELECT r.attribute, ra.name, ra.kind, r.value, r.sample, r.raw FROM ratings r "
                 "JOIN raters ra ON ra.id = r.rater_id WHERE r.item_key = ? AND r.rater_id != ? AND r.retracted = 0 "
+                "AND r.retest_of IS NULL "
                 "ORDER BY r.attribute, ra.kind, ra.name, r.sample",
                 [self.items[index].key, self.rater.id],
             )
@@ -255,10 +379,18 @@ class AnnotationSession:
         return found
 
     def rating_id(self, index: int, attribute: str) -> int | None:
-        found = self.mine.get((self.items[index].key, attribute))
+        found = self._ratings(index).get((self.items[index].key, attribute))
         return found[0] if found else None
 
     def review(self, index: int, attribute: str, verdict: str, comment: str = "") -> None:
         """Record agree / disagree (+ comment) with the revealed ratings of one attribute."""
         text = json.dumps({"verdict": verdict, "comment": comment})
         self.note(index, "review", text, attribute, self.rating_id(index, attribute))
+
+
+def _planned(items: list[Item], keys: list[int]) -> list[Item]:
+    """``items`` in a stored plan's order; items imported since the plan was made come last."""
+    by_key = {item.key: item for item in items}
+    planned = [by_key[key] for key in keys if key in by_key]
+    in_plan = set(keys)
+    return planned + [item for item in items if item.key not in in_plan]

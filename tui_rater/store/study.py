@@ -38,10 +38,11 @@ class Rater:
 
 
 # The one definition of "the ratings in force" (a FROM clause, aliases r, i, ra): not retracted,
-# and for each (item, attribute, rater, presentation, sample) the latest -- a changed mind
-# replaces, undo retracts.
+# not a retest (a blind second rating never replaces the first: store/retest.py reads those), and
+# for each (item, attribute, rater, presentation, sample) the latest -- a changed mind replaces,
+# undo retracts.
 RATINGS_IN_FORCE = """ratings r
-    JOIN (SELECT max(id) AS id FROM ratings WHERE retracted = 0
+    JOIN (SELECT max(id) AS id FROM ratings WHERE retracted = 0 AND retest_of IS NULL
           GROUP BY item_key, attribute, rater_id, presentation, sample) latest ON latest.id = r.id
     JOIN items i ON i.key = r.item_key
     JOIN raters ra ON ra.id = r.rater_id"""
@@ -59,11 +60,14 @@ def _item(row: dict) -> Item:
 class Study:
     """One study file. Thread-safe for one thread at a time; open one per worker thread."""
 
-    def __init__(self, db: sqlite_utils.Database, path: str | Path, task_files: list[str] | None = None):
+    def __init__(
+        self, db: sqlite_utils.Database, path: str | Path, task_files: list[str] | None = None, readonly: bool = False
+    ):
         self.db = db
         self.path = Path(path)
         self._task_files = task_files or []
         self._registry: TaskRegistry | None = None
+        self.readonly = readonly  # opened by a command that only reads (see ``db.connect``)
 
     @classmethod
     def open(
@@ -74,12 +78,14 @@ class Study:
         shared: bool = False,
         task_files: list[str] | None = None,
         durable: bool = True,
+        readonly: bool = False,
     ) -> Study:
-        return cls(connect(path, create=create, shared=shared, durable=durable), path, task_files)
+        db = connect(path, create=create, shared=shared, durable=durable, readonly=readonly)
+        return cls(db, path, task_files, readonly)
 
     def reopen(self) -> Study:
         """A new connection to the same file (for another thread)."""
-        return Study.open(self.path, create=False, task_files=self._task_files)
+        return Study.open(self.path, create=False, task_files=self._task_files, readonly=self.readonly)
 
     def close(self) -> None:
         self.db.conn.close()
@@ -234,11 +240,13 @@ class Study:
         seconds: float | None = None,
         revises: int | None = None,
         details: dict | None = None,
+        retest_of: int | None = None,
     ) -> int:
+        """``retest_of``: the id of the rating this one repeats, blind (a test-retest rating, never in force)."""
         with write(self.db) as conn:
             cur = conn.execute(
                 "INSERT INTO ratings (item_key, attribute, rater_id, sample, value, raw, parse_status, "
-                "seconds, created_at, revises, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "seconds, created_at, revises, details, retest_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     item_key,
                     attribute,
@@ -251,6 +259,7 @@ class Study:
                     utc_now(),
                     revises,
                     json.dumps(details) if details else None,
+                    retest_of,
                 ],
             )
             return cur.lastrowid

@@ -17,7 +17,9 @@ from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
 from tui_rater.service.live import agreement_pane
+from tui_rater.service.retest import RetestSummary, retest_pane
 from tui_rater.stats.live import AttributePane, JudgeRow, PaneData
+from tui_rater.ui.retest import retest_text
 
 SHADES = " ░▒▓█"
 
@@ -43,7 +45,7 @@ def _judge_rows(text: Text, pane: AttributePane) -> None:
             style="bold",
         )
     for row in pane.rows:
-        name = safe_text(row.judge)[:30]
+        name = safe_text(row.judge, inline=True)[:30]
         ready = "yes" if row.ready else "NO ⚠"
         if pane.nominal:
             line = f"{name:<30} {_f(row.kappa):>6} {_f(row.alpha):>6} {_f(row.exact, 0, '%'):>6} {row.n:>4} "
@@ -55,15 +57,48 @@ def _judge_rows(text: Text, pane: AttributePane) -> None:
         text.append(line + f"{_mass(row):>5} ")
         text.append(f"{ready:>5}\n", style="" if row.ready else "bold")
         if not row.ready and row.readings is not None:
-            text.append(f"  ⚠ not agreement-ready: {safe_text(row.readings.reason)}\n", style="italic")
+            text.append(f"  ⚠ not agreement-ready: {safe_text(row.readings.reason, inline=True)}\n", style="italic")
+
+
+def _verdicts(text: Text, pane: AttributePane) -> None:
+    """One line per judge: may it replace the humans? The alt-test's ω and ρ, or why there is no verdict."""
+    rows = [row for row in pane.rows if row.verdict is not None]
+    if not rows:
+        return
+    verdicts = [row.verdict for row in rows if row.verdict is not None]
+    text.append(f"\nmay the judge replace the humans? (alt-test, ε {verdicts[0].epsilon:g})\n", style="bold")
+    reasons = {v.note for v in verdicts if v.passed is None}
+    if len(reasons) == 1 and all(v.passed is None for v in verdicts):  # the same reason for every judge: once
+        text.append(f"no verdict: {safe_text(reasons.pop())}\n", style="dim")
+        return
+    for row in rows:
+        verdict = row.verdict
+        if verdict is None:
+            continue
+        name = safe_text(row.judge)[:30]
+        if verdict.passed is None or verdict.winning_rate is None or verdict.advantage_probability is None:
+            line = f"{name:<30} no verdict: {safe_text(verdict.note)}"
+        else:
+            said = "yes, may replace them" if verdict.passed else "no"
+            line = (
+                f"{name:<30} ω {verdict.winning_rate:.2f}  ρ {verdict.advantage_probability:.2f}  {said} "
+                f"({verdict.humans} humans)"
+            )
+        text.append(line)
+        if not row.ready:
+            text.append("  ⚠ not agreement-ready", style="bold")
+        text.append("\n")
 
 
 def _confusion(text: Text, pane: AttributePane) -> None:
     if pane.confusion is None:
         return
-    text.append(f"\nconfusion: humans (rows) × {safe_text(pane.confusion_judge or '')[:30]} (columns)\n", style="bold")
+    text.append(
+        f"\nconfusion: humans (rows) × {safe_text(pane.confusion_judge or '', inline=True)[:30]} (columns)\n",
+        style="bold",
+    )
     top = max(1, int(pane.confusion.max()))
-    names = [safe_text(name)[:3] for name in pane.label_names]
+    names = [safe_text(name, inline=True)[:3] for name in pane.label_names]
     text.append("     " + "".join(f"{name:>4}" for name in names) + "\n")
     for name, row in zip(names, pane.confusion):
         text.append(f"{name:>4} ")
@@ -76,7 +111,7 @@ def _confusion(text: Text, pane: AttributePane) -> None:
 def _distributions(text: Text, pane: AttributePane) -> None:
     if not pane.distributions:
         return
-    names = [safe_text(name)[:3] for name in pane.label_names]
+    names = [safe_text(name, inline=True)[:3] for name in pane.label_names]
     if pane.nominal:  # shares of each evaluator's item verdicts; never a mean of the codes
         text.append("\nverdict shares (each item's verdict: its annotators' vote)\n", style="bold")
         for evaluator, counts in pane.distributions.items():
@@ -84,13 +119,13 @@ def _distributions(text: Text, pane: AttributePane) -> None:
             shares = "  ".join(
                 f"{name} {100 * c / total:3.0f}%" if total else f"{name}   –" for name, c in zip(names, counts)
             )
-            text.append(f"{safe_text(evaluator)[:16]:<16} {shares}  (n {total})\n")
+            text.append(f"{safe_text(evaluator, inline=True)[:16]:<16} {shares}  (n {total})\n")
         return
     text.append("\nrating distributions\n", style="bold")
     for evaluator, counts in pane.distributions.items():
         total = max(1, sum(counts))
         bars = " ".join(f"{name}:{'█' * round(8 * c / total):<8}" for name, c in zip(names, counts))
-        text.append(f"{safe_text(evaluator)[:16]:<16} {bars}\n")
+        text.append(f"{safe_text(evaluator, inline=True)[:16]:<16} {bars}\n")
 
 
 def _gaps(text: Text, pane: AttributePane, selected_gap: int) -> None:
@@ -101,11 +136,12 @@ def _gaps(text: Text, pane: AttributePane, selected_gap: int) -> None:
     for i, gap in enumerate(pane.gaps):
         marker = "▶ " if i == selected_gap else "  "
         if pane.nominal:
-            detail = f"human {safe_text(gap.human_label)}  llm {safe_text(gap.llm_label)}"
+            detail = f"human {safe_text(gap.human_label, inline=True)}  llm {safe_text(gap.llm_label, inline=True)}"
         else:
             detail = f"human {gap.human:.2f}  llm {gap.llm:.2f}  gap {gap.size:.2f}"
         text.append(
-            f"{marker}{safe_text(gap.item_id)[:24]:<24} {detail}\n", style="reverse" if i == selected_gap else ""
+            f"{marker}{safe_text(gap.item_id, inline=True)[:24]:<24} {detail}\n",
+            style="reverse" if i == selected_gap else "",
         )
 
 
@@ -113,24 +149,26 @@ def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
     text = Text()
     q = data.queue
     text.append(
-        f"{data.task} · {data.n_ratings} ratings · judge queue: {q['done']} done, "
+        f"{safe_text(data.task, inline=True)} · {data.n_ratings} ratings · judge queue: {q['done']} done, "
         f"{q['queued'] + q['leased']} waiting, {q['failed']} failed\n",
         style="bold",
     )
     for failure in data.failures:
         text.append(
-            f"  failed: {safe_text(failure['item'])} {safe_text(failure['attribute'])}: {failure['error_kind']}\n",
+            f"  failed: {safe_text(failure['item'], inline=True)} {safe_text(failure['attribute'], inline=True)}: "
+            f"{safe_text(failure['error_kind'], inline=True)}\n",
             style="italic",
         )
     if not data.attributes:
         return text
     pane = data.attributes[focus]
-    text.append(f"\n◀ {pane.attribute} ▶ ", style="bold reverse")
+    text.append(f"\n◀ {safe_text(pane.attribute, inline=True)} ▶ ", style="bold reverse")
     text.append(f" ({focus + 1}/{len(data.attributes)}, ↑↓ to change)\n\n")
     if not pane.humans or not any(row.n for row in pane.rows):
         text.append("No human and LLM ratings of the same items yet.\n", style="dim")
     if pane.rows:
         _judge_rows(text, pane)
+        _verdicts(text, pane)
     _confusion(text, pane)
     _distributions(text, pane)
     _gaps(text, pane, selected_gap)
@@ -161,9 +199,22 @@ class AgreementScreen(Screen[int | None]):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, AgreementScreen.Computed)
 
-    def __init__(self, study, task_name: str, item_index_of):
+    class RetestComputed(Message):
+        """The annotator's test-retest summary (computed apart: the pane's numbers do not wait for it)."""
+
+        def __init__(self, summary: RetestSummary, marker: tuple) -> None:
+            super().__init__()
+            self.summary, self.marker = summary, marker
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, AgreementScreen.RetestComputed)
+
+    def __init__(self, study, task_name: str, item_index_of, annotator: str | None = None):
         super().__init__()
         self.study, self.task_name, self.item_index_of = study, task_name, item_index_of
+        self.annotator = annotator  # whose test-retest lines to show (None: none)
+        self.retest: RetestSummary | None = None
+        self.retest_marker: tuple | None = None
         self.data: PaneData | None = None
         self.focus_attr = 0
         self.selected_gap = 0
@@ -171,12 +222,17 @@ class AgreementScreen(Screen[int | None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="agreement"):
+            yield Static(id="retest")  # shown once the annotator has rated items twice
             yield Static(Text("computing…", style="dim"), id="agreement-text")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.query_one("#retest", Static).display = False
         self.compute()
         self.set_interval(2.0, self.compute)
+        if self.annotator is not None:
+            self.compute_retest()
+            self.set_interval(2.0, self.compute_retest)
 
     @work(thread=True, exclusive=True, group="agreement")
     def compute(self) -> None:
@@ -188,13 +244,41 @@ class AgreementScreen(Screen[int | None]):
         finally:
             study.close()
 
+    @work(thread=True, exclusive=True, group="retest")
+    def compute_retest(self) -> None:
+        assert self.annotator is not None
+        study = self.study.reopen()
+        try:
+            summary, marker = retest_pane(study, self.task_name, self.annotator, self.retest_marker)
+            if summary is not None:
+                self.post_message(self.RetestComputed(summary, marker))
+        finally:
+            study.close()
+
     def on_agreement_screen_computed(self, message: Computed) -> None:
         self.data, self.marker = message.data, message.marker
+        self.redraw()
+
+    def on_agreement_screen_retest_computed(self, message: RetestComputed) -> None:
+        self.retest, self.retest_marker = message.summary, message.marker
         self.redraw()
 
     def redraw(self) -> None:
         if self.data is not None:
             self.query_one("#agreement-text", Static).update(render_pane(self.data, self.focus_attr, self.selected_gap))
+        self.redraw_retest()
+
+    def redraw_retest(self) -> None:
+        """The test-retest lines of the question in focus (the pane's, else the task's first)."""
+        widget = self.query_one("#retest", Static)
+        text = None
+        if self.retest is not None and self.retest.attributes:
+            names = [a.attribute for a in self.data.attributes] if self.data and self.data.attributes else []
+            name = names[self.focus_attr] if names else self.retest.attributes[0].attribute
+            text = retest_text(self.retest, name)
+        widget.display = text is not None
+        if text is not None:
+            widget.update(text)
 
     def action_attribute(self, delta: int) -> None:
         if self.data and self.data.attributes:

@@ -113,12 +113,11 @@ class RaterApp(QuitWhenSaved):
         self.shown_at = time.monotonic()
         self.writer: StoreWriter | None = None
         # what is in the file (changed only by reported commits) and what is not yet
-        self.view = SaveView(
-            {key: value for key, (_id, value) in session.mine.items()}, set(session.skipped), set(session.flagged)
-        )
+        self.view = SaveView(session.saved_values(), set(session.skipped), set(session.flagged))
         # this session's ratings, newest last, as undo will take them back: (index, attribute, value before)
         self.undoable: list[tuple[int, str, float | None]] = []
-        self.index_of = {item.key: i for i, item in enumerate(session.items)}
+        # showing key -> index (an item's key finds its first showing; a retest has a key of its own)
+        self.index_of = {session.key(i): i for i in range(len(session.items))}
         # items fully rated in the file, kept up to date on each commit (no recount over every item per key)
         self.completed = {i for i in range(len(session.items)) if self.saved_complete(i)}
 
@@ -210,19 +209,27 @@ class RaterApp(QuitWhenSaved):
 
     def value(self, index: int, attribute: str) -> float | None:
         """The value on screen: the last one typed, saved or not."""
-        return self.view.shown((self.session.items[index].key, attribute))[0]
+        return self.view.shown((self.session.key(index), attribute))[0]
 
     def shown(self, index: int, attribute: str) -> tuple[float | None, str]:
         """The value on screen and its mark: "" when it is in the file, else "…" (or "!" while saves fail)."""
-        value, unsaved = self.view.shown((self.session.items[index].key, attribute))
+        value, unsaved = self.view.shown((self.session.key(index), attribute))
         return value, self.view.mark() if unsaved else ""
 
     def item_complete(self, index: int) -> bool:
         return all(self.value(index, a) is not None for a in self.task_.attribute_names)
 
     def saved_complete(self, index: int) -> bool:
-        key = self.session.items[index].key
+        key = self.session.key(index)
         return all((key, a) in self.view.saved for a in self.task_.attribute_names)
+
+    def showable(self, index: int) -> bool:
+        """A retest showing only once its item is rated (on screen): nobody is asked to repeat what they
+        have not rated. (Dictionary look-ups only: this runs on every move.)"""
+        if not self.session.is_retest[index]:
+            return True
+        key = self.session.items[index].key
+        return all(self.view.shown((key, a))[0] is not None for a in self.task_.attribute_names)
 
     def first_unrated(self, index: int) -> int:
         for position, name in enumerate(self.task_.attribute_names):
@@ -282,27 +289,30 @@ class RaterApp(QuitWhenSaved):
             and self.index_of[key] not in self.completed
             and self.item_complete(self.index_of[key])
         )
-        width = 16
-        filled = int(width * done / total) if total else 0
-        item = session.items[self.index]
-        unsaved_notes = self.view.unsaved_notes(item.key)
+        key = session.key(self.index)  # a retest showing has marks of its own: it is not marked as seen
+        unsaved_notes = self.view.unsaved_notes(key)
         marks = []
         for note, word in (("flag", "flagged"), ("skip", "skipped")):
-            if item.key in (self.view.flagged if note == "flag" else self.view.skipped):
+            if key in (self.view.flagged if note == "flag" else self.view.skipped):
                 marks.append(word)
             elif note in unsaved_notes:
                 marks.append(word + self.view.mark())
-        text = Text()
-        text.append(f"{session.task.name} · {session.annotator} · item {self.index + 1}/{total} ", style="bold")
-        text.append("█" * filled + "░" * (width - filled))
-        text.append(f" {done}/{total} rated")
+        head = Text()
+        task_name, annotator = safe_text(session.task.name, inline=True), safe_text(session.annotator, inline=True)
+        head.append(f"{task_name} · {annotator} · item {self.index + 1}/{total} ", style="bold")
+        tail = Text(f" {done}/{total} rated")
         if saving:
-            text.append(f" (+{saving} saving{self.view.mark()})", style="bold")
+            tail.append(f" (+{saving} saving{self.view.mark()})", style="bold")
         if marks:
-            text.append(" · " + ", ".join(marks), style="bold")
+            tail.append(" · " + ", ".join(marks), style="bold")
         if self.judge_summary:
-            text.append(" · " + safe_text(self.judge_summary))
-        self.query_one("#status", Static).update(text)
+            tail.append(" · " + safe_text(self.judge_summary, inline=True))  # judge names, server errors
+        # the bar gives way first: a stopped judge must stay readable at 80 columns
+        room = self.size.width - 2 - head.cell_len - tail.cell_len if self.size.width else 16
+        width = max(0, min(16, room))
+        filled = int(width * done / total) if total else 0
+        head.append("█" * filled + "░" * (width - filled))
+        self.query_one("#status", Static).update(head + tail)
 
     def refresh_saving(self) -> None:
         line = self.view.line(self.quitting, self.confirming)
@@ -323,7 +333,7 @@ class RaterApp(QuitWhenSaved):
         self, index: int, attribute: str, value: float, *, seconds: float | None = None, revision: bool = False
     ) -> None:
         """A rating; ``revision``: a changed mind in reveal mode, linked to the rating it revises."""
-        session, item_key = self.session, self.session.items[index].key
+        session, item_key = self.session, self.session.key(index)
 
         def run() -> int:
             # on the store thread, after every earlier change: the rating in force is committed by now
@@ -334,7 +344,7 @@ class RaterApp(QuitWhenSaved):
         self.save(Change("rating", run, item_key, attribute, value))
 
     def save_note(self, index: int, note: str, run, done=None) -> None:
-        self.save(Change("note", run, self.session.items[index].key, note=note, done=done))
+        self.save(Change("note", run, self.session.key(index), note=note, done=done))
 
     def _from_store_thread(self, report: object) -> None:
         with contextlib.suppress(RuntimeError):  # the app has already stopped: ui/run.py reports the rest
@@ -363,13 +373,24 @@ class RaterApp(QuitWhenSaved):
 
     # --- moving --------------------------------------------------------------------------
 
-    def show_item(self, index: int, attribute: int | None = None) -> None:
-        self.index = max(0, min(index, len(self.session.items) - 1))
+    def show_item(self, index: int, attribute: int | None = None, direction: int = 1) -> None:
+        self.index = self._nearest_showable(max(0, min(index, len(self.session.items) - 1)), direction)
         self.focus_attr = self.first_unrated(self.index) if attribute is None else attribute
         self.typed = ""
         self.shown_at = time.monotonic()
         self.query_one("#item", VerticalScroll).scroll_home(animate=False)
         self.refresh_all()
+
+    def _nearest_showable(self, index: int, direction: int) -> int:
+        """``index``, or the nearest showable showing from it in ``direction`` (else the other way)."""
+        step = 1 if direction >= 0 else -1
+        for way in (step, -step):
+            i = index
+            while 0 <= i < len(self.session.items):
+                if self.showable(i):
+                    return i
+                i += way
+        return index
 
     def action_attribute(self, delta: int) -> None:
         self.typed = ""
@@ -382,7 +403,7 @@ class RaterApp(QuitWhenSaved):
         self.refresh_questions()
 
     def action_item(self, delta: int) -> None:
-        self.show_item(self.index + delta)
+        self.show_item(self.index + delta, direction=delta)
 
     def action_scroll(self, direction: int) -> None:
         pane = self.query_one("#item", VerticalScroll)
@@ -468,7 +489,7 @@ class RaterApp(QuitWhenSaved):
     def on_reveal_ready(self, message: RevealReady) -> None:
         index = message.index
         if message.error:
-            self.notify(f"Could not read the other ratings: {safe_text(message.error)}", severity="error", markup=False)
+            self.notify(f"Could not read the other ratings: {message.error}", severity="error")
 
         def after(_=None) -> None:
             self.show_item(index + 1 if index + 1 < len(self.session.items) else index)
@@ -479,12 +500,12 @@ class RaterApp(QuitWhenSaved):
         self.push_screen(screen, after)
 
     def save_review(self, index: int, attribute: str, verdict: str, comment: str = "") -> None:
-        session, item_key = self.session, self.session.items[index].key
+        session, item_key = self.session, self.session.key(index)
         run = lambda: session.review(index, attribute, verdict, comment)
         self.save(Change("note", run, item_key, attribute, note="review"))
 
     def review_mark(self, index: int, attribute: str) -> str:
-        key = self.session.items[index].key
+        key = self.session.key(index)
         unsaved = any(c.note == "review" and c.item_key == key and c.attribute == attribute for c in self.view.unsaved)
         return self.view.mark() if unsaved else ""
 
@@ -499,10 +520,10 @@ class RaterApp(QuitWhenSaved):
             last = session.undo()  # the same rating: both stacks grow and shrink in the same order
             if last is None:
                 return None
-            key = (session.items[last.item_index].key, last.attribute)
+            key = (session.key(last.item_index), last.attribute)
             return key, session.value(last.item_index, last.attribute)
 
-        self.save(Change("undo", run, self.session.items[index].key, attribute, before))
+        self.save(Change("undo", run, self.session.key(index), attribute, before))
         self.show_item(index, self.task_.attribute_names.index(attribute))
 
     # --- notes ---------------------------------------------------------------------------
@@ -546,17 +567,41 @@ class RaterApp(QuitWhenSaved):
     def action_agreement(self) -> None:
         from tui_rater.ui.agreement import AgreementScreen
 
-        index_of = {item.key: i for i, item in enumerate(self.session.items)}
-
         def jump(index: int | None) -> None:
             if index is not None:
                 self.show_item(index)
 
-        self.push_screen(AgreementScreen(self.session.study, self.task_.name, index_of.get), jump)
+        session = self.session  # an item's key finds its first showing
+        self.push_screen(AgreementScreen(session.study, self.task_.name, self.index_of.get, session.annotator), jump)
 
     def action_help(self) -> None:
         rows = [(self._keys_for(binding_id), description) for binding_id, description in HELP]
         self.push_screen(HelpScreen(rows))
+
+    # --- what reaches the terminal ------------------------------------------------------------
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity="information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notification (the app's and its screens') is literal: messages quote item ids,
+        typed text and error messages, so no markup is read and no escape reaches the terminal."""
+        super().notify(
+            safe_text(message, inline=True),
+            title=safe_text(title, inline=True),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
+
+    def get_key_display(self, binding: Binding) -> str:
+        # keys may come from the config file's [keys] table (data): shown literally in the footer
+        return safe_text(super().get_key_display(binding), inline=True)
 
     def _keys_for(self, binding_id: str) -> str:
         if self.options.keymap and binding_id in self.options.keymap:

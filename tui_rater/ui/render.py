@@ -21,7 +21,7 @@ def item_text(task: Task, item: Item, attribute: Attribute, *, show_system: bool
     if task.instructions:
         text.append(safe_text(task.instructions) + "\n\n", style="dim")
     if show_system and item.system:
-        text.append(f"written by: {safe_text(item.system)}\n\n", style="italic")
+        text.append(f"written by: {safe_text(item.system, inline=True)}\n\n", style="italic")
     # fields shown for one question only come after the others (Chiang & Lee's form shows the
     # PROMPT after the story, for relevance), unless the annotator asked to see them always
     extra = [f for f in task.fields if f not in task.display_fields and (prompt_always or f in attribute.shows)]
@@ -84,7 +84,7 @@ def questions_text(
             answer = f"[{typed}_]"
         style = "bold reverse" if focused else ""
         text.append(marker + answer + " ", style=style)
-        text.append(f"{safe_text(attribute.name)}: ", style="bold")
+        text.append(f"{safe_text(attribute.name, inline=True)}: ", style="bold")
         text.append(safe_text(attribute.question))
         if focused:
             text.append(f"\n     {scale_hint(attribute)}", style="dim")

@@ -17,6 +17,7 @@ import threading
 import time
 from typing import TextIO
 
+from tui_rater.domain.display import safe_text
 from tui_rater.ui.app import RaterApp
 from tui_rater.ui.writer import StoreWriter, describe
 
@@ -59,7 +60,7 @@ def run_app(app: RaterApp, err: TextIO | None = None) -> int:
 
 def _say(err: TextIO, line: str) -> None:
     with contextlib.suppress(OSError, ValueError):  # after SIGHUP there is no terminal to write to
-        err.write(f"tui-rater: {line}\n")
+        err.write(f"tui-rater: {safe_text(line, inline=True)}\n")  # may quote an error message
         err.flush()
 
 

@@ -13,16 +13,17 @@ import time
 from rich.text import Text
 
 from tui_rater.domain.display import safe_text
+from tui_rater.store.session import ShowingKey
 from tui_rater.ui.writer import Change, Committed, Stalled, describe
 
 UNSAVED_MARK = "…"  # after a value typed but not yet in the file: [4…]
 FAILED_MARK = "!"  # while saving fails (disk full ...): [4!]
 
-Key = tuple[int, str]  # (item key, attribute)
+Key = tuple[ShowingKey, str]  # (showing key, attribute): an item's retest showing has answers of its own
 
 
 class SaveView:
-    def __init__(self, saved: dict[Key, float], skipped: set[int], flagged: set[int]):
+    def __init__(self, saved: dict[Key, float], skipped: set[ShowingKey], flagged: set[ShowingKey]):
         self.saved = saved  # committed values of this annotator's ratings in force
         self.skipped, self.flagged = skipped, flagged  # committed notes
         self.unsaved: list[Change] = []  # submitted, not yet committed, oldest first
@@ -40,10 +41,10 @@ class SaveView:
     def mark(self) -> str:
         return FAILED_MARK if self.stalled is not None and not self.stalled.locked else UNSAVED_MARK
 
-    def unsaved_notes(self, item_key: int) -> list[str]:
+    def unsaved_notes(self, item_key: ShowingKey) -> list[str]:
         return [c.note for c in self.unsaved if c.kind == "note" and c.item_key == item_key and c.note]
 
-    def unsaved_keys(self) -> set[int]:
+    def unsaved_keys(self) -> set[ShowingKey]:
         return {key for key, _ in self._overlay}
 
     # --- changes -----------------------------------------------------------------------------

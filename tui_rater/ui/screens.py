@@ -28,8 +28,8 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         text = Text("Keys\n\n", style="bold")
         for keys, description in self.rows:
-            text.append(f"{keys:>18}  ", style="bold")
-            text.append(description + "\n")
+            text.append(f"{safe_text(keys, inline=True):>18}  ", style="bold")  # keys may come from the config file
+            text.append(safe_text(description) + "\n")
         text.append(
             "\nThe mouse works but is never needed. Remap keys in the config file's [keys] table.\n", style="dim"
         )
@@ -48,7 +48,7 @@ class InputScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="input-box"):
-            yield Static(Text(self.prompt, style="bold"))
+            yield Static(Text(safe_text(self.prompt, inline=True), style="bold"))  # prompts quote attribute names
             yield Input(placeholder=self.placeholder, id="input-line")
         yield Footer()
 
@@ -115,7 +115,8 @@ class RevealScreen(ModalScreen[None]):
         for position, attribute in enumerate(task.attributes):
             focused = position == self.focus_row
             mine, mark = self.shown(self.index, attribute.name)
-            text.append(("▶ " if focused else "  ") + attribute.name, style="bold reverse" if focused else "bold")
+            name = safe_text(attribute.name, inline=True)
+            text.append(("▶ " if focused else "  ") + name, style="bold reverse" if focused else "bold")
             text.append(f"  you: {format_value(attribute, mine)}{mark}")
             verdict = self.verdicts.get(attribute.name)
             if verdict:
@@ -125,7 +126,7 @@ class RevealScreen(ModalScreen[None]):
             if not ratings:
                 text.append("    no other ratings yet\n", style="dim")
             for other in ratings:
-                who = f"{safe_text(other.rater)}" + (f" (sample {other.sample})" if other.kind == "llm" else "")
+                who = safe_text(other.rater, inline=True) + (f" (sample {other.sample})" if other.kind == "llm" else "")
                 text.append(f"    {who}: {format_value(attribute, other.value)}\n")
                 if other.explanation:
                     text.append(f"      {safe_text(other.explanation.strip())[:400]}\n", style="italic")
@@ -161,7 +162,7 @@ class RevealScreen(ModalScreen[None]):
                 return
             value = protocols.of(attribute).value_from_text(attribute, answer)
             if value is None:
-                self.app.notify(f"{safe_text(answer)!r} is not a rating on this scale", severity="error")
+                self.app.notify(f"{answer!r} is not a rating on this scale", severity="error")  # literal: see RaterApp
                 return
             self.save_rating(self.index, attribute.name, value, revision=True)
             self.refresh_text()

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui_rater.store.session import StudyLocked
+from tui_rater.store.session import ShowingKey, StudyLocked
 
 LOCK_WAIT_S = 0.25  # one try for the write lock; then report "locked" and try again
 RETRY_AFTER_FAILURE_S = (0.5, 1.0, 2.0, 5.0)  # pauses after a failed save (disk full ...), then 5 s each
@@ -37,7 +37,7 @@ class Change:
 
     kind: str  # "rating", "undo" or "note"
     run: Callable[[], Any]
-    item_key: int | None = None
+    item_key: ShowingKey | None = None  # the showing it belongs to (``AnnotationSession.key``)
     attribute: str | None = None
     value: float | None = None  # what the screen shows for (item, attribute) while it is unsaved
     note: str | None = None  # the note's kind (skip, flag, comment, review)

@@ -44,9 +44,13 @@ FAILURES = (
     "ambiguous",  # several answers, or none singled out
     "truncated",  # the reply hit max_tokens before its (reason-first) answer
     "low_mass",  # too little next-token probability on the scale's options to call it an answer
+    "incomplete",  # the server gave too few options' probabilities to know the distribution
     "no_answer_token",  # neither option of a yes/no question among the top tokens (implicit score)
 )
 TEXT_MODES = ("text", "constrained")
+# An option the server gave no probability for may hold at most this share of the scored options'
+# mass, else the distribution is not known well enough to draw from (issue 13, item 3).
+MAX_UNSCORED_SHARE = 0.01
 
 
 class Level(StrEnum):
@@ -89,7 +93,7 @@ class DistributionReading:
     """One forward pass: the options' probabilities and the N samples drawn from them."""
 
     samples: list[Reading]
-    details: dict[str, Any]  # distribution (renormalised), raw, mass, expected, seed
+    details: dict[str, Any]  # distribution (renormalised), raw, mass, expected, seed; unscored options
 
 
 @dataclass(frozen=True)
@@ -140,8 +144,20 @@ class EvaluationProtocol:
     title: ClassVar[str] = ""
     level: ClassVar[Level] = Level.INTERVAL
     modes: ClassVar[tuple[str, ...]] = TEXT_MODES
-    # report sections (see stats): which of the papers' tables apply to this protocol's values
-    report_sections: ClassVar[tuple[str, ...]] = ("table1", "table2", "pairs", "table3", "extremes")
+    # report sections (see stats): which of the papers' tables apply to this protocol's values. The
+    # verdict sections (docs/VERDICT.md): "verdict" (the alternative annotator test, any level), "ppi"
+    # (bias-corrected system means: ordinal and interval levels only) and "convergence" (both as ratings arrive)
+    report_sections: ClassVar[tuple[str, ...]] = (
+        "table1",
+        "table2",
+        "pairs",
+        "table3",
+        "extremes",
+        "verdict",
+        "ppi",
+        "convergence",
+        "retest",  # a person against themselves (annotate --retest)
+    )
     # SPA gives each annotator one packet (one item) rather than every item
     one_item_per_annotator: ClassVar[bool] = False
     # the scale kinds this protocol can ask on
@@ -298,12 +314,17 @@ class EvaluationProtocol:
         top_p: float,
         seed: int,
         min_mass: float,
+        unscored: Sequence[str] = (),
+        unscored_mass_at_most: float = 0.0,
     ) -> DistributionReading:
         """The options' next-token probabilities -> N samples drawn with the judge's T and top-p.
 
         ``raw`` holds each option's probability as the model gave it (not renormalised). When
         less than ``min_mass`` of the next-token probability falls on the options, the model
-        was not answering the question: every sample is stored as ``low_mass``.
+        was not answering the question: every sample is stored as ``low_mass``. Options in
+        ``unscored`` have a spelling the server gave no probability for, together at most
+        ``unscored_mass_at_most``: when that could move the distribution by more than
+        ``MAX_UNSCORED_SHARE``, every sample is ``incomplete`` -- never a renormalised guess.
         """
         options = self.options(attribute, variant)
         if options is None:
@@ -311,9 +332,16 @@ class EvaluationProtocol:
         p = np.array([max(float(raw.get(label, 0.0)), 0.0) for label in options.labels], dtype=float)
         mass = float(p.sum())
         details: dict[str, Any] = {"raw": {k: float(v) for k, v in raw.items()}, "mass": mass, "seed": seed}
-        if not math.isfinite(mass) or mass <= 0 or mass < min_mass:
+        unknown = float(unscored_mass_at_most) if unscored else 0.0
+        if unscored:
+            details["unscored"] = list(unscored)
+            details["unscored_mass_at_most"] = unknown
+        if not math.isfinite(mass) or mass <= 0 or mass + unknown < min_mass:
             details["min_mass"] = min_mass
             return DistributionReading([Reading(None, "low_mass") for _ in range(samples)], details)
+        if mass < min_mass or not unknown <= MAX_UNSCORED_SHARE * mass:
+            details["min_mass"] = min_mass
+            return DistributionReading([Reading(None, "incomplete") for _ in range(samples)], details)
         p = p / mass
         values = np.array(options.values, dtype=float)
         canonical_values = [self.canonical(float(v), attribute, variant, presentation) for v in values]

@@ -33,7 +33,8 @@ class ChoiceAnswer(EvaluationProtocol):
     title: ClassVar[str] = "a choice between options"
     level: ClassVar[Level] = Level.NOMINAL
     modes: ClassVar[tuple[str, ...]] = ("text", "constrained", "distribution")
-    report_sections: ClassVar[tuple[str, ...]] = ("nominal",)
+    # the alt-test scores a nominal answer by accuracy; no system means ("ppi") of category codes
+    report_sections: ClassVar[tuple[str, ...]] = ("nominal", "verdict", "convergence", "retest")
     scale_kinds: ClassVar[tuple[str, ...]] = ("choice",)
 
     def keys(self, attribute: Attribute) -> tuple[str, ...]:
@@ -79,7 +80,15 @@ class ChoiceAnswer(EvaluationProtocol):
 class PairwiseComparison(ChoiceAnswer):
     name: ClassVar[str] = "pairwise"
     title: ClassVar[str] = "pairwise comparison A / B / tie (Chen et al. 2023)"
-    report_sections: ClassVar[tuple[str, ...]] = ("nominal", "position", "bt", "pair_meta")
+    report_sections: ClassVar[tuple[str, ...]] = (
+        "nominal",
+        "position",
+        "bt",
+        "pair_meta",
+        "verdict",
+        "convergence",
+        "retest",
+    )
 
     def variants(self, task: Task, attribute: Attribute) -> tuple[str, ...]:
         return ("plain",) if attribute.template else CHEN_PAIRWISE_VARIANTS

@@ -20,7 +20,18 @@ class LikertRating(EvaluationProtocol):
     title: ClassVar[str] = "Likert rating (Chiang & Lee 2023)"
     level: ClassVar[Level] = Level.ORDINAL
     modes: ClassVar[tuple[str, ...]] = ("text", "constrained", "distribution")
-    report_sections: ClassVar[tuple[str, ...]] = ("table1", "table2", "pairs", "table3", "raters", "extremes")
+    report_sections: ClassVar[tuple[str, ...]] = (
+        "table1",
+        "table2",
+        "pairs",
+        "table3",
+        "raters",
+        "extremes",
+        "verdict",  # the alternative annotator test, scored by -RMSE (the paper's choice for Likert data)
+        "ppi",
+        "convergence",
+        "retest",  # a person against themselves (annotate --retest)
+    )
     scale_kinds: ClassVar[tuple[str, ...]] = ("likert",)
 
     def variants(self, task: Task, attribute: Attribute) -> tuple[str, ...]:

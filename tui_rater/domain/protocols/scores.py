@@ -28,7 +28,19 @@ class ContinuousScore(EvaluationProtocol):
     title: ClassVar[str] = "a score on a continuous scale"
     level: ClassVar[Level] = Level.INTERVAL
     modes: ClassVar[tuple[str, ...]] = ("text", "constrained")
-    report_sections: ClassVar[tuple[str, ...]] = ("table1", "table2", "pairs", "table3", "raters", "extremes", "meta")
+    report_sections: ClassVar[tuple[str, ...]] = (
+        "table1",
+        "table2",
+        "pairs",
+        "table3",
+        "raters",
+        "extremes",
+        "meta",
+        "verdict",
+        "ppi",
+        "convergence",
+        "retest",  # a person against themselves (annotate --retest)
+    )
 
 
 class ExplicitScore(ContinuousScore):

@@ -19,6 +19,8 @@ from tui_rater.domain.questions import Attribute
 class SpaProbability(ContinuousScore):
     name: ClassVar[str] = "spa-probability"
     title: ClassVar[str] = "SPA: P[writer X better than writer Y] (Ethayarajh & Jurafsky 2022)"
+    # no "verdict" / "ppi": each annotator reads their own packet, so no item has the several raters the
+    # alt-test leaves out in turn, and SPA is itself the system-level estimate
     report_sections: ClassVar[tuple[str, ...]] = ("spa",)
     # one packet per annotator (§5.2 step 1)
     one_item_per_annotator: ClassVar[bool] = True

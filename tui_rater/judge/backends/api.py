@@ -2,21 +2,43 @@
 
 The client's own retries are off: the queue retries, with backoff that honours Retry-After,
 so a rate-limited job waits in the queue instead of holding a worker. Errors become typed
-``JudgeError``s; messages never contain the API key.
+``JudgeError``s. Replies are read strictly (``api_reply``): a malformed one fails its job and
+the worker goes on. Messages and stored replies never contain the API key, nor a user, password
+or key written into the base URL. Logprobs are asked for greedily (temperature 0, one token),
+and an option missing from the listed top 20 is scored on its own (``api_logprobs``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import random
+import sys
+import threading
+import time
+from collections.abc import Callable
 from datetime import UTC
+from functools import partial
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from tui_rater.judge.backends.base import Completion, Message, TokenCounts
+from tui_rater.domain.protocols.base import MAX_UNSCORED_SHARE
+from tui_rater.judge.backends import api_logprobs, api_reply
+from tui_rater.judge.backends.api_reply import MAX_BODY_BYTES, Listing
+from tui_rater.judge.backends.base import Completion, Message, OptionProbabilities, TokenCounts, spellings
 from tui_rater.judge.errors import JudgeError
-from tui_rater.judge.spec import JudgeSpec
+from tui_rater.judge.spec import NO_KEY, JudgeSpec, strip_credentials, url_secrets
 
 # how a constrained reply is asked for, tried in this order until the server accepts one
 CONSTRAINT_STYLES = ("json_schema", "grammar")
+TOP_LOGPROBS = 20  # the most OpenAI (and vLLM by default) list
+# a greedy reply without logprobs (end-of-text was the most probable token) is asked again by
+# sampling, which leaves the reported log-probabilities unchanged (issue 13, item 4)
+SAMPLED_TRIES = 3
+# llama.cpp's default min_p 0.05 and top_k 40 would cut the alternatives away and leave
+# end-of-text to be sampled again: off, on the servers that take these fields
+SAMPLER_EXTRAS = {"top_k": 0, "min_p": 0.0}
 
 
 def _retry_after(response) -> float | None:
@@ -27,19 +49,70 @@ def _retry_after(response) -> float | None:
         ms = response.headers.get("retry-after-ms")
         return float(ms) / 1000 if ms and ms.replace(".", "", 1).isdigit() else None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     except ValueError:
         from datetime import datetime
         from email.utils import parsedate_to_datetime
 
         try:
             return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
 
 
+class _BodyTooLarge(Exception):
+    pass
+
+
+class _BodyTooSlow(Exception):
+    pass
+
+
+_CAPPED: dict[type, type] = {}
+
+
+def _capped_stream(base: type) -> type:
+    """A byte stream (of the openai client's httpx) that stops at MAX_BODY_BYTES and at a deadline."""
+    if base not in _CAPPED:
+
+        class CappedStream(base):  # type: ignore[valid-type,misc]
+            def __init__(self, stream, deadline: float):
+                self.stream, self.deadline = stream, deadline
+
+            def __iter__(self):
+                size = 0
+                for chunk in self.stream:
+                    size += len(chunk)
+                    if size > MAX_BODY_BYTES:
+                        raise _BodyTooLarge()
+                    if time.monotonic() > self.deadline:  # a server that drips bytes defeats a read timeout
+                        raise _BodyTooSlow()
+                    yield chunk
+
+            def close(self) -> None:
+                self.stream.close()
+
+        _CAPPED[base] = CappedStream
+    return _CAPPED[base]
+
+
+def _cap_body(timeout_s: float, response) -> None:
+    """httpx response hook: the body is read through a counter (headers are in, the body not yet)."""
+    module = sys.modules[type(response).__module__.partition(".")[0]]
+    response.stream = _capped_stream(module.SyncByteStream)(response.stream, time.monotonic() + timeout_s)
+
+
 _CLIENTS: dict[tuple, object] = {}
-_CLIENTS_LOCK = __import__("threading").Lock()
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _split_query(base_url: str | None) -> tuple[str | None, dict[str, str]]:
+    """The base URL without its query (the client appends paths to it), and the query to send along."""
+    if base_url is None:
+        return None, {}
+    parts = urlsplit(base_url)
+    return urlunsplit((*parts[:3], "", "")), dict(parse_qsl(parts.query, keep_blank_values=True))
 
 
 def _shared_client(openai, base_url: str | None, key: str, timeout: float):
@@ -47,8 +120,19 @@ def _shared_client(openai, base_url: str | None, key: str, timeout: float):
     with _CLIENTS_LOCK:
         ident = (base_url, key, timeout)
         if ident not in _CLIENTS:
-            _CLIENTS[ident] = openai.OpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout)
+            url, query = _split_query(base_url)
+            http = openai.DefaultHttpxClient(
+                event_hooks={"response": [partial(_cap_body, timeout)]},
+                headers={"accept-encoding": "identity"},  # the size cap counts what is decoded
+            )
+            _CLIENTS[ident] = openai.OpenAI(
+                base_url=url, api_key=key, max_retries=0, timeout=timeout, default_query=query or None, http_client=http
+            )
         return _CLIENTS[ident]
+
+
+def _seed_of(messages: list[Message]) -> int:
+    return int.from_bytes(hashlib.sha256(json.dumps(messages).encode()).digest()[:4], "big") & 0x7FFFFFFF
 
 
 class ApiBackend:
@@ -59,65 +143,97 @@ class ApiBackend:
         self.counts = TokenCounts()
         self._openai = openai
         self._key = spec.api_key()
+        # the placeholder of a keyless local server is no secret (and a word a reply may hold)
+        self._secrets = [k for k in (self._key, *url_secrets(spec.base_url)) if k != NO_KEY]
         self.client = _shared_client(openai, spec.base_url, self._key, spec.timeout_s)
+        self.server = api_logprobs.server_facts(spec.base_url or "", spec.api_model)
+        base, _ = _split_query(spec.base_url)
+        self._root = (base or "https://api.openai.com/v1").rstrip("/").removesuffix("/v1")
         self._constraint_style: str | None = None
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "[key]") if self._key and len(self._key) > 3 else text
+    # --- one request ---------------------------------------------------------------------
 
-    def _call(self, **kwargs):
+    def _error(self, kind: str, message: str, retry_after: float | None = None) -> JudgeError:
+        return JudgeError(kind, api_reply.scrub(message, self._secrets), retry_after)
+
+    def _where(self) -> str:
+        return strip_credentials(self.spec.base_url) if self.spec.base_url else "api.openai.com"
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST ``body``; the reply's JSON object, or a typed failure (never another exception)."""
         openai = self._openai
         try:
-            return self.client.chat.completions.create(model=self.spec.api_model, **kwargs)
+            text = self.client.post(path, body=body, cast_to=str)
         except openai.AuthenticationError:
-            raise JudgeError(
+            raise self._error(
                 "auth", f"the server at {self._where()} refused the API key (401); check ${self.spec.api_key_env}"
             ) from None
         except openai.PermissionDeniedError:
-            raise JudgeError("auth", f"the server at {self._where()} denied access (403)") from None
+            raise self._error("auth", f"the server at {self._where()} denied access (403)") from None
         except openai.NotFoundError:
-            raise JudgeError(
+            raise self._error(
                 "unknown_model", f"the server at {self._where()} has no model {self.spec.api_model!r} (404)"
             ) from None
         except openai.RateLimitError as exc:
-            raise JudgeError("rate_limited", "rate limited (429)", _retry_after(exc.response)) from None
+            raise self._error("rate_limited", "rate limited (429)", _retry_after(exc.response)) from None
         except openai.APITimeoutError:
-            raise JudgeError("timeout", f"no answer within {self.spec.timeout_s:g} s") from None
+            raise self._error("timeout", f"no answer within {self.spec.timeout_s:g} s") from None
         except openai.APIConnectionError as exc:
-            raise JudgeError("connection", f"cannot reach {self._where()} ({self._scrub(str(exc))})") from None
+            raise self._error("connection", f"cannot reach {self._where()} ({exc})") from None
         except openai.InternalServerError as exc:
-            detail = self._scrub(str(exc.message))[:200]
-            raise JudgeError(
+            detail = str(exc.message)[:200]
+            raise self._error(
                 "server_error", f"server error {exc.status_code}: {detail}", _retry_after(exc.response)
             ) from None
-        except openai.BadRequestError as exc:
-            raise JudgeError(
-                "bad_request", self._scrub(f"the server rejected the request (400): {exc.message}")
-            ) from None
-        except openai.UnprocessableEntityError as exc:
-            raise JudgeError(
-                "bad_request", self._scrub(f"the server rejected the request (422): {exc.message}")
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            raise self._error(
+                "bad_request", f"the server rejected the request ({exc.status_code}): {str(exc.message)[:300]}"
             ) from None
         except openai.APIStatusError as exc:
             kind = "server_error" if exc.status_code >= 500 else "bad_request"
-            raise JudgeError(kind, f"HTTP {exc.status_code}", _retry_after(exc.response)) from None
-        except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:
-            raise JudgeError("malformed", f"the server's answer is not valid JSON ({type(exc).__name__})") from None
+            raise self._error(kind, f"HTTP {exc.status_code}", _retry_after(exc.response)) from None
+        except _BodyTooLarge:
+            raise self._error("malformed", f"the server's answer is larger than {MAX_BODY_BYTES >> 20} MB") from None
+        except _BodyTooSlow:
+            raise self._error("timeout", f"the answer took longer than {self.spec.timeout_s:g} s to arrive") from None
+        except openai.OpenAIError as exc:  # e.g. a response the client cannot decode
+            raise self._error("malformed", f"the server's answer could not be read ({type(exc).__name__})") from None
+        return api_reply.parse_body(text)
 
-    def _where(self) -> str:
-        return self.spec.base_url or "api.openai.com"
-
-    def _reply_text(self, response) -> str:
+    def _chat(self, **params: Any) -> dict[str, Any]:
         try:
-            choice = response.choices[0]
-            text = choice.message.content
-        except (AttributeError, IndexError, TypeError):
-            raise JudgeError("malformed", "the server's answer has no choices[0].message") from None
-        usage = getattr(response, "usage", None)
-        if usage is not None:
-            self.counts.evaluated += getattr(usage, "prompt_tokens", 0) or 0
-            self.counts.generated += getattr(usage, "completion_tokens", 0) or 0
-        return text or ""
+            return self._post("/chat/completions", {"model": self.spec.api_model, **params})
+        except JudgeError as exc:
+            if exc.kind == "malformed":  # HTML, not JSON ...: counts against the server
+                raise self._bad(exc) from None
+            raise
+
+    def _judged(self, read: Callable[[], Any]) -> Any:
+        """Read a reply; a malformed one counts against the server (a judge that never gets one stops)."""
+        try:
+            found = read()
+        except JudgeError as exc:
+            raise self._bad(exc) from None
+        return found
+
+    def _bad(self, error: JudgeError) -> JudgeError:
+        self.server.note(good=False)
+        if not self.server.unusable:
+            return error
+        return self._error(
+            "server_unusable",
+            f"{api_logprobs.UNUSABLE_STREAK} replies in a row from {self._where()} and none usable, the last: "
+            f"{error.message}; check --base-url and the model, or use --mode text",
+        )
+
+    def _text(self, body: dict[str, Any]) -> tuple[str, str]:
+        text, finish = self._judged(lambda: api_reply.message_text(body, self._secrets))
+        prompt, completion = api_reply.usage(body)
+        self.counts.evaluated += prompt
+        self.counts.generated += completion
+        return text, finish
+
+    # --- a reply ---------------------------------------------------------------------------
 
     def complete(
         self,
@@ -130,15 +246,18 @@ class ApiBackend:
         grammar: str | None = None,
         json_schema: dict | None = None,
     ) -> Completion:
-        params = dict(messages=messages, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+        params: dict[str, Any] = dict(
+            messages=messages, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed
+        )
         if grammar is None and json_schema is None:
-            response = self._call(**params)
-            return Completion(self._reply_text(response), finish_reason=self._finish_reason(response))
+            text, finish = self._text(self._chat(**params))
+            self.server.note(good=True)
+            return Completion(text, finish_reason=finish)
         styles = [self._constraint_style] if self._constraint_style else list(CONSTRAINT_STYLES)
         last: JudgeError | None = None
         for style in styles:
             try:
-                response = self._call(**params, **self._constraint(style, grammar, json_schema))
+                body = self._chat(**params, **self._constraint(style, grammar, json_schema))
             except JudgeError as exc:
                 # a server that does not know this kind of constraint says 400/422 (or, like
                 # llama-cpp-python's server, a 500 naming response_format): try the next kind
@@ -150,23 +269,14 @@ class ApiBackend:
                 last = exc
                 continue
             self._constraint_style = style
-            return Completion(
-                self._reply_text(response),
-                structured=style == "json_schema",
-                finish_reason=self._finish_reason(response),
-            )
+            text, finish = self._text(body)
+            self.server.note(good=True)
+            return Completion(text, structured=style == "json_schema", finish_reason=finish)
         raise JudgeError(
             "unsupported",
             "the server accepts neither a JSON schema nor a grammar for "
             f"constrained output; use --mode text ({last.message if last else ''})",
         )
-
-    @staticmethod
-    def _finish_reason(response) -> str:
-        try:
-            return str(response.choices[0].finish_reason or "stop")
-        except (AttributeError, IndexError, TypeError):
-            return "stop"
 
     @staticmethod
     def _constraint(style: str, grammar: str | None, json_schema: dict | None) -> dict:
@@ -178,44 +288,119 @@ class ApiBackend:
                 }
             }
         if style == "grammar" and grammar is not None:
-            return {"extra_body": {"grammar": grammar}}  # llama.cpp server
+            return {"grammar": grammar}  # llama.cpp server
         raise JudgeError("bad_request", f"no {style} constraint for this question")
 
-    def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]:
-        response = self._call(messages=messages, max_tokens=1, temperature=1.0, logprobs=True, top_logprobs=20)
-        self._reply_text(response)
+    # --- the next token's probabilities ------------------------------------------------------
+
+    def _listing_once(
+        self, messages: list[Message], asked: int, temperature: float, seed: int, logit_bias: dict | None = None
+    ) -> Listing | None:
+        params: dict[str, Any] = dict(
+            messages=messages, max_tokens=1, temperature=temperature, logprobs=True, top_logprobs=asked, seed=seed
+        )
+        if temperature > 0:  # sampling from the model's own distribution, not a truncated one
+            params["top_p"] = 1.0
+            if self.server.sampler_extras is not False:
+                params.update(SAMPLER_EXTRAS)
+        if logit_bias:
+            params["logit_bias"] = logit_bias
         try:
-            content = response.choices[0].logprobs.content
-            top = content[0].top_logprobs
-        except (AttributeError, IndexError, TypeError):
-            top = None
-        if not top:
-            raise JudgeError(
+            body = self._chat(**params)
+        except JudgeError as exc:
+            if exc.kind != "bad_request" or not set(SAMPLER_EXTRAS) <= set(params):
+                raise
+            self.server.sampler_extras = False  # a server that refuses llama.cpp's sampler fields
+            return self._listing_once(messages, asked, temperature, seed, logit_bias)
+        self._text(body)
+        return self._judged(lambda: api_reply.token_listing(body, asked, self._secrets))
+
+    def _listing(self, messages: list[Message], asked: int) -> Listing:
+        """The answer position's top tokens, asked greedily; a reply without any is asked again by sampling."""
+        # the sampled token does not change the log-probabilities reported: fresh seeds, so that a
+        # retry of the job draws anew
+        tries = [(0.0, _seed_of(messages))] + [(1.0, random.randrange(1 << 31)) for _ in range(SAMPLED_TRIES)]
+        for temperature, attempt_seed in tries:
+            listing = self._listing_once(messages, asked, temperature, attempt_seed)
+            if listing is not None and listing.top:
+                self.server.note(good=True)
+                return listing
+        raise self._bad(
+            self._error(
                 "no_logprobs",
-                f"the server at {self._where()} returned no top_logprobs; use --mode text or constrained with this API",
+                f"the server at {self._where()} returned no top_logprobs at the answer position in {len(tries)} "
+                "tries (it generated end-of-text, or does not give logprobs: then use --mode text)",
             )
+        )
+
+    def option_probabilities(self, messages: list[Message], options: list[str]) -> OptionProbabilities:
+        """Each option's probability: from the top 20, else asked for one by one; never renormalised."""
+        listing = self._listing(messages, TOP_LOGPROBS)
         probabilities = dict.fromkeys(options, 0.0)
-        for entry in top:
-            token = (entry.token or "").strip()
-            if token in probabilities:
-                probabilities[token] += math.exp(entry.logprob)
-        return probabilities
+        missing: list[tuple[str, str]] = []
+        for option in options:
+            for text in spellings(option):
+                p = listing.probability(text)
+                if p is None:
+                    missing.append((option, text))
+                else:
+                    probabilities[option] += p
+        room = max(0.0, 1.0 - listing.mass)
+        bound = min(len(missing) * listing.ceiling, room)
+        if bound <= MAX_UNSCORED_SHARE / 2 * sum(probabilities.values()):
+            # what the list leaves out cannot matter (the bound is recorded): no request per spelling
+            return OptionProbabilities(
+                probabilities, tuple(dict.fromkeys(o for o, _ in missing)), bound if missing else 0.0
+            )
+        unscored: list[str] = []
+        outside = 0.0  # probability found for tokens the list did not hold
+        for option, text in missing:
+            p = self._probability_by_bias(messages, listing, text)
+            if p is None:
+                unscored.append(option)
+            else:
+                probabilities[option] += p
+                outside += p
+        if not unscored:
+            return OptionProbabilities(probabilities)
+        bound = min(len(unscored) * listing.ceiling, max(0.0, room - outside))
+        return OptionProbabilities(probabilities, tuple(dict.fromkeys(unscored)), bound)
+
+    def _probability_by_bias(self, messages: list[Message], listing: Listing, text: str) -> float | None:
+        ids = self._token_ids(text)
+        if ids is None:
+            return None  # no tokenizer to ask: unscored
+        if len(ids) != 1:
+            return 0.0  # not one token: the model cannot answer with it in one token (as for a local model)
+        seed = _seed_of(messages)
+
+        def ask(bias: dict[str, float]) -> Listing | None:
+            try:
+                return self._listing_once(messages, TOP_LOGPROBS, 0.0, seed, logit_bias=bias)
+            except JudgeError as exc:
+                if exc.kind != "bad_request":
+                    raise
+                self.server.bias = "rejected"
+                return None
+
+        if self.server.bias == "unknown":
+            api_logprobs.calibrate(self.server, ask, listing, self._single_id)
+        if self.server.bias != "before":
+            return None
+        logprob = api_logprobs.biased_logprob(ask, listing, text, ids[0])
+        return None if logprob is None else math.exp(logprob)
+
+    def _token_ids(self, text: str) -> list[int] | None:
+        return api_logprobs.token_ids(self.server, self._post, self._root, self.spec.api_model, text)
+
+    def _single_id(self, text: str) -> int | None:
+        ids = self._token_ids(text)
+        return ids[0] if ids is not None and len(ids) == 1 else None
 
     def top_tokens(self, messages: list[Message], k: int = 5) -> list[tuple[str, float]]:
-        """The k most probable next tokens from ``top_logprobs`` (the OpenAI API returns at most 20)."""
-        response = self._call(messages=messages, max_tokens=1, temperature=1.0, logprobs=True, top_logprobs=k)
-        self._reply_text(response)
-        try:
-            top = response.choices[0].logprobs.content[0].top_logprobs
-        except (AttributeError, IndexError, TypeError):
-            top = None
-        if not top:
-            raise JudgeError(
-                "no_logprobs",
-                f"the server at {self._where()} returned no top_logprobs, which the "
-                "Implicit Score needs; use the Explicit Score (--mode text) with this API",
-            )
-        return [(entry.token or "", math.exp(entry.logprob)) for entry in top[:k]]
+        """The k most probable next tokens (Chen et al.'s Implicit Score reads the top 5)."""
+        listing = self._listing(messages, k)
+        return [(token, math.exp(logprob)) for token, logprob in listing.top[:k]]
 
     def close(self) -> None:
         pass  # the shared client lives as long as the process

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -24,6 +25,33 @@ class Completion:
     finish_reason: str = "stop"  # "length" when max_tokens (or the context window) cut the reply
 
 
+def spellings(option: str) -> tuple[str, str]:
+    """The tokens that answer with ``option``: bare, or after a space ("3", " 3"), for every backend."""
+    return option, " " + option
+
+
+@dataclass(frozen=True)
+class OptionProbabilities:
+    """Each option's next-token probability, as far as the backend could read it.
+
+    An option in ``unscored`` has a spelling the server gave no probability for (it was not
+    among the listed top tokens and could not be asked for): its probability is at least the one
+    given, and all unscored spellings together hold at most ``unscored_mass_at_most``. A list
+    cut at the top 20 is never renormalised silently (issue 13, item 3).
+    """
+
+    probabilities: dict[str, float]
+    unscored: tuple[str, ...] = ()
+    unscored_mass_at_most: float = 0.0
+
+    @classmethod
+    def of(cls, found: Mapping[str, float] | OptionProbabilities) -> OptionProbabilities:
+        """A backend's answer: a plain mapping means every option was scored exactly (a local model)."""
+        if isinstance(found, OptionProbabilities):
+            return found
+        return cls({str(k): float(v) for k, v in found.items()})
+
+
 @dataclass
 class Backend(Protocol):
     counts: TokenCounts = field(default_factory=TokenCounts)
@@ -40,7 +68,9 @@ class Backend(Protocol):
         json_schema: dict | None = None,  # the same constraint for servers that take a JSON schema
     ) -> Completion: ...
 
-    def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]: ...
+    def option_probabilities(
+        self, messages: list[Message], options: list[str]
+    ) -> Mapping[str, float] | OptionProbabilities: ...
 
     def top_tokens(self, messages: list[Message], k: int = 5) -> list[tuple[str, float]]: ...
 

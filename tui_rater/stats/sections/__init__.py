@@ -10,7 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tui_rater.domain.tasks import Attribute
-from tui_rater.stats.sections import extremes, meta, nominal, pairwise, raters, readings, scores, spa
+from tui_rater.stats.sections import (
+    bias_corrected,
+    converging,
+    extremes,
+    meta,
+    nominal,
+    pairwise,
+    raters,
+    readings,
+    retest,
+    scores,
+    spa,
+    verdict,
+)
 from tui_rater.stats.sections.data import ReportData
 
 Section = Callable[[ReportData, Sequence[Attribute]], None]
@@ -27,6 +40,11 @@ SECTIONS: dict[str, Section] = {
     "bt": pairwise.bt,
     "pair_meta": pairwise.pair_meta,
     "spa": spa.spa,
+    # can the judge stand in for the raters? (docs/VERDICT.md)
+    "verdict": verdict.verdict,  # the alternative annotator test; across questions too
+    "ppi": bias_corrected.ppi,  # bias-corrected system means (ordinal and interval questions)
+    "convergence": converging.convergence,  # both as human ratings arrive
+    "retest": retest.retest,  # a person against themselves (annotate --retest), and each judge
     "extremes": extremes.extremes,
 }
 ORDER = tuple(SECTIONS)

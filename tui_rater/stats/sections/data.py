@@ -21,6 +21,7 @@ from tui_rater.domain.protocols import EvaluationProtocol
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.stats import agreement as ag
 from tui_rater.stats.records import ALL, HUMANS, Record
+from tui_rater.stats.sections.settings import VerdictSettings
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
 
 _FRAME_SCHEMA = {
@@ -32,6 +33,7 @@ _FRAME_SCHEMA = {
     "presentation": pl.Utf8,
     "sample": pl.Int64,
     "value": pl.Float64,
+    "rating_id": pl.Int64,  # the order ratings arrived in (convergence)
 }
 _READINGS_SCHEMA = {
     "rater": pl.Utf8,
@@ -48,15 +50,15 @@ def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     its scale mass) -- in one pass over the ratings."""
     rows = study.db.conn.execute(
         f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.name, ra.kind, r.presentation, r.sample,
-                   r.value, r.parse_status,
+                   r.value, r.id, r.parse_status,
                    CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"mass"%' AND json_valid(r.details)
                         THEN json_extract(r.details, '$.mass') END
             FROM {RATINGS_IN_FORCE} WHERE i.task = ?""",
         [task],
     ).fetchall()
-    frame = pl.DataFrame([row[:8] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row")
+    frame = pl.DataFrame([row[:9] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row")
     readings = pl.DataFrame(
-        [(row[3], row[2], row[8], row[7] is not None, _number(row[9])) for row in rows if row[4] == "llm"],
+        [(row[3], row[2], row[9], row[7] is not None, _number(row[10])) for row in rows if row[4] == "llm"],
         schema=_READINGS_SCHEMA,
         orient="row",
     )
@@ -96,8 +98,10 @@ class ReportData:
         frame: pl.DataFrame | None = None,
         spa_tau: float | None = 1.1,
         readings: pl.DataFrame | None = None,
+        verdict: VerdictSettings | None = None,
     ) -> None:
         self.study, self.task, self.spa_tau = study, task, spa_tau
+        self.verdict = verdict or VerdictSettings()  # the alt-test's ε, how the human-rated items were drawn
         if frame is None or readings is None:
             loaded_frame, loaded_readings = load_all(study, task.name)
             frame = loaded_frame if frame is None else frame

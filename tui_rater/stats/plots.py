@@ -1,0 +1,223 @@
+"""The HTML report's plots: matplotlib figures written as SVG text (``figures.py`` has their numbers).
+
+matplotlib is imported here only, when an HTML report is asked for; headless commands never pay for it.
+Figures are made with ``matplotlib.figure.Figure`` (no pyplot, no global state, safe off the main
+thread) on the Agg backend, text drawn as paths (no fonts needed to view the file). Every string from
+the data is shown literally: control characters become visible placeholders and ``$`` cannot start
+mathtext.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tui_rater.domain.display import safe_text
+from tui_rater.stats.figures import Confusion, Curve, Paired, QuestionFigures
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+NAME_WIDTH = 40  # characters of a name shown in a plot
+COLUMNS = 3  # panels per row
+SCATTER_MAX = 4000  # distinct points drawn in a scatter (more would make a slow, huge SVG)
+
+
+def label(text: str) -> str:
+    """Data as literal plot text: no control characters, no mathtext, not too long."""
+    shown = safe_text(str(text))
+    if len(shown) > NAME_WIDTH:
+        shown = shown[: NAME_WIDTH - 1] + "…"
+    return shown.replace("$", r"\$")
+
+
+def _figure(panels: int, width: float = 4.2, height: float = 3.4) -> tuple[Figure, list[Axes]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    columns = min(COLUMNS, max(1, panels))
+    rows = (panels + columns - 1) // columns
+    figure = Figure(figsize=(width * columns, height * rows), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).ravel().tolist()
+    for extra in axes[panels:]:
+        extra.set_visible(False)
+    return figure, axes[:panels]
+
+
+def svg(figure: Figure) -> str:
+    """The figure as SVG text, reproducible (no date, fixed ids)."""
+    import matplotlib
+
+    buffer = io.StringIO()
+    with warnings.catch_warnings(), matplotlib.rc_context({"svg.hashsalt": "tui-rater", "svg.fonttype": "path"}):
+        warnings.simplefilter("ignore", UserWarning)  # a glyph missing from the font is drawn as a box
+        figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    return buffer.getvalue()
+
+
+# --- per question -------------------------------------------------------------------------------------
+
+
+def distributions(question: QuestionFigures) -> str | None:
+    shown = [d for d in question.distributions if sum(d.counts) or d.values]
+    if not shown:
+        return None
+    figure, (axes,) = _figure(1, width=7.0, height=3.6)
+    if question.label_names and any(d.counts for d in shown):
+        x = np.arange(len(question.label_names))
+        width = 0.8 / len(shown)
+        for i, d in enumerate(shown):
+            total = max(1, sum(d.counts))
+            axes.bar(x + i * width - 0.4 + width / 2, np.array(d.counts) / total, width, label=label(d.evaluator))
+        axes.set_xticks(x, [label(name) for name in question.label_names])
+        axes.set_ylabel("share of " + ("item verdicts" if question.nominal else "ratings"))
+    else:
+        bins = np.linspace(question.low, question.high, 21).tolist()
+        for d in shown:
+            axes.hist(d.values, bins=bins, density=True, histtype="step", linewidth=1.5, label=label(d.evaluator))
+        axes.set_ylabel("density")
+    axes.set_title(f"{label(question.attribute)}: rating distributions")
+    axes.legend(fontsize="small")
+    return svg(figure)
+
+
+def _diagonal(axes: Axes, low: float, high: float) -> None:
+    axes.plot([low, high], [low, high], color="grey", linestyle="--", linewidth=1, label="diagonal: agreement")
+    pad = (high - low) * 0.05
+    axes.set_xlim(low - pad, high + pad)
+    axes.set_ylim(low - pad, high + pad)
+    axes.set_aspect("equal")
+
+
+def _bubbles(axes: Axes, x: np.ndarray, y: np.ndarray) -> int:
+    """Identical (x, y) pairs as one point sized by their count; at most SCATTER_MAX points, drawn at random."""
+    pairs, counts = np.unique(np.column_stack([x, y]), axis=0, return_counts=True)
+    if len(pairs) > SCATTER_MAX:
+        keep = np.random.default_rng(0).choice(len(pairs), SCATTER_MAX, replace=False)
+        pairs, counts = pairs[keep], counts[keep]
+    axes.scatter(pairs[:, 0], pairs[:, 1], s=12 * np.sqrt(counts), alpha=0.5, linewidths=0)
+    return len(pairs)
+
+
+def scatter(question: QuestionFigures) -> str | None:
+    return _panels(question.scatters, lambda axes, p: _scatter_panel(axes, p, question), "human vs judge per item")
+
+
+def _scatter_panel(axes: Axes, paired: Paired, question: QuestionFigures) -> None:
+    _bubbles(axes, paired.human, paired.judge_values)
+    _diagonal(axes, question.low, question.high)
+    axes.set_xlabel("humans' score of the item")
+    axes.set_ylabel(f"{label(paired.judge)}'s score")
+    axes.set_title(f"{label(question.attribute)} · n {len(paired.human)}", fontsize="medium")
+
+
+def calibration(question: QuestionFigures) -> str | None:
+    return _panels(
+        question.calibrations,
+        lambda axes, p: _calibration_panel(axes, p, question),
+        "calibration: expected score vs humans",
+    )
+
+
+def _calibration_panel(axes: Axes, paired: Paired, question: QuestionFigures) -> None:
+    expected, human = paired.judge_values, paired.human
+    axes.scatter(expected, human, s=8, alpha=0.3, linewidths=0, label="items")
+    edges = np.linspace(question.low, question.high, 11)
+    which = np.clip(np.digitize(expected, edges) - 1, 0, len(edges) - 2)
+    centres, means = [], []
+    for b in range(len(edges) - 1):
+        inside = which == b
+        if inside.sum() >= 3:  # a bin mean of fewer items is noise
+            centres.append(float(expected[inside].mean()))
+            means.append(float(human[inside].mean()))
+    axes.plot(centres, means, marker="o", color="C3", label="humans' mean per bin (≥ 3 items)")
+    _diagonal(axes, question.low, question.high)
+    axes.set_xlabel(f"{label(paired.judge)}: expected score")
+    axes.set_ylabel("humans' mean")
+    axes.set_title(f"{label(question.attribute)} · n {len(expected)}", fontsize="medium")
+    axes.legend(fontsize="x-small", loc="upper left")
+
+
+def confusion(question: QuestionFigures) -> str | None:
+    return _panels(
+        question.confusions, lambda axes, c: _confusion_panel(axes, c, question), "confusion: humans × judge"
+    )
+
+
+def _confusion_panel(axes: Axes, found: Confusion, question: QuestionFigures) -> None:
+    counts = found.counts
+    axes.imshow(counts, cmap="Blues", vmin=0)
+    ticks = np.arange(len(question.label_names))
+    names = [label(name) for name in question.label_names]
+    axes.set_xticks(ticks, names)
+    axes.set_yticks(ticks, names)
+    top = max(1, int(counts.max()))
+    for (row, column), count in np.ndenumerate(counts):
+        if count:
+            colour = "white" if count > top / 2 else "black"
+            axes.text(column, row, str(count), ha="center", va="center", fontsize="small", color=colour)
+    axes.set_xlabel(f"{label(found.judge)}")
+    axes.set_ylabel("humans")
+    axes.set_title(label(question.attribute), fontsize="medium")
+
+
+def _panels(items: Sequence[Any], draw: Callable[[Axes, Any], None], title: str) -> str | None:
+    if not items:
+        return None
+    figure, axes = _figure(len(items))
+    for ax, item in zip(axes, items):
+        draw(ax, item)
+    figure.suptitle(title)
+    return svg(figure)
+
+
+# --- convergence --------------------------------------------------------------------------------------
+
+
+def verdict_curves(attribute: str, found: Sequence[Curve]) -> str | None:
+    if not any(c.series("winning_rate")[0] for c in found):
+        return None
+    figure, (omega, rho) = _figure(2)
+    for c in found:
+        omega.plot(*c.series("winning_rate"), marker="o", label=label(c.judge))
+        rho.plot(*c.series("advantage_probability"), marker="o", label=label(c.judge))
+    omega.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="ω = 0.5: may replace")
+    omega.set_ylim(-0.05, 1.05)
+    omega.set_ylabel("winning rate ω")
+    rho.set_ylim(-0.05, 1.05)
+    rho.set_ylabel("advantage probability ρ")
+    for ax in (omega, rho):
+        ax.set_xlabel("rated items")
+        ax.legend(fontsize="small")
+    figure.suptitle(f"{label(attribute)}: the alt-test as ratings arrive")
+    return svg(figure)
+
+
+def ppi_curves(attribute: str, judge: str, found: Sequence[Curve]) -> str | None:
+    shown = [c for c in found if c.series("ppi_mean")[0] or c.series("classical_mean")[0]]
+    if not shown:
+        return None
+    figure, axes = _figure(len(shown))
+    for ax, c in zip(axes, shown):
+        for prefix, colour, name in (("classical", "C1", "humans only"), ("ppi", "C0", "prediction-powered")):
+            ns, means = c.series(f"{prefix}_mean")
+            _, low = c.series(f"{prefix}_ci_low")
+            _, high = c.series(f"{prefix}_ci_high")
+            if not ns:
+                continue
+            ax.plot(ns, means, color=colour, marker=".", label=name)
+            if len(low) == len(ns) == len(high):
+                ax.fill_between(ns, low, high, color=colour, alpha=0.2, linewidth=0)
+        ax.set_xlabel("rated items")
+        ax.set_ylabel("mean (95% interval)")
+        ax.set_title(label(c.system), fontsize="medium")
+        ax.legend(fontsize="small")
+    figure.suptitle(f"{label(attribute)} · {label(judge)}: system means as ratings arrive")
+    return svg(figure)

@@ -1,0 +1,195 @@
+"""Section ``ppi``: each system's mean human score, bias-corrected from a judge on every item and humans
+on a sample -- prediction-powered inference (Angelopoulos et al. 2023; ``stats/ppi.py``, docs/VERDICT.md §3).
+
+Per question (ordinal or interval level: a mean of nominal codes means nothing), judge and system:
+
+- ``ppi`` table: the prediction-powered mean with its 95% interval, the human-only mean and interval on
+  the rated items beside it, the judge's mean, the rectifier (the judge's average error where humans
+  rated), and how many more human ratings would halve the interval;
+- ``ppi_diff`` table: every pair of systems, ``system`` minus ``evaluator_b`` (the other system, as in
+  SPA's records), with its interval; paired by prompt when both systems wrote for the same prompts.
+
+The human-rated items must be a random sample. When the items were drawn with recorded inclusion
+probabilities (``VerdictSettings.inclusion``, active sampling), each human rating is weighted by 1/π
+(``stats/active.py``); otherwise a uniform draw is assumed, and every record says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import partial
+from itertools import combinations
+
+import numpy as np
+
+from tui_rater.domain.protocols import Level
+from tui_rater.domain.tasks import Attribute
+from tui_rater.stats import active
+from tui_rater.stats import ppi as pp
+from tui_rater.stats.records import HUMANS
+from tui_rater.stats.sections.data import ReportData
+
+CONFIDENCE = 0.95
+UNIFORM = (
+    "assumes the human-rated items are a uniform random sample of the system's items (no inclusion "
+    "probabilities recorded); items chosen otherwise, e.g. the judge's least sure first, bias it"
+)
+WEIGHTED = "each human rating weighted by 1/π, the probability its item was drawn with (active sampling)"
+
+
+def scored(data: ReportData, attributes: Sequence[Attribute]) -> list[Attribute]:
+    """The questions whose values have a mean (ordinal or interval level)."""
+    return [a for a in attributes if data.protocol(a).level is not Level.NOMINAL]
+
+
+def inclusion(data: ReportData, attribute: Attribute) -> Mapping[int, float] | None:
+    found = data.verdict.inclusion
+    return None if found is None else found.get(attribute.name)
+
+
+def sampling_note(data: ReportData, attribute: Attribute) -> str:
+    return UNIFORM if inclusion(data, attribute) is None else WEIGHTED
+
+
+def prompts(data: ReportData) -> dict[int, str]:
+    """item key -> its prompt field (what the systems wrote for; Chen et al.'s input)."""
+    if "prompt_of" not in data.extra:
+        rows = data.study.db.conn.execute(
+            "SELECT key, json_extract(fields, '$.prompt') FROM items WHERE task = ?", [data.task.name]
+        )
+        data.extra["prompt_of"] = {int(key): prompt if isinstance(prompt, str) else "" for key, prompt in rows}
+    found: dict[int, str] = data.extra["prompt_of"]
+    return found
+
+
+def ppi(data: ReportData, attributes: Sequence[Attribute]) -> None:
+    for attribute in scored(data, attributes):
+        for judge in data.judges:
+            arrays = {s: _arrays(data, judge, attribute, s) for s in data.systems}
+            if all(np.all(np.isnan(f)) for f, _, _ in arrays.values()):
+                continue  # the judge did not rate this question
+            rated = [s for s, (f, _, _) in arrays.items() if not np.all(np.isnan(f))]
+            for system, (f, y, pi) in arrays.items():
+                if system in rated:
+                    _mean(data, attribute, judge, system, f, y, pi)
+                else:
+                    note = "the judge rated none of this system's items"
+                    data.add("ppi", attribute.name, system, judge, "ppi_mean", value=None, note=note)
+            for a, b in combinations(rated, 2):
+                _difference(data, attribute, judge, (a, b), arrays)
+
+
+def _arrays(
+    data: ReportData, judge: str, attribute: Attribute, system: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(the judge's value of each item, the humans' mean or NaN, each item's π or None), in key order."""
+    f = data.item_values(judge, attribute, system)
+    y = data.item_values(HUMANS, attribute, system) if data.humans else np.full(f.shape, np.nan)
+    drawn = inclusion(data, attribute)
+    pi = None if drawn is None else np.array([drawn.get(int(k), 0.0) for k in data.keys(system)], dtype=float)
+    if pi is not None:  # a rating of an item outside the recorded draw is not part of the sample
+        y = np.where(pi > 0, y, np.nan)
+    return f, y, pi
+
+
+def _mean(
+    data: ReportData, attribute: Attribute, judge: str, system: str, f: np.ndarray, y: np.ndarray, pi: np.ndarray | None
+) -> None:
+    add = partial(data.add, "ppi", attribute.name, system, judge)
+    if pi is not None:
+        _active_mean(add, f, y, pi)
+        return
+    result = pp.ppi_mean(f, y, confidence=CONFIDENCE)
+    _interval(add, "ppi", result.estimate, UNIFORM, mean="ppi_mean")
+    _interval(add, "classical", result.classical, "humans only, on the rated items", mean="classical_mean")
+    add("judge_mean", value=result.judge_mean, n=result.items, note=result.note)
+    add("rectifier", value=result.rectifier, n=result.rated, note="mean (human − judge) on the rated items")
+    add("extra_ratings_to_halve", value=_count(result.halving), n=result.rated, note=result.halving.note)
+
+
+def _active_mean(add: partial[None], f: np.ndarray, y: np.ndarray, pi: np.ndarray) -> None:
+    estimate, horvitz_thompson = active.active_mean(f, y, pi, confidence=CONFIDENCE)
+    _interval(add, "ppi", estimate, WEIGHTED, mean="ppi_mean")
+    _interval(add, "classical", horvitz_thompson, "humans only, weighted by 1/π", mean="classical_mean")
+    present = f[~np.isnan(f)]
+    add("judge_mean", value=float(present.mean()) if present.size else None, n=int(present.size))
+    add("extra_ratings_to_halve", value=None, n=estimate.n, note="not computed for weighted (active) samples")
+
+
+def _count(halving: pp.Halving) -> float | None:
+    return None if halving.extra_ratings is None else float(halving.extra_ratings)
+
+
+def _interval(add: partial[None], prefix: str, interval: pp.Interval, note: str, *, mean: str) -> None:
+    note = "; ".join(x for x in (interval.note, note) if x)
+    add(mean, value=interval.estimate, n=interval.n, note=note)
+    add(f"{prefix}_ci_low", value=interval.ci_low, n=interval.n, note=note)
+    add(f"{prefix}_ci_high", value=interval.ci_high, n=interval.n, note=note)
+    add(f"{prefix}_std_error", value=interval.std_error, n=interval.n, note=note)
+
+
+# --- differences between systems -------------------------------------------------------------------
+
+
+def paired_units(data: ReportData, a: str, b: str) -> tuple[list[int], list[int]] | None:
+    """The two systems' items aligned by prompt, when both wrote exactly once for the same prompts; else None."""
+    prompt_of = prompts(data)
+    by_a = {prompt_of.get(int(k), ""): int(k) for k in data.keys(a)}
+    by_b = {prompt_of.get(int(k), ""): int(k) for k in data.keys(b)}
+    if "" in by_a or "" in by_b or len(by_a) != len(data.keys(a)) or len(by_b) != len(data.keys(b)):
+        return None
+    if set(by_a) != set(by_b) or len(by_a) < 2:
+        return None
+    shared = sorted(by_a)
+    return [by_a[p] for p in shared], [by_b[p] for p in shared]
+
+
+def _difference(
+    data: ReportData,
+    attribute: Attribute,
+    judge: str,
+    pair: tuple[str, str],
+    arrays: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]],
+) -> None:
+    a, b = pair
+    add = partial(data.add, "ppi_diff", attribute.name, a, judge, evaluator_b=b)
+    (fa, ya, pia), (fb, yb, pib) = arrays[a], arrays[b]
+    units = paired_units(data, a, b)
+    if pia is not None and pib is not None:
+        _active_difference(add, (fa, ya, pia), (fb, yb, pib), units is not None)
+        return
+    how = "paired by prompt" if units is not None else "unpaired (the systems did not write for the same prompts)"
+    if units is not None:
+        position = {s: {int(k): i for i, k in enumerate(data.keys(s))} for s in pair}
+        ia, ib = [position[a][k] for k in units[0]], [position[b][k] for k in units[1]]
+        fa, ya, fb, yb = fa[ia], ya[ia], fb[ib], yb[ib]
+    result = pp.ppi_difference(fa, ya, fb, yb, paired=units is not None, names=pair, confidence=CONFIDENCE)
+    note = "; ".join(x for x in (how, UNIFORM) if x)
+    _interval(add, "difference", result.estimate, note, mean="difference")
+    _interval(add, "classical", result.classical, f"humans only; {how}", mean="classical_difference")
+    add("extra_ratings_to_halve", value=_count(result.halving), n=result.estimate.n, note=result.halving.note)
+
+
+def _active_difference(
+    add: partial[None],
+    arm_a: tuple[np.ndarray, np.ndarray, np.ndarray],
+    arm_b: tuple[np.ndarray, np.ndarray, np.ndarray],
+    paired: bool,
+) -> None:
+    """Two weighted (active) estimates as independent samples: their variances add. Systems that wrote for
+    the same prompts usually covary positively, so leaving the covariance out widens the interval."""
+    (ea, ha), (eb, hb) = active.active_mean(*arm_a), active.active_mean(*arm_b)
+    how = "the systems treated as independent samples" + (" (conservative when paired by prompt)" if paired else "")
+    for name, prefix, x, y, note in (
+        ("difference", "difference", ea, eb, f"{WEIGHTED}; {how}"),
+        ("classical_difference", "classical", ha, hb, f"humans only, weighted by 1/π; {how}"),
+    ):
+        _interval(add, prefix, _sum_of_independent(x, y), note, mean=name)
+    add("extra_ratings_to_halve", value=None, note="not computed for weighted (active) samples")
+
+
+def _sum_of_independent(x: pp.Interval, y: pp.Interval) -> pp.Interval:
+    if x.estimate is None or y.estimate is None or x.std_error is None or y.std_error is None:
+        return pp.Interval(None, note="; ".join(n for n in (x.note, y.note) if n) or "a system has no estimate")
+    variance = x.std_error**2 + y.std_error**2
+    return pp.normal_interval(x.estimate - y.estimate, variance, min(x.n, y.n), CONFIDENCE)

@@ -1,0 +1,127 @@
+"""Section ``convergence``: how the alt-test verdict and the bias-corrected system means settle as human
+ratings arrive (``stats/convergence.py``, docs/VERDICT.md §4). A curve that still moves at its right end
+means: rate more before deciding.
+
+The items are taken in the order their human ratings were completed (the id of the latest human rating
+of the item and question in force), and both statistics are recomputed on the first n of them for about
+20 values of n (``default_sizes``; 12 from 30 items on for the verdict, each a whole alt-test):
+
+- ``verdict_convergence``: per question and judge, ω, ρ and the verdict at each n (at least 3 humans);
+- ``ppi_convergence``: per question (ordinal or interval), judge and system, the prediction-powered mean
+  and the human-only mean with their intervals at each n.
+
+Each record's ``n`` is the number of rated items the point is computed on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from functools import partial
+
+import numpy as np
+import polars as pl
+
+from tui_rater.domain.tasks import Attribute
+from tui_rater.stats import alt_test as at
+from tui_rater.stats import convergence as cv
+from tui_rater.stats import ppi as pp
+from tui_rater.stats.records import ALL, HUMANS
+from tui_rater.stats.sections.bias_corrected import CONFIDENCE, inclusion, scored
+from tui_rater.stats.sections.data import ReportData
+from tui_rater.stats.sections.settings import FDR
+from tui_rater.stats.sections.verdict import judge_ratings, level_of, rated, verdict_humans
+
+VERDICT_POINTS = 12
+
+
+def rating_order(data: ReportData) -> dict[str, list[int]]:
+    """question -> its human-rated item keys, in the order their human ratings were completed."""
+    if "rating_order" not in data.extra:
+        last = (
+            data.frame.filter(pl.col("kind") == "human")
+            .group_by("attribute", "item_key")
+            .agg(pl.col("rating_id").max())
+            .sort("rating_id")
+        )
+        order: dict[str, list[int]] = {}
+        for attribute, item_key, _ in last.iter_rows():
+            order.setdefault(attribute, []).append(int(item_key))
+        data.extra["rating_order"] = order
+    found: dict[str, list[int]] = data.extra["rating_order"]
+    return found
+
+
+def verdict_sizes(total: int) -> list[int]:
+    """Where the verdict curve is computed: no human is tested on fewer than 30 items, so the curve starts
+    there; 12 points, as each costs a whole alt-test of every human."""
+    return cv.default_sizes(total, points=VERDICT_POINTS, smallest=at.MIN_ITEMS_PER_HUMAN)
+
+
+def convergence(data: ReportData, attributes: Sequence[Attribute]) -> None:
+    for attribute in attributes:
+        _verdict_curve(data, attribute)
+    for attribute in scored(data, attributes):
+        _ppi_curves(data, attribute)
+
+
+def _verdict_curve(data: ReportData, attribute: Attribute) -> None:
+    humans, reason = verdict_humans(data, attribute)
+    for judge in data.judges:
+        add = partial(data.add, "verdict_convergence", attribute.name, ALL, judge)
+        if reason:
+            if rated(data, judge, attribute):
+                add("winning_rate", value=None, note=reason)
+            continue
+        ratings = judge_ratings(data, judge, attribute)
+        if not ratings:
+            continue
+        order = rating_order(data).get(attribute.name, [])
+        points = cv.alt_test_convergence(
+            humans,
+            ratings,
+            order,
+            verdict_sizes(len(order)),
+            level=level_of(data, attribute),
+            epsilon=data.verdict.eps,
+            alpha=FDR,
+        )
+        for point in points:
+            add("winning_rate", value=point.winning_rate, n=point.rated, note=point.note)
+            add("advantage_probability", value=point.advantage_probability, n=point.rated, note=point.note)
+            passed = None if point.passed is None else float(point.passed)
+            add("verdict", value=passed, n=point.rated, note=point.note)
+
+
+def _ppi_curves(data: ReportData, attribute: Attribute) -> None:
+    order = rating_order(data).get(attribute.name, [])
+    for judge in data.judges:
+        for system in data.systems:
+            keys = [int(k) for k in data.keys(system)]
+            f = data.item_values(judge, attribute, system)
+            if np.all(np.isnan(f)):
+                continue
+            add = partial(data.add, "ppi_convergence", attribute.name, system, judge)
+            if inclusion(data, attribute) is not None:
+                # with active sampling each prefix has its own π (the budget changes): not recorded here
+                add("ppi_mean", value=None, note="not computed for weighted (active) samples")
+                continue
+            y = data.item_values(HUMANS, attribute, system) if data.humans else np.full(f.shape, np.nan)
+            judge_by_item: dict[Hashable, float] = dict(zip(keys, f.tolist()))
+            human_by_item: dict[Hashable, float] = {k: v for k, v in zip(keys, y.tolist()) if not np.isnan(v)}
+            mine: list[Hashable] = [k for k in order if k in human_by_item]
+            if not mine:
+                add("ppi_mean", value=None, note="no human ratings of this system yet")
+                continue
+            for point in cv.ppi_convergence(judge_by_item, human_by_item, mine, confidence=CONFIDENCE):
+                _point(add, point)
+
+
+def _point(add: partial[None], point: cv.PpiPoint) -> None:
+    for prefix, interval in (("ppi", point.estimate), ("classical", point.classical)):
+        _bounds(add, prefix, interval, point.rated)
+
+
+def _bounds(add: partial[None], prefix: str, interval: pp.Interval, rated: int) -> None:
+    add(f"{prefix}_mean", value=interval.estimate, n=rated, note=interval.note)
+    add(f"{prefix}_ci_low", value=interval.ci_low, n=rated, note=interval.note)
+    add(f"{prefix}_ci_high", value=interval.ci_high, n=rated, note=interval.note)

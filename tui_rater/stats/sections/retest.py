@@ -1,0 +1,55 @@
+"""Test-retest: each person who rated items twice (``annotate --retest``), against themselves and each judge.
+
+Per person and question: intra-rater α (at the question's level), κ, % identical, the mean shift
+(retest − first) with its interval, α without the items first rated among the person's first
+``CALIBRATION_ITEMS`` (Chiang & Lee App. C.3.1), the drift of the shift over the session, and the same
+person's first ratings against each judge -- the ceiling a judge can be held to when there is one rater.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+from tui_rater.domain.tasks import Attribute
+from tui_rater.stats.records import ALL
+from tui_rater.stats.sections.data import ReportData
+from tui_rater.stats.self_agreement import retest_summary
+
+
+def retest(data: ReportData, attributes: Sequence[Attribute]) -> None:
+    names = {a.name for a in attributes}
+    for person in data.humans:
+        summary = retest_summary(data.study, data.task.name, person)
+        for found in summary.attributes:
+            if found.attribute not in names or found.reliability.pairs == 0:
+                continue
+            reliability = found.reliability
+            add = partial(data.add, "retest", found.attribute, ALL, person)
+            add("retest_alpha", reliability.overall.alpha, evaluator_b=person, note=f"α {reliability.level}")
+            add(
+                "retest_kappa",
+                reliability.overall.kappa,
+                evaluator_b=person,
+                note=f"{reliability.overall.kappa_weights}",
+            )
+            add("retest_exact", reliability.overall.exact, evaluator_b=person)
+            add("retest_shift", reliability.shift, evaluator_b=person, note="mean retest − first")
+            add(
+                "retest_alpha_calibrated",
+                reliability.calibrated.alpha,
+                evaluator_b=person,
+                note=f"without the first {reliability.calibration_items} items",
+            )
+            for drift in reliability.drift:
+                add(
+                    f"retest_drift_{drift.against}",
+                    value=drift.slope,
+                    n=drift.n,
+                    p=drift.p,
+                    evaluator_b=person,
+                    note=drift.note or "slope of retest − first",
+                )
+            for judge in found.judges:
+                add("first_vs_judge_alpha", judge.agreement.alpha, evaluator_b=judge.judge)
+                add("first_vs_judge_exact", judge.agreement.exact, evaluator_b=judge.judge)

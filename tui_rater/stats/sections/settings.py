@@ -1,0 +1,53 @@
+"""What the user chooses for the verdict sections (``verdict``, ``ppi``, ``convergence``): the alt-test's ε,
+and how the human-rated items were drawn.
+
+ε is the alternative annotator test's cost-benefit margin (Calderon, Reichart & Dror 2025, §3 and the
+authors' FAQ): the cheaper judge may be up to ε worse than a human and still replace one. The paper's rule
+of thumb depends on who the humans are: 0.2 for experts, 0.15 for skilled raters, 0.1 for crowd workers.
+A study does not record who its raters are, so the user says it (``report --raters``) or gives ε itself
+(``report --epsilon``); every verdict record names the ε it used and where it came from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tui_rater.stats.alt_test import EPSILON_CROWD, EPSILON_EXPERT, EPSILON_SKILLED
+
+EPSILON_FOR_RATERS = {"expert": EPSILON_EXPERT, "skilled": EPSILON_SKILLED, "crowd": EPSILON_CROWD}
+DEFAULT_RATERS = "expert"
+FDR = 0.05  # Benjamini-Yekutieli's false discovery rate q (the paper's α)
+
+
+@dataclass(frozen=True)
+class VerdictSettings:
+    """``epsilon``: ε given by the user (None: the paper's value for ``raters``).
+
+    ``inclusion``: attribute -> item key -> the probability π with which the item was drawn for human
+    rating (active sampling, Zrnic & Candès 2024; ``stats/active.py``). Given, system scores weight each
+    human rating by 1/π; absent, the human-rated items are assumed to be a uniform random subset, and the
+    records say so. Whoever draws the items (``annotate --order uncertain``) fills it.
+    """
+
+    epsilon: float | None = None
+    raters: str = DEFAULT_RATERS
+    inclusion: Mapping[str, Mapping[int, float]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.raters not in EPSILON_FOR_RATERS:
+            raise ValueError(f"unknown kind of raters {self.raters!r}")
+        if self.epsilon is not None and not (math.isfinite(self.epsilon) and 0 <= self.epsilon < 1):
+            raise ValueError(f"ε must be in [0, 1), not {self.epsilon!r}")
+
+    @property
+    def eps(self) -> float:
+        return EPSILON_FOR_RATERS[self.raters] if self.epsilon is None else self.epsilon
+
+    @property
+    def epsilon_source(self) -> str:
+        """Which ε, and why: said beside every verdict."""
+        if self.epsilon is not None:
+            return f"ε = {self.epsilon:g} (--epsilon)"
+        return f"ε = {self.eps:g} (the paper's value for {self.raters} raters; --raters or --epsilon to change)"

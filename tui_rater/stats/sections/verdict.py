@@ -1,0 +1,174 @@
+"""Section ``verdict``: may the judge replace the human raters? The alternative annotator test
+(Calderon, Reichart & Dror 2025, arXiv 2501.10970; ``stats/alt_test.py``, docs/VERDICT.md §1).
+
+Per question and judge, with at least 3 human raters on the same items:
+
+- ``verdict`` table: the winning rate ω (the share of humans the judge beats, each by a one-sided
+  paired t-test with margin ε, Benjamini-Yekutieli across the humans), the verdict (the judge may
+  replace the humans when ω >= 0.5), the average advantage probability ρ and the judges' rank by ρ
+  (the paper's measure for comparing judges); per left-out human ρ^f_j, ρ^h_j, t with its one-sided
+  p, the BY-adjusted p and whether the judge wins against that human;
+- ``verdict_across`` table: the same judge on every question at once, with the false-discovery-rate
+  procedure applied to all the questions' p-values together (the authors' FAQ, ``alt_test_across``).
+
+Alignment by the protocol's level of measurement (accuracy for nominal answers, -RMSE for ordinal
+and interval ones); the judge's one value per item is its samples combined by the protocol
+(``aggregate``: a mean, or a vote for nominal answers). A question the data cannot decide gets records
+with ``value = null`` and the reason. A judge that is not agreement-ready is marked on these records
+as on every other (``readings.mark_not_ready``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from functools import partial
+
+import numpy as np
+
+from tui_rater.domain.tasks import Attribute
+from tui_rater.stats import alt_test as at
+from tui_rater.stats.records import ALL, HUMANS
+from tui_rater.stats.sections.data import ReportData
+from tui_rater.stats.sections.settings import FDR
+
+Ratings = Mapping[Hashable, float]  # item key -> a rating (the stats functions' own type)
+Humans = dict[str, Ratings]
+
+
+def human_ratings(data: ReportData, attribute: Attribute) -> Humans:
+    """human rater -> item key -> their rating of the question (raters with none left out)."""
+    keys = data.keys(ALL)
+    out: Humans = {}
+    for human in data.humans:
+        values = data.rater_values(human, attribute, ALL)
+        mine: dict[Hashable, float] = {int(k): float(v) for k, v in zip(keys, values) if not np.isnan(v)}
+        if mine:
+            out[human] = mine
+    return out
+
+
+def judge_ratings(data: ReportData, judge: str, attribute: Attribute) -> Ratings:
+    """item key -> the judge's one value (its samples and presentations combined by the protocol)."""
+    values = data.item_values(judge, attribute, ALL)
+    found: dict[Hashable, float] = {int(k): float(v) for k, v in zip(data.keys(ALL), values) if not np.isnan(v)}
+    return found
+
+
+def too_few_humans(count: int) -> str:
+    """Why no alt-test can run (fewer than 3 human raters at all), or '' when it may."""
+    if count >= at.MIN_HUMANS:
+        return ""
+    return (
+        f"{count} human rater{'s' if count != 1 else ''} rated this question; the alt-test needs at "
+        f"least {at.MIN_HUMANS} on the same items"
+    )
+
+
+def verdict_humans(data: ReportData, attribute: Attribute) -> tuple[Humans, str]:
+    """(each human's ratings of the question, why no alt-test can run or ''); with fewer than 3 humans in the
+    whole task (a solo rater's study) the ratings are not even gathered."""
+    if len(data.humans) < at.MIN_HUMANS:
+        return {}, too_few_humans(data.matrix(HUMANS, attribute.name, ALL).shape[0])
+    humans = human_ratings(data, attribute)
+    return humans, too_few_humans(len(humans))
+
+
+def rated(data: ReportData, judge: str, attribute: Attribute) -> bool:
+    """Has the judge a value of this question for any item?"""
+    return bool(np.any(~np.isnan(data.item_values(judge, attribute, ALL))))
+
+
+def level_of(data: ReportData, attribute: Attribute) -> str:
+    return data.protocol(attribute).level.value
+
+
+def verdict(data: ReportData, attributes: Sequence[Attribute]) -> None:
+    eps, source = data.verdict.eps, data.verdict.epsilon_source
+    across: dict[str, dict[str, tuple[Humans, Ratings]]] = {}
+    levels = {a.name: level_of(data, a) for a in attributes}
+    for attribute in attributes:
+        humans, reason = verdict_humans(data, attribute)
+        if reason:
+            for judge in data.judges:
+                if rated(data, judge, attribute):
+                    _no_verdict(data, attribute.name, judge, eps, source, reason)
+            continue
+        judges = {j: r for j in data.judges if (r := judge_ratings(data, j, attribute))}
+        if not judges:
+            continue
+        ranked = at.rank_judges(humans, judges, level=levels[attribute.name], epsilon=eps, alpha=FDR)
+        rhos = [r.advantage_probability for r in ranked if r.advantage_probability is not None]
+        for result in ranked:
+            _records(data, attribute.name, result, source, rhos)
+            across.setdefault(result.judge, {})[attribute.name] = (humans, judges[result.judge])
+    for judge, settings in across.items():
+        if len(settings) > 1:
+            _across(data, judge, settings, levels, eps)
+
+
+def _no_verdict(data: ReportData, attribute: str, judge: str, eps: float, source: str, reason: str) -> None:
+    add = partial(data.add, "verdict", attribute, ALL, judge)
+    add("epsilon", value=eps, note=source)
+    for statistic in ("winning_rate", "verdict", "advantage_probability", "rank"):
+        add(statistic, value=None, note=reason)
+
+
+def _verdict_note(result: at.AltTest, source: str) -> str:
+    if result.passed is None:
+        return "; ".join(x for x in (result.note, source) if x)
+    said = "may replace the humans (ω ≥ 0.5)" if result.passed else "may not replace the humans (ω < 0.5)"
+    return f"{said}; {source}"
+
+
+def _rank(rho: float | None, rhos: list[float]) -> float | None:
+    """1 for the highest ρ; judges with equal ρ share a rank (1, 1, 3)."""
+    return None if rho is None else float(1 + sum(other > rho for other in rhos))
+
+
+def _records(data: ReportData, attribute: str, result: at.AltTest, source: str, rhos: list[float]) -> None:
+    add = partial(data.add, "verdict", attribute, ALL, result.judge)
+    note = result.note
+    add("epsilon", value=result.epsilon, note=source)
+    add("winning_rate", value=result.winning_rate, n=result.humans_tested, note=note)
+    passed = None if result.passed is None else float(result.passed)
+    add("verdict", value=passed, n=result.humans_tested, note=_verdict_note(result, source))
+    add("advantage_probability", value=result.advantage_probability, n=result.items, note=note)
+    ranked = result.advantage_probability is not None
+    add(
+        "rank",
+        value=_rank(result.advantage_probability, rhos),
+        n=len(rhos),
+        note=f"by ρ among {len(rhos)} judge{'s' if len(rhos) != 1 else ''}" if ranked else note,
+    )
+    _per_human(data, attribute, result)
+
+
+def _per_human(data: ReportData, attribute: str, result: at.AltTest) -> None:
+    tested = [c for c in result.comparisons if c.tested]
+    # the undefined p (0/0) counts as 1, as in the test's own Benjamini-Yekutieli step
+    adjusted = dict(zip((c.human for c in tested), at.by_adjusted([1.0 if c.p is None else c.p for c in tested])))
+    for c in result.comparisons:
+        add = partial(data.add, "verdict", attribute, ALL, result.judge, evaluator_b=c.human, n=c.items, note=c.note)
+        add("rho_judge", value=c.rho_judge)
+        add("rho_human", value=c.rho_human)
+        add("t", value=c.t, p=c.p)
+        add("p_adjusted", value=adjusted.get(c.human) if c.p is not None else None)
+        add("wins", value=float(c.rejected) if c.tested else None)
+
+
+def _across(
+    data: ReportData,
+    judge: str,
+    settings: dict[str, tuple[Humans, Ratings]],
+    levels: dict[str, str],
+    eps: float,
+) -> None:
+    results = at.alt_test_across(settings, judge_name=judge, levels=levels, epsilon=eps, alpha=FDR)
+    pooled = f"Benjamini-Yekutieli over the p-values of {len(settings)} questions together"
+    for attribute, result in results.items():
+        add = partial(data.add, "verdict_across", attribute, ALL, judge)
+        note = "; ".join(x for x in (result.note, pooled) if x)
+        add("winning_rate", value=result.winning_rate, n=result.humans_tested, note=note)
+        passed = None if result.passed is None else float(result.passed)
+        add("verdict", value=passed, n=result.humans_tested, note=_verdict_note(result, pooled))
+        add("advantage_probability", value=result.advantage_probability, n=result.items, note=note)
