@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import sys
+import threading
 from collections.abc import Iterator
 
 import llama_cpp as lc
@@ -24,21 +24,27 @@ class LoadError(Exception):
     """llama.cpp could not load the model or create its context."""
 
 
+_STDERR_LOCK = threading.Lock()  # one redirection at a time: interleaved ones would restore the wrong fd
+
+
 @contextlib.contextmanager
 def quiet_stderr() -> Iterator[None]:
-    """llama.cpp prints its load log on fd 2 even when its log callback is quiet."""
-    try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, ValueError, OSError):
-        yield
-        return
-    saved = os.dup(fd)
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), fd)
+    """llama.cpp prints its load log on fd 2 (C's stderr) even when its log callback is quiet. fd 2 itself, not
+    ``sys.stderr.fileno()``: inside the app Textual replaces ``sys.stderr`` with an object whose fileno() is -1
+    (``annotate --judge MODEL`` failed on it), and there the log would draw over the screen."""
+    with _STDERR_LOCK:
         try:
+            saved = os.dup(2)
+        except OSError:  # no fd 2 (a daemon): nothing to quiet
+            yield
+            return
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
             yield
         finally:
-            os.dup2(saved, fd)
+            os.dup2(saved, 2)
             os.close(saved)
 
 
