@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -336,3 +340,45 @@ def test_local_workers_share_one_engine_through_the_queue(story_study, qwen_gguf
         "SELECT count(*) FROM ratings WHERE rater_id = ?", [run.plan.rater.id]
     ).fetchone()[0]
     assert rows == 4 * 4 * 3
+
+
+def _niceness() -> dict[int, int]:
+    """This process's threads (Linux task ids) and their nice values, from /proc."""
+    found = {}
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            found[int(task.name)] = int((task / "stat").read_text().rsplit(")", 1)[1].split()[16])
+    return found
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread niceness is Linux's")
+@pytest.mark.parametrize("background", [True, False])
+def test_a_judge_behind_the_app_decodes_at_a_lower_priority(qwen_gguf, background):
+    """In the app (background) the engine's thread and every thread llama.cpp computes with are niced by 10, so the
+    screen's thread comes first; the callers' threads and a CLI judge's (not background) keep the process's. (The
+    loading thread's warm-up decode leaves llama.cpp threads of its own, at its priority, idle after the load.)"""
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    backend = LocalBackend(JudgeSpec(str(qwen_gguf), n_ctx=1024), parallel=3, background=background)
+    engine_thread = backend.engine._thread.native_id
+    before = set(_niceness()) - {engine_thread}  # with the threads of the load's warm-up decode (the loader's)
+    callers, seen = [], {}
+    prompts = story_prompts(1)[:3]
+
+    def ask(messages) -> None:
+        callers.append(threading.get_native_id())
+        backend.complete(messages, temperature=1.0, top_p=0.9, max_tokens=48, seed=1)
+
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            asked = [pool.submit(ask, m) for m in prompts]
+            while not all(f.done() for f in asked):
+                seen.update(_niceness())  # while llama.cpp decodes: its threads are alive
+            for f in asked:
+                f.result()
+    finally:
+        backend.close()
+    started = {tid: nice for tid, nice in seen.items() if tid not in before and tid not in callers}
+    lowered = min(19, base + 10) if background else base
+    assert started.get(engine_thread) == lowered
+    assert len(started) >= 2 and set(started.values()) == {lowered}  # llama.cpp's own threads too
+    assert all(seen[tid] == base for tid in callers if tid in seen)

@@ -28,7 +28,7 @@ async def test_judges_start_after_the_first_screen_and_report_as_messages(tmp_pa
 async def test_a_local_judge_runs_inside_the_app(tmp_path, tiny_gguf):
     """``annotate --judge MODEL.gguf``: llama.cpp loads and rates behind the screen. Inside the app Textual's
     sys.stderr has no file descriptor; the engine quiets llama.cpp's log on fd 2 itself, and the screen keeps
-    taking keys while it generates."""
+    taking keys while it generates, at a lower priority than the screen."""
     study = Study.open(tmp_path / "local.db")
     study.add_items(study.task("story"), STORIES[:2])
     spec = JudgeSpec(str(tiny_gguf), mode="constrained", samples=1).validate()
@@ -39,6 +39,8 @@ async def test_a_local_judge_runs_inside_the_app(tmp_path, tiny_gguf):
         ended = lambda: " 8 done" in app.judge_summary or "stopped" in app.judge_summary
         await wait_until(pilot, ended, "the local judge's 8 jobs done (or the judge stopped)", 120)
         assert "stopped" not in app.judge_summary, app.judge_summary
+        # behind the screen the engine decodes at a lower priority (tests/judge/test_engine.py: the threads' nice)
+        assert app.judges.runs[0][1].threads[0].backend.engine.background
     stored = study.db.conn.execute(
         "SELECT count(*) FROM ratings r JOIN raters j ON j.id = r.rater_id WHERE j.kind = 'llm'"
     ).fetchone()[0]

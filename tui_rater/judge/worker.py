@@ -31,16 +31,17 @@ from tui_rater.store.study import Item, Study
 BackendFactory = Callable[[JudgeSpec], object]
 
 
-def make_backend(spec: JudgeSpec, parallel: int | None = None):
+def make_backend(spec: JudgeSpec, parallel: int | None = None, background: bool = False):
     """A worker's backend. A local model is loaded once per process: every call returns a handle on the same
-    engine (closing the last handle frees it), with ``parallel`` concurrent sequences when it is first made."""
+    engine (closing the last handle frees it), with ``parallel`` concurrent sequences when it is first made, at a
+    lower priority when ``background`` (a judge inside the app)."""
     if spec.is_api:
         from tui_rater.judge.backends.api import ApiBackend
 
         return ApiBackend(spec)
     from tui_rater.judge.backends.local import DEFAULT_SEQUENCES, LocalBackend
 
-    return LocalBackend(spec, parallel=parallel or DEFAULT_SEQUENCES)
+    return LocalBackend(spec, parallel=parallel or DEFAULT_SEQUENCES, background=background)
 
 
 def lease_size(spec: JudgeSpec) -> tuple[int, int]:
@@ -50,10 +51,11 @@ def lease_size(spec: JudgeSpec) -> tuple[int, int]:
     return (4, 64) if spec.is_api else (1, 1)
 
 
-def _sized_factory(factory: BackendFactory, spec: JudgeSpec, workers: int) -> BackendFactory:
-    """The default factory, told how many workers share a local engine (its number of sequences)."""
+def _sized_factory(factory: BackendFactory, spec: JudgeSpec, workers: int, background: bool) -> BackendFactory:
+    """The default factory, told how many workers share a local engine (its number of sequences) and whether it
+    runs behind the app."""
     if factory is make_backend and not spec.is_api:
-        return partial(make_backend, parallel=workers)
+        return partial(make_backend, parallel=workers, background=background)
     return factory
 
 
@@ -412,13 +414,15 @@ def run_judge(
     progress: Progress | None = None,
     stop: threading.Event | None = None,
     backend_factory: BackendFactory = make_backend,
+    background: bool = False,
 ) -> tuple[list[Worker], Progress, threading.Event]:
-    """Start ``workers`` threads for one judge; the caller joins them (or sets ``stop``)."""
+    """Start ``workers`` threads for one judge; the caller joins them (or sets ``stop``). ``background``: a local
+    model decodes at a lower priority than the app's screen."""
     progress = progress or Progress()
     stop = stop or threading.Event()
     if spec.is_api:
         import openai  # noqa: F401 - once here, not under the import lock of 16 starting threads
-    backend_factory = _sized_factory(backend_factory, spec, workers)
+    backend_factory = _sized_factory(backend_factory, spec, workers, background)
     threads = [
         Worker(
             db_path,

@@ -176,8 +176,10 @@ def start_judge(
     drain: bool = True,
     stop: threading.Event | None = None,
     backend_factory: BackendFactory = make_backend,
+    background: bool = False,
 ) -> JudgeRun:
-    """Start the workers of a planned judge (they drain its queue, or keep polling when ``drain`` is off)."""
+    """Start the workers of a planned judge (they drain its queue, or keep polling when ``drain`` is off);
+    ``background``: behind the app, a local model gives way to the screen."""
     count = workers or default_workers(plan.spec)
     if not 1 <= count <= 64:
         raise UserError("--workers must be between 1 and 64")
@@ -191,6 +193,7 @@ def start_judge(
         drain=drain,
         stop=stop,
         backend_factory=backend_factory,
+        background=background,
     )
     return JudgeRun(plan, threads, progress, stop)
 
@@ -236,7 +239,7 @@ class BackgroundJudges:
         for spec in specs:
             plan = plan_judge(study, spec, [task_name])
             workers = 4 if spec.is_api else workers_per_judge
-            run = start_judge(study.path, plan, workers, drain=False, stop=self.stop_event)
+            run = start_judge(study.path, plan, workers, drain=False, stop=self.stop_event, background=True)
             self.runs.append((plan.rater.name.split("/")[0], run))
 
     def summary(self) -> str:

@@ -38,7 +38,7 @@ def _key(spec: JudgeSpec) -> tuple:
     return (os.path.realpath(spec.model), spec.n_ctx, spec.n_gpu_layers, spec.chat_template)
 
 
-def _acquire(spec: JudgeSpec, parallel: int) -> _Shared:
+def _acquire(spec: JudgeSpec, parallel: int, background: bool) -> _Shared:
     with _LOCK:  # one load at a time: 16 workers starting at once load the model once
         shared = _SHARED.get(_key(spec))
         if shared is None:
@@ -46,7 +46,9 @@ def _acquire(spec: JudgeSpec, parallel: int) -> _Shared:
             from tui_rater.judge.engine.native import LoadError
 
             try:
-                engine = Engine(spec.model, n_ctx=spec.n_ctx, n_seq=parallel, n_gpu_layers=spec.n_gpu_layers)
+                engine = Engine(
+                    spec.model, n_ctx=spec.n_ctx, n_seq=parallel, n_gpu_layers=spec.n_gpu_layers, background=background
+                )
             except LoadError as exc:
                 raise JudgeError("model_load", f"{exc} (a corrupt or unsupported GGUF?)") from None
             shared = _SHARED[_key(spec)] = _Shared(engine, _chat_formatter(engine, spec.chat_template))
@@ -76,9 +78,11 @@ def _chat_formatter(engine, template: str | None):
 
 
 class LocalBackend:
-    def __init__(self, spec: JudgeSpec, parallel: int = DEFAULT_SEQUENCES):
+    def __init__(self, spec: JudgeSpec, parallel: int = DEFAULT_SEQUENCES, *, background: bool = False):
+        """``parallel`` sequences and ``background`` (a lower priority, for a judge inside the app) apply when this
+        handle is the one that loads the engine."""
         self.spec = spec
-        self._shared = _acquire(spec, max(1, parallel))
+        self._shared = _acquire(spec, max(1, parallel), background)
         self.engine = self._shared.engine
         self.model = self.engine.model  # type: ignore[attr-defined]
         self._closed = False

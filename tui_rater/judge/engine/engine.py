@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from tui_rater.judge.backends.base import TokenCounts
-from tui_rater.judge.engine.native import Batch, Context, LoadError, Model
+from tui_rater.judge.engine.native import Batch, Context, LoadError, Model, lower_thread_priority
 from tui_rater.judge.engine.sampling import SequenceSampler
 from tui_rater.judge.engine.slots import Generated, Request, Slot, place
 from tui_rater.judge.errors import JudgeError
@@ -35,7 +35,10 @@ class Engine:
         n_gpu_layers: int = 0,
         n_batch: int = 2048,
         n_threads: int | None = None,
+        background: bool = False,
     ):
+        """``background``: the engine's thread (and the threads llama.cpp computes with, started from it) run at a
+        lower priority, for a judge inside the app: the screen's thread comes first (keypress -> screen)."""
         self.model = Model(model_path, n_gpu_layers)
         self.n_ctx = n_ctx  # the context window of one sequence (prompt + reply), as --n-ctx always meant
         self.n_seq = n_seq
@@ -62,6 +65,7 @@ class Engine:
         self._tick = 0
         # sequences are sampled in parallel between decodes (numpy and llama.cpp's samplers release the GIL)
         self._samplers = ThreadPoolExecutor(n_threads, thread_name_prefix="llama-sampler") if n_threads > 1 else None
+        self.background = background
         self._thread = threading.Thread(target=self._run, name="llama-engine", daemon=True)
         self._thread.start()
 
@@ -130,6 +134,8 @@ class Engine:
     # --- the engine thread --------------------------------------------------------------------
 
     def _run(self) -> None:
+        if self.background:
+            lower_thread_priority()  # before this thread's first decode starts llama.cpp's threads
         while True:
             busy = bool(self._waiting) or any(not s.idle for s in self.slots)
             try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -46,6 +47,18 @@ def quiet_stderr() -> Iterator[None]:
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+
+
+def lower_thread_priority(by: int = 10) -> None:
+    """Nice the calling thread by ``by`` (Linux, where niceness is per thread). The threads llama.cpp computes
+    with (OpenMP's pool, ggml's) are started by the thread that decodes and inherit its niceness: a judge in the
+    app then takes only the CPU time the screen leaves. Elsewhere (macOS: a thread id is not a process id for
+    setpriority) it does nothing."""
+    if sys.platform != "linux":
+        return
+    tid = threading.get_native_id()
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + by))
 
 
 def _quiet_logs() -> None:
