@@ -274,11 +274,12 @@ def seeded_server():
                         }
                     ],
                 }
-            )
+            ).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body.encode())
+            self.wfile.write(body)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -21,6 +21,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.driver import Driver
 from textual.message import Message
 from textual.widgets import Footer, Static
 
@@ -32,6 +33,7 @@ from tui_rater.ui.quitting import QuitWhenSaved
 from tui_rater.ui.render import item_text, pairwise_columns, questions_text, spa_columns
 from tui_rater.ui.saving import SaveView
 from tui_rater.ui.screens import HelpScreen, InputScreen, RevealScreen
+from tui_rater.ui.terminal import hangup_safe
 from tui_rater.ui.writer import Change, Committed, StoreWriter
 
 
@@ -120,6 +122,13 @@ class RaterApp(QuitWhenSaved):
         self.index_of = {session.key(i): i for i in range(len(session.items))}
         # items fully rated in the file, kept up to date on each commit (no recount over every item per key)
         self.completed = {i for i in range(len(session.items)) if self.saved_complete(i)}
+
+    def get_driver_class(self) -> type[Driver]:
+        # a dropped SSH connection (SIGHUP, then SIGCONT) must not keep the process from exiting
+        return hangup_safe(super().get_driver_class(), self.is_closing)
+
+    def is_closing(self) -> bool:
+        return self.stop_signal is not None or self.closing.is_set()
 
     # --- layout --------------------------------------------------------------------------
 
