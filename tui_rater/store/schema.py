@@ -13,6 +13,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Callable
+from typing import Any
 
 Migration = str | Callable[[sqlite3.Connection], None]
 
@@ -120,7 +121,7 @@ _SPA_PROBABILITY = re.compile(r"^p_([A-Z])_over_([A-Z])$")
 _SPA_LIKERT = re.compile(r"^likert_([A-Z])$")
 
 
-def _add_spa_protocols(entry: dict) -> bool:
+def _add_spa_protocols(entry: dict[str, Any]) -> bool:
     """0.1's SPA definitions named their questions p_X_over_Y and likert_X: say so as protocols."""
     if "packet" not in entry.get("fields", []):
         return False

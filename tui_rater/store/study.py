@@ -16,7 +16,7 @@ import sqlite_utils
 
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task, TaskRegistry, load_task_file, task_from_definition
-from tui_rater.store.db import connect, utc_now, write
+from tui_rater.store.db import connect, inserted_id, utc_now, write
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Rater:
     id: int
     name: str
     kind: str
-    config: dict | None
+    config: dict[str, Any] | None
 
 
 # The one definition of "the ratings in force" (a FROM clause, aliases r, i, ra): not retracted,
@@ -48,12 +48,16 @@ RATINGS_IN_FORCE = """ratings r
     JOIN raters ra ON ra.id = r.rater_id"""
 
 
+# what ``Study.change_marker`` returns: compared with ==, never looked into
+ChangeMarker = tuple[object, ...]
+
+
 def content_hash(task: str, system: str | None, fields: dict[str, str]) -> str:
     payload = json.dumps({"task": task, "system": system, "fields": fields}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def _item(row: dict) -> Item:
+def _item(row: dict[str, Any]) -> Item:
     return Item(row["key"], row["id"], row["task"], row["system"], json.loads(row["fields"]), row["position"])
 
 
@@ -194,10 +198,10 @@ class Study:
     def human(self, name: str) -> Rater:
         return self._rater(name, "human", None)
 
-    def judge(self, name: str, config: dict) -> Rater:
+    def judge(self, name: str, config: dict[str, Any]) -> Rater:
         return self._rater(name, "llm", config)
 
-    def _rater(self, name: str, kind: str, config: dict | None) -> Rater:
+    def _rater(self, name: str, kind: str, config: dict[str, Any] | None) -> Rater:
         if not name or not name.strip():
             raise UserError("a rater needs a non-empty name")
         config_json = json.dumps(config, sort_keys=True) if config is not None else None
@@ -213,7 +217,7 @@ class Study:
                     "INSERT INTO raters (name, kind, config, config_hash, created_at) VALUES (?, ?, ?, ?, ?)",
                     [name, kind, config_json, config_hash, utc_now()],
                 )
-                return Rater(cur.lastrowid, name, kind, config)
+                return Rater(inserted_id(cur), name, kind, config)
             if row[1] != kind:
                 raise UserError(f"rater {name!r} already exists as a {row[1]} rater, not {kind}")
             return Rater(row[0], name, kind, config)
@@ -239,7 +243,7 @@ class Study:
         parse_status: str = "ok",
         seconds: float | None = None,
         revises: int | None = None,
-        details: dict | None = None,
+        details: dict[str, Any] | None = None,
         retest_of: int | None = None,
     ) -> int:
         """``retest_of``: the id of the rating this one repeats, blind (a test-retest rating, never in force)."""
@@ -262,7 +266,7 @@ class Study:
                     retest_of,
                 ],
             )
-            return cur.lastrowid
+            return inserted_id(cur)
 
     def retract_rating(self, rating_id: int) -> None:
         with write(self.db) as conn:
@@ -283,9 +287,9 @@ class Study:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [item_key, rater_id, kind, attribute, rating_id, text, utc_now()],
             )
-            return cur.lastrowid
+            return inserted_id(cur)
 
-    def current_ratings(self, task: str | None = None) -> list[dict]:
+    def current_ratings(self, task: str | None = None) -> list[dict[str, Any]]:
         """The ratings in force: not retracted, and the latest per (item, attribute, rater, sample)."""
         sql = f"""
             SELECT r.id, i.key AS item_key, i.id AS item, i.task, i.system, r.attribute,
@@ -299,7 +303,7 @@ class Study:
 
     # --- judge replies (reparse) ---------------------------------------------------------
 
-    def judgements(self) -> list[dict]:
+    def judgements(self) -> list[dict[str, Any]]:
         """Every rating a judge produced through the queue, with what is needed to read it again."""
         return [
             dict(r)
@@ -312,7 +316,7 @@ class Study:
             )
         ]
 
-    def update_judgements(self, changes: list[tuple[int, float | None, str, dict]]) -> None:
+    def update_judgements(self, changes: list[tuple[int, float | None, str, dict[str, Any]]]) -> None:
         """Store re-read values: (rating id, value, status, details), in one transaction."""
         with write(self.db) as conn:
             conn.executemany(
@@ -320,7 +324,7 @@ class Study:
                 [(value, status, json.dumps(details), rating_id) for rating_id, value, status, details in changes],
             )
 
-    def change_marker(self) -> tuple:
+    def change_marker(self) -> ChangeMarker:
         """Changes when a rating or a judge job changes (the live pane recomputes only then)."""
         ratings = self.db.conn.execute("SELECT count(*), max(id) FROM ratings WHERE retracted = 0").fetchone()
         jobs = self.db.conn.execute("SELECT count(*), max(updated_at) FROM jobs").fetchone()
@@ -328,7 +332,7 @@ class Study:
 
     # --- summary -------------------------------------------------------------------------
 
-    def info(self) -> dict:
+    def info(self) -> dict[str, Any]:
         q = self.db.query
         return {
             "path": str(self.path),
