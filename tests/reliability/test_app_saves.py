@@ -178,7 +178,8 @@ def test_hangup_while_locked_saves_every_rating(tmp_path, how):
                 else:
                     app.kill(signal.SIGTERM)
                     # the screen closes, then the process says (still locked) that it saves before exiting
-                    assert wait_for(lambda: "saving 8 ratings before exiting" in app.printed(), 20), app.printed()
+                    saying = lambda app=app: "saving 8 ratings before exiting" in app.printed()
+                    assert wait_for(saying, 20), app.printed()
                 assert app.running(), "exited while ratings were unsaved"
                 assert ratings_in_force(db, annotator) == {}
                 released = lock.release()
