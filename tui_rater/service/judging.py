@@ -48,6 +48,7 @@ class JudgeOptions:
     base_url: str | None = None
     api_key_env: str | None = None
     timeout_s: float = 120.0
+    judge_name: str | None = None
 
 
 def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaults | None = None) -> JudgeSpec:
@@ -92,6 +93,7 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         base_url=options.base_url or defaults.base_url,
         api_key_env=options.api_key_env or defaults.api_key_env,
         timeout_s=options.timeout_s,
+        judge_name=options.judge_name,
     ).validate()
 
 
@@ -234,7 +236,7 @@ class BackgroundJudges:
             plan = plan_judge(study, spec, [task_name])
             workers = 4 if spec.is_api else workers_per_judge
             run = start_judge(study.path, plan, workers, drain=False, stop=self.stop_event)
-            self.runs.append((plan.rater.name.split("/")[0], run))
+            self.runs.append((plan.rater.label, run))
 
     def summary(self) -> str:
         parts = []
