@@ -32,10 +32,11 @@ def test_background_judges_and_the_live_pane_use_the_labels(tmp_path, serve_zoo)
         while sum(run.progress.done for _, run in judges.runs) < 2 * 4 * len(STORIES):
             assert time.monotonic() < deadline, judges.summary()
             time.sleep(0.05)
-        summary = judges.summary()
+        summary, compact = judges.summary(), judges.summary(compact=True)
     finally:
         judges.stop()
     assert summary == "judges: J1 [i]named[/i] 16 done; J2 zoo text 16 done"
+    assert compact == "judges: J1 16 done; J2 16 done"  # for a status line too narrow for the labels
     assert [j.label for j in list_judges(study)] == ["J1 [i]named[/i]", "J2 zoo text"]
     data, _ = agreement_pane(study, "story")
     assert data is not None

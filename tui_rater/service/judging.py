@@ -238,7 +238,9 @@ class BackgroundJudges:
             run = start_judge(study.path, plan, workers, drain=False, stop=self.stop_event)
             self.runs.append((plan.rater.label, run))
 
-    def summary(self) -> str:
+    def summary(self, compact: bool = False) -> str:
+        """One line: each judge's label and state. ``compact``: each judge by its number alone (``J1``),
+        for a status line too narrow for the labels -- a stopped judge's state must stay readable."""
         parts = []
         for name, run in self.runs:
             progress = run.progress
@@ -250,7 +252,7 @@ class BackgroundJudges:
                 state = f"{progress.done} done"
             if progress.failed:
                 state += f", {progress.failed} failed"
-            parts.append(f"{name[:20]} {state}")
+            parts.append(f"{(name.split(' ')[0] if compact else name)[:20]} {state}")
         return "judges: " + "; ".join(parts)
 
     def stop(self, timeout: float = 5.0) -> None:
