@@ -18,7 +18,12 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     )
     judge_flags(p)
     p.add_argument("--task", help="only this task (default: every task in the study)")
-    p.add_argument("--workers", type=int, default=None, help="parallel workers (default: 1 local, 8 API)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="parallel workers (default: 8 API; a local model: 16 sequences decoded together in one copy of it)",
+    )
     p.add_argument("--limit", type=int, help="only the first N items of each task")
     p.set_defaults(run=cmd_judge)
 
