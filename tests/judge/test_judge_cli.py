@@ -13,6 +13,41 @@ def _demo_study(tmp_path):
     return db
 
 
+STATUSES = ("queued", "leased", "done", "failed", "cancelled")
+
+
+def queue_table(stdout: str) -> dict[str, tuple[int, ...]]:
+    """The "Judge queue" table `tui-rater queue` prints: judge name -> counts in STATUSES order. A name
+    too long for the terminal is folded over several lines (their other cells empty): joined again."""
+    rows: list[list[str]] = []
+    lines = stdout.split("Recent failures")[0].splitlines()
+    header = next(i for i, line in enumerate(lines) if "judge" in line and "cancelled" in line)
+    assert [c.strip() for c in lines[header].split("┃")[1:-1]] == ["judge", *STATUSES]
+    for line in lines[header + 2 :]:
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) != 6:
+            continue  # the table's border
+        if all(cells[1:]):
+            rows.append(cells)
+        else:  # the rest of a folded name
+            assert not any(cells[1:]) and rows, line
+            rows[-1][0] += cells[0]
+    return {name: tuple(int(c) for c in counts) for name, *counts in rows}
+
+
+def queue_in_file(db) -> dict[str, tuple[int, ...]]:
+    """The same counts read from the study file with plain SQL."""
+    conn = sqlite3.connect(db)
+    found = conn.execute(
+        "SELECT r.name, j.status, count(*) FROM jobs j JOIN raters r ON r.id = j.rater_id GROUP BY 1, 2"
+    ).fetchall()
+    conn.close()
+    by_judge: dict[str, dict[str, int]] = {}
+    for name, status, n in found:
+        by_judge.setdefault(name, {})[status] = n
+    return {name: tuple(c.get(s, 0) for s in STATUSES) for name, c in by_judge.items()}
+
+
 def test_judge_queue_and_reparse(tmp_path, tiny_gguf):
     db = _demo_study(tmp_path)
     result = run_cli_process(
@@ -49,7 +84,11 @@ def test_judge_queue_and_reparse(tmp_path, tiny_gguf):
     )
     assert "0 new jobs, 0 to run" in again.stderr  # nothing is redone
     shown = run_cli_process("queue", "--db", db)
-    assert shown.returncode == 0 and "16" in shown.stdout
+    assert shown.returncode == 0, shown.stderr
+    listed = queue_table(shown.stdout)
+    assert listed == queue_in_file(db) and list(listed.values()) == [(0, 0, 16, 0, 0)]
+    (name,) = listed  # the full name, as --rater takes it
+    assert queue_table(run_cli_process("queue", "--db", db, "--rater", name).stdout) == listed
     conn = sqlite3.connect(db)
     conn.execute("UPDATE ratings SET raw = 'I would rate it a 4.', value = NULL, parse_status = 'no_number'")
     conn.commit()
@@ -83,8 +122,17 @@ def test_queue_cancel_and_retry(tmp_path, tiny_gguf):
     study = Study.open(db)
     rater = study.judge("j", {"x": 1})
     queue.enqueue(study, rater.id, [i.key for i in study.items()][:3], [("likability", "", 0), ("likability", "", 1)])
-    out = run_cli_process("queue", "--db", db, "--cancel").stdout
-    assert "cancelled 6 jobs" in out
+    other, owner = study.judge("k", {"x": 2}), "elsewhere.invalid:1:w"  # another host's worker
+    queue.enqueue(study, other.id, [i.key for i in study.items()][:4], [("relevance", "", 0)])
+    queue.complete(study, queue.lease(study, other.id, owner)[0], owner, [], {})
+    queue.fail(study, queue.lease(study, other.id, owner)[0], owner, "auth", "no", retryable=False)
+    queue.lease(study, other.id, owner)  # one job leased, one queued: every column has a count
+    out = run_cli_process("queue", "--db", db, "--cancel", "--rater", "j").stdout
+    assert out.startswith("cancelled 6 jobs\n")
+    assert queue_table(out) == {"j": (0, 0, 0, 0, 6)}  # --rater: that judge's row alone
+    listed = queue_table(run_cli_process("queue", "--db", db).stdout)
+    assert listed == queue_in_file(db) == {"j": (0, 0, 0, 0, 6), "k": (1, 1, 1, 1, 0)}
     out = run_cli_process("queue", "--db", db, "--retry", "--rater", "j").stdout
-    assert "queued 6 jobs again" in out
+    assert out.startswith("queued 6 jobs again\n")
+    assert queue_table(out) == {"j": (6, 0, 0, 0, 0)}
     assert queue.counts(study, rater.id)["queued"] == 6
