@@ -58,7 +58,6 @@ def test_constrained_mode_falls_back_to_a_grammar(story_study, llama_server):
     assert len(rows) == 16
     assert all(r["parse_status"] == "ok" and r["value"] in (1, 2, 3, 4, 5) for r in rows)
     assert all(r["value"] == float(r["raw"]) for r in rows)  # the digit the grammar let the model write
-    assert len({r["value"] for r in rows}) > 1  # sampled (T 1) from the model: not one constant answer
 
 
 def test_distribution_mode_from_top_logprobs(story_study, llama_server):

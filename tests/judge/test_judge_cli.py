@@ -122,16 +122,19 @@ def test_queue_cancel_and_retry(tmp_path, tiny_gguf):
     study = Study.open(db)
     rater = study.judge("j", {"x": 1})
     queue.enqueue(study, rater.id, [i.key for i in study.items()][:3], [("likability", "", 0), ("likability", "", 1)])
-    other, owner = study.judge("k", {"x": 2}), "elsewhere.invalid:1:w"  # another host's worker
-    queue.enqueue(study, other.id, [i.key for i in study.items()][:4], [("relevance", "", 0)])
+    # another judge with a different count in each column (a column out of place shows), leased by a
+    # worker of another host (its leases only expire): 1 done, 2 failed, 3 leased, 4 queued
+    other, owner = study.judge("k", {"x": 2}), "elsewhere.invalid:1:w"
+    queue.enqueue(study, other.id, [i.key for i in study.items()][:10], [("relevance", "", 0)])
     queue.complete(study, queue.lease(study, other.id, owner)[0], owner, [], {})
-    queue.fail(study, queue.lease(study, other.id, owner)[0], owner, "auth", "no", retryable=False)
-    queue.lease(study, other.id, owner)  # one job leased, one queued: every column has a count
+    for job in queue.lease(study, other.id, owner, max_jobs=2, min_jobs=2):
+        queue.fail(study, job, owner, "auth", "no", retryable=False)
+    assert len(queue.lease(study, other.id, owner, max_jobs=3, min_jobs=3)) == 3
     out = run_cli_process("queue", "--db", db, "--cancel", "--rater", "j").stdout
     assert out.startswith("cancelled 6 jobs\n")
     assert queue_table(out) == {"j": (0, 0, 0, 0, 6)}  # --rater: that judge's row alone
     listed = queue_table(run_cli_process("queue", "--db", db).stdout)
-    assert listed == queue_in_file(db) == {"j": (0, 0, 0, 0, 6), "k": (1, 1, 1, 1, 0)}
+    assert listed == queue_in_file(db) == {"j": (0, 0, 0, 0, 6), "k": (4, 3, 1, 2, 0)}
     out = run_cli_process("queue", "--db", db, "--retry", "--rater", "j").stdout
     assert out.startswith("queued 6 jobs again\n")
     assert queue_table(out) == {"j": (6, 0, 0, 0, 0)}

@@ -21,20 +21,6 @@ def test_text_mode_stores_raw_replies_and_typed_failures(story_study, tiny_gguf)
     from tui_rater.domain import protocols
 
     rater, _progress, rows = judge(story_study, JudgeSpec(str(tiny_gguf), max_tokens=16, max_retries=1))
-    assert len(rows) == 4 * 4 * 3  # items x attributes x samples
-    task, items = story_study.task("story"), {item.key: item for item in story_study.items()}
-    for r in rows:
-        details, attribute = json.loads(r["details"]), task.attribute(r["attribute"])
-        protocol = protocols.for_mode(task, attribute, "text")
-        # the stored value is the stored reply as the protocol reads it: a number, or a typed failure
-        reading = protocol.read_reply(r["raw"], attribute, "plain", truncated=details["finish_reason"] == "length")
-        assert (r["value"], r["parse_status"]) == (reading.value, reading.status), r["raw"]
-        assert r["parse_status"] in ("ok", "no_number", "out_of_range", "ambiguous", "refusal")
-        prompt = protocol.render(task, attribute, items[r["item_key"]].fields, "plain")
-        assert (details["template_id"], details["template_sha256"]) == (prompt.template_id, prompt.template_hash)
-    # the random model writes gibberish with stray digits: read as several kinds of failure, not one label
-    assert len({r["parse_status"] for r in rows}) >= 3, [r["raw"] for r in rows]
-    assert queue.counts(story_study, rater.id)["done"] == 48
     # the provenance, value by value: the model file's own SHA-256 (hashlib over its bytes), the library's version
     sha256 = hashlib.sha256(tiny_gguf.read_bytes()).hexdigest()
     assert rater.config == {
@@ -59,6 +45,20 @@ def test_text_mode_stores_raw_replies_and_typed_failures(story_study, tiny_gguf)
         "extra": {},
     }
     assert re.fullmatch(rf"tiny\.gguf@{sha256[:8]}/text/plain/T1/p0\.9/s0#[0-9a-f]{{6}}", rater.name), rater.name
+    assert len(rows) == 4 * 4 * 3  # items x attributes x samples
+    task, items = story_study.task("story"), {item.key: item for item in story_study.items()}
+    for r in rows:
+        details, attribute = json.loads(r["details"]), task.attribute(r["attribute"])
+        protocol = protocols.for_mode(task, attribute, "text")
+        # the stored value is the stored reply as the protocol reads it: a number, or a typed failure
+        reading = protocol.read_reply(r["raw"], attribute, "plain", truncated=details["finish_reason"] == "length")
+        assert (r["value"], r["parse_status"]) == (reading.value, reading.status), r["raw"]
+        assert r["parse_status"] in ("ok", "no_number", "out_of_range", "ambiguous", "refusal")
+        prompt = protocol.render(task, attribute, items[r["item_key"]].fields, "plain")
+        assert (details["template_id"], details["template_sha256"]) == (prompt.template_id, prompt.template_hash)
+    # the random model writes gibberish with stray digits: read as more than one kind of failure
+    assert len({r["parse_status"] for r in rows}) >= 2, [r["raw"] for r in rows]
+    assert queue.counts(story_study, rater.id)["done"] == 48
 
 
 def test_constrained_mode_only_valid_scores(story_study, tiny_gguf):
@@ -124,29 +124,42 @@ def test_same_seed_same_ratings(tmp_path, tiny_gguf):
 
 
 def test_conversation_mode_asks_in_order(story_study, tiny_gguf):
+    from llama_cpp import Llama
+
     from tui_rater.judge.backends.local import LocalBackend
+    from tui_rater.service.judging import judge_study
 
     spec = JudgeSpec(str(tiny_gguf), samples=1, conversation=True, max_tokens=16, max_retries=0).validate()
-    rater, _, rows = judge(story_study, spec)
-    assert queue.counts(story_study, rater.id)["done"] == 4  # one chat per item
+    run = judge_study(story_study, spec, ["story"], workers=1)
+    assert run.progress.fatal is None and queue.counts(story_study, run.plan.rater.id)["done"] == 4  # a chat per item
+    rows = list(story_study.db.query("SELECT * FROM ratings WHERE rater_id = ?", [run.plan.rater.id]))
     assert len(rows) == 16
-    # the paper's chat: question 1, reply 1, question 2, ... in the task's order. Each stored reply must be
-    # what the model says to exactly that chat with its seed, replayed on a fresh backend in the worker's
-    # order: another turn order, a dropped turn or another reply in the history gives 16 other sampled
-    # tokens (test_same_seed_same_ratings: two draws coincide with probability ~1e-5)
+    # the paper's chat: question 1, reply 1, question 2, ... in the task's order (no chat template: the
+    # turns joined by blank lines). Each stored reply must be what the model says to exactly that chat with
+    # its seed, replayed on a fresh backend in the worker's order: another question last gives 16 other
+    # sampled tokens (two draws coincide with probability ~1e-5, test_same_seed_same_ratings). The random
+    # model hardly looks back, so a dropped reply in the history may leave the draws as they were: the
+    # prompts' total length, counted by the worker's backend, is checked against the chats' too.
     task, backend = story_study.task("story"), LocalBackend(spec)
+    tokenizer = Llama(model_path=str(tiny_gguf), vocab_only=True, verbose=False)
+    prompt_tokens = 0
     try:
         for item in story_study.items("story"):
             chat: list[dict] = []
             for attribute in task.attribute_names:
                 (row,) = [r for r in rows if (r["item_key"], r["attribute"]) == (item.key, attribute)]
                 chat += question(task, attribute, item.fields, mode="text")
+                text = "\n\n".join(turn["content"] for turn in chat)
+                prompt_tokens += len(tokenizer.tokenize(text.encode(), add_bos=True, special=False))
                 seed = json.loads(row["details"])["seed"]
                 replay = backend.complete(chat, temperature=1.0, top_p=0.9, max_tokens=16, seed=seed)
                 assert replay.text == row["raw"], (item.id, attribute)
                 chat.append({"role": "assistant", "content": row["raw"]})
     finally:
         backend.close()
+        tokenizer.close()
+    (worker,) = run.threads
+    assert worker.counts.cached + worker.counts.evaluated == prompt_tokens
 
 
 def test_identical_requests_answered_from_the_store(story_study, tiny_gguf):
