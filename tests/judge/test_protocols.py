@@ -76,9 +76,10 @@ def test_position_bias_and_v3_inversion(pair_study, fake_server):
     records = {
         (r.statistic, r.evaluator): r.value for r in build_report(pair_study, "story-pairwise") if r.table == "position"
     }
-    assert records[("first_position_rate", rater.name)] == 1.0
-    assert records[("order_consistency", rater.name)] == 0.0
-    assert records[("final_tie", rater.name)] == 3  # inconsistent orders count as ties
+    assert rater.label == "J1 m text"  # reports name a judge by its short label (`tui-rater judges`)
+    assert records[("first_position_rate", rater.label)] == 1.0
+    assert records[("order_consistency", rater.label)] == 0.0
+    assert records[("final_tie", rater.label)] == 3  # inconsistent orders count as ties
     v3 = JudgeSpec("api:m", base_url=url, variant="v3", samples=1, temperature=0.0)
     _rater3, _, rows3 = judge(pair_study, v3, task="story-pairwise")
     first = {r["presentation"]: r["value"] for r in rows3 if r["item_key"] == rows3[0]["item_key"]}
@@ -194,13 +195,13 @@ def test_spa_with_a_judge_and_the_tau_filter(tmp_path, fake_server, tiny_gguf):
     url = fake_server(Script([(200, {}, ok_body("I would say 70"), 0)]))  # 70% both ways: 1.4 > 1.1
     rater, _, rows = judge(study, JudgeSpec("api:m", base_url=url, samples=2, temperature=1.0), task="spa")
     assert len(rows) == 2 * 4 * 2  # packets x questions x samples
-    filtered = [r for r in build_report(study, "spa") if r.table == "spa" and r.evaluator == rater.name]
+    filtered = [r for r in build_report(study, "spa") if r.table == "spa" and r.evaluator == rater.label]
     kept = next(r for r in filtered if r.statistic == "annotators_kept")
     assert kept.value == 0 and kept.n == 4  # every (sample, packet) annotator excluded
     unfiltered = {
         r.statistic: r
         for r in build_report(study, "spa", spa_tau=None)
-        if r.table == "spa" and r.evaluator == rater.name and r.attribute != "*"
+        if r.table == "spa" and r.evaluator == rater.label and r.attribute != "*"
     }
     assert unfiltered["p_x_over_y"].value == pytest.approx(0.7) and unfiltered["p_x_over_y"].n == 4
     _, _, local = judge(study, JudgeSpec(str(tiny_gguf), samples=1, max_tokens=8, max_retries=0), task="spa")

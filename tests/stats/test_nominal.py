@@ -354,7 +354,7 @@ def test_pairwise_v4_through_the_judge_is_voted_per_order(tmp_path, seeded_serve
     shares = {
         r.statistic: r
         for r in build_report(study, "story-pairwise")
-        if r.table == "nominal" and r.evaluator == rater.name
+        if r.table == "nominal" and r.evaluator == rater.label
     }
     for code, key in enumerate("ABC"):
         assert shares[f"share_{key}"].value == pytest.approx(np.mean(decided == code))

@@ -25,7 +25,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("queue", parents=[common], help="show the judge queue; cancel or retry jobs")
     p.add_argument("--cancel", action="store_true", help="cancel queued and leased jobs")
     p.add_argument("--retry", action="store_true", help="queue failed and cancelled jobs again")
-    p.add_argument("--rater", help="only this judge (its name as `queue` lists it)")
+    p.add_argument("--rater", help="only this judge: its label or name (as `queue` and `judges` list it)")
     p.set_defaults(run=cmd_queue)
 
     p = sub.add_parser("reparse", parents=[common], help="re-apply the reply parser to stored judge replies")
@@ -46,7 +46,11 @@ def cmd_judge(args, settings) -> int:
         say(note, err=True)
     plan = judging.plan_judge(study, spec, task_names, args.limit)
     workers = args.workers or judging.default_workers(spec)
-    say(f"judge {plan.rater.name}: {plan.added} new jobs, {plan.pending} to run, {workers} worker(s)", err=True)
+    say(
+        f"judge {plan.rater.label} ({plan.rater.name}): {plan.added} new jobs, {plan.pending} to run, "
+        f"{workers} worker(s)",
+        err=True,
+    )
     run = judging.start_judge(study.path, plan, workers)
     _watch(run.threads, run.progress, run.stop_event, plan.pending)
     progress = run.progress
@@ -100,7 +104,7 @@ def cmd_queue(args, settings) -> int:
     study = open_study(args, settings, create=False, readonly=not (args.cancel or args.retry))
     rater_id = None
     if args.rater:
-        matches = [r for r in study.raters("llm") if r.name == args.rater]
+        matches = [r for r in study.raters("llm") if args.rater in (r.name, r.label)]
         if not matches:
             raise UserError(f"no judge named {args.rater!r} in {study.path}")
         rater_id = matches[0].id
@@ -116,7 +120,7 @@ def cmd_queue(args, settings) -> int:
             continue
         c = judging.queue_counts(study, rater.id)
         if sum(c.values()):
-            table.add_row(data(rater.name), *(data(c[k]) for k in statuses))
+            table.add_row(data(rater.label or rater.name), *(data(c[k]) for k in statuses))
     console = make_console()
     console.print(table)
     failed = judging.queue_failures(study)

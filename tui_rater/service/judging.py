@@ -48,6 +48,7 @@ class JudgeOptions:
     base_url: str | None = None
     api_key_env: str | None = None
     timeout_s: float = 120.0
+    judge_name: str | None = None
 
 
 def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaults | None = None) -> JudgeSpec:
@@ -91,6 +92,7 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         base_url=options.base_url or defaults.base_url,
         api_key_env=options.api_key_env or defaults.api_key_env,
         timeout_s=options.timeout_s,
+        judge_name=options.judge_name,
     ).validate()
 
 
@@ -238,9 +240,11 @@ class BackgroundJudges:
             plan = plan_judge(study, spec, [task_name])
             workers = 4 if spec.is_api else workers_per_judge
             run = start_judge(study.path, plan, workers, drain=False, stop=self.stop_event)
-            self.runs.append((plan.rater.name.split("/")[0], run))
+            self.runs.append((plan.rater.label, run))
 
-    def summary(self) -> str:
+    def summary(self, compact: bool = False) -> str:
+        """One line: each judge's label and state. ``compact``: each judge by its number alone (``J1``),
+        for a status line too narrow for the labels -- a stopped judge's state must stay readable."""
         parts = []
         for name, run in self.runs:
             progress = run.progress
@@ -252,7 +256,7 @@ class BackgroundJudges:
                 state = f"{progress.done} done"
             if progress.failed:
                 state += f", {progress.failed} failed"
-            parts.append(f"{name[:20]} {state}")
+            parts.append(f"{(name.split(' ')[0] if compact else name)[:20]} {state}")
         return "judges: " + "; ".join(parts)
 
     def stop(self, timeout: float = 5.0) -> None:

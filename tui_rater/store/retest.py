@@ -208,8 +208,8 @@ def values_in_force(study: Study, task: str, annotator: str) -> list[ValueInForc
     """(item key, attribute, rater, kind, presentation, value) of the annotator's first ratings and every
     judge's ratings in force with a value: what "you agree with the judge at ..." is computed from."""
     return study.db.conn.execute(
-        f"""SELECT r.item_key, r.attribute, ra.name, ra.kind, r.presentation, r.value FROM {RATINGS_IN_FORCE}
+        f"""SELECT r.item_key, r.attribute, ra.label, ra.kind, r.presentation, r.value FROM {RATINGS_IN_FORCE}
             WHERE i.task = ? AND r.value IS NOT NULL AND (ra.kind = 'llm' OR ra.name = ?)
-            ORDER BY r.item_key, r.attribute, ra.name, r.presentation, r.sample""",
+            ORDER BY r.item_key, r.attribute, ra.label, r.presentation, r.sample""",
         [task, annotator],
     ).fetchall()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ import sqlite_utils
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task, TaskRegistry, load_task_file, task_from_definition
 from tui_rater.store.db import connect, inserted_id, utc_now, write
+from tui_rater.store.labels import is_configured, judge_label
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Rater:
     name: str
     kind: str
     config: dict[str, Any] | None
+    label: str = ""  # what reports and the app call it (``store/labels.py``): its name, or ``J1 tiny text``
 
 
 # The one definition of "the ratings in force" (a FROM clause, aliases r, i, ra): not retracted,
@@ -207,25 +210,42 @@ class Study:
         config_json = json.dumps(config, sort_keys=True) if config is not None else None
         config_hash = hashlib.sha256(config_json.encode()).hexdigest() if config_json else None
         with write(self.db) as conn:
-            row = conn.execute("SELECT id, kind, config_hash FROM raters WHERE name = ?", [name]).fetchone()
+            row = conn.execute("SELECT id, kind, config_hash, label FROM raters WHERE name = ?", [name]).fetchone()
             if row is None:
                 if config_hash:
-                    same = conn.execute("SELECT id, name FROM raters WHERE config_hash = ?", [config_hash]).fetchone()
+                    same = conn.execute(
+                        "SELECT id, name, label FROM raters WHERE config_hash = ?", [config_hash]
+                    ).fetchone()
                     if same:
-                        return Rater(same[0], same[1], kind, config)
+                        return Rater(same[0], same[1], kind, config, same[2])
+                label = self._new_label(conn, name, kind, config)
                 cur = conn.execute(
-                    "INSERT INTO raters (name, kind, config, config_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-                    [name, kind, config_json, config_hash, utc_now()],
+                    "INSERT INTO raters (name, kind, config, config_hash, created_at, label) VALUES (?, ?, ?, ?, ?, ?)",
+                    [name, kind, config_json, config_hash, utc_now(), label],
                 )
-                return Rater(inserted_id(cur), name, kind, config)
+                return Rater(inserted_id(cur), name, kind, config, label)
             if row[1] != kind:
                 raise UserError(f"rater {name!r} already exists as a {row[1]} rater, not {kind}")
-            return Rater(row[0], name, kind, config)
+            return Rater(row[0], name, kind, config, row[3])
+
+    @staticmethod
+    def _new_label(conn: sqlite3.Connection, name: str, kind: str, config: dict[str, Any] | None) -> str:
+        """A new rater's label (``store/labels.py``): unique, and never taken from a judge that has it."""
+        taken = {label for (label,) in conn.execute("SELECT label FROM raters WHERE label IS NOT NULL")}
+        if not is_configured(kind, config):
+            if name in taken:
+                raise UserError(f"{name!r} is already the label of a judge in this study; choose another name")
+            return name
+        configured = conn.execute(
+            "SELECT count(*) FROM raters WHERE kind = 'llm' AND json_valid(config) AND json_type(config) = 'object' "
+            "AND json_type(config, '$.backend') = 'text'"
+        ).fetchone()[0]
+        return judge_label(configured + 1, config or {}, name, taken)
 
     def raters(self, kind: str | None = None) -> list[Rater]:
         sql = "SELECT * FROM raters" + (" WHERE kind = ?" if kind else "") + " ORDER BY id"
         return [
-            Rater(r["id"], r["name"], r["kind"], json.loads(r["config"]) if r["config"] else None)
+            Rater(r["id"], r["name"], r["kind"], json.loads(r["config"]) if r["config"] else None, r["label"] or "")
             for r in self.db.query(sql, [kind] if kind else [])
         ]
 
@@ -346,7 +366,7 @@ class Study:
             "raters": [
                 dict(r)
                 for r in q(
-                    "SELECT ra.name, ra.kind, count(r.id) AS ratings FROM raters ra "
+                    "SELECT ra.name, ra.label, ra.kind, count(r.id) AS ratings FROM raters ra "
                     "LEFT JOIN ratings r ON r.rater_id = ra.id AND r.retracted = 0 "
                     "GROUP BY ra.id ORDER BY ra.kind, ra.name"
                 )
