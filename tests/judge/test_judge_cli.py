@@ -17,8 +17,9 @@ STATUSES = ("queued", "leased", "done", "failed", "cancelled")
 
 
 def queue_table(stdout: str) -> dict[str, tuple[int, ...]]:
-    """The "Judge queue" table `tui-rater queue` prints: judge name -> counts in STATUSES order. A name
-    too long for the terminal is folded over several lines (their other cells empty): joined again."""
+    """The "Judge queue" table `tui-rater queue` prints: judge label -> counts in STATUSES order. A label
+    too long for the terminal is folded over several lines (their other cells empty): joined again
+    (exactly, for a label without spaces: a space at a line break would be dropped)."""
     rows: list[list[str]] = []
     lines = stdout.split("Recent failures")[0].splitlines()
     header = next(i for i, line in enumerate(lines) if "judge" in line and "cancelled" in line)
@@ -36,10 +37,11 @@ def queue_table(stdout: str) -> dict[str, tuple[int, ...]]:
 
 
 def queue_in_file(db) -> dict[str, tuple[int, ...]]:
-    """The same counts read from the study file with plain SQL."""
+    """The same counts read from the study file with plain SQL, by each judge's label (else its name)."""
     conn = sqlite3.connect(db)
     found = conn.execute(
-        "SELECT r.name, j.status, count(*) FROM jobs j JOIN raters r ON r.id = j.rater_id GROUP BY 1, 2"
+        "SELECT coalesce(r.label, r.name), j.status, count(*) FROM jobs j JOIN raters r ON r.id = j.rater_id "
+        "GROUP BY 1, 2"
     ).fetchall()
     conn.close()
     by_judge: dict[str, dict[str, int]] = {}
@@ -87,8 +89,8 @@ def test_judge_queue_and_reparse(tmp_path, tiny_gguf):
     assert shown.returncode == 0, shown.stderr
     listed = queue_table(shown.stdout)
     assert listed == queue_in_file(db) and list(listed.values()) == [(0, 0, 16, 0, 0)]
-    (name,) = listed  # the full name, as --rater takes it
-    assert queue_table(run_cli_process("queue", "--db", db, "--rater", name).stdout) == listed
+    (label,) = listed  # whole, as --rater takes it
+    assert queue_table(run_cli_process("queue", "--db", db, "--rater", label).stdout) == listed
     conn = sqlite3.connect(db)
     conn.execute("UPDATE ratings SET raw = 'I would rate it a 4.', value = NULL, parse_status = 'no_number'")
     conn.commit()
@@ -124,7 +126,9 @@ def test_queue_cancel_and_retry(tmp_path, tiny_gguf):
     queue.enqueue(study, rater.id, [i.key for i in study.items()][:3], [("likability", "", 0), ("likability", "", 1)])
     # another judge with a different count in each column (a column out of place shows), leased by a
     # worker of another host (its leases only expire): 1 done, 2 failed, 3 leased, 4 queued
-    other, owner = study.judge("k", {"x": 2}), "elsewhere.invalid:1:w"
+    # its name longer than an 80-column table leaves for it (once cut with "…", so --rater could not take it)
+    long_name = "k/gpt-4o-mini-2024-07-18/explicit-v4/T0.7/top-p-0.95/seed-12345"
+    other, owner = study.judge(long_name, {"x": 2}), "elsewhere.invalid:1:w"
     queue.enqueue(study, other.id, [i.key for i in study.items()][:10], [("relevance", "", 0)])
     queue.complete(study, queue.lease(study, other.id, owner)[0], owner, [], {})
     for job in queue.lease(study, other.id, owner, max_jobs=2, min_jobs=2):
@@ -134,7 +138,10 @@ def test_queue_cancel_and_retry(tmp_path, tiny_gguf):
     assert out.startswith("cancelled 6 jobs\n")
     assert queue_table(out) == {"j": (0, 0, 0, 0, 6)}  # --rater: that judge's row alone
     listed = queue_table(run_cli_process("queue", "--db", db).stdout)
-    assert listed == queue_in_file(db) == {"j": (0, 0, 0, 0, 6), "k": (4, 3, 1, 2, 0)}
+    assert listed == queue_in_file(db) == {"j": (0, 0, 0, 0, 6), long_name: (4, 3, 1, 2, 0)}
+    assert queue_table(run_cli_process("queue", "--db", db, "--rater", long_name).stdout) == {
+        long_name: (4, 3, 1, 2, 0)
+    }
     out = run_cli_process("queue", "--db", db, "--retry", "--rater", "j").stdout
     assert out.startswith("queued 6 jobs again\n")
     assert queue_table(out) == {"j": (6, 0, 0, 0, 0)}

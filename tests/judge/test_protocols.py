@@ -164,7 +164,7 @@ def test_meta_evaluation_in_report(tmp_path, fake_server):
     scores = [judged[item.key] for item in items]
     assert sorted(scores) == [10, 40, 60, 90]
     meta = {r.statistic: r for r in build_report(study, "story-explicit") if r.table == "meta"}
-    assert {r.evaluator_b for r in meta.values()} == {rater.name}
+    assert {r.evaluator_b for r in meta.values()} == {rater.label}
     # dataset level: the four texts, by scipy
     assert meta["dataset_spearman"].n == 4
     assert meta["dataset_spearman"].value == pytest.approx(sp.spearmanr(humans, scores).statistic, abs=1e-12)
