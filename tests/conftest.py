@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,6 +12,12 @@ import pytest
 
 from tests.support import Script
 from tui_rater.judge.tiny_gguf import write_tiny_gguf
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache_dir(tmp_path_factory):
+    """Model hashes (tui_rater.judge.spec.file_sha256) are cached in a temporary folder, never the user's."""
+    os.environ["TUI_RATER_CACHE_DIR"] = str(tmp_path_factory.mktemp("user-cache"))
 
 
 @pytest.fixture

@@ -7,8 +7,30 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import STORIES, free_port, wait_for_port
+from tests.support import DATA, STORIES, free_port, wait_for_port
+from tui_rater.judge.tiny_gguf import BOS_TEMPLATE, write_tiny_gguf
 from tui_rater.store.study import Study
+
+
+def _qwen_gguf(path: Path, chat_template: str | None = None) -> Path:
+    """A tiny random model around Qwen2's real 152k-token vocabulary (25 MB); it asks for a BOS token as Llama 3's
+    and Gemma's GGUFs do. The output layer's scale spreads the logits about as a real model's (std ~3.4)."""
+    return write_tiny_gguf(
+        path, vocab=DATA / "vocab" / "ggml-vocab-qwen2.gguf", n_embd=32, n_head=4, n_ff=64, f16=True,
+        output_scale=0.6, seed=5, chat_template=chat_template,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def qwen_gguf(tmp_path_factory) -> Path:
+    """No chat template: the prompt is the query itself (as the paper sent T0 and InstructGPT)."""
+    return _qwen_gguf(tmp_path_factory.mktemp("qwen") / "qwen.gguf")
+
+
+@pytest.fixture(scope="session")
+def qwen_bos_gguf(tmp_path_factory) -> Path:
+    """A chat template that begins with {{ bos_token }}, as most instruct GGUFs' do."""
+    return _qwen_gguf(tmp_path_factory.mktemp("qwen-bos") / "qwen-bos.gguf", BOS_TEMPLATE)
 
 
 @pytest.fixture

@@ -23,3 +23,23 @@ async def test_judges_start_after_the_first_screen_and_report_as_messages(tmp_pa
         await wait_until(pilot, lambda: "16 done" in app.judge_summary, "the judge's 16 jobs done", 60)
         assert study.db.conn.execute("SELECT count(*), sum(status = 'done') FROM jobs").fetchone() == (16, 16)
     assert JudgeProgress("2 done").can_replace(JudgeProgress("1 done"))  # newer progress replaces stale
+
+
+async def test_a_local_judge_runs_inside_the_app(tmp_path, tiny_gguf):
+    """``annotate --judge MODEL.gguf``: llama.cpp loads and rates behind the screen. Inside the app Textual's
+    sys.stderr has no file descriptor; the engine quiets llama.cpp's log on fd 2 itself, and the screen keeps
+    taking keys while it generates."""
+    study = Study.open(tmp_path / "local.db")
+    study.add_items(study.task("story"), STORIES[:2])
+    spec = JudgeSpec(str(tiny_gguf), mode="constrained", samples=1).validate()
+    app = make_app(AnnotationSession.open(study.reopen(), "story", "alice"), AppOptions(judge_specs=(spec,)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: "judges:" in str(app.query_one("#status").render()), "judges shown", 30)
+        await pilot.press("4")
+        ended = lambda: " 8 done" in app.judge_summary or "stopped" in app.judge_summary
+        await wait_until(pilot, ended, "the local judge's 8 jobs done (or the judge stopped)", 120)
+        assert "stopped" not in app.judge_summary, app.judge_summary
+    stored = study.db.conn.execute(
+        "SELECT count(*) FROM ratings r JOIN raters j ON j.id = r.rater_id WHERE j.kind = 'llm'"
+    ).fetchone()[0]
+    assert stored == 8

@@ -18,8 +18,21 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     )
     judge_flags(p)
     p.add_argument("--task", help="only this task (default: every task in the study)")
-    p.add_argument("--workers", type=int, default=None, help="parallel workers (default: 1 local, 8 API)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="parallel workers (default: 8 API; a local model: 16 sequences decoded together in one copy of it)",
+    )
     p.add_argument("--limit", type=int, help="only the first N items of each task")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="pre-flight: show the first items' prompts as the model reads them (tokens, BOS, the scale's "
+        "tokens, the next-token mass on the scale) and a verdict; stores nothing. Exit 0 only when ready",
+    )
+    p.add_argument("--check-items", type=int, default=2, metavar="N", help="--check: items per task (default 2)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="--check: output format")
     p.set_defaults(run=cmd_judge)
 
     p = sub.add_parser("queue", parents=[common], help="show the judge queue; cancel or retry jobs")
@@ -36,7 +49,7 @@ def cmd_judge(args, settings) -> int:
     from tui_rater.judge.spec import load_note
     from tui_rater.service import judging
 
-    study = open_study(args, settings, create=False)
+    study = open_study(args, settings, create=False, readonly=args.check)  # a check stores nothing
     task_names = [args.task] if args.task else study.item_task_names()
     if not task_names:
         raise UserError(f"{study.path} holds no items; import some first")
@@ -44,6 +57,8 @@ def cmd_judge(args, settings) -> int:
     note = load_note(spec)
     if note:  # a large model: its checksum and load take a while; say so before the wait
         say(note, err=True)
+    if args.check:
+        return _check(study, spec, task_names, args)
     plan = judging.plan_judge(study, spec, task_names, args.limit)
     workers = args.workers or judging.default_workers(spec)
     say(
@@ -63,6 +78,17 @@ def cmd_judge(args, settings) -> int:
         f"still queued: {left['queued'] + left['leased']}"
     )
     return 1 if left["failed"] else 0
+
+
+def _check(study, spec, task_names: list[str], args) -> int:
+    from tui_rater.cli import preflight as show
+    from tui_rater.service.preflight import check_judge
+
+    if args.check_items < 1:
+        raise UserError("--check-items must be at least 1")
+    result = check_judge(study, spec, [study.task(name) for name in task_names], items=args.check_items)
+    show.show(result, args.format)
+    return 0 if result.ready else 1
 
 
 def _watch(threads, progress, stop, total: int) -> None:

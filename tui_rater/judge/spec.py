@@ -8,8 +8,12 @@ stored in the study file, the provenance, logs or messages.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
+import tempfile
+import threading
 from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
@@ -22,7 +26,8 @@ NO_KEY = "no-key"
 DEFAULT_N_CTX = 4096
 LARGE_MODEL_BYTES = 1 << 30  # above this, say what is being loaded before the long wait
 KV_BYTES = 2  # llama.cpp's KV cache holds f16 keys and values by default
-_SHA_CACHE: dict[tuple[str, int, float], str] = {}
+_SHA_LOCK = threading.Lock()
+SHA_CACHE_FILE = "model-sha256.json"
 
 
 @dataclass(frozen=True)
@@ -272,7 +277,11 @@ def load_note(spec: JudgeSpec) -> str | None:
     if size < LARGE_MODEL_BYTES:
         return None
     name = Path(spec.model).name
-    return f"loading model {name} ({_gb(size)}): its checksum, then llama.cpp maps it; this takes a while…"
+    if cached_sha256(spec.model) is not None:  # hashed on an earlier start: only the load is left
+        return f"loading model {name} ({_gb(size)}): llama.cpp maps it…"
+    return (
+        f"loading model {name} ({_gb(size)}): its checksum (once per file), then llama.cpp maps it; this takes a while…"
+    )
 
 
 def check_chat_template(template: str) -> None:
@@ -298,16 +307,73 @@ def check_chat_template(template: str) -> None:
 
 
 def file_sha256(path: str | Path) -> str:
-    path = Path(path)
+    """The file's SHA-256, remembered in the user's cache by (path, size, mtime, inode): a model is hashed once,
+    not on every start (16 s for an 8B f16 GGUF). Any change to the file's size, mtime or inode hashes it again."""
+    path = Path(path).resolve()
+    known = cached_sha256(path)
+    if known is not None:
+        return known
     st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime)
-    if key not in _SHA_CACHE:
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        _SHA_CACHE[key] = digest.hexdigest()
-    return _SHA_CACHE[key]
+    stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    with _SHA_LOCK:
+        entries = _read_sha_cache()  # another process may have added entries meanwhile
+        entries[str(path)] = {**stamp, "sha256": digest.hexdigest()}
+        _write_sha_cache(entries)
+    return digest.hexdigest()
+
+
+def cached_sha256(path: str | Path) -> str | None:
+    """The SHA-256 remembered for this file if its size, mtime and inode are unchanged, else None."""
+    path = Path(path).resolve()
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+    with _SHA_LOCK:
+        entry = _read_sha_cache().get(str(path))
+    if isinstance(entry, dict) and all(entry.get(k) == v for k, v in stamp.items()) and entry.get("sha256"):
+        return str(entry["sha256"])
+    return None
+
+
+def cache_dir() -> Path:
+    """``$TUI_RATER_CACHE_DIR``, else the platform's user cache folder (``~/.cache/tui-rater`` on Linux)."""
+    explicit = os.environ.get("TUI_RATER_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("tui-rater", appauthor=False))
+
+
+def _read_sha_cache() -> dict[str, dict]:
+    try:
+        data = json.loads((cache_dir() / SHA_CACHE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # no cache yet, or an unreadable one: hash again
+    return data.get("files", {}) if isinstance(data, dict) and isinstance(data.get("files"), dict) else {}
+
+
+def _write_sha_cache(entries: dict[str, dict]) -> None:
+    """Atomically (write, then rename); a cache that cannot be written only costs a hash on the next start."""
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".sha256-", suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"files": entries}, handle, indent=0)
+        os.replace(tmp, folder / SHA_CACHE_FILE)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def _version(package: str) -> str | None:

@@ -1,7 +1,8 @@
 """Workers that drain the queue for one judge: ask, parse, store -- in a background thread.
 
 Used by `tui-rater judge` (headless) and by the app (`annotate --judge`). Each worker owns its
-own study connection and its own backend (one llama.cpp model per worker).
+own study connection; the backend is shared: one API client, or one batched llama.cpp engine
+per process whose concurrent sequences serve every worker thread.
 """
 
 from __future__ import annotations
@@ -30,14 +31,30 @@ from tui_rater.store.study import Item, Study
 BackendFactory = Callable[[JudgeSpec], object]
 
 
-def make_backend(spec: JudgeSpec):
+def make_backend(spec: JudgeSpec, parallel: int | None = None):
+    """A worker's backend. A local model is loaded once per process: every call returns a handle on the same
+    engine (closing the last handle frees it), with ``parallel`` concurrent sequences when it is first made."""
     if spec.is_api:
         from tui_rater.judge.backends.api import ApiBackend
 
         return ApiBackend(spec)
-    from tui_rater.judge.backends.local import LocalBackend
+    from tui_rater.judge.backends.local import DEFAULT_SEQUENCES, LocalBackend
 
-    return LocalBackend(spec)
+    return LocalBackend(spec, parallel=parallel or DEFAULT_SEQUENCES)
+
+
+def lease_size(spec: JudgeSpec) -> tuple[int, int]:
+    """(min_jobs, max_jobs) a worker leases at once. API workers take a few items per transaction; a local
+    worker takes one job, so that an item's questions and samples run at once in the shared engine and share
+    the item's prefix there (instead of one worker asking them one after another)."""
+    return (4, 64) if spec.is_api else (1, 1)
+
+
+def _sized_factory(factory: BackendFactory, spec: JudgeSpec, workers: int) -> BackendFactory:
+    """The default factory, told how many workers share a local engine (its number of sequences)."""
+    if factory is make_backend and not spec.is_api:
+        return partial(make_backend, parallel=workers)
+    return factory
 
 
 @dataclass
@@ -52,11 +69,20 @@ class Progress:
     fatal: JudgeError | None = None
     started: float = field(default_factory=time.monotonic)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    changed: threading.Condition = field(default_factory=threading.Condition)
 
     def add(self, **changes: int) -> None:
         with self.lock:
             for name, delta in changes.items():
                 setattr(self, name, getattr(self, name) + delta)
+        with self.changed:
+            self.changed.notify_all()
+
+    def wait_for_change(self, timeout: float) -> None:
+        """Until another worker ends a job (its lease may have been the last) or ``timeout``: a worker that found
+        nothing to lease looks again then, instead of a whole poll interval after the queue drained."""
+        with self.changed:
+            self.changed.wait(timeout)
 
 
 class Worker(threading.Thread):
@@ -92,19 +118,19 @@ class Worker(threading.Thread):
             self._stop_judge(JudgeError("internal", f"the judge cannot open the study: {type(exc).__name__}: {exc}"))
             return
         self.replies: dict[str, dict] = {}
-        lease_batch = 4 if self.spec.is_api else 1
+        min_jobs, max_jobs = lease_size(self.spec)
         held: list[Job] = []
         try:
             queue.reclaim_dead(study)
             self.backend = self.backend_factory(self.spec)
             self.counts = self.backend.counts
             while not self.stop_event.is_set():
-                jobs = queue.lease(study, self.rater_id, self.owner, min_jobs=lease_batch)
+                jobs = queue.lease(study, self.rater_id, self.owner, max_jobs=max_jobs, min_jobs=min_jobs)
                 leased_until = time.monotonic() + queue.LEASE_S
                 if not jobs:
                     if self.drain and queue.pending(study, self.rater_id) == 0:
                         return
-                    self.stop_event.wait(self.poll_s)
+                    self.progress.wait_for_change(self.poll_s)
                     continue
                 for index, job in enumerate(jobs):
                     held = jobs[index:]
@@ -135,6 +161,8 @@ class Worker(threading.Thread):
     def _stop_judge(self, exc: JudgeError) -> None:
         self.progress.fatal = exc
         self.stop_event.set()
+        with self.progress.changed:  # workers waiting for a lease see the stop now, not a poll later
+            self.progress.changed.notify_all()
 
     # --- one job -------------------------------------------------------------------------
 
@@ -392,6 +420,7 @@ def run_judge(
     stop = stop or threading.Event()
     if spec.is_api:
         import openai  # noqa: F401 - once here, not under the import lock of 16 starting threads
+    backend_factory = _sized_factory(backend_factory, spec, workers)
     threads = [
         Worker(
             db_path,

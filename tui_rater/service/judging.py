@@ -144,7 +144,10 @@ def plan_judge(study: Study, spec: JudgeSpec, task_names: list[str], limit: int 
 
 
 def default_workers(spec: JudgeSpec) -> int:
-    return 8 if spec.is_api else 1
+    """API: 8 clients; a local model: 16 concurrent sequences of the one engine (never 16 copies of the model)."""
+    from tui_rater.judge.backends.local import DEFAULT_SEQUENCES
+
+    return 8 if spec.is_api else DEFAULT_SEQUENCES
 
 
 @dataclass

@@ -22,7 +22,7 @@ class TokenCounts:
 class Completion:
     text: str
     structured: bool = False  # the reply is {"score": ...} JSON from a constrained request
-    finish_reason: str = "stop"  # "length" when max_tokens cut the reply
+    finish_reason: str = "stop"  # "length" when max_tokens (or the context window) cut the reply
 
 
 def spellings(option: str) -> tuple[str, str]:
@@ -71,5 +71,7 @@ class Backend(Protocol):
     def option_probabilities(
         self, messages: list[Message], options: list[str]
     ) -> Mapping[str, float] | OptionProbabilities: ...
+
+    def top_tokens(self, messages: list[Message], k: int = 5) -> list[tuple[str, float]]: ...
 
     def close(self) -> None: ...

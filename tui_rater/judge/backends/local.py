@@ -1,16 +1,17 @@
-"""A local GGUF model through llama-cpp-python (CPU, CUDA or Metal: ``n_gpu_layers``).
+"""A local GGUF model through llama.cpp (CPU, CUDA or Metal: ``n_gpu_layers``), shared by every worker thread.
 
-One ``Llama`` object per worker thread: it is not thread-safe. The prompt is rendered with the
-GGUF's own chat template (or one given); a model without a template gets the query as plain
-text, the way the paper queried T0 and InstructGPT. Consecutive prompts that share a prefix
-(one item's instructions + story, then each question) reuse llama.cpp's KV cache.
+One batched engine per process per (model file, n_ctx, n_gpu_layers, chat template) -- never one model copy per
+worker: ``LocalBackend(spec)`` is a handle on it (reference-counted; the last ``close()`` frees the model). Each
+call blocks its thread until its result is ready while the engine decodes every thread's prompts together
+(``tui_rater.judge.engine``). The prompt is rendered with the GGUF's own chat template (or one given); a model
+without a template gets the query as plain text, the way the paper queried T0 and InstructGPT.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
+import threading
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -18,98 +19,94 @@ from tui_rater.judge.backends.base import Completion, Message, TokenCounts
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import JudgeSpec
 
+DEFAULT_SEQUENCES = 16  # concurrent sequences of a local judge (--workers); each may use n_ctx tokens of KV cache
 
-@contextlib.contextmanager
-def _quiet_stderr():
-    """llama.cpp prints its load log on fd 2 even with verbose=False in some builds."""
-    try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, ValueError, OSError):
-        yield
-        return
-    saved = os.dup(fd)
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), fd)
-        try:
-            yield
-        finally:
-            os.dup2(saved, fd)
-            os.close(saved)
+
+@dataclass
+class _Shared:
+    engine: object  # tui_rater.judge.engine.Engine (imported lazily: llama_cpp is heavy)
+    formatter: object | None
+    refs: int = 0
+    option_tokens: dict[str, list[int]] = field(default_factory=dict)
+
+
+_SHARED: dict[tuple, _Shared] = {}
+_LOCK = threading.Lock()
+
+
+def _key(spec: JudgeSpec) -> tuple:
+    return (os.path.realpath(spec.model), spec.n_ctx, spec.n_gpu_layers, spec.chat_template)
+
+
+def _acquire(spec: JudgeSpec, parallel: int) -> _Shared:
+    with _LOCK:  # one load at a time: 16 workers starting at once load the model once
+        shared = _SHARED.get(_key(spec))
+        if shared is None:
+            from tui_rater.judge.engine import Engine
+            from tui_rater.judge.engine.native import LoadError
+
+            try:
+                engine = Engine(spec.model, n_ctx=spec.n_ctx, n_seq=parallel, n_gpu_layers=spec.n_gpu_layers)
+            except LoadError as exc:
+                raise JudgeError("model_load", f"{exc} (a corrupt or unsupported GGUF?)") from None
+            shared = _SHARED[_key(spec)] = _Shared(engine, _chat_formatter(engine, spec.chat_template))
+        shared.refs += 1
+        return shared
+
+
+def _release(spec: JudgeSpec, shared: _Shared) -> None:
+    with _LOCK:
+        shared.refs -= 1
+        if shared.refs == 0:
+            _SHARED.pop(_key(spec), None)
+            shared.engine.close()  # type: ignore[attr-defined]
+
+
+def _chat_formatter(engine, template: str | None):
+    model = engine.model
+    template = template or model.meta("tokenizer.chat_template")
+    if not template:
+        return None
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    def text(token: int | None) -> str:
+        return "" if token is None else model.piece(token, special=True).decode("utf-8", "replace")
+
+    return Jinja2ChatFormatter(template, eos_token=text(model.eos), bos_token=text(model.bos))
 
 
 class LocalBackend:
-    def __init__(self, spec: JudgeSpec):
-        try:
-            from llama_cpp import Llama
-        except ImportError as exc:  # pragma: no cover - a broken install
-            raise JudgeError("model_load", f"llama-cpp-python is not importable ({exc})") from None
+    def __init__(self, spec: JudgeSpec, parallel: int = DEFAULT_SEQUENCES):
         self.spec = spec
-        self.counts = TokenCounts()
-        try:
-            with _quiet_stderr():
-                self.llm = Llama(
-                    model_path=spec.model,
-                    n_ctx=spec.n_ctx,
-                    n_gpu_layers=spec.n_gpu_layers,
-                    seed=spec.seed,
-                    verbose=False,
-                    logits_all=False,
-                )
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise JudgeError("model_load", f"llama.cpp could not load {spec.model} ({exc})") from None
-        self._grammars: dict[str, object] = {}
-        self._formatter = self._chat_formatter()
-        self._token_of: dict[str, list[int]] = {}
+        self._shared = _acquire(spec, max(1, parallel))
+        self.engine = self._shared.engine
+        self.model = self.engine.model  # type: ignore[attr-defined]
+        self._closed = False
 
-    # --- prompt rendering ----------------------------------------------------------------
+    @property
+    def counts(self) -> TokenCounts:
+        """Prompt tokens served from the KV cache vs evaluated, and tokens generated: the whole engine's."""
+        return self.engine.counts  # type: ignore[attr-defined]
 
-    def _chat_formatter(self):
-        template = self.spec.chat_template or self.llm.metadata.get("tokenizer.chat_template")
-        if not template:
-            return None
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        def token_text(key: str) -> str:
-            token_id = self.llm.metadata.get(key)
-            if token_id is None:
-                return ""
-            return self.llm.detokenize([int(token_id)], special=True).decode("utf-8", "replace")
-
-        return Jinja2ChatFormatter(
-            template,
-            eos_token=token_text("tokenizer.ggml.eos_token_id"),
-            bos_token=token_text("tokenizer.ggml.bos_token_id"),
-        )
+    # --- prompts ------------------------------------------------------------------------------
 
     def render(self, messages: list[Message]) -> str:
-        if self._formatter is not None:
-            return self._formatter(messages=messages).prompt
+        formatter = self._shared.formatter
+        if formatter is not None:
+            return formatter(messages=messages).prompt  # type: ignore[operator]
         # no template: the queries themselves, turns separated by blank lines
         return "\n\n".join(m["content"] for m in messages)
 
-    def _tokens(self, prompt: str) -> list[int]:
-        tokens = self.llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=self._formatter is not None)
-        if len(tokens) >= self.spec.n_ctx:
-            raise JudgeError(
-                "context_overflow",
-                f"the prompt is {len(tokens)} tokens, the context window {self.spec.n_ctx} "
-                f"(raise --n-ctx; items are never cut silently)",
-            )
+    def prompt_tokens(self, messages: list[Message]) -> list[int]:
+        """The rendered prompt's tokens. BOS is added only when the model wants one and the rendered prompt does
+        not already start with it: most instruct templates begin with ``{{ bos_token }}`` (issue 13)."""
+        model = self.model
+        tokens = model.tokenize(self.render(messages), special=self._shared.formatter is not None)
+        if model.add_bos and model.bos is not None and tokens[:1] != [model.bos]:
+            tokens.insert(0, model.bos)
         return tokens
 
-    def _count_prefix(self, tokens: list[int]) -> int:
-        """Count prompt tokens served from the KV cache vs evaluated; return the shared length."""
-        shared = 0
-        for a, b in zip(self.llm._input_ids[: self.llm.n_tokens], tokens):
-            if a != b:
-                break
-            shared += 1
-        shared = min(shared, len(tokens) - 1)  # the last token is always evaluated, for fresh logits
-        self.counts.cached += shared
-        self.counts.evaluated += len(tokens) - shared
-        return shared
-
-    # --- the two operations --------------------------------------------------------------
+    # --- the operations ----------------------------------------------------------------------
 
     def complete(
         self,
@@ -122,72 +119,60 @@ class LocalBackend:
         grammar: str | None = None,
         json_schema: dict | None = None,
     ) -> Completion:
-        prompt = self.render(messages)
-        tokens = self._tokens(prompt)
-        compiled = self._grammar(grammar) if grammar is not None else None
+        """``json_schema`` is for servers that take one; here ``grammar`` (GBNF) constrains the reply."""
+        tokens = self.prompt_tokens(messages)
+        if grammar is not None:  # a constrained answer is short (the old backend's limit, kept)
+            max_tokens = min(max_tokens, 8)
         budget = min(max_tokens, self.spec.n_ctx - len(tokens) - 1)
-        if budget < 1:
+        if len(tokens) < self.spec.n_ctx and budget < 1:
             raise JudgeError("context_overflow", "no room left in the context window for the reply")
-        self._count_prefix(tokens)
-        try:
-            result = self.llm.create_completion(
-                tokens,
-                max_tokens=min(budget, 8) if grammar is not None else budget,
-                temperature=temperature,
-                top_p=top_p,
-                seed=seed,
-                grammar=compiled,
-                top_k=0,
-                min_p=0.0,
-                repeat_penalty=1.0,
-            )
-        except ValueError as exc:
-            raise JudgeError("context_overflow", str(exc)) from None
-        self.counts.generated += result["usage"]["completion_tokens"]
-        choice = result["choices"][0]
-        return Completion(choice["text"], finish_reason=choice.get("finish_reason") or "stop")
+        result = self.engine.generate(  # type: ignore[attr-defined]
+            tokens, max_tokens=budget, temperature=temperature, top_p=top_p, seed=seed, grammar=grammar
+        )
+        return Completion(self.model.detokenize(result.tokens), finish_reason=result.finish_reason)
 
-    def _next_token_probabilities(self, messages: list[Message]) -> np.ndarray:
-        """One forward pass to the answer position (reusing the cached prefix); softmax of the logits."""
-        tokens = self._tokens(self.render(messages))
-        self.llm.n_tokens = self._count_prefix(tokens)  # keep the shared prefix in the KV cache
-        self.llm.eval(tokens[self.llm.n_tokens :])
-        logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),)).astype(np.float64)
-        probs = np.exp(logits - logits.max())
-        return probs / probs.sum()
+    def _next_token_probabilities(self, messages: list[Message]) -> tuple[np.ndarray, float, float]:
+        """(logits, max logit, log of the softmax's normaliser): p(t) = exp(logit[t] - max - log_z). One pass in
+        float32 with a float64 sum: a full float64 softmax of a 152k vocabulary per question costs ~1.5 ms."""
+        logits = self.engine.probe(self.prompt_tokens(messages))  # type: ignore[attr-defined]
+        top = float(logits.max())
+        return logits, top, float(np.log(np.exp(logits - top).sum(dtype=np.float64)))
 
     def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]:
-        """The probability of each option's token(s) at the answer position."""
-        probs = self._next_token_probabilities(messages)
-        return {option: float(sum(probs[t] for t in self._option_tokens(option))) for option in options}
+        """The raw next-token probability of each option's token(s) at the answer position (not renormalised)."""
+        token_ids = {option: self._option_tokens(option) for option in options}
+        logits, top, log_z = self._next_token_probabilities(messages)
+
+        def p(t: int) -> float:
+            return float(np.exp(float(logits[t]) - top - log_z))
+
+        return {option: sum(p(t) for t in ids) for option, ids in token_ids.items()}
 
     def top_tokens(self, messages: list[Message], k: int = 5) -> list[tuple[str, float]]:
         """The k most probable next tokens (text, probability): Chen et al.'s Implicit Score input."""
-        probs = self._next_token_probabilities(messages)
-        best = np.argsort(-probs)[:k]
-        return [(self.llm.detokenize([int(t)]).decode("utf-8", "replace"), float(probs[t])) for t in best]
+        logits, top, log_z = self._next_token_probabilities(messages)
+        best = np.argpartition(-logits, k)[:k] if k < logits.size else np.arange(logits.size)
+        best = best[np.lexsort((best, -logits[best]))]  # most probable first; equal logits in token order
+        return [
+            (self.model.piece(int(t)).decode("utf-8", "replace"), float(np.exp(float(logits[t]) - top - log_z)))
+            for t in best
+        ]
 
     def _option_tokens(self, option: str) -> list[int]:
         """Single tokens that spell the option, bare or after a space ("3", " 3")."""
-        if option not in self._token_of:
-            found = []
+        cache = self._shared.option_tokens
+        if option not in cache:
+            found: list[int] = []
             for text in (option, " " + option):
-                ids = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+                ids = self.model.tokenize(text, special=False)
                 if len(ids) == 1 and ids[0] not in found:
                     found.append(ids[0])
             if not found:
                 raise JudgeError("unsupported", f"the model has no single token for {option!r}; use --mode text")
-            self._token_of[option] = found
-        return self._token_of[option]
-
-    def _grammar(self, text: str):
-        if text not in self._grammars:
-            from llama_cpp import LlamaGrammar
-
-            with _quiet_stderr():
-                self._grammars[text] = LlamaGrammar.from_string(text, verbose=False)
-        return self._grammars[text]
+            cache[option] = found
+        return cache[option]
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.llm.close()
+        if not self._closed:
+            self._closed = True
+            _release(self.spec, self._shared)

@@ -1,0 +1,338 @@
+"""The batched llama.cpp engine behind local judges, on tiny random models with Qwen2's real vocabulary."""
+
+from __future__ import annotations
+
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from tests.support import STORIES
+from tui_rater.domain import protocols
+from tui_rater.domain.tasks import STORY
+from tui_rater.judge.backends.local import LocalBackend
+from tui_rater.judge.errors import JudgeError
+from tui_rater.judge.spec import JudgeSpec
+
+
+def story_prompts(items: int = 2) -> list[list[dict]]:
+    """Every question of the first stories, as the judge asks them (Chiang & Lee App. D.2.2)."""
+    return [
+        [{"role": "user", "content": _question(attribute, {"prompt": s["prompt"], "story": s["story"]})}]
+        for s in STORIES[:items]
+        for attribute in STORY.attributes
+    ]
+
+
+def _question(attribute, fields: dict) -> str:
+    return protocols.for_mode(STORY, attribute, "text").render(STORY, attribute, fields, "plain").text
+
+
+def _grammar(task, attribute) -> str:
+    return protocols.for_mode(task, attribute, "constrained").grammar(attribute, "plain")
+
+
+def generate_all(backend, prompts, seeds, *, temperature: float, concurrent: bool, max_tokens: int = 8):
+    tokens = [backend.prompt_tokens(m) for m in prompts]
+
+    def one(i: int) -> list[int]:
+        return backend.engine.generate(
+            tokens[i], max_tokens=max_tokens, temperature=temperature, top_p=0.9, seed=seeds[i], grammar=None
+        ).tokens
+
+    if not concurrent:
+        return [one(i) for i in range(len(prompts))]
+    with ThreadPoolExecutor(len(prompts)) as pool:
+        return list(pool.map(one, range(len(prompts))))
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_batched_replies_equal_sequential_ones(qwen_gguf, temperature):
+    """12 sequences decoded together reply token for token as one sequence at a time, for the same seeds.
+
+    Greedy and, on this model, sampled too. llama.cpp's logits can move ~1e-4 with the batch's make-up on larger
+    models (bench/README.md): a sampled reply may then diverge, a greedy one only at a near-tie.
+    """
+    prompts = story_prompts(1) * 3  # three samples of each question
+    seeds = list(range(len(prompts)))
+    alone = LocalBackend(JudgeSpec(str(qwen_gguf)), parallel=1)
+    try:
+        sequential = generate_all(alone, prompts, seeds, temperature=temperature, concurrent=False)
+    finally:
+        alone.close()
+    together = LocalBackend(JudgeSpec(str(qwen_gguf)), parallel=12)
+    try:
+        batched = generate_all(together, prompts, seeds, temperature=temperature, concurrent=True)
+        assert together.engine.steps < len(prompts) * 8 / 4  # they really were decoded together
+    finally:
+        together.close()
+    assert batched == sequential
+    if temperature > 0:
+        assert len({tuple(t) for t in batched[:8]}) == 8  # different seeds, different draws
+
+
+def test_replies_equal_llama_cpp_python(qwen_gguf):
+    """Today's backend (llama-cpp-python's Llama.generate, same sampler settings and seed) gives the same tokens."""
+    from llama_cpp import Llama
+
+    prompts = story_prompts(1)
+    backend = LocalBackend(JudgeSpec(str(qwen_gguf)), parallel=4)
+    try:
+        ours = {t: generate_all(backend, prompts, [7] * 4, temperature=t, concurrent=True) for t in (0.0, 1.0)}
+        tokens = [backend.prompt_tokens(m) for m in prompts]
+    finally:
+        backend.close()
+    llm = Llama(model_path=str(qwen_gguf), n_ctx=4096, verbose=False)
+    try:
+        for temperature, replies in ours.items():
+            for prompt, reply in zip(tokens, replies):
+                llm.reset()
+                llm.set_seed(7)
+                stream = llm.generate(prompt, temp=temperature, top_k=0, top_p=0.9, min_p=0.0, repeat_penalty=1.0)
+                assert [next(stream) for _ in reply] == reply
+    finally:
+        llm.close()
+
+
+def test_prefix_sharing_evaluates_an_item_once(qwen_gguf):
+    """An item's 4 questions x 3 samples at once: instructions + story are evaluated once, not 12 times."""
+    prompts = story_prompts(1) * 3
+    backend = LocalBackend(JudgeSpec(str(qwen_gguf)), parallel=16)
+    try:
+        tokens = [backend.prompt_tokens(m) for m in prompts]
+        with ThreadPoolExecutor(len(prompts)) as pool:
+            list(pool.map(lambda t: backend.engine.probe(t), tokens))
+        counts = backend.counts
+    finally:
+        backend.close()
+    total = sum(map(len, tokens))
+    distinct = len({tuple(t[: i + 1]) for t in tokens for i in range(len(t))})  # nodes of the prompts' trie
+    assert counts.cached + counts.evaluated == total
+    # each distinct token once, plus each request's own last token (its logits are needed)
+    assert counts.evaluated <= distinct + len(prompts)
+    assert counts.evaluated < total / 5
+
+
+def test_a_conversation_turn_reuses_the_earlier_turns(qwen_bos_gguf):
+    """--conversation: the next question's prompt extends the chat; only the new turn is evaluated."""
+    backend = LocalBackend(JudgeSpec(str(qwen_bos_gguf)), parallel=4)
+    try:
+        chat = [story_prompts(1)[0][0]]
+        reply = backend.complete(chat, temperature=1.0, top_p=0.9, max_tokens=8, seed=1).text
+        chat += [{"role": "assistant", "content": reply}, story_prompts(1)[1][0]]
+        before = backend.counts.evaluated
+        backend.complete(chat, temperature=1.0, top_p=0.9, max_tokens=8, seed=2)
+        first_turn = len(backend.prompt_tokens(chat[:1]))
+        assert backend.counts.evaluated - before < len(backend.prompt_tokens(chat)) - first_turn + 8
+    finally:
+        backend.close()
+
+
+def test_many_threads_at_once(qwen_gguf):
+    """40 threads, 8 sequences: replies, distributions, top tokens and constrained replies all come back right."""
+    backend = LocalBackend(JudgeSpec(str(qwen_gguf)), parallel=8)
+    prompts = story_prompts(2)
+    likert = _grammar(STORY, STORY.attributes[0])  # the protocol's grammar: "1" | ... | "5"
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            messages = prompts[i % len(prompts)]
+            kind = i % 4
+            if kind == 0:
+                reply = backend.complete(messages, temperature=1.0, top_p=0.9, max_tokens=6, seed=i)
+                assert reply.finish_reason in ("stop", "length")
+            elif kind == 1:
+                probs = backend.option_probabilities(messages, ["1", "2", "3", "4", "5"])
+                assert 0 < sum(probs.values()) < 1
+            elif kind == 2:
+                top = backend.top_tokens(messages, 5)
+                assert len(top) == 5 and top[0][1] >= top[-1][1]
+            else:
+                reply = backend.complete(messages, temperature=1.0, top_p=0.9, max_tokens=8, seed=i, grammar=likert)
+                assert reply.text in {"1", "2", "3", "4", "5"}
+        except BaseException as exc:  # reported below, on the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(40)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    finally:
+        backend.close()
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads)
+
+
+@pytest.mark.parametrize("model", ["qwen_gguf", "tiny_gguf"])
+def test_grammar_constrained_replies_are_always_valid(model, request):
+    """Constrained mode: every reply is in the answer space, whatever the sampler draws."""
+    from tui_rater.domain.tasks import STORY_EXPLICIT
+
+    backend = LocalBackend(JudgeSpec(str(request.getfixturevalue(model))), parallel=12)
+    explicit = _grammar(STORY_EXPLICIT, STORY_EXPLICIT.attributes[0])  # 0-100 (Chen et al.'s explicit score)
+    assert "[1-9] [0-9]" in explicit
+    messages = story_prompts(1)[0]
+    try:
+        with ThreadPoolExecutor(24) as pool:
+            replies = list(
+                pool.map(
+                    lambda s: backend.complete(
+                        messages, temperature=1.0, top_p=0.9, max_tokens=16, seed=s, grammar=explicit
+                    ),
+                    range(24),
+                )
+            )
+    finally:
+        backend.close()
+    for reply in replies:
+        assert re.fullmatch(r"100|[1-9][0-9]|[0-9]", reply.text), reply.text
+        assert reply.finish_reason == "stop"
+    if model == "qwen_gguf":  # (the byte-level model puts nearly all its mass on one number)
+        assert len({r.text for r in replies}) > 1  # sampled, not one forced answer
+
+
+def test_a_grammar_that_does_not_parse_is_a_typed_failure(qwen_gguf):
+    backend = LocalBackend(JudgeSpec(str(qwen_gguf)), parallel=2)
+    try:
+        with pytest.raises(JudgeError) as info:
+            backend.complete(
+                story_prompts(1)[0], temperature=1.0, top_p=0.9, max_tokens=4, seed=0, grammar='root ::= "1" | digit'
+            )
+        assert info.value.kind == "bad_request"
+        assert backend.complete(story_prompts(1)[0], temperature=0.0, top_p=0.9, max_tokens=2, seed=0).text
+    finally:
+        backend.close()
+
+
+def test_distribution_equals_a_single_sequence_computation(qwen_gguf):
+    """Probabilities read from many sequences in one batch equal one prompt at a time, and the old backend's
+    (llama-cpp-python's Llama.eval, then its logits), to llama.cpp's numerical noise: flash attention over a cache
+    the sequences share moves them by ~1e-5 relative here (bench/README.md)."""
+    from llama_cpp import Llama
+
+    prompts = story_prompts(2)
+    options = ["1", "2", "3", "4", "5"]
+    together = LocalBackend(JudgeSpec(str(qwen_gguf)), parallel=8)
+    try:
+        with ThreadPoolExecutor(len(prompts)) as pool:
+            batched = list(pool.map(lambda m: together.option_probabilities(m, options), prompts))
+        tokens = [together.prompt_tokens(m) for m in prompts]
+    finally:
+        together.close()
+    alone = LocalBackend(JudgeSpec(str(qwen_gguf)), parallel=1)
+    try:
+        sequential = [alone.option_probabilities(m, options) for m in prompts]
+    finally:
+        alone.close()
+    llm = Llama(model_path=str(qwen_gguf), n_ctx=4096, verbose=False)
+    try:
+        for prompt, probs, single in zip(tokens, batched, sequential):
+            llm.reset()
+            llm.eval(prompt)
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
+            p = np.exp(logits - logits.max())
+            p /= p.sum()
+            today = {o: float(sum(p[t] for t in _option_ids(llm, o))) for o in options}
+            for option in options:
+                assert probs[option] == pytest.approx(single[option], rel=1e-3, abs=1e-15)
+                assert probs[option] == pytest.approx(today[option], rel=1e-3, abs=1e-15)
+    finally:
+        llm.close()
+    assert all(0 < sum(p.values()) < 1 for p in batched)  # raw probabilities: not renormalised
+
+
+def _option_ids(llm, option: str) -> list[int]:
+    """The old backend's rule: single tokens spelling the option, bare or after a space."""
+    found: list[int] = []
+    for text in (option, " " + option):
+        ids = llm.tokenize(text.encode(), add_bos=False, special=False)
+        if len(ids) == 1 and ids[0] not in found:
+            found.append(ids[0])
+    return found
+
+
+def test_one_bos_with_a_bos_emitting_template_and_without_a_template(qwen_gguf, qwen_bos_gguf):
+    """Issue 13: a template that begins with {{ bos_token }} must not give prompts two BOS tokens."""
+    from llama_cpp import Llama
+
+    messages = story_prompts(1)[0]
+    for model, templated in ((qwen_bos_gguf, True), (qwen_gguf, False)):
+        backend = LocalBackend(JudgeSpec(str(model)), parallel=1)
+        try:
+            bos = backend.model.bos
+            assert backend.model.add_bos  # the model asks for a BOS, as Llama 3's and Gemma's GGUFs do
+            rendered = backend.render(messages)
+            assert rendered.startswith("<|endoftext|>") == templated  # Qwen2's BOS text
+            tokens = backend.prompt_tokens(messages)
+            assert tokens[0] == bos and tokens.count(bos) == 1
+        finally:
+            backend.close()
+        if templated:  # what tokenizing with add_bos=True (the old way) did to the same text
+            vocab = Llama(model_path=str(model), vocab_only=True, verbose=False)
+            assert vocab.tokenize(rendered.encode(), add_bos=True, special=True)[:2] == [bos, bos]
+            vocab.close()
+
+
+def test_a_prompt_longer_than_the_context_is_a_typed_failure(qwen_gguf):
+    backend = LocalBackend(JudgeSpec(str(qwen_gguf), n_ctx=64), parallel=2)
+    long = [{"role": "user", "content": "word " * 200}]
+    try:
+        for call in (
+            lambda: backend.complete(long, temperature=1.0, top_p=0.9, max_tokens=4, seed=0),
+            lambda: backend.option_probabilities(long, ["1", "2"]),
+            lambda: backend.top_tokens(long, 3),
+        ):
+            with pytest.raises(JudgeError) as info:
+                call()
+            assert info.value.kind == "context_overflow" and "never cut silently" in info.value.message
+        # a prompt that fits but leaves no room for the reply
+        edge = [{"role": "user", "content": " ".join(["word"] * 62)}]
+        assert len(backend.prompt_tokens(edge)) == 63
+        with pytest.raises(JudgeError, match="no room left"):
+            backend.complete(edge, temperature=1.0, top_p=0.9, max_tokens=4, seed=0)
+        # the engine goes on
+        reply = backend.complete([{"role": "user", "content": "Hi"}], temperature=0, top_p=0.9, max_tokens=3, seed=0)
+        assert reply.finish_reason == "length" and len(backend.model.tokenize(reply.text, special=False)) <= 3
+    finally:
+        backend.close()
+
+
+def test_one_engine_per_model_shared_by_every_handle(qwen_gguf):
+    first = LocalBackend(JudgeSpec(str(qwen_gguf)), parallel=4)
+    second = LocalBackend(JudgeSpec(str(qwen_gguf), mode="distribution"), parallel=4)  # same model: same engine
+    other = LocalBackend(JudgeSpec(str(qwen_gguf), n_ctx=512), parallel=2)  # another context size: its own
+    try:
+        assert first.engine is second.engine and other.engine is not first.engine
+        first.close()
+        first.close()  # idempotent
+        assert second.complete(story_prompts(1)[0], temperature=0, top_p=0.9, max_tokens=2, seed=0).text
+        engine = second.engine
+        second.close()
+        assert not engine._thread.is_alive()  # the last handle freed it
+        third = LocalBackend(JudgeSpec(str(qwen_gguf)), parallel=4)
+        assert third.engine is not engine
+        third.close()
+    finally:
+        other.close()
+
+
+def test_local_workers_share_one_engine_through_the_queue(story_study, qwen_gguf):
+    """`judge --workers 8` on a local model: 8 sequences of one model, each item's prefix shared across workers."""
+    from tui_rater.service.judging import judge_study
+
+    spec = JudgeSpec(str(qwen_gguf), max_tokens=6, max_retries=0).validate()
+    run = judge_study(story_study, spec, ["story"], workers=8)
+    threads, progress = run.threads, run.progress
+    assert progress.fatal is None and progress.done == 4 * 4 * 3
+    assert all(t.counts is threads[0].counts for t in threads)  # one engine, one count
+    counts = threads[0].counts
+    assert counts.cached > 5 * counts.evaluated  # the stories were evaluated once, not once per job
+    rows = story_study.db.conn.execute(
+        "SELECT count(*) FROM ratings WHERE rater_id = ?", [run.plan.rater.id]
+    ).fetchone()[0]
+    assert rows == 4 * 4 * 3

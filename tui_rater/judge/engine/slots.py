@@ -1,0 +1,126 @@
+"""Sequences of the shared KV cache ("slots", as llama.cpp's server calls them) and how a new prompt gets one.
+
+A slot remembers which tokens its sequence holds in the KV cache. A new prompt takes an idle slot and starts from
+the longest prefix any sequence already holds or is evaluating: cells that hold it are *shared* with
+``llama_memory_seq_cp`` (in a unified KV cache that is bookkeeping, not a copy), and a prefix another sequence is
+still evaluating is joined entry by entry in the same batches (``follow``). An item's instructions + story are thus
+evaluated once for all its questions and samples (Chiang & Lee §3.2: 3 samples of 4 questions per story).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tui_rater.judge.engine.sampling import SequenceSampler
+
+
+@dataclass
+class Request:
+    """One prompt: ``probe`` reads the next-token logits after it; otherwise a reply is generated."""
+
+    tokens: np.ndarray  # int32, BOS rule already applied
+    probe: bool = False
+    max_tokens: int = 0
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int = 0
+    grammar: str | None = None
+    future: Future = field(default_factory=Future)
+
+
+@dataclass(frozen=True)
+class Generated:
+    tokens: list[int]
+    finish_reason: str  # "stop": an end-of-generation token; "length": max_tokens or the context window
+
+
+class Slot:
+    def __init__(self, seq: int, capacity: int):
+        self.seq = seq
+        self.kv = np.zeros(capacity, np.int32)  # the tokens this sequence holds in the KV cache, by position
+        self.n_kv = 0
+        self.request: Request | None = None
+        self.pos = 0  # next prompt position to put in a batch
+        self.follow: tuple[Slot, int] | None = None  # (source, until): positions taken from the source's entries
+        self.runs: list[tuple[int, int, int]] = []  # this step's batch entries: (first entry, first position, count)
+        self.sampler: SequenceSampler | None = None
+        self.generated: list[int] = []
+        self.next_token = -1  # sampled, not yet in the KV cache
+        self.last_used = 0
+        self.admitted = 0
+        self.left_by_probe = False  # what it holds was a probe's prompt (no reply to continue)
+
+    @property
+    def idle(self) -> bool:
+        return self.request is None
+
+    @property
+    def prefilling(self) -> bool:
+        return self.request is not None and self.pos < len(self.request.tokens)
+
+    def planned(self) -> np.ndarray:
+        """Tokens this sequence holds or will hold once the batches already planned for it are decoded."""
+        if self.prefilling:
+            assert self.request is not None
+            return self.request.tokens
+        return self.kv[: self.n_kv]
+
+    def entry_at(self, pos: int) -> tuple[int, int] | None:
+        """(batch entry, entries left in that run) holding position ``pos`` of this sequence in this step."""
+        for first, pos0, count in self.runs:
+            if pos0 <= pos < pos0 + count:
+                return first + pos - pos0, pos0 + count - pos
+        return None
+
+
+def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    differ = np.flatnonzero(a[:n] != b[:n])
+    return int(differ[0]) if differ.size else n
+
+
+@dataclass(frozen=True)
+class Placement:
+    target: Slot
+    keep: int  # positions the target keeps of what it holds
+    source: Slot | None = None
+    copy_to: int = 0  # positions [keep, copy_to) shared from the source's cells
+    follow_to: int = 0  # positions [copy_to, follow_to) joined in the source's coming batches
+
+
+def place(slots: list[Slot], tokens: np.ndarray) -> Placement | None:
+    """Where a new prompt goes; None when every slot is busy.
+
+    The target is an idle slot whose content the prompt extends (a conversation's next turn, an empty slot), else
+    the least recently used idle slot. At least the prompt's last token is always evaluated: its logits are needed.
+    """
+    idle = [s for s in slots if s.idle]
+    if not idle:
+        return None
+    limit = len(tokens) - 1
+
+    def shared(slot: Slot) -> int:
+        return min(common_prefix(slot.planned(), tokens), limit)
+
+    extended = [s for s in idle if shared(s) >= s.n_kv]
+    target = max(extended, key=lambda s: s.n_kv) if extended else min(idle, key=lambda s: s.last_used)
+    keep = min(shared(target), target.n_kv)
+    best = Placement(target, keep)
+    for slot in slots:
+        if slot is target:
+            continue
+        reach = shared(slot)
+        if reach <= max(keep, best.follow_to, best.copy_to):
+            continue
+        held = slot.n_kv  # placing happens between steps: nothing is in flight
+        if held >= reach:
+            best = Placement(target, keep, slot, reach, reach)
+        elif held >= keep:
+            # the source is still evaluating this prefix: share what it holds, join the rest as it is evaluated
+            best = Placement(target, keep, slot, held, reach)
+    return best
