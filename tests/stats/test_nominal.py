@@ -232,13 +232,56 @@ def test_pairwise_meta_evaluation_against_the_human_difference(pairwise):
             assert record.value == (None if expected is None else pytest.approx(expected, abs=1e-12))
 
 
+def bt_wins(verdicts: np.ndarray, names: list[str]) -> np.ndarray:
+    """wins[i, j]: how often system i beat j; a tie half a win each ("A vs B": 0 = A's text better)."""
+    wins = np.zeros((len(names), len(names)))
+    for system, verdict in zip(SYSTEMS, verdicts):
+        if np.isnan(verdict):
+            continue
+        a, b = (names.index(s) for s in system.split(" vs "))
+        if verdict == 2:
+            wins[a, b] += 0.5
+            wins[b, a] += 0.5
+        else:
+            winner, loser = (a, b) if verdict == 0 else (b, a)
+            wins[winner, loser] += 1
+    return wins
+
+
+def bt_mle(wins: np.ndarray) -> np.ndarray:
+    """The Bradley-Terry maximum-likelihood log-abilities by direct optimisation (not Hunter's MM):
+    maximise sum w_ij log sigmoid(t_i - t_j) with t_0 = 0."""
+    from scipy.optimize import minimize
+    from scipy.special import log_expit
+
+    def negative_log_likelihood(free: np.ndarray) -> float:
+        t = np.concatenate([[0.0], free])
+        return -float(np.sum(wins * log_expit(t[:, None] - t[None, :])))
+
+    found = minimize(negative_log_likelihood, np.zeros(len(wins) - 1), method="BFGS", options={"gtol": 1e-12})
+    return np.concatenate([[0.0], found.x])
+
+
 def test_bradley_terry_counts_each_verdict_once(pairwise):
     _, _, index = pairwise
+    names = ["fusion", "gpt2", "human"]  # abilities relative to the first system by name
     # humans: three verdicts per pair; each judge: one final verdict per pair it judged in both orders
-    humans = index[("bt", "fusion", "humans", None, "bt_log_strength")]
-    assert humans.value == 0 and humans.n == 3 * N  # abilities relative to the first system by name
-    assert index[("bt", "gpt2", "judge-v1", None, "bt_log_strength")].n == N - 1
-    assert index[("bt", "gpt2", "judge-v4", None, "bt_log_strength")].n == np.sum(~np.isnan(judge_v4()))
+    wins = {
+        "humans": sum(bt_wins(v, names) for v in HUMAN_VERDICTS.values()),
+        "judge-v1": bt_wins(judge_v1(), names),
+        "judge-v4": bt_wins(judge_v4(), names),
+    }
+    wins["all"] = sum(wins.values())
+    counts = {"humans": 3 * N, "judge-v1": N - 1, "judge-v4": int(np.sum(~np.isnan(judge_v4())))}
+    counts["all"] = sum(counts.values())
+    for evaluator, w in wins.items():
+        assert w.sum() == counts[evaluator]
+        expected = bt_mle(w)
+        for system, strength in zip(names, expected):
+            record = index[("bt", system, evaluator, None, "bt_log_strength")]
+            assert record.n == counts[evaluator]
+            assert record.value == pytest.approx(strength, abs=1e-5), (evaluator, system)
+    assert len({round(v, 3) for v in bt_mle(wins["all"])}) == 3  # three distinct abilities: an informative case
 
 
 def test_rendered_tables_name_the_new_statistics(pairwise):

@@ -140,6 +140,7 @@ def cmd_queue(args, settings) -> int:
         say(f"queued {judging.retry_jobs(study, rater_id)} jobs again")
     statuses = ("queued", "leased", "done", "failed", "cancelled")
     table = new_table("Judge queue", ["judge", *statuses])
+    table.columns[0].overflow = "fold"  # the whole name, as --rater takes it: folded, never cut with "…"
     for rater in study.raters("llm"):
         if rater_id is not None and rater.id != rater_id:
             continue
