@@ -47,6 +47,8 @@ def tiny_gguf(tmp_path_factory) -> Path:
 @pytest.fixture
 def fake_server():
     """Start a loopback HTTP server that answers POSTs from a ``Script``; returns its /v1 base URL."""
+    import json
+
     servers = []
 
     def start(script: Script) -> str:
@@ -55,8 +57,12 @@ def fake_server():
                 pass
 
             def do_POST(self):
-                self.rfile.read(int(self.headers.get("content-length", 0)))
-                status, headers, body, delay = script.next({k.lower(): v for k, v in self.headers.items()})
+                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+                try:
+                    sent = json.loads(raw)
+                except ValueError:
+                    sent = None
+                status, headers, body, delay = script.next({k.lower(): v for k, v in self.headers.items()}, sent)
                 if delay:
                     time.sleep(delay)
                 self.send_response(status)

@@ -71,19 +71,21 @@ def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout: floa
 
 class Script:
     """What the fake API server (the ``fake_server`` fixture) answers, request by request:
-    (status, headers, body, delay) tuples; the last one is repeated. It keeps when each request came
-    and its headers."""
+    (status, headers, body, delay) tuples; the last one is repeated. It keeps when each request came,
+    its headers and its JSON body (None if it was not JSON)."""
 
     def __init__(self, answers):
         self.answers = list(answers)
         self.times: list[float] = []
         self.headers: list[dict[str, str]] = []
+        self.bodies: list[object] = []
         self.lock = threading.Lock()
 
-    def next(self, headers: dict[str, str] | None = None):
+    def next(self, headers: dict[str, str] | None = None, body: object = None):
         with self.lock:
             self.times.append(time.monotonic())
             self.headers.append(headers or {})
+            self.bodies.append(body)
             return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
 
 

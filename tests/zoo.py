@@ -63,6 +63,12 @@ class Zoo:
     requests: list[tuple[str, dict]] = field(default_factory=list)
     queries: list[dict] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # what a chat reply says served it: "model" (None: as the case says), and a "system_fingerprint"
+    # that moves to the next of ``fingerprints`` every ``switch_every`` chat requests (a server rebuilt mid-run)
+    served_model: str | None = None
+    fingerprints: tuple[str, ...] = ()
+    switch_every: int = 0
+    chats: int = 0
 
     def answer(self, path: str, body: dict) -> tuple[int, str, bytes, float]:
         """(status, content type, body, seconds between bytes) for one request."""
@@ -70,6 +76,28 @@ class Zoo:
             self.requests.append((path, body))
         if path.endswith("tokenize"):
             return self._tokenize(body)
+        status, content_type, payload, drip = self._answer(body)
+        return status, content_type, self._served(payload) if status == 200 else payload, drip
+
+    def _served(self, payload: bytes) -> bytes:
+        if self.served_model is None and not self.fingerprints:
+            return payload
+        with self.lock:
+            number, self.chats = self.chats, self.chats + 1
+        try:
+            reply = json.loads(payload)
+        except ValueError:
+            return payload
+        if not isinstance(reply, dict):
+            return payload
+        if self.served_model is not None:
+            reply["model"] = self.served_model
+        if self.fingerprints:
+            step = number // self.switch_every if self.switch_every else 0
+            reply["system_fingerprint"] = self.fingerprints[min(step, len(self.fingerprints) - 1)]
+        return json.dumps(reply).encode()
+
+    def _answer(self, body: dict) -> tuple[int, str, bytes, float]:
         if self.strict and {"top_k", "min_p"} & set(body):
             return _json({"error": {"message": "Unrecognized request argument supplied: top_k"}}, 400)
         prompt = json.dumps(body.get("messages", ""))

@@ -4,10 +4,13 @@ against a small HTTP server on 127.0.0.1 that answers what we tell it to."""
 from __future__ import annotations
 
 import json
+from importlib import metadata
 
 import pytest
 
-from tests.support import ERR, Script, free_port, judge, ok_body
+from tests.judge.distributions import check_reading, question, server_truth
+from tests.support import ERR, STORIES, Script, free_port, judge, ok_body
+from tui_rater.domain import protocols
 from tui_rater.judge import queue
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
 from tui_rater.judge.worker import run_judge
@@ -20,8 +23,32 @@ def test_text_mode_through_the_real_server(story_study, llama_server, monkeypatc
     rater, _progress, rows = judge(
         story_study, JudgeSpec("api:tiny", base_url=llama_server, max_tokens=12, samples=1), workers=4
     )
-    assert len(rows) == 16 and all(r["raw"] is not None for r in rows)
-    assert rater.config["base_url"] == llama_server and rater.config["api_model"] == "tiny"
+    assert len(rows) == 16 and len({r["raw"] for r in rows}) > 1  # the model's sampled replies, each its own
+    task = story_study.task("story")
+    for r in rows:  # each stored value is its stored reply as the protocol reads it
+        attribute = task.attribute(r["attribute"])
+        truncated = json.loads(r["details"])["finish_reason"] == "length"
+        reading = protocols.of(attribute).read_reply(r["raw"], attribute, "plain", truncated=truncated)
+        assert (r["value"], r["parse_status"]) == (reading.value, reading.status)
+    assert rater.config == {  # the provenance, value by value
+        "backend": "openai-compatible",
+        "model": "api:tiny",
+        "api_model": "tiny",
+        "base_url": llama_server,
+        "openai_version": metadata.version("openai"),
+        "tui_rater_version": metadata.version("tui-rater"),
+        "mode": "text",
+        "variant": "plain",
+        "samples": 1,
+        "temperature": 1.0,
+        "top_p": 0.9,
+        "seed": 0,
+        "conversation": False,
+        "max_tokens": 12,
+        "max_retries": 3,
+        "min_mass": 0.5,
+        "extra": {},
+    }
     dump = "\n".join(story_study.db.iterdump())
     assert PLANTED_KEY not in dump  # the key is never stored
 
@@ -30,20 +57,79 @@ def test_constrained_mode_falls_back_to_a_grammar(story_study, llama_server):
     _, _, rows = judge(story_study, JudgeSpec("api:tiny", base_url=llama_server, mode="constrained", samples=1))
     assert len(rows) == 16
     assert all(r["parse_status"] == "ok" and r["value"] in (1, 2, 3, 4, 5) for r in rows)
+    assert all(r["value"] == float(r["raw"]) for r in rows)  # the digit the grammar let the model write
 
 
 def test_distribution_mode_from_top_logprobs(story_study, llama_server):
-    _rater, _progress, rows = judge(
-        story_study, JudgeSpec("api:tiny", base_url=llama_server, mode="distribution", samples=3)
-    )
+    # the random model puts ~0.1 % of its mass on "1".."5" (low_mass at the default --min-mass): 0 reads it
+    spec = JudgeSpec("api:tiny", base_url=llama_server, mode="distribution", samples=3, min_mass=0)
+    _rater, _progress, rows = judge(story_study, spec)
     # the random model's top-20 next tokens rarely include a digit: each is asked for on its own
     # (logit_bias), so every option is scored -- never a made-up number, never a renormalised guess
     assert len(rows) == 4 * 4 * 3
-    for r in rows:
-        assert (r["parse_status"] == "ok") == (r["value"] is not None)
-        if r["sample"] == 0:
-            details = json.loads(r["details"])
-            assert "unscored" not in details and sorted(details["raw"]) == ["1", "2", "3", "4", "5"]
+    task = story_study.task("story")
+    for item in story_study.items("story"):
+        for attribute in task.attribute_names:
+            question_rows = [r for r in rows if (r["item_key"], r["attribute"]) == (item.key, attribute)]
+            assert [r["sample"] for r in question_rows] == [0, 1, 2]
+            assert "unscored" not in json.loads(question_rows[0]["details"])
+            # the server's own numbers, read off its full vocabulary over plain HTTP (not zeros, not another's)
+            truth = server_truth(llama_server, question(task, attribute, item.fields))
+            check_reading(question_rows, truth, temperature=1.0, top_p=0.9, rel=1e-6)
+
+
+def test_conversation_sends_each_question_after_the_earlier_turns(story_study, fake_server):
+    """--conversation (the paper's ChatGPT setting): request k of an item's chat is question 1, reply 1,
+    ..., question k, in the task's order, each reply the one the server gave to that turn."""
+    said = [f"Rating: {1 + (3 * k) % 5}" for k in range(16)]  # the server's answers, in the order asked
+    script = Script([(200, {}, ok_body(text), 0) for text in said])
+    spec = JudgeSpec("api:m", base_url=fake_server(script), samples=1, conversation=True, max_retries=0)
+    _rater, _progress, rows = judge(story_study, spec)
+    task, items = story_study.task("story"), story_study.items("story")
+    sent = [body["messages"] for body in script.bodies]
+    assert len(sent) == 16  # one worker: the items one after another, each chat's turns in order
+    for n, item in enumerate(items):
+        chat: list[dict] = []
+        for turn, attribute in enumerate(task.attribute_names):
+            chat += question(task, attribute, item.fields, mode="text")
+            assert sent[4 * n + turn] == chat, (item.id, attribute)
+            chat.append({"role": "assistant", "content": said[4 * n + turn]})
+    values = {(r["item_key"], r["attribute"]): r["value"] for r in rows}
+    assert values == {
+        (item.key, attribute): float(said[4 * n + turn][-1])
+        for n, item in enumerate(items)
+        for turn, attribute in enumerate(task.attribute_names)
+    }
+
+
+def test_each_job_sends_its_own_seed_and_the_same_judge_the_same_seeds(tmp_path, serve_zoo):
+    """The seed sent with each question is the one stored with its rating; each item, question and sample
+    has its own; the same judge in another file sends the same seeds, another configuration (same --seed)
+    other ones -- so two judges never share their draws."""
+    from tui_rater.store.study import Study
+
+    behaviour, url = serve_zoo()  # answers "I would rate it a 4.": one request per rating
+
+    def run(name: str, **changes) -> dict[tuple[str, str, int], int]:
+        study = Study.open(tmp_path / f"{name}.db")
+        study.add_items(study.task("story"), STORIES[:2])
+        behaviour.requests.clear()
+        _, _, rows = judge(study, JudgeSpec("api:zoo", base_url=url, **{"samples": 2, "seed": 3, **changes}))
+        task, items = study.task("story"), {item.key: item for item in study.items()}
+        stored = {
+            (items[r["item_key"]].id, r["attribute"], r["sample"]): json.loads(r["details"])["seed"] for r in rows
+        }
+        for item in items.values():
+            for attribute in task.attribute_names:
+                asked = question(task, attribute, item.fields, mode="text")
+                sent = sorted(body["seed"] for _, body in behaviour.requests if body["messages"] == asked)
+                assert sent == sorted(stored[item.id, attribute, s] for s in (0, 1)), (item.id, attribute)
+        return stored
+
+    seeds = run("first")
+    assert len(seeds) == 2 * 4 * 2 and len(set(seeds.values())) == len(seeds)
+    assert run("again") == seeds
+    assert not set(run("other", top_p=0.95).values()) & set(seeds.values())
 
 
 # --- error paths ---------------------------------------------------------------------------

@@ -8,53 +8,23 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 import sqlite3
-import urllib.request
 
 import pytest
 
+from tests.judge.distributions import ask, question
+from tests.judge.distributions import server_truth as truth
 from tests.support import STORIES, run_cli_process
-from tui_rater.domain import protocols
 from tui_rater.judge.backends.api import ApiBackend
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.store.study import Study
 
 
-def post(url: str, body: dict) -> dict:
-    request = urllib.request.Request(url, json.dumps(body).encode(), {"content-type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as reply:
-        return json.loads(reply.read())
-
-
-def ask(url: str, messages: list[dict], **params) -> list[dict]:
-    body = {"messages": messages, "max_tokens": 1, "logprobs": True, **params}
-    return post(url + "/chat/completions", body)["choices"][0]["logprobs"]["content"]
-
-
-def full_vocabulary(url: str, messages: list[dict]) -> dict[str, float]:
-    """Every token's probability at the answer position (sampled until the reply is not end-of-text)."""
-    for seed in range(100):
-        content = ask(url, messages, temperature=1.0, top_p=1.0, top_k=0, min_p=0.0, seed=seed, top_logprobs=400)
-        if content:
-            return {e["token"]: math.exp(e["logprob"]) for e in content[0]["top_logprobs"]}
-    raise AssertionError("end-of-text 100 times")
-
-
 def story_prompts(tmp_path) -> list[list[dict]]:
     """The 16 questions the story task asks of 4 stories, as the judge renders them."""
     task = Study.open(tmp_path / "render.db").task("story")
-    return [
-        [{"role": "user", "content": protocols.for_mode(task, a, "distribution").render(task, a, s, "plain").text}]
-        for s in STORIES
-        for a in task.attributes
-    ]
-
-
-def truth(url: str, messages: list[dict]) -> dict[str, float]:
-    vocabulary = full_vocabulary(url, messages)
-    return {label: sum(vocabulary.get(s, 0.0) for s in (label, " " + label)) for label in "12345"}
+    return [question(task, a.name, s) for s in STORIES for a in task.attributes]
 
 
 def test_options_outside_the_top_20_are_scored_exactly(llama_server, tmp_path):
@@ -103,9 +73,7 @@ def test_end_of_text_at_the_answer_position_is_retried_not_fatal(eos_server, tmp
     task = Study.open(tmp_path / "render.db").task("story")
     stories = {s["id"]: s for s in STORIES}
     for item, attribute, _status, details in rows:
-        a = task.attribute(attribute)
-        text = protocols.for_mode(task, a, "distribution").render(task, a, stories[item], "plain").text
-        assert json.loads(details)["raw"] == pytest.approx(truth(eos_server, [{"role": "user", "content": text}]))
+        assert json.loads(details)["raw"] == pytest.approx(truth(eos_server, question(task, attribute, stories[item])))
 
 
 def test_end_of_text_in_the_implicit_score(eos_server, tmp_path):

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
+from tests.judge.distributions import LlamaTruth, check_reading, question
 from tests.support import STORIES, judge
 from tui_rater.judge import queue
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
@@ -11,17 +15,50 @@ from tui_rater.judge.worker import run_judge
 
 
 def test_text_mode_stores_raw_replies_and_typed_failures(story_study, tiny_gguf):
+    import hashlib
+    from importlib import metadata
+
+    from tui_rater.domain import protocols
+
     rater, _progress, rows = judge(story_study, JudgeSpec(str(tiny_gguf), max_tokens=16, max_retries=1))
+    # the provenance, value by value: the model file's own SHA-256 (hashlib over its bytes), the library's version
+    sha256 = hashlib.sha256(tiny_gguf.read_bytes()).hexdigest()
+    assert rater.config == {
+        "backend": "llama.cpp",
+        "model_file": tiny_gguf.name,
+        "model_sha256": sha256,
+        "llama_cpp_python_version": metadata.version("llama-cpp-python"),
+        "tui_rater_version": metadata.version("tui-rater"),
+        "mode": "text",
+        "variant": "plain",
+        "samples": 3,
+        "temperature": 1.0,
+        "top_p": 0.9,
+        "seed": 0,
+        "conversation": False,
+        "max_tokens": 16,
+        "max_retries": 1,
+        "min_mass": 0.5,
+        "n_ctx": 4096,  # the tiny model's trained context
+        "chat_template": None,
+        "base_url": None,
+        "extra": {},
+    }
+    assert re.fullmatch(rf"tiny\.gguf@{sha256[:8]}/text/plain/T1/p0\.9/s0#[0-9a-f]{{6}}", rater.name), rater.name
     assert len(rows) == 4 * 4 * 3  # items x attributes x samples
-    assert all(r["raw"] is not None for r in rows)
+    task, items = story_study.task("story"), {item.key: item for item in story_study.items()}
     for r in rows:
-        if r["parse_status"] == "ok":
-            assert 1 <= r["value"] <= 5
-        else:
-            assert r["value"] is None and r["parse_status"] in ("no_number", "out_of_range", "ambiguous", "refusal")
+        details, attribute = json.loads(r["details"]), task.attribute(r["attribute"])
+        protocol = protocols.for_mode(task, attribute, "text")
+        # the stored value is the stored reply as the protocol reads it: a number, or a typed failure
+        reading = protocol.read_reply(r["raw"], attribute, "plain", truncated=details["finish_reason"] == "length")
+        assert (r["value"], r["parse_status"]) == (reading.value, reading.status), r["raw"]
+        assert r["parse_status"] in ("ok", "no_number", "out_of_range", "ambiguous", "refusal")
+        prompt = protocol.render(task, attribute, items[r["item_key"]].fields, "plain")
+        assert (details["template_id"], details["template_sha256"]) == (prompt.template_id, prompt.template_hash)
+    # the random model writes gibberish with stray digits: read as more than one kind of failure
+    assert len({r["parse_status"] for r in rows}) >= 2, [r["raw"] for r in rows]
     assert queue.counts(story_study, rater.id)["done"] == 48
-    assert rater.config["model_sha256"] and rater.config["llama_cpp_python_version"]
-    assert "template_id" in __import__("json").loads(rows[0]["details"])
 
 
 def test_constrained_mode_only_valid_scores(story_study, tiny_gguf):
@@ -29,43 +66,100 @@ def test_constrained_mode_only_valid_scores(story_study, tiny_gguf):
     assert len(rows) == 32
     assert all(r["parse_status"] == "ok" and r["value"] in (1, 2, 3, 4, 5) for r in rows)
     assert all(r["raw"].strip() in {"1", "2", "3", "4", "5"} for r in rows)
+    assert all(r["value"] == float(r["raw"]) for r in rows)  # the digit the grammar let the model write
+    assert len({r["value"] for r in rows}) > 1  # sampled (T 1) from the model: not one constant answer
 
 
 def test_distribution_mode_one_pass_n_samples(story_study, tiny_gguf):
-    import json
-
     # the random test model puts almost no probability on "1".."5": min_mass 0 reads it anyway
     rater, _progress, rows = judge(story_study, JudgeSpec(str(tiny_gguf), mode="distribution", samples=5, min_mass=0))
     assert len(rows) == 4 * 4 * 5
     assert queue.counts(story_study, rater.id)["done"] == 16  # one job (forward pass) per question
-    first = json.loads(rows[0]["details"])
-    assert sum(first["distribution"].values()) == pytest.approx(1.0)
-    assert set(first["distribution"]) == {"1", "2", "3", "4", "5"}
-    assert 1 <= first["expected"] <= 5 and 0 < first["mass"] <= 1
-    assert all(r["value"] in (1, 2, 3, 4, 5) for r in rows)
+    task, truth = story_study.task("story"), LlamaTruth(tiny_gguf)
+    try:
+        for item in story_study.items("story"):
+            for attribute in task.attribute_names:
+                question_rows = [r for r in rows if (r["item_key"], r["attribute"]) == (item.key, attribute)]
+                # llama.cpp's own logits for the whole prompt, evaluated afresh (no shared KV prefix)
+                text = question(task, attribute, item.fields)[0]["content"]
+                check_reading(question_rows, truth(text), temperature=1.0, top_p=0.9, rel=1e-3)
+    finally:
+        truth.close()
 
 
 def test_same_seed_same_ratings(tmp_path, tiny_gguf):
+    """The same judge and --seed give the same replies in another file; every other job draws its own stream.
+
+    Each reply is 16 tokens sampled at T 1, top-p 0.9 from the tiny model: two independent draws for one
+    prompt coincide with probability E[P(reply)] ~ 1e-5 (measured over the 16 story prompts, 5 draws each),
+    so the 40 inequalities below all hold unless two jobs share a seed (then they fail with certainty).
+    """
     from tui_rater.store.study import Study
 
-    values = []
-    for run in range(2):
-        study = Study.open(tmp_path / f"run{run}.db")
+    def run(name: str, **changes) -> tuple[dict, dict]:
+        study = Study.open(tmp_path / f"{name}.db")
         study.add_items(study.task("story"), STORIES[:2])
-        _, _, rows = judge(study, JudgeSpec(str(tiny_gguf), max_tokens=8, samples=2, seed=11))
-        values.append([(r["attribute"], r["sample"], r["raw"]) for r in rows])
-    assert values[0] == values[1]
+        settings = {"max_tokens": 16, "samples": 2, "seed": 11, "max_retries": 0, **changes}
+        spec = JudgeSpec(str(tiny_gguf), **settings)
+        _, _, rows = judge(study, spec)
+        ids = {item.key: item.id for item in study.items()}
+        jobs = [(ids[r["item_key"]], r["attribute"], r["sample"]) for r in rows]
+        return dict(zip(jobs, (r["raw"] for r in rows))), dict(
+            zip(jobs, (json.loads(r["details"])["seed"] for r in rows))
+        )
+
+    replies, seeds = run("first")
+    assert len(replies) == 2 * 4 * 2
+    assert run("again") == (replies, seeds)  # the same judge: the same seeds, the same replies
+    assert len(set(seeds.values())) == len(seeds)  # each item, question and sample its own seed
+    for (item, attribute, sample), reply in replies.items():
+        if sample == 1:  # the same prompt as sample 0: only the seed differs
+            assert reply != replies[item, attribute, 0], (item, attribute)
+    other_seed, _ = run("seed12", seed=12)
+    assert all(other_seed[job] != reply for job, reply in replies.items())
+    # another judge configuration with the same --seed: were the seed not derived from the configuration,
+    # its 24 tokens would begin with the 16 above (the same draws from the same logits)
+    longer, _ = run("longer", max_tokens=24)
+    assert not any(longer[job].startswith(reply) for job, reply in replies.items())
 
 
 def test_conversation_mode_asks_in_order(story_study, tiny_gguf):
-    rater, _, rows = judge(story_study, JudgeSpec(str(tiny_gguf), mode="constrained", samples=1, conversation=True))
-    assert queue.counts(story_study, rater.id)["done"] == 4  # one chat per item
-    assert len(rows) == 16 and {r["attribute"] for r in rows} == {
-        "grammaticality",
-        "cohesiveness",
-        "likability",
-        "relevance",
-    }
+    from llama_cpp import Llama
+
+    from tui_rater.judge.backends.local import LocalBackend
+    from tui_rater.service.judging import judge_study
+
+    spec = JudgeSpec(str(tiny_gguf), samples=1, conversation=True, max_tokens=16, max_retries=0).validate()
+    run = judge_study(story_study, spec, ["story"], workers=1)
+    assert run.progress.fatal is None and queue.counts(story_study, run.plan.rater.id)["done"] == 4  # a chat per item
+    rows = list(story_study.db.query("SELECT * FROM ratings WHERE rater_id = ?", [run.plan.rater.id]))
+    assert len(rows) == 16
+    # the paper's chat: question 1, reply 1, question 2, ... in the task's order (no chat template: the
+    # turns joined by blank lines). Each stored reply must be what the model says to exactly that chat with
+    # its seed, replayed on a fresh backend in the worker's order: another question last gives 16 other
+    # sampled tokens (two draws coincide with probability ~1e-5, test_same_seed_same_ratings). The random
+    # model hardly looks back, so a dropped reply in the history may leave the draws as they were: the
+    # prompts' total length, counted by the worker's backend, is checked against the chats' too.
+    task, backend = story_study.task("story"), LocalBackend(spec)
+    tokenizer = Llama(model_path=str(tiny_gguf), vocab_only=True, verbose=False)
+    prompt_tokens = 0
+    try:
+        for item in story_study.items("story"):
+            chat: list[dict] = []
+            for attribute in task.attribute_names:
+                (row,) = [r for r in rows if (r["item_key"], r["attribute"]) == (item.key, attribute)]
+                chat += question(task, attribute, item.fields, mode="text")
+                text = "\n\n".join(turn["content"] for turn in chat)
+                prompt_tokens += len(tokenizer.tokenize(text.encode(), add_bos=True, special=False))
+                seed = json.loads(row["details"])["seed"]
+                replay = backend.complete(chat, temperature=1.0, top_p=0.9, max_tokens=16, seed=seed)
+                assert replay.text == row["raw"], (item.id, attribute)
+                chat.append({"role": "assistant", "content": row["raw"]})
+    finally:
+        backend.close()
+        tokenizer.close()
+    (worker,) = run.threads
+    assert worker.counts.cached + worker.counts.evaluated == prompt_tokens
 
 
 def test_identical_requests_answered_from_the_store(story_study, tiny_gguf):

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
+from tests.judge.distributions import LlamaTruth, question
 from tests.support import Script, judge, ok_body
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.stats.report import build_report
@@ -36,6 +38,13 @@ def pair_study(tmp_path):
     return study
 
 
+def canonical(raw: str, presentation: str) -> float:
+    """Chen et al.'s V1 answer (A: the first text shown, B: the second, C: a tie) in the item's terms:
+    0 story_a, 1 story_b, 2 tie -- the swapped order shows story_b first."""
+    first, second = (0.0, 1.0) if presentation == "original" else (1.0, 0.0)
+    return {"A": first, "B": second, "C": 2.0}[raw.strip()]
+
+
 def test_pairwise_both_orders_on_gguf(pair_study, tiny_gguf):
     _rater, _, rows = judge(
         pair_study,
@@ -45,10 +54,16 @@ def test_pairwise_both_orders_on_gguf(pair_study, tiny_gguf):
     assert len(rows) == 3 * 2  # each pair in both orders
     orders = sorted(r["presentation"] for r in rows)
     assert orders == ["original"] * 3 + ["swapped"] * 3
-    assert all(r["value"] in (0, 1, 2) for r in rows)
-    records = build_report(pair_study, "story-pairwise")
-    consistency = [r for r in records if r.table == "position" and r.statistic == "order_consistency"]
-    assert consistency and consistency[0].n == 3
+    assert all(r["value"] == canonical(r["raw"], r["presentation"]) for r in rows)
+    records = {r.statistic: r for r in build_report(pair_study, "story-pairwise") if r.table == "position"}
+    verdicts = {}
+    for r in rows:
+        verdicts.setdefault(r["item_key"], {})[r["presentation"]] = r["value"]
+    consistent = [v["original"] == v["swapped"] for v in verdicts.values()]
+    assert records["order_consistency"].n == 3
+    assert records["order_consistency"].value == pytest.approx(sum(consistent) / 3)
+    decisive = [r["raw"] for r in rows if r["raw"] != "C"]
+    assert records["first_position_rate"].value == pytest.approx(decisive.count("A") / len(decisive))
 
 
 def test_position_bias_and_v3_inversion(pair_study, fake_server):
@@ -61,9 +76,10 @@ def test_position_bias_and_v3_inversion(pair_study, fake_server):
     records = {
         (r.statistic, r.evaluator): r.value for r in build_report(pair_study, "story-pairwise") if r.table == "position"
     }
-    assert records[("first_position_rate", rater.name)] == 1.0
-    assert records[("order_consistency", rater.name)] == 0.0
-    assert records[("final_tie", rater.name)] == 3  # inconsistent orders count as ties
+    assert rater.label == "J1 m text"  # reports name a judge by its short label (`tui-rater judges`)
+    assert records[("first_position_rate", rater.label)] == 1.0
+    assert records[("order_consistency", rater.label)] == 0.0
+    assert records[("final_tie", rater.label)] == 3  # inconsistent orders count as ties
     v3 = JudgeSpec("api:m", base_url=url, variant="v3", samples=1, temperature=0.0)
     _rater3, _, rows3 = judge(pair_study, v3, task="story-pairwise")
     first = {r["presentation"]: r["value"] for r in rows3 if r["item_key"] == rows3[0]["item_key"]}
@@ -117,29 +133,52 @@ def test_implicit_score_over_api_and_gguf(tmp_path, fake_server, tiny_gguf):
     # the byte-level test model has no "Yes" / "No" token: a typed failure, never 1 - p(no) = 100
     assert len(local) == 4 and {r["parse_status"] for r in local} == {"no_answer_token"}
     assert all(r["value"] is None for r in local)
-    assert len(json.loads(local[0]["details"])["top5"]) == 5
+    # what was read: the model's own five most probable next tokens (llama.cpp, the whole prompt afresh)
+    task, items, truth = study.task("story-explicit"), {i.key: i for i in study.items()}, LlamaTruth(tiny_gguf)
+    try:
+        for r in local:
+            text = question(task, "overall", items[r["item_key"]].fields, mode="implicit")[0]["content"]
+            expected = truth.top(text, 5)
+            top5 = json.loads(r["details"])["top5"]
+            assert [token for token, _ in top5] == [token for token, _ in expected]
+            assert [p for _, p in top5] == pytest.approx([p for _, p in expected], rel=1e-3)
+    finally:
+        truth.close()
 
 
 def test_meta_evaluation_in_report(tmp_path, fake_server):
+    from scipy import stats as sp
+
     study = Study.open(tmp_path / "m.db")
     study.add_items(study.task("story-explicit"), EXPLICIT)
     human = study.human("h")
-    for item, value in zip(study.items("story-explicit"), (20, 80, 30, 70)):
+    items = study.items("story-explicit")
+    for item, value in zip(items, (20, 80, 30, 70)):
         study.add_rating(item.key, "overall", human.id, value)
-    url = fake_server(
-        Script(
-            [
-                (200, {}, ok_body("Score: 40"), 0),
-                (200, {}, ok_body("Score: 90"), 0),
-                (200, {}, ok_body("Score: 10"), 0),
-                (200, {}, ok_body("Score: 60"), 0),
-            ]
-        )
+    url = fake_server(Script([(200, {}, ok_body(f"Score: {score}"), 0) for score in (10, 90, 60, 40)]))
+    rater, _, rows = judge(
+        study, JudgeSpec("api:m", base_url=url, samples=1, temperature=0.0, variant="v1"), task="story-explicit"
     )
-    judge(study, JudgeSpec("api:m", base_url=url, samples=1, temperature=0.0, variant="v1"), task="story-explicit")
+    judged = {r["item_key"]: r["value"] for r in rows}
+    humans = [20, 80, 30, 70]
+    scores = [judged[item.key] for item in items]
+    assert sorted(scores) == [10, 40, 60, 90]
     meta = {r.statistic: r for r in build_report(study, "story-explicit") if r.table == "meta"}
-    assert meta["dataset_spearman"].n == 4 and meta["pair_tau_b_all"].n == 2  # two texts per prompt
-    assert meta["pair_tau_b_all"].value is not None
+    assert {r.evaluator_b for r in meta.values()} == {rater.label}
+    # dataset level: the four texts, by scipy
+    assert meta["dataset_spearman"].n == 4
+    assert meta["dataset_spearman"].value == pytest.approx(sp.spearmanr(humans, scores).statistic, abs=1e-12)
+    assert meta["dataset_pearson"].value == pytest.approx(sp.pearsonr(humans, scores).statistic, abs=1e-12)
+    # sample level: two texts per prompt are too few for a correlation: none, never a made-up one
+    assert (meta["sample_spearman"].value, meta["sample_pearson"].value) == (None, None)
+    # App. C's tau-b over the pairs of texts for one prompt (e0/e2 and e1/e3): (P - Q) / sqrt((P+Q+T)(P+Q+U))
+    signs = [(np.sign(humans[i] - humans[j]), np.sign(scores[i] - scores[j])) for i, j in ((0, 2), (1, 3))]
+    concordant = sum(h * m > 0 for h, m in signs)
+    discordant = sum(h * m < 0 for h, m in signs)
+    ties_h = sum(h == 0 != m for h, m in signs)
+    ties_m = sum(m == 0 != h for h, m in signs)
+    tau = (concordant - discordant) / math.sqrt((concordant + discordant + ties_h) * (concordant + discordant + ties_m))
+    assert meta["pair_tau_b_all"].n == 2 and meta["pair_tau_b_all"].value == pytest.approx(tau, abs=1e-12)
 
 
 def test_spa_with_a_judge_and_the_tau_filter(tmp_path, fake_server, tiny_gguf):
@@ -156,13 +195,13 @@ def test_spa_with_a_judge_and_the_tau_filter(tmp_path, fake_server, tiny_gguf):
     url = fake_server(Script([(200, {}, ok_body("I would say 70"), 0)]))  # 70% both ways: 1.4 > 1.1
     rater, _, rows = judge(study, JudgeSpec("api:m", base_url=url, samples=2, temperature=1.0), task="spa")
     assert len(rows) == 2 * 4 * 2  # packets x questions x samples
-    filtered = [r for r in build_report(study, "spa") if r.table == "spa" and r.evaluator == rater.name]
+    filtered = [r for r in build_report(study, "spa") if r.table == "spa" and r.evaluator == rater.label]
     kept = next(r for r in filtered if r.statistic == "annotators_kept")
     assert kept.value == 0 and kept.n == 4  # every (sample, packet) annotator excluded
     unfiltered = {
         r.statistic: r
         for r in build_report(study, "spa", spa_tau=None)
-        if r.table == "spa" and r.evaluator == rater.name and r.attribute != "*"
+        if r.table == "spa" and r.evaluator == rater.label and r.attribute != "*"
     }
     assert unfiltered["p_x_over_y"].value == pytest.approx(0.7) and unfiltered["p_x_over_y"].n == 4
     _, _, local = judge(study, JudgeSpec(str(tiny_gguf), samples=1, max_tokens=8, max_retries=0), task="spa")
@@ -174,11 +213,14 @@ def test_bradley_terry_from_human_pairwise(pair_study):
     for item, verdict in zip(pair_study.items("story-pairwise"), (1, 1, 2)):  # human's story wins twice, one tie
         pair_study.add_rating(item.key, "preference", human.id, verdict)
     bt = {
-        r.system: r.value
+        r.system: (r.value, r.n)
         for r in build_report(pair_study, "story-pairwise")
         if r.table == "bt" and r.evaluator == "humans"
     }
-    assert bt["gpt2"] == 0 and bt["human"] > 0
+    # two systems: the likelihood w log s(d) + l log s(-d) peaks where s(d) = w / (w + l), i.e. d = log(w / l);
+    # the tie counts half a win to each: 2.5 wins of "human" against 0.5 of "gpt2"
+    assert bt["gpt2"] == (0, 3)  # abilities relative to the first system by name
+    assert bt["human"][0] == pytest.approx(math.log(2.5 / 0.5), abs=1e-8) and bt["human"][1] == 3
 
 
 def test_pairwise_and_spa_through_the_real_server(pair_study, llama_server, tmp_path):
@@ -187,7 +229,7 @@ def test_pairwise_and_spa_through_the_real_server(pair_study, llama_server, tmp_
         JudgeSpec("api:tiny", base_url=llama_server, mode="constrained", samples=1, temperature=0.0, variant="v1"),
         task="story-pairwise",
     )
-    assert len(rows) == 6 and all(r["value"] in (0, 1, 2) for r in rows)
+    assert len(rows) == 6 and all(r["value"] == canonical(r["raw"], r["presentation"]) for r in rows)
     study = Study.open(tmp_path / "spa-real.db")
     study.add_items(
         study.task("story"),
@@ -201,7 +243,7 @@ def test_pairwise_and_spa_through_the_real_server(pair_study, llama_server, tmp_
     _, _, spa_rows = judge(
         study, JudgeSpec("api:tiny", base_url=llama_server, mode="constrained", samples=2, temperature=1.0), task="spa"
     )
-    assert len(spa_rows) == 2 * 2 and all(0 <= r["value"] <= 100 for r in spa_rows)
+    assert len(spa_rows) == 2 * 2 and all(0 <= r["value"] == float(r["raw"]) <= 100 for r in spa_rows)
 
 
 def test_a_job_error_fails_the_job_and_the_worker_goes_on(pair_study, tiny_gguf):

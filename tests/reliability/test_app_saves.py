@@ -174,9 +174,12 @@ def test_hangup_while_locked_saves_every_rating(tmp_path, how):
                 app.wait_text("locked by another process", "8 ratings")
                 if how == "SIGHUP":
                     app.hang_up()
+                    time.sleep(1.0)
                 else:
                     app.kill(signal.SIGTERM)
-                time.sleep(1.0)
+                    # the screen closes, then the process says (still locked) that it saves before exiting
+                    saying = lambda app=app: "saving 8 ratings before exiting" in app.printed()
+                    assert wait_for(saying, 20), app.printed()
                 assert app.running(), "exited while ratings were unsaved"
                 assert ratings_in_force(db, annotator) == {}
                 released = lock.release()
@@ -319,6 +322,27 @@ def test_quit_anyway_says_how_many_are_lost(tmp_path):
     finally:
         app.close()
     assert all_ratings(db, "quitter") == []
+
+
+def test_a_continue_signal_after_the_hangup_never_restarts_the_screen(tmp_path):
+    """The kernel follows SIGHUP with SIGCONT. Textual's driver answers SIGCONT by restarting the
+    screen (a new input thread the interpreter waits for): the process then never exited."""
+    db = story_study(tmp_path)
+    app = start(db, "continued", tmp_path)
+    try:
+        with LockHolder(db) as lock:
+            app.keys("12345123")
+            app.wait_text("locked by another process", "8 ratings")
+            app.hang_up()
+            time.sleep(1.0)
+            app.kill(signal.SIGCONT)  # again, while it saves off screen
+            time.sleep(0.5)
+            assert app.running(), "exited while ratings were unsaved"
+            lock.release()
+        assert app.wait_exit(20) is not None, "still running 20 s after the lock was gone"
+    finally:
+        app.close()
+    assert [(i, a, v) for i, a, v, _ in all_ratings(db, "continued")] == typed_ratings("12345123")
 
 
 # --- undo and notes through the same path -----------------------------------------------------------------

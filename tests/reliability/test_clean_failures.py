@@ -46,6 +46,7 @@ IMPORTS = {
     "sample: 2**70": (_row(sample=str(2**70)), "column 'sample'"),
     "sample: 1e308": (_row(sample="1e308"), "column 'sample'"),
     "sample: true": (_row(sample="true"), "column 'sample'"),
+    "sample: [1]": (_row(sample="[1]"), "column 'sample'"),  # a list: no number, the same sentence
     "sample: -1": (_row(sample="-1"), "column 'sample'"),
 }
 

@@ -150,7 +150,7 @@ def test_the_app_shows_every_name_and_reply_literally(study, tmp_path):
         app.keys("?")
         app.wait_screen(lambda screen: "esc close" not in screen)
         app.keys("a")  # the agreement pane: judge names, failures (attribute names), gaps (item ids)
-        app.wait_text("judge queue:", "api:judge⟨ESC⟩]52;c;", "bad_request", "gap")
+        app.wait_text("judge queue:", "J1 judge⟨ESC⟩]52;c;", "bad_request", "gap")  # its label
         app.keys("a")
         app.wait_text("keys 1-5")
         app.keys("g")  # a notification quoting typed markup

@@ -81,7 +81,8 @@ def test_a_judge_whose_server_never_answers_usably_shows_as_stopped(tmp_path, se
     _behaviour, url = serve_zoo(default_case="html")  # 200 with an HTML page, every time
     app = _annotate_with_judge(tmp_path, db, url)
     try:
-        screen = app.wait_text("judges: api:zoo stopped: server_unusable", timeout=30)
+        # at 80 columns the label (J1 zoo text) gives way to the judge's number: its state stays readable
+        screen = app.wait_text("judges: J1 stopped: server_unusable", timeout=30)
         assert "item 1/6" in screen and "Traceback" not in screen
         app.keys("4444")  # the person rates on
         app.wait_text("1/6 rated")
@@ -103,7 +104,7 @@ def test_malformed_replies_fail_their_jobs_and_the_judge_goes_on(tmp_path, serve
     app = _annotate_with_judge(tmp_path, db, url)
     try:
         # 3 items x 4 questions x 3 samples fail, each after 6 attempts (about 16 s of backoff)
-        screen = app.wait_text("judges: api:zoo 36 done, 36 failed", timeout=90)
+        screen = app.wait_text("judges: J1 zoo text 36 done, 36 failed", timeout=90)
         assert "stopped" not in screen and "Traceback" not in screen
         app.keys("q")
         assert app.wait_exit(20) is not None

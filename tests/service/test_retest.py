@@ -35,10 +35,11 @@ def test_a_consistent_rater_a_copying_judge_and_a_random_judge(titles):
     first = rate(study, alice, items, truth)
     rate(study, alice, items[:40], truth[:40], retest_of=first[:40])  # the same answers, blind, later
     copy, noise = study.judge("copy", {"m": "copy"}), study.judge("random", {"m": "random"})
+    drawn = rng.integers(1, 6, (3, N))  # the random judge's three samples of each item
     for sample in range(3):
-        for item, value in zip(items, truth):
+        for item, value, guess in zip(items, truth, drawn[sample]):
             study.add_rating(item.key, "fluency", copy.id, float(value), sample=sample)
-            study.add_rating(item.key, "fluency", noise.id, float(rng.integers(1, 6)), sample=sample)
+            study.add_rating(item.key, "fluency", noise.id, float(guess), sample=sample)
     found = retest_summary(study, "title-fluency", "alice").attribute("fluency")
     assert found is not None
     overall = found.reliability.overall
@@ -46,7 +47,16 @@ def test_a_consistent_rater_a_copying_judge_and_a_random_judge(titles):
     assert overall.exact.value == 100.0 and found.reliability.shift.value == 0.0
     judges = {j.judge: j.agreement for j in found.judges}
     assert judges["copy"].alpha.value == pytest.approx(1.0) and judges["copy"].pairs == N
-    assert abs(judges["random"].alpha.value) < 0.2  # a random judge: no better than chance
+    # the random judge's value of an item: its samples' mean, at the nearer scale point (a mean of three
+    # integers is never a half); ordinal alpha against alice's first ratings, by krippendorff
+    random_values = np.round(drawn.mean(axis=0))
+    direct = krippendorff.alpha(
+        reliability_data=np.vstack([truth, random_values]).astype(float),
+        level_of_measurement="ordinal",
+        value_domain=[1, 2, 3, 4, 5],
+    )
+    assert judges["random"].pairs == N and judges["random"].alpha.value == pytest.approx(direct, abs=1e-12)
+    assert abs(direct) < 0.2  # a random judge: no better than chance
 
 
 def test_intra_rater_alpha_matches_krippendorff_and_calibration_leaves_the_first_items_out(titles):

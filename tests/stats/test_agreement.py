@@ -35,6 +35,12 @@ def test_alpha_undefined_cases_are_na_not_crashes():
     assert unpaired.value is None and "two ratings" in unpaired.note
 
 
+def test_alpha_names_an_unknown_level():
+    """krippendorff.alpha would fail on it with "'str' object is not callable"; the level is named instead."""
+    with pytest.raises(ValueError, match="unknown level of measurement 'intervall'"):
+        ag.alpha(KRIPPENDORFF, "intervall")
+
+
 def test_percent_exact():
     result = ag.percent_exact(KRIPPENDORFF)
     # units 1-11 have >= 2 values; all-equal in 1, 3, 4, 5, 7, 9, 10, 11

@@ -86,12 +86,12 @@ def test_a_real_judge_without_scale_mass_is_not_agreement_ready(tmp_path, tiny_g
     assert {r["parse_status"] for r in rows} == {"ok"}  # every pass stored: --min-mass 0
     records = build_report(study, "story")
     ready = next(
-        r for r in records if r.table == "readings" and r.statistic == "agreement_ready" and r.evaluator == rater.name
+        r for r in records if r.table == "readings" and r.statistic == "agreement_ready" and r.evaluator == rater.label
     )
     assert ready.value == 0 and "of the next-token probability on the scale" in ready.note
     mass = next(r for r in records if r.statistic == "mass_mean" and r.attribute == ready.attribute)
     assert mass.value < 0.5 and mass.n == len(STORIES)  # one pass (its mass) per item
-    table2 = [r for r in records if r.table == "table2" and r.evaluator_b == rater.name]
+    table2 = [r for r in records if r.table == "table2" and r.evaluator_b == rater.label]
     assert table2 and all(NOT_READY in r.note for r in table2)
 
 

@@ -157,12 +157,15 @@ def test_table3_mean_and_std_per_writer_for_each_setup(setups):
     study, values = setups
     records = build_report(study, "story")
     index = {(r.table, r.attribute, r.system, r.evaluator, r.statistic): r for r in records if r.table == "table3"}
-    assert {e for (_, _, _, e, s) in index if s == "mean"} == set(RUNS)  # the other model is not in the block
+    # a run of `tui-rater judge` (its provenance names the backend) is named by its label, J<n> model mode
+    label = {r.name: r.label for r in study.raters("llm")}
+    assert [label[name] for name in RUNS] == ["J1 m text", "J2 m text", "J3 m text", "J4 m text"]
+    assert {e for (_, _, _, e, s) in index if s == "mean"} == {label[n] for n in RUNS}  # not the other model
     for name, setup in RUNS.items():
         for system in ("human", "gpt2", "all"):
             mine = [v for (n, s, _, _), v in values.items() if n == name and system in ("all", s)]
-            mean = index[("table3", "likability", system, name, "mean")]
-            std = index[("table3", "likability", system, name, "std")]
+            mean = index[("table3", "likability", system, label[name], "mean")]
+            std = index[("table3", "likability", system, label[name], "std")]
             assert mean.value == pytest.approx(np.mean(mine)) and std.value == pytest.approx(np.std(mine, ddof=1))
             assert f"variant={setup['variant']} T={setup['temperature']}" in mean.note
             assert ("systems pooled" in mean.note) == (system == "all")

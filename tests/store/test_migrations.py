@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
+
+from tui_rater.domain.errors import UserError
 from tui_rater.store import spa
-from tui_rater.store.schema import MIGRATIONS, SCHEMA_VERSION, run_script
+from tui_rater.store.db import open_readonly
+from tui_rater.store.schema import APPLICATION_ID, MIGRATIONS, READABLE_FROM, SCHEMA_VERSION, run_script
 from tui_rater.store.study import Study
 
 NOW = "2026-11-01T00:00:00.000+00:00"
@@ -83,3 +87,74 @@ def test_a_0_1_file_is_migrated_with_presentations_and_protocols(tmp_path):
     again = Study.open(path)
     assert again.db.conn.execute("SELECT count(*) FROM ratings").fetchone()[0] == 5
     again.close()
+
+
+def _v4_file(path):
+    """A schema-4 file: two judge runs, a person named like the label one of them will get, an imported
+    judge, a rater a script stored under its own name."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    for migration in MIGRATIONS[:4]:
+        migration(conn) if callable(migration) else run_script(conn, migration)
+    conn.execute("PRAGMA user_version = 4")
+    local = {"backend": "llama.cpp", "model_file": "qwen2-0.5b-instruct-q4_k_m.gguf", "mode": "text"}
+    remote = {"backend": "openai-compatible", "api_model": "gpt-4o-mini", "mode": "distribution"}
+    raters = [
+        (1, "qwen2-0.5b-instruct-q4_k_m.gguf@ab/text/plain/T1/p0.9/s0#1", "llm", local),
+        (2, "ann", "human", None),
+        (3, "J2 gpt-4o-mini distribution", "human", None),  # a person may be called anything
+        (4, "api:gpt-4o-mini/distribution/plain/T1/p0.9/s0#2", "llm", remote),
+        (5, "hanna-gpt", "llm", {"imported_from": "hanna-gpt"}),
+        (6, "scripted", "llm", {"api_model": "x", "mode": "text"}),
+        (7, "api:x/text/plain/T0/p1/s0#3", "llm", {**remote, "mode": "text", "judge_name": "strict [b]x[/b]"}),
+    ]
+    for rid, name, kind, config in raters:
+        conn.execute(
+            "INSERT INTO raters (id, name, kind, config, config_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [rid, name, kind, json.dumps(config) if config else None, f"h{rid}" if config else None, NOW],
+        )
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_migration_5_labels_every_rater_uniquely_and_adds_judge_sources(tmp_path):
+    path = tmp_path / "v4.db"
+    _v4_file(path)
+    study = Study.open(path)
+    conn = study.db.conn
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    labels = dict(conn.execute("SELECT id, label FROM raters ORDER BY id").fetchall())
+    assert labels == {
+        1: "J1 qwen2-0.5b-instruct-q4_… text",
+        2: "ann",
+        3: "J2 gpt-4o-mini distribution",
+        4: "J2 gpt-4o-mini distribution (2)",  # the person had the label first
+        5: "hanna-gpt",
+        6: "scripted",
+        7: "J3 strict [b]x[/b]",
+    }
+    with pytest.raises(sqlite3.IntegrityError):  # unique, for ever
+        conn.execute("UPDATE raters SET label = 'ann' WHERE id = 1")
+    assert conn.execute("SELECT count(*) FROM judge_sources").fetchone()[0] == 0
+    assert [r.label for r in study.raters("llm")] == [labels[i] for i in (1, 4, 5, 6, 7)]
+    # new raters: the next judge run is J4; a person may not take a judge's label
+    judge = study.judge("api:y/text#4", {"backend": "openai-compatible", "api_model": "y", "mode": "text"})
+    assert judge.label == "J4 y text"
+    with pytest.raises(UserError, match="already the label of a judge"):
+        study.human("J1 qwen2-0.5b-instruct-q4_… text")
+    assert study.human("ann").label == "ann"
+    study.close()
+    again = Study.open(path)  # opening again is a no-op
+    assert dict(again.db.conn.execute("SELECT id, label FROM raters WHERE id <= 7").fetchall()) == labels
+    again.close()
+
+
+def test_a_schema_4_file_that_cannot_be_written_asks_for_one_upgrade(tmp_path):
+    path = tmp_path / "v4.db"
+    _v4_file(path)
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.close()
+    with pytest.raises(UserError, match="has schema 4 and must be upgraded once"):
+        open_readonly(path)  # the reading queries use schema 5's labels (READABLE_FROM)
+    assert READABLE_FROM == 5

@@ -93,6 +93,13 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         help="run an LLM judge in the background (a .gguf path or api:<model>; repeatable)",
     )
     p.add_argument("--base-url", help="API judges: the server URL")
+    p.add_argument(
+        "--judge-name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name for each --judge, in the same order (as `judge --judge-name`); give none or one per --judge",
+    )
     p.set_defaults(run=cmd_annotate)
 
 
@@ -142,6 +149,9 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
         raise UserError(f"--retest takes the share of your rated items to show again, in (0, 1], not {retest:g}")
     if retest is not None and getattr(args, "reveal", False):
         raise UserError("--retest asks for your rating blind; --reveal shows the others' ratings: use one of them")
+    names, judges = getattr(args, "judge_name", []), getattr(args, "judge", [])
+    if names and len(names) != len(judges):
+        raise UserError(f"give one --judge-name per --judge ({len(judges)}), or none; {len(names)} given")
     if getattr(args, "uncertain_judge", None) and order != "uncertain":
         raise UserError("--uncertain-judge goes with --order uncertain")
     if order == "uncertain":  # drawn (or read back) before the screen opens: one sentence if it cannot be
@@ -163,8 +173,12 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
         from tui_rater.service.judging import JudgeOptions, resolve_spec
 
         base_url = getattr(args, "base_url", None)
+        names = getattr(args, "judge_name", []) or [None] * len(args.judge)
         tasks = [study.task(task)]
-        specs = tuple(resolve_spec(JudgeOptions(m, base_url=base_url), tasks, settings.judge) for m in args.judge)
+        specs = tuple(
+            resolve_spec(JudgeOptions(m, base_url=base_url, judge_name=name), tasks, settings.judge)
+            for m, name in zip(args.judge, names)
+        )
         for spec in specs:
             if spec.is_api:
                 spec.api_key()

@@ -159,6 +159,12 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--base-url", help="API: the server, e.g. http://127.0.0.1:8080/v1 (default: OpenAI)")
     g.add_argument("--api-key-env", help="API: the environment variable holding the key (default OPENAI_API_KEY)")
     g.add_argument("--timeout", type=float, default=120.0, help="API: seconds to wait for a reply")
+    g.add_argument(
+        "--judge-name",
+        metavar="NAME",
+        help="your name for this judge configuration (its label in reports: J<n> NAME); part of its identity, "
+        "so the same model and URL under another name is another judge (e.g. two differently set up servers)",
+    )
 
 
 def judge_options(args: argparse.Namespace) -> JudgeOptions:
@@ -191,6 +197,7 @@ def judge_options(args: argparse.Namespace) -> JudgeOptions:
         base_url=args.base_url,
         api_key_env=args.api_key_env,
         timeout_s=args.timeout,
+        judge_name=args.judge_name,
     )
 
 

@@ -49,8 +49,14 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     )
     p.set_defaults(run=cmd_import_ratings)
 
-    p = sub.add_parser("export", parents=[common], help="export items or ratings (format by extension)")
-    p.add_argument("--what", choices=("items", "ratings", "wide"), default="ratings")
+    p = sub.add_parser(
+        "export",
+        parents=[common],
+        help="export items, ratings or judgements (format by extension)",
+        description="judgements: every judge rating with its whole record (reply, earlier replies, seed, "
+        "answered letter, pair order, distribution, scale mass, top-k, parse status, finish reason, judge label).",
+    )
+    p.add_argument("--what", choices=("items", "ratings", "wide", "judgements"), default="ratings")
     p.add_argument("--task", help="only this task")
     p.add_argument("--out", required=True, type=Path, help="the file to write: .csv, .tsv, .jsonl or .parquet")
     p.set_defaults(run=cmd_export)
@@ -131,6 +137,12 @@ def cmd_export(args, settings) -> int:
     check_output_target(args.out, study.path)  # before the work: never over a study or any SQLite file
     if args.task:
         study.task(args.task)
+    if args.what == "judgements":
+        from tui_rater.store.judgements import write_judgements
+
+        count = write_judgements(study, args.out, args.task)
+        say(f"wrote {count} rows of judgements to {args.out}")
+        return 0
     frame = {"items": items_frame, "ratings": ratings_frame, "wide": wide_frame}[args.what](study, args.task)
     write_frame(frame, args.out, like=study.path)
     say(f"wrote {frame.height} rows of {args.what} to {args.out}")
@@ -157,9 +169,10 @@ def print_info(info: dict) -> None:
         items.add_row(data(row["task"]), data(row["system"] or "-"), data(row["n"]))
     console.print(items)
     if info["raters"]:
-        raters = new_table("Raters", ["rater", "kind", "ratings"])
+        raters = new_table("Raters", ["rater", "label", "kind", "ratings"])
         for row in info["raters"]:
-            raters.add_row(data(row["name"]), data(row["kind"]), data(row["ratings"]))
+            label = row["label"] if row["label"] != row["name"] else ""  # a judge's (`tui-rater judges`)
+            raters.add_row(data(row["name"]), data(label), data(row["kind"]), data(row["ratings"]))
         console.print(raters)
     jobs = ", ".join(f"{n} {status}" for status, n in info["jobs"].items()) or "none"
     console.print(data(f"Judge jobs: {jobs}"))

@@ -25,12 +25,20 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         help="parallel workers (default: 8 API; a local model: 16 sequences decoded together in one copy of it)",
     )
     p.add_argument("--limit", type=int, help="only the first N items of each task")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="pre-flight: show the first items' prompts as the model reads them (tokens, BOS, the scale's "
+        "tokens, the next-token mass on the scale) and a verdict; stores nothing. Exit 0 only when ready",
+    )
+    p.add_argument("--check-items", type=int, default=2, metavar="N", help="--check: items per task (default 2)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="--check: output format")
     p.set_defaults(run=cmd_judge)
 
     p = sub.add_parser("queue", parents=[common], help="show the judge queue; cancel or retry jobs")
     p.add_argument("--cancel", action="store_true", help="cancel queued and leased jobs")
     p.add_argument("--retry", action="store_true", help="queue failed and cancelled jobs again")
-    p.add_argument("--rater", help="only this judge (its name as `queue` lists it)")
+    p.add_argument("--rater", help="only this judge: its label or name (as `queue` and `judges` list it)")
     p.set_defaults(run=cmd_queue)
 
     p = sub.add_parser("reparse", parents=[common], help="re-apply the reply parser to stored judge replies")
@@ -41,7 +49,7 @@ def cmd_judge(args, settings) -> int:
     from tui_rater.judge.spec import load_note
     from tui_rater.service import judging
 
-    study = open_study(args, settings, create=False)
+    study = open_study(args, settings, create=False, readonly=args.check)  # a check stores nothing
     task_names = [args.task] if args.task else study.item_task_names()
     if not task_names:
         raise UserError(f"{study.path} holds no items; import some first")
@@ -49,9 +57,15 @@ def cmd_judge(args, settings) -> int:
     note = load_note(spec)
     if note:  # a large model: its checksum and load take a while; say so before the wait
         say(note, err=True)
+    if args.check:
+        return _check(study, spec, task_names, args)
     plan = judging.plan_judge(study, spec, task_names, args.limit)
     workers = args.workers or judging.default_workers(spec)
-    say(f"judge {plan.rater.name}: {plan.added} new jobs, {plan.pending} to run, {workers} worker(s)", err=True)
+    say(
+        f"judge {plan.rater.label} ({plan.rater.name}): {plan.added} new jobs, {plan.pending} to run, "
+        f"{workers} worker(s)",
+        err=True,
+    )
     run = judging.start_judge(study.path, plan, workers)
     _watch(run.threads, run.progress, run.stop_event, plan.pending)
     progress = run.progress
@@ -64,6 +78,17 @@ def cmd_judge(args, settings) -> int:
         f"still queued: {left['queued'] + left['leased']}"
     )
     return 1 if left["failed"] else 0
+
+
+def _check(study, spec, task_names: list[str], args) -> int:
+    from tui_rater.cli import preflight as show
+    from tui_rater.service.preflight import check_judge
+
+    if args.check_items < 1:
+        raise UserError("--check-items must be at least 1")
+    result = check_judge(study, spec, [study.task(name) for name in task_names], items=args.check_items)
+    show.show(result, args.format)
+    return 0 if result.ready else 1
 
 
 def _watch(threads, progress, stop, total: int) -> None:
@@ -105,7 +130,7 @@ def cmd_queue(args, settings) -> int:
     study = open_study(args, settings, create=False, readonly=not (args.cancel or args.retry))
     rater_id = None
     if args.rater:
-        matches = [r for r in study.raters("llm") if r.name == args.rater]
+        matches = [r for r in study.raters("llm") if args.rater in (r.name, r.label)]
         if not matches:
             raise UserError(f"no judge named {args.rater!r} in {study.path}")
         rater_id = matches[0].id
@@ -115,12 +140,13 @@ def cmd_queue(args, settings) -> int:
         say(f"queued {judging.retry_jobs(study, rater_id)} jobs again")
     statuses = ("queued", "leased", "done", "failed", "cancelled")
     table = new_table("Judge queue", ["judge", *statuses])
+    table.columns[0].overflow = "fold"  # the whole name, as --rater takes it: folded, never cut with "…"
     for rater in study.raters("llm"):
         if rater_id is not None and rater.id != rater_id:
             continue
         c = judging.queue_counts(study, rater.id)
         if sum(c.values()):
-            table.add_row(data(rater.name), *(data(c[k]) for k in statuses))
+            table.add_row(data(rater.label or rater.name), *(data(c[k]) for k in statuses))
     console = make_console()
     console.print(table)
     failed = judging.queue_failures(study)

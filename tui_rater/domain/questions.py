@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from tui_rater.domain.errors import UserError
 
@@ -101,7 +102,7 @@ class Task:
     # (original, changed): show the changed field with the words it changed in bold (Figure 5)
     changed_words: tuple[str, str] | None = None
     # the TOML table a custom task came from, stored in the study file so it travels with it
-    definition: dict | None = field(default=None, compare=False, hash=False, repr=False)
+    definition: dict[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
 
     def attribute(self, name: str) -> Attribute:
         for attribute in self.attributes:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.prompts import CHIANG_LEE_TEMPLATES, STORY_INSTRUCTIONS, generic_template, placeholders
@@ -228,7 +230,7 @@ def load_task_file(path: str | Path) -> list[Task]:
     return [_task_from_toml(entry, path, i) for i, entry in enumerate(entries, 1)]
 
 
-def task_from_definition(entry: dict, where: str = "the study file") -> Task:
+def task_from_definition(entry: dict[str, Any], where: str = "the study file") -> Task:
     """Rebuild a custom task from the definition stored with its items."""
     return _task_from_toml(entry, Path(where), 1)
 
@@ -332,21 +334,21 @@ def _check_prompts(task: Task, where: str) -> None:
             )
 
 
-def _required_str(table: dict, key: str, where: str) -> str:
+def _required_str(table: dict[str, Any], key: str, where: str) -> str:
     value = table.get(key)
     if not isinstance(value, str) or not value.strip():
         raise UserError(f"{where}: {key!r} must be a non-empty string")
     return value
 
 
-def _optional_str(table: dict, key: str, where: str) -> str:
+def _optional_str(table: dict[str, Any], key: str, where: str) -> str:
     value = table.get(key, "")
     if not isinstance(value, str):
         raise UserError(f"{where}: {key!r} must be a string")
     return value
 
 
-def _params(table: dict, where: str) -> dict[str, str]:
+def _params(table: dict[str, Any], where: str) -> dict[str, str]:
     params = table.get("params", {})
     if not isinstance(params, dict) or not all(isinstance(v, str) for v in params.values()):
         raise UserError(f'{where}: \'params\' must be a table of strings, e.g. {{ first = "a", second = "b" }}')
@@ -412,7 +414,7 @@ class TaskRegistry:
             known = ", ".join(self._tasks)
             raise UserError(f"unknown task {name!r} (known tasks: {known})") from None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Task]:
         return iter(self._tasks.values())
 
     def __contains__(self, name: str) -> bool:

@@ -314,7 +314,7 @@ def failures(study: Study, limit: int = 20) -> list[dict]:
     return [
         dict(r)
         for r in study.db.query(
-            "SELECT j.id, i.id AS item, i.task, j.attribute, j.presentation, j.sample, ra.name AS rater, j.attempts, "
+            "SELECT j.id, i.id AS item, i.task, j.attribute, j.presentation, j.sample, ra.label AS rater, j.attempts, "
             "j.error_kind, "
             "j.last_error FROM jobs j JOIN items i ON i.key = j.item_key JOIN raters ra ON ra.id = j.rater_id "
             "WHERE j.status = 'failed' ORDER BY j.updated_at DESC LIMIT ?",

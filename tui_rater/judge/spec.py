@@ -54,6 +54,9 @@ class JudgeSpec:
     api_key_env: str = "OPENAI_API_KEY"
     timeout_s: float = 120.0
     extra: dict = field(default_factory=dict)
+    # the user's name for this configuration (--judge-name): part of its identity, so two servers
+    # answering to the same model name and URL but configured differently stay two judges
+    judge_name: str | None = None
 
     @property
     def is_api(self) -> bool:
@@ -76,6 +79,8 @@ class JudgeSpec:
             raise UserError("--max-retries must be >= 0 and --max-tokens >= 1")
         if not 0 <= self.min_mass <= 1:
             raise UserError("--min-mass must be between 0 and 1")
+        if self.judge_name is not None:
+            check_judge_name(self.judge_name)
         if self.is_api:
             if not self.api_model:
                 raise UserError("an API model spec is api:<model>, e.g. api:gpt-4o-mini")
@@ -106,6 +111,17 @@ class JudgeSpec:
         if self.base_url:
             return NO_KEY  # llama.cpp server, Ollama, vLLM on loopback: no key needed
         raise UserError(f"no API key: set ${self.api_key_env} (or --api-key-env NAME, or [judge] api_key)")
+
+
+def check_judge_name(name: str) -> None:
+    from tui_rater.store.labels import MAX_JUDGE_NAME
+
+    if not name.strip():
+        raise UserError("--judge-name must not be empty")
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in name):
+        raise UserError("--judge-name must be one line of text, without control characters")
+    if len(name) > MAX_JUDGE_NAME:
+        raise UserError(f"--judge-name is {len(name)} characters long; give at most {MAX_JUDGE_NAME}")
 
 
 # query parameters that say which API version is spoken, not who speaks: kept in the provenance
@@ -370,6 +386,8 @@ def _version(package: str) -> str | None:
 def provenance(spec: JudgeSpec) -> dict:
     """Everything needed to say which judge produced a rating (never the API key)."""
     config = asdict(spec)
+    if spec.judge_name is None:
+        config.pop("judge_name")  # an unnamed judge keeps the identity it had before names existed
     config.pop("api_key_env", None)
     config.pop("timeout_s", None)
     if spec.is_api:

@@ -113,17 +113,20 @@ def write_tiny_gguf(
     embedding_scale: float = 1.0,
     output_scale: float | None = 0.5,
     eos_logit: float = 0.0,
+    favour: dict[str, float] | None = None,
 ) -> Path:
     """Write the model; ``output_scale=None`` ties the output layer to the token embeddings (a smaller file).
 
+    ``favour`` raises the logits of the named tokens (their text in the vocabulary) the same way: a model that
+    answers on the scale.
     ``eos_logit`` > 0 raises end-of-text's logit at every position (2.5: the most probable token at the answer
     position of the story prompts, p about 0.3): a model that wants to stop there (issue 13, item 4). 0 writes the
     same file as before the option existed. f32 weights are drawn in float64 (the weights earlier versions wrote, bit
     for bit); f16 weights in float32 (half the memory on a 152k-token vocabulary)."""
     import gguf
 
-    if eos_logit and output_scale is None:
-        raise ValueError("eos_logit needs an output layer of its own (output_scale)")
+    if (eos_logit or favour) and output_scale is None:
+        raise ValueError("eos_logit and favour need an output layer of their own (output_scale)")
 
     path = Path(path)
     rng = np.random.default_rng(seed)
@@ -139,7 +142,11 @@ def write_tiny_gguf(
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_dimension_count(n_embd // n_head)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if f16 else gguf.LlamaFileType.ALL_F32)
-    n_vocab, eos_id = _add_vocabulary(writer, vocab, add_bos)
+    n_vocab, eos_id, token_texts = _add_vocabulary(writer, vocab, add_bos)
+    # tokens whose logit is raised at every position: end-of-text, and those ``favour`` names (by their text)
+    boosted = {eos_id: eos_logit} if eos_logit else {}
+    for text, logit in (favour or {}).items():
+        boosted[token_texts.index(text)] = logit
     writer.add_vocab_size(n_vocab)
     if chat_template:
         writer.add_chat_template(chat_template)
@@ -160,7 +167,7 @@ def write_tiny_gguf(
     # numpy shapes are ggml's dimensions reversed
     head_dim = n_embd // n_head
     embedding = draw(n_vocab, n_embd, scale=embedding_scale)
-    if eos_logit:  # one constant dimension in every token's embedding survives the (small) layers
+    if boosted:  # one constant dimension in every token's embedding survives the (small) layers
         embedding[:, 0] = 4.0
     writer.add_tensor("token_embd.weight", embedding)
     for i in range(n_layers):
@@ -176,9 +183,10 @@ def write_tiny_gguf(
     ones("output_norm.weight")
     if output_scale is not None:  # else llama.cpp uses token_embd as the output layer
         output = draw(n_vocab, n_embd, scale=output_scale)
-        if eos_logit:  # only end-of-text reads the constant dimension
+        if boosted:  # only the boosted tokens read the constant dimension
             output[:, 0] = 0.0
-            output[eos_id, 0] = eos_logit
+            for token, logit in boosted.items():
+                output[token, 0] = logit
         writer.add_tensor("output.weight", output)
 
     writer.write_header_to_file()
@@ -188,8 +196,8 @@ def write_tiny_gguf(
     return path
 
 
-def _add_vocabulary(writer, vocab: str | Path | None, add_bos: bool) -> tuple[int, int]:
-    """Write the tokenizer; (the vocabulary's size, its end-of-text token)."""
+def _add_vocabulary(writer, vocab: str | Path | None, add_bos: bool) -> tuple[int, int, list[str]]:
+    """Write the tokenizer; (the vocabulary's size, its end-of-text token, the tokens' texts)."""
     import gguf
 
     if vocab is None:
@@ -206,7 +214,7 @@ def _add_vocabulary(writer, vocab: str | Path | None, add_bos: bool) -> tuple[in
         writer.add_bos_token_id(len(tokens) - 2)
         writer.add_eos_token_id(len(tokens) - 1)
         writer.add_add_bos_token(True)
-        return len(tokens), len(tokens) - 1
+        return len(tokens), len(tokens) - 1, tokens
     meta = read_vocab(vocab)
     tokens = meta["tokenizer.ggml.tokens"]
     assert isinstance(tokens, list)
@@ -224,7 +232,8 @@ def _add_vocabulary(writer, vocab: str | Path | None, add_bos: bool) -> tuple[in
         if key in meta:
             add(int(meta[key]))  # type: ignore[call-overload]
     writer.add_add_bos_token(add_bos)
-    return len(tokens), int(meta.get("tokenizer.ggml.eos_token_id", len(tokens) - 1))  # type: ignore[call-overload]
+    eos = int(meta.get("tokenizer.ggml.eos_token_id", len(tokens) - 1))  # type: ignore[call-overload]
+    return len(tokens), eos, [str(t) for t in tokens]
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.protocols import EvaluationProtocol, Reading, derive_seed
 from tui_rater.domain.tasks import Attribute, Task
-from tui_rater.judge import queue
+from tui_rater.judge import queue, sources
 from tui_rater.judge.backends.base import OptionProbabilities
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.queue import Job, RatingResult
@@ -142,7 +142,9 @@ class Worker(threading.Thread):
                     if leased_until - time.monotonic() < queue.LEASE_S / 2:  # renew when half spent
                         queue.renew(study, jobs[index:], self.owner)
                         leased_until = time.monotonic() + queue.LEASE_S
-                    if not self._process(study, job):
+                    done = self._process(study, job)
+                    sources.note(study, self.rater_id, self.spec, self.backend)  # model file / server seen
+                    if not done:
                         queue.release(study, jobs[index + 1 :], self.owner)
                         return
                 held = []

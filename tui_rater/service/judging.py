@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tui_rater.config import JudgeDefaults
 from tui_rater.domain import protocols
@@ -48,6 +48,7 @@ class JudgeOptions:
     base_url: str | None = None
     api_key_env: str | None = None
     timeout_s: float = 120.0
+    judge_name: str | None = None
 
 
 def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaults | None = None) -> JudgeSpec:
@@ -73,26 +74,31 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         {task.name: _one(task, lambda p, t, a: p.decoding(variant, base), options.mode) for task in tasks},
         "decoding",
     )
-    pick = lambda flag, default: default if flag is None else flag
     return JudgeSpec(
         model=options.model,
         mode=options.mode,
         variant=variant,
-        samples=pick(options.samples, decoding.samples),
-        temperature=pick(options.temperature, decoding.temperature),
-        top_p=pick(options.top_p, decoding.top_p),
+        samples=_pick(options.samples, decoding.samples),
+        temperature=_pick(options.temperature, decoding.temperature),
+        top_p=_pick(options.top_p, decoding.top_p),
         seed=options.seed,
         conversation=options.conversation,
-        max_tokens=pick(options.max_tokens, decoding.max_tokens),
-        max_retries=pick(options.max_retries, defaults.max_retries),
-        min_mass=pick(options.min_mass, 0.5),
-        n_ctx=pick(options.n_ctx, defaults.n_ctx),
-        n_gpu_layers=pick(options.n_gpu_layers, defaults.n_gpu_layers),
+        max_tokens=_pick(options.max_tokens, decoding.max_tokens),
+        max_retries=_pick(options.max_retries, defaults.max_retries),
+        min_mass=_pick(options.min_mass, 0.5),
+        n_ctx=_pick(options.n_ctx, defaults.n_ctx),
+        n_gpu_layers=_pick(options.n_gpu_layers, defaults.n_gpu_layers),
         chat_template=options.chat_template,
         base_url=options.base_url or defaults.base_url,
         api_key_env=options.api_key_env or defaults.api_key_env,
         timeout_s=options.timeout_s,
+        judge_name=options.judge_name,
     ).validate()
+
+
+def _pick(flag: T | None, default: T) -> T:
+    """The user's flag where given, else the default."""
+    return default if flag is None else flag
 
 
 def _one(task: Task, ask: Callable[..., T], mode: str) -> T:
@@ -116,7 +122,7 @@ class JudgePlan:
     """A judge configuration's rater and its jobs in the queue."""
 
     spec: JudgeSpec
-    config: dict
+    config: dict[str, Any]
     rater: Rater
     tasks: list[str]
     added: int
@@ -218,7 +224,7 @@ def queue_counts(study: Study, rater_id: int | None = None) -> dict[str, int]:
     return queue.counts(study, rater_id)
 
 
-def queue_failures(study: Study, limit: int = 20) -> list[dict]:
+def queue_failures(study: Study, limit: int = 20) -> list[dict[str, Any]]:
     return queue.failures(study, limit)
 
 
@@ -240,9 +246,11 @@ class BackgroundJudges:
             plan = plan_judge(study, spec, [task_name])
             workers = 4 if spec.is_api else workers_per_judge
             run = start_judge(study.path, plan, workers, drain=False, stop=self.stop_event, background=True)
-            self.runs.append((plan.rater.name.split("/")[0], run))
+            self.runs.append((plan.rater.label, run))
 
-    def summary(self) -> str:
+    def summary(self, compact: bool = False) -> str:
+        """One line: each judge's label and state. ``compact``: each judge by its number alone (``J1``),
+        for a status line too narrow for the labels -- a stopped judge's state must stay readable."""
         parts = []
         for name, run in self.runs:
             progress = run.progress
@@ -254,7 +262,7 @@ class BackgroundJudges:
                 state = f"{progress.done} done"
             if progress.failed:
                 state += f", {progress.failed} failed"
-            parts.append(f"{name[:20]} {state}")
+            parts.append(f"{(name.split(' ')[0] if compact else name)[:20]} {state}")
         return "judges: " + "; ".join(parts)
 
     def stop(self, timeout: float = 5.0) -> None:

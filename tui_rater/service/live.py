@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from tui_rater.service.judging import queue_counts, queue_failures
 from tui_rater.stats.live import PaneData, pane_data
-from tui_rater.store.study import Study
+from tui_rater.store.study import ChangeMarker, Study
 
 
-def agreement_pane(study: Study, task_name: str, previous: tuple | None = None) -> tuple[PaneData | None, tuple]:
+def agreement_pane(
+    study: Study, task_name: str, previous: ChangeMarker | None = None
+) -> tuple[PaneData | None, ChangeMarker]:
     """(the pane's data, the file's change marker); no data when the marker equals ``previous``."""
     marker = study.change_marker()
     if marker == previous:

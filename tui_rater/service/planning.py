@@ -45,6 +45,8 @@ def choose_judge(study: Study, task: str, name: str | None) -> str:
     """The judge whose uncertainty orders the items: the one named, else the task's only judge."""
     judges = judges_of(study, task)
     if name is not None:
+        # a judge's label (``J1 tiny text``, as reports show it) names it too
+        name = next((r.name for r in study.raters("llm") if r.label == name and r.name in judges), name)
         if name not in judges:
             known = f" (judges with ratings of it: {', '.join(judges)})" if judges else ""
             raise UserError(f"judge {name!r} has no ratings of task {task!r}{known}")

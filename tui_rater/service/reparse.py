@@ -14,8 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui_rater.domain import protocols
-from tui_rater.domain.protocols import Reading
+from tui_rater.domain.protocols import EvaluationProtocol, Reading
+from tui_rater.domain.questions import Attribute
 from tui_rater.store.study import Study
+
+# a stored judge rating as ``Study.judgements`` reads it
+Row = dict[str, Any]
+# (the rating, what it reads as now, its details to store)
+Reread = tuple[Row, Reading, dict[str, Any]]
 
 
 @dataclass
@@ -27,9 +33,9 @@ class ReparseResult:
 
 def reparse(study: Study) -> ReparseResult:
     result = ReparseResult()
-    changes: list[tuple[int, float | None, str, dict]] = []
+    changes: list[tuple[int, float | None, str, dict[str, Any]]] = []
     rows = study.judgements()
-    by_job: dict[int, list[dict]] = defaultdict(list)
+    by_job: dict[int, list[Row]] = defaultdict(list)
     for row in rows:
         by_job[row["job_id"]].append(row)
     for job_rows in by_job.values():
@@ -44,14 +50,14 @@ def reparse(study: Study) -> ReparseResult:
     return result
 
 
-def _read_job(study: Study, rows: list[dict]) -> list[tuple[dict, Reading, dict]]:
+def _read_job(study: Study, rows: list[Row]) -> list[Reread]:
     config: dict[str, Any] = json.loads(rows[0]["config"] or "{}")
     mode = config.get("mode")
     if mode is None:  # imported ratings: there is no reply to read
         return []
     variant = config.get("variant", "plain")
-    out = []
-    by_attribute: dict[str, list[dict]] = defaultdict(list)
+    out: list[Reread] = []
+    by_attribute: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
         by_attribute[row["attribute"]].append(row)
     for attribute_name, group in by_attribute.items():
@@ -83,7 +89,9 @@ def _read_job(study: Study, rows: list[dict]) -> list[tuple[dict, Reading, dict]
     return out
 
 
-def _distribution(protocol, attribute, variant: str, config: dict, group: list[dict]) -> list:
+def _distribution(
+    protocol: EvaluationProtocol, attribute: Attribute, variant: str, config: dict[str, Any], group: list[Row]
+) -> list[Reread]:
     """Re-draw a pass's samples from the probabilities and seed stored with its sample 0."""
     first = next((row for row in group if row["sample"] == 0), None)
     if first is None:
@@ -111,7 +119,7 @@ def _distribution(protocol, attribute, variant: str, config: dict, group: list[d
         unscored=stored.get("unscored", ()),
         unscored_mass_at_most=stored.get("unscored_mass_at_most", 0.0),
     )
-    out = []
+    out: list[Reread] = []
     for row in sorted(group, key=lambda r: r["sample"]):
         sample = reading.samples[row["sample"]] if row["sample"] < len(reading.samples) else None
         if sample is None:

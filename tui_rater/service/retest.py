@@ -4,14 +4,14 @@ off the UI thread and only when the study file changed; the summary itself is ``
 from __future__ import annotations
 
 from tui_rater.stats.self_agreement import RetestSummary, retest_summary
-from tui_rater.store.study import Study
+from tui_rater.store.study import ChangeMarker, Study
 
 __all__ = ["RetestSummary", "retest_pane", "retest_summary"]
 
 
 def retest_pane(
-    study: Study, task_name: str, annotator: str, previous: tuple | None = None
-) -> tuple[RetestSummary | None, tuple]:
+    study: Study, task_name: str, annotator: str, previous: ChangeMarker | None = None
+) -> tuple[RetestSummary | None, ChangeMarker]:
     """(the summary, the file's change marker); no summary when the marker equals ``previous`` (nothing new)."""
     marker = study.change_marker()
     if marker == previous:

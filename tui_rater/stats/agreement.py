@@ -7,10 +7,15 @@ reason in ``note`` -- never an exception, never NaN.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats as sp
+
+FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -19,7 +24,7 @@ class Stat:
     n: int
     note: str = ""
     p: float | None = None
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -30,7 +35,7 @@ def _na(n: int, note: str) -> Stat:
     return Stat(None, n, note)
 
 
-def _finite(value: float) -> float | None:
+def _finite(value: float | None) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
@@ -44,17 +49,28 @@ class Summary:
     n: int
 
 
-def summary(values) -> Summary:
+def summary(values: Iterable[float | None]) -> Summary:
     x = np.asarray([v for v in values if v is not None], dtype=float)
     if x.size == 0:
         return Summary(None, None, 0)
     return Summary(float(x.mean()), float(x.std(ddof=1)) if x.size > 1 else None, int(x.size))
 
 
-def alpha(matrix: np.ndarray, level: str = "interval", value_domain: list[float] | None = None) -> Stat:
+# the levels of measurement krippendorff.alpha knows, by name
+_KRIPPENDORFF_LEVELS: dict[str, Literal["nominal", "ordinal", "interval", "ratio"]] = {
+    "nominal": "nominal",
+    "ordinal": "ordinal",
+    "interval": "interval",
+    "ratio": "ratio",
+}
+
+
+def alpha(matrix: npt.ArrayLike, level: str = "interval", value_domain: list[float] | None = None) -> Stat:
     """Krippendorff's alpha; ``matrix`` is raters x items with NaN for missing."""
     import krippendorff
 
+    if level not in _KRIPPENDORFF_LEVELS:
+        raise ValueError(f"unknown level of measurement {level!r}")
     matrix = np.asarray(matrix, dtype=float)
     if matrix.ndim != 2 or matrix.shape[0] < 2:
         return _na(0, "needs at least two raters")
@@ -64,20 +80,22 @@ def alpha(matrix: np.ndarray, level: str = "interval", value_domain: list[float]
     observed = np.unique(matrix[~np.isnan(matrix)])
     if len(observed) < 2 and (value_domain is None or level != "ordinal"):
         return _na(pairable, "every rating is the same value")
+    domain: list[float] | None = None
+    if level in ("ordinal", "nominal") and value_domain is not None:
+        # the scale's full domain, so unused points still count in the ordinal metric
+        domain = sorted(set(value_domain) | set(observed.tolist()))
     try:
-        kwargs = {"level_of_measurement": level}
-        if level in ("ordinal", "nominal") and value_domain is not None:
-            # the scale's full domain, so unused points still count in the ordinal metric
-            kwargs["value_domain"] = sorted(set(value_domain) | set(observed.tolist()))
         with np.errstate(all="ignore"):  # 0/0 (no expected disagreement) is reported as undefined below
-            value = krippendorff.alpha(reliability_data=matrix, **kwargs)
+            raw = krippendorff.alpha(
+                reliability_data=matrix, value_domain=domain, level_of_measurement=_KRIPPENDORFF_LEVELS[level]
+            )
     except (ValueError, ZeroDivisionError) as exc:
         return _na(pairable, str(exc))
-    value = _finite(value)
+    value = _finite(raw)
     return Stat(value, pairable, "" if value is not None else "undefined (no variation)")
 
 
-def percent_exact(matrix: np.ndarray) -> Stat:
+def percent_exact(matrix: npt.ArrayLike) -> Stat:
     """% of items (rated by >= 2 raters) on which every rater gave the same rating."""
     matrix = np.asarray(matrix, dtype=float)
     if matrix.ndim != 2 or matrix.size == 0:
@@ -95,13 +113,13 @@ def percent_exact(matrix: np.ndarray) -> Stat:
 # --- two evaluators on the same items ---------------------------------------------------------
 
 
-def _paired(x, y) -> tuple[np.ndarray, np.ndarray]:
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    keep = ~(np.isnan(x) | np.isnan(y))
-    return x[keep], y[keep]
+def _paired(x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = ~(np.isnan(a) | np.isnan(b))
+    return a[keep], b[keep]
 
 
-def kendall_tau(x, y) -> Stat:
+def kendall_tau(x: npt.ArrayLike, y: npt.ArrayLike) -> Stat:
     """Kendall's tau-b with its p-value (Chiang & Lee §3.3.1, Table 2)."""
     x, y = _paired(x, y)
     if x.size < 3:
@@ -112,7 +130,16 @@ def kendall_tau(x, y) -> Stat:
     return Stat(_finite(result.statistic), int(x.size), p=_finite(result.pvalue))
 
 
-def _correlation(fn, x, y) -> Stat:
+class TestResult(Protocol):
+    """What scipy's correlation tests return: the statistic and its p-value."""
+
+    @property
+    def statistic(self) -> float: ...
+    @property
+    def pvalue(self) -> float: ...
+
+
+def _correlation(fn: Callable[[FloatArray, FloatArray], TestResult], x: npt.ArrayLike, y: npt.ArrayLike) -> Stat:
     x, y = _paired(x, y)
     if x.size < 3 or np.all(x == x[0]) or np.all(y == y[0]):
         return _na(int(x.size), "too few items or no variation")
@@ -120,29 +147,29 @@ def _correlation(fn, x, y) -> Stat:
     return Stat(_finite(result.statistic), int(x.size), p=_finite(result.pvalue))
 
 
-def spearman(x, y) -> Stat:
+def spearman(x: npt.ArrayLike, y: npt.ArrayLike) -> Stat:
     return _correlation(sp.spearmanr, x, y)
 
 
-def pearson(x, y) -> Stat:
+def pearson(x: npt.ArrayLike, y: npt.ArrayLike) -> Stat:
     return _correlation(sp.pearsonr, x, y)
 
 
-def to_labels(values, labels: list[float]) -> np.ndarray:
+def to_labels(values: npt.ArrayLike, labels: list[float]) -> FloatArray:
     """Round (averaged) ratings to the nearest scale point (ties go up: 3.5 -> 4, 2.5 -> 3).
 
     The tolerance keeps a half computed in floating point (a mean of 3.4999999999999996) a half.
     """
     labels_arr = np.asarray(sorted(labels), dtype=float)
-    values = np.asarray(values, dtype=float)
-    distance = np.abs(values[:, None] - labels_arr[None, :])
+    array = np.asarray(values, dtype=float)
+    distance = np.abs(array[:, None] - labels_arr[None, :])
     nearest = distance <= distance.min(axis=1, keepdims=True) + 1e-9
     # of the nearest points (two at a tie), the highest
-    index = len(labels_arr) - 1 - np.argmax(nearest[:, ::-1], axis=1)
+    index: npt.NDArray[np.intp] = len(labels_arr) - 1 - np.argmax(nearest[:, ::-1], axis=1)
     return labels_arr[index]
 
 
-def weighted_kappa(x, y, labels: list[float], weights: str = "quadratic") -> Stat:
+def weighted_kappa(x: npt.ArrayLike, y: npt.ArrayLike, labels: list[float], weights: str = "quadratic") -> Stat:
     """Cohen's kappa with linear or quadratic weights over the scale's full labels."""
     x, y = _paired(x, y)
     if x.size < 2:
@@ -164,7 +191,7 @@ def weighted_kappa(x, y, labels: list[float], weights: str = "quadratic") -> Sta
     return Stat(float(1 - (w * observed).sum() / denominator), int(x.size))
 
 
-def bias(llm, human) -> Stat:
+def bias(llm: npt.ArrayLike, human: npt.ArrayLike) -> Stat:
     """Mean of (LLM - human) over items, with a 95% t confidence interval in ``extra``."""
     x, y = _paired(llm, human)
     if x.size < 2:
@@ -176,7 +203,7 @@ def bias(llm, human) -> Stat:
     return Stat(mean, int(d.size), extra={"ci_low": mean - half, "ci_high": mean + half})
 
 
-def exact_agreement(x, y, labels: list[float] | None = None) -> Stat:
+def exact_agreement(x: npt.ArrayLike, y: npt.ArrayLike, labels: list[float] | None = None) -> Stat:
     """% of items on which two evaluators' (rounded) ratings are equal."""
     x, y = _paired(x, y)
     if x.size == 0:
@@ -186,7 +213,7 @@ def exact_agreement(x, y, labels: list[float] | None = None) -> Stat:
     return Stat(100.0 * float(np.mean(x == y)), int(x.size))
 
 
-def confusion(x, y, labels: list[float]) -> np.ndarray:
+def confusion(x: npt.ArrayLike, y: npt.ArrayLike, labels: list[float]) -> npt.NDArray[np.int_]:
     """Counts: rows = first evaluator's (rounded) rating, columns = second's."""
     x, y = _paired(x, y)
     labels = sorted(labels)
@@ -200,21 +227,21 @@ def confusion(x, y, labels: list[float]) -> np.ndarray:
 # --- between systems, and many comparisons --------------------------------------------------------
 
 
-def welch(a, b) -> Stat:
+def welch(a: Iterable[float | None], b: Iterable[float | None]) -> Stat:
     """Welch's t-test (unequal variances); value = t, with df and p."""
-    a = np.asarray([v for v in a if v is not None and not math.isnan(v)], dtype=float)
-    b = np.asarray([v for v in b if v is not None and not math.isnan(v)], dtype=float)
-    if a.size < 2 or b.size < 2:
-        return _na(int(a.size + b.size), "each group needs at least 2 ratings")
-    if a.var() == 0 and b.var() == 0:
-        return _na(int(a.size + b.size), "no variation in either group")
-    result = sp.ttest_ind(a, b, equal_var=False)
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
-    return Stat(_finite(result.statistic), int(a.size + b.size), p=_finite(result.pvalue), extra={"df": float(df)})
+    xa = np.asarray([v for v in a if v is not None and not math.isnan(v)], dtype=float)
+    xb = np.asarray([v for v in b if v is not None and not math.isnan(v)], dtype=float)
+    if xa.size < 2 or xb.size < 2:
+        return _na(int(xa.size + xb.size), "each group needs at least 2 ratings")
+    if xa.var() == 0 and xb.var() == 0:
+        return _na(int(xa.size + xb.size), "no variation in either group")
+    result = sp.ttest_ind(xa, xb, equal_var=False)
+    va, vb = xa.var(ddof=1) / xa.size, xb.var(ddof=1) / xb.size
+    df = (va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1))
+    return Stat(_finite(result.statistic), int(xa.size + xb.size), p=_finite(result.pvalue), extra={"df": float(df)})
 
 
-def paired_t(a, b) -> Stat:
+def paired_t(a: npt.ArrayLike, b: npt.ArrayLike) -> Stat:
     a, b = _paired(a, b)
     if a.size < 2:
         return _na(int(a.size), "fewer than 2 pairs")

@@ -119,11 +119,11 @@ def _distribution(
 def expected_scores(data: ReportData) -> dict[tuple[str, str], dict[int, float]]:
     """(judge, question) -> item key -> the judge's expected score, averaged over its passes (presentations)."""
     rows = data.study.db.conn.execute(
-        f"""SELECT ra.name, r.attribute, r.item_key, avg(json_extract(r.details, '$.expected'))
+        f"""SELECT ra.label, r.attribute, r.item_key, avg(json_extract(r.details, '$.expected'))
             FROM {RATINGS_IN_FORCE}
             WHERE i.task = ? AND ra.kind = 'llm' AND r.details LIKE '%"expected"%' AND json_valid(r.details)
                   AND json_type(r.details, '$.expected') IN ('real', 'integer')
-            GROUP BY ra.name, r.attribute, r.item_key""",
+            GROUP BY ra.label, r.attribute, r.item_key""",
         [data.task.name],
     ).fetchall()
     found: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)

@@ -37,6 +37,7 @@ TITLES = {
     "extremes": (
         "Items a judge rated at the scale's end on every attribute and sample (check for injected instructions)"
     ),
+    "judges": "Judges — the labels above: rater id and name; `tui-rater judges` lists each one's full provenance",
     **render_verdict.TITLES,
 }
 NOT_READY_MARK = " ⚠ not agreement-ready"
@@ -122,6 +123,7 @@ def named_tables(records: list[Record]) -> list[tuple[str, Table]]:
         _retest,
         _readings,
         _extremes,
+        _judges,
     ]
     for build in builders:
         table = build(records, by, who)
@@ -460,6 +462,15 @@ def _extremes(records: list[Record], by: Index, who: _Who) -> Table | None:
         if r.table == "extremes"
     ]
     return (TITLES["extremes"], ["judge", "item", "system", "ratings", "n"], rows) if rows else None
+
+
+def _judges(records: list[Record], by: Index, who: _Who) -> Table | None:
+    rows = [
+        [r.evaluator, "n/a" if r.value is None else f"{r.value:.0f}", str(r.n), r.note]
+        for r in records
+        if r.table == "judges"
+    ]
+    return (TITLES["judges"], ["judge", "id", "readings", "rater"], rows) if rows else None
 
 
 def to_rich(records: list[Record], task: str) -> Any:

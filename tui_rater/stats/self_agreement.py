@@ -21,7 +21,7 @@ from tui_rater.domain.protocols import Level
 from tui_rater.domain.questions import Attribute
 from tui_rater.stats import agreement as ag
 from tui_rater.stats.retest import CALIBRATION_ITEMS, RetestAgreement, RetestReliability, agreement, retest_reliability
-from tui_rater.store.retest import RetestPair, retest_pairs, values_in_force
+from tui_rater.store.retest import RetestPair, ValueInForce, retest_pairs, values_in_force
 from tui_rater.store.study import Study
 
 
@@ -93,7 +93,7 @@ def _reliability(attribute: Attribute, pairs: list[RetestPair], calibration_item
     )
 
 
-def _against_judges(attribute: Attribute, rows: list[tuple], annotator: str) -> list[JudgeAgreement]:
+def _against_judges(attribute: Attribute, rows: list[ValueInForce], annotator: str) -> list[JudgeAgreement]:
     level, labels = _level(attribute)
     protocol = protocols.of(attribute)
     person = {item: value for item, _a, name, kind, _p, value in rows if kind == "human" and name == annotator}

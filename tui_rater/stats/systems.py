@@ -4,12 +4,14 @@ and Chen et al.'s meta-evaluation. Pure functions over numbers; they return data
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats as sp
 
-from tui_rater.stats.agreement import holm
+from tui_rater.stats.agreement import FloatArray, TestResult, holm
 
 SPA_TAU = 1.1  # §5.2 step 3: exclude annotators with P[X>Y] + P[Y>X] > 1.1
 
@@ -198,11 +200,11 @@ class MetaEvaluation:
     kendall_pairs: dict[str, tuple[float | None, int]]  # difficulty -> (tau-b, pairs), App. C
 
 
-def _corr(fn, x, y):
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if x.size < 3 or np.all(x == x[0]) or np.all(y == y[0]):
+def _corr(fn: Callable[[FloatArray, FloatArray], TestResult], x: npt.ArrayLike, y: npt.ArrayLike) -> float | None:
+    a, b = np.asarray(x, float), np.asarray(y, float)
+    if a.size < 3 or np.all(a == a[0]) or np.all(b == b[0]):
         return None
-    value = fn(x, y).statistic
+    value = fn(a, b).statistic
     return float(value) if math.isfinite(value) else None
 
 
@@ -251,7 +253,7 @@ def meta_evaluation(inputs: list[str], human: list[float], metric: list[float]) 
     inputs_arr, human_arr, metric_arr = inputs_arr[keep], human_arr[keep], metric_arr[keep]
     spearman, pearson = [], []
     human_diffs, metric_diffs = [], []
-    groups = {}
+    groups: dict[str, list[int]] = {}
     for i, key in enumerate(inputs_arr):
         groups.setdefault(key, []).append(i)
     for indices in groups.values():

@@ -13,6 +13,7 @@ import os
 import sqlite3
 import time
 import urllib.parse
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -287,7 +288,7 @@ def _connect_ro(path: Path, mode: str) -> sqlite3.Connection:
 def migrate(db: sqlite_utils.Database, path: Path | str = "") -> int:
     """Apply the migrations this file lacks; return the version it ends at."""
     conn = db.conn
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    version: int = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise UserError(
             f"{path} was written by a newer tui-rater (schema {version}, this one knows {SCHEMA_VERSION}); "
@@ -319,7 +320,7 @@ def migrate(db: sqlite_utils.Database, path: Path | str = "") -> int:
 
 
 @contextlib.contextmanager
-def write(db: sqlite_utils.Database):
+def write(db: sqlite_utils.Database) -> Iterator[sqlite3.Connection]:
     """One short write transaction (``BEGIN IMMEDIATE``), committed on exit, rolled back on error.
 
     Nested use joins the outer transaction. ``BEGIN IMMEDIATE`` takes the write lock up front,
@@ -339,6 +340,13 @@ def write(db: sqlite_utils.Database):
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
         raise
+
+
+def inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The rowid of the row an ``INSERT`` just added (``lastrowid`` is typed optional: None before any insert)."""
+    if cursor.lastrowid is None:
+        raise RuntimeError("the INSERT added no row")
+    return cursor.lastrowid
 
 
 def _begin_immediate(conn: sqlite3.Connection) -> None:

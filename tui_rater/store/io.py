@@ -12,7 +12,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, SupportsFloat, SupportsIndex, overload
 
 import polars as pl
 
@@ -21,7 +21,7 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.store.db import write
 from tui_rater.store.outputs import write_output
-from tui_rater.store.study import Study, content_hash
+from tui_rater.store.study import Item, Study, content_hash
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 MAX_FIELD_CHARS = 100_000  # a story fragment is < 150 words; 100k characters is surely a mistake
@@ -99,8 +99,9 @@ def _read_csv(path: Path, text: str, separator: str) -> pl.DataFrame:
     return frame
 
 
-def _read_jsonl(path: Path, text: str) -> tuple[list[str], list[dict]]:
-    rows, columns = [], {}
+def _read_jsonl(path: Path, text: str) -> tuple[list[str], list[dict[str, Any]]]:
+    rows: list[dict[str, Any]] = []
+    columns: dict[str, None] = {}
     for line_no, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -137,7 +138,11 @@ def parse_mapping(pairs: list[str] | None) -> dict[str, str]:
     return mapping
 
 
-def _text(path: Path, row: dict, column: str, required: bool) -> str | None:
+@overload
+def _text(path: Path, row: dict[str, Any], column: str, required: Literal[True]) -> str: ...
+@overload
+def _text(path: Path, row: dict[str, Any], column: str, required: bool) -> str | None: ...
+def _text(path: Path, row: dict[str, Any], column: str, required: bool) -> str | None:
     value = row.get(column)
     where = f"{path}, row {row['_row']}, column {column!r}"
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -173,7 +178,7 @@ def import_items(
 
 def prepare_items(
     path: str | Path, task: Task, mapping: dict[str, str] | None = None, ignore_extra: bool = False
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Read and validate an items file without touching any study (rows ready for ``add_items``)."""
     path = Path(path)
     mapping = mapping or {}
@@ -201,9 +206,10 @@ def prepare_items(
             f"{path}: unknown column {extra[0]!r} for task {task.name!r} "
             f"(expected {', '.join((*OPTIONAL_ITEM_COLUMNS, *task.fields))}; --ignore-extra skips others)"
         )
-    items, seen_ids = [], {}
+    items: list[dict[str, Any]] = []
+    seen_ids: dict[str, int] = {}
     for row in rows:
-        item = {
+        item: dict[str, Any] = {
             name: _text(path, row, column, required=name in task.fields)
             for name, column in wanted.items()
             if column in columns
@@ -227,7 +233,7 @@ def prepare_items(
 # --- ratings --------------------------------------------------------------------------------
 
 
-def _value(path: Path, row: dict, attribute: Attribute) -> float:
+def _value(path: Path, row: dict[str, Any], attribute: Attribute) -> float:
     raw = row.get("value")
     scale = attribute.scale
     where = f"{path}, row {row['_row']}, column 'value'"
@@ -254,8 +260,8 @@ def _sample(where: str, raw: object) -> int:
     if raw is None or raw == "":
         return 0
     try:
-        if isinstance(raw, bool):
-            raise ValueError
+        if isinstance(raw, bool) or not isinstance(raw, (str, bytes, SupportsFloat, SupportsIndex)):
+            raise ValueError  # float() would raise TypeError: the same answer
         number = float(raw)
         if not number.is_integer() or not 0 <= number <= MAX_SAMPLE:  # inf and nan fail here too
             raise ValueError
@@ -277,7 +283,8 @@ def import_ratings(study: Study, path: str | Path, default_kind: str = "human") 
     if extra:
         raise UserError(f"{path}: unknown column {extra[0]!r} (ratings use: {', '.join(known[:7])})")
     tasks = study.tasks
-    prepared, seen = [], {}
+    prepared: list[_Prepared] = []
+    seen: dict[tuple[int, str, str, int], int] = {}
     rater_kinds: dict[str, str] = {r.name: r.kind for r in study.raters()}
     for row in rows:
         where = f"{path}, row {row['_row']}"
@@ -315,7 +322,11 @@ def import_ratings(study: Study, path: str | Path, default_kind: str = "human") 
     return _write_ratings(study, path, prepared)
 
 
-def _write_ratings(study: Study, path: Path, prepared: list[tuple]) -> ImportResult:
+# one validated rating of an import: (item, attribute, rater, kind, sample, value)
+_Prepared = tuple[Item, str, str, str, int, float]
+
+
+def _write_ratings(study: Study, path: Path, prepared: list[_Prepared]) -> ImportResult:
     added = skipped = 0
     with write(study.db) as conn:
         rater_ids: dict[str, int] = {}
@@ -362,7 +373,7 @@ def items_frame(study: Study, task: str | None = None) -> pl.DataFrame:
     multi_task = len({i.task for i in items}) > 1 or task is None
     records = []
     for item in items:
-        record = {"id": item.id}
+        record: dict[str, str | None] = {"id": item.id}
         if multi_task:
             record["task"] = item.task
         record["system"] = item.system

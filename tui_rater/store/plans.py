@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
-from tui_rater.store.db import utc_now, write
+from tui_rater.store.db import inserted_id, utc_now, write
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
 
 KINDS = ("retest", "uncertain")
@@ -35,7 +36,7 @@ class Showing:
 class Plan:
     id: int
     kind: str
-    settings: dict
+    settings: dict[str, Any]
     created_at: str
     showings: list[Showing]
 
@@ -57,7 +58,9 @@ def load_plan(study: Study, rater_id: int, task: str, kind: str) -> Plan | None:
     return Plan(row[0], kind, json.loads(row[1]), row[2], showings)
 
 
-def save_plan(study: Study, rater_id: int, task: str, kind: str, settings: dict, showings: list[Showing]) -> Plan:
+def save_plan(
+    study: Study, rater_id: int, task: str, kind: str, settings: dict[str, Any], showings: list[Showing]
+) -> Plan:
     """Store a plan, replacing this annotator's plan of the same kind for the task, in one transaction."""
     if kind not in KINDS:
         raise ValueError(f"unknown plan kind {kind!r}")
@@ -69,10 +72,12 @@ def save_plan(study: Study, rater_id: int, task: str, kind: str, settings: dict,
         if old is not None:
             conn.execute("DELETE FROM plan_showings WHERE plan_id = ?", [old[0]])
             conn.execute("DELETE FROM plans WHERE id = ?", [old[0]])
-        plan_id = conn.execute(
-            "INSERT INTO plans (rater_id, task, kind, settings, created_at) VALUES (?, ?, ?, ?, ?)",
-            [rater_id, task, kind, json.dumps(settings, sort_keys=True), now],
-        ).lastrowid
+        plan_id = inserted_id(
+            conn.execute(
+                "INSERT INTO plans (rater_id, task, kind, settings, created_at) VALUES (?, ?, ?, ?, ?)",
+                [rater_id, task, kind, json.dumps(settings, sort_keys=True), now],
+            )
+        )
         conn.executemany(
             "INSERT INTO plan_showings (plan_id, position, item_key, retest, uncertainty, draw) "
             "VALUES (?, ?, ?, ?, ?, ?)",

@@ -17,6 +17,9 @@ from datetime import datetime
 
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
 
+# a rating as _rows reads it: (id, item key, attribute, value, retest_of, created_at, retracted)
+_Row = tuple[int, int, str, float | None, int | None, str, int]
+
 RETEST_SPACING = 10  # default N: never re-shown within the last 10 items seen
 RETEST_NOTE = "retest"  # the text of a skip or flag note made on an item's retest showing
 
@@ -121,7 +124,7 @@ def _earliest(due: list[tuple[int, int]], window: _Window, now: int | None) -> i
 # --- what the file says -------------------------------------------------------------------------
 
 
-def _rows(study: Study, task: str, rater_id: int) -> list[tuple]:
+def _rows(study: Study, task: str, rater_id: int) -> list[_Row]:
     return study.db.conn.execute(
         "SELECT r.id, r.item_key, r.attribute, r.value, r.retest_of, r.created_at, r.retracted "
         "FROM ratings r JOIN items i ON i.key = r.item_key WHERE r.rater_id = ? AND i.task = ? ORDER BY r.id",
@@ -169,8 +172,8 @@ def retest_pairs(study: Study, task: str, rater_id: int) -> list[RetestPair]:
     the rater first rated in each; retracted ratings count there too (the item was seen)."""
     rows = _rows(study, task, rater_id)
     position: dict[tuple[int, bool], int] = {}
-    by_id = {}
-    latest_retest: dict[tuple[int, str], tuple] = {}
+    by_id: dict[int, _Row] = {}
+    latest_retest: dict[tuple[int, str], _Row] = {}
     for row in rows:
         rating_id, item, attribute, _value, retest_of, _time, retracted = row
         position.setdefault((item, retest_of is not None), len(position))
@@ -179,7 +182,7 @@ def retest_pairs(study: Study, task: str, rater_id: int) -> list[RetestPair]:
             latest_retest[(item, attribute)] = row
     pairs = []
     for _id, item, attribute, value, retest_of, created_at, _r in sorted(latest_retest.values()):
-        first = by_id.get(retest_of)
+        first = by_id.get(retest_of) if retest_of is not None else None  # always set: only retests are here
         if first is None or first[6] or first[3] is None or value is None:
             continue  # the first rating was undone since: nothing to compare with
         pairs.append(
@@ -197,12 +200,16 @@ def retest_pairs(study: Study, task: str, rater_id: int) -> list[RetestPair]:
     return pairs
 
 
-def values_in_force(study: Study, task: str, annotator: str) -> list[tuple[int, str, str, str, str, float]]:
+# (item key, attribute, rater, kind, presentation, value)
+ValueInForce = tuple[int, str, str, str, str, float]
+
+
+def values_in_force(study: Study, task: str, annotator: str) -> list[ValueInForce]:
     """(item key, attribute, rater, kind, presentation, value) of the annotator's first ratings and every
     judge's ratings in force with a value: what "you agree with the judge at ..." is computed from."""
     return study.db.conn.execute(
-        f"""SELECT r.item_key, r.attribute, ra.name, ra.kind, r.presentation, r.value FROM {RATINGS_IN_FORCE}
+        f"""SELECT r.item_key, r.attribute, ra.label, ra.kind, r.presentation, r.value FROM {RATINGS_IN_FORCE}
             WHERE i.task = ? AND r.value IS NOT NULL AND (ra.kind = 'llm' OR ra.name = ?)
-            ORDER BY r.item_key, r.attribute, ra.name, r.presentation, r.sample""",
+            ORDER BY r.item_key, r.attribute, ra.label, r.presentation, r.sample""",
         [task, annotator],
     ).fetchall()

@@ -13,6 +13,9 @@ import json
 import re
 import sqlite3
 from collections.abc import Callable
+from typing import Any
+
+from tui_rater.store.labels import assign_all
 
 Migration = str | Callable[[sqlite3.Connection], None]
 
@@ -116,11 +119,49 @@ def _mark_as_study(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
+def _judge_labels(conn: sqlite3.Connection) -> None:
+    """5: each rater's short label (``store/labels.py``) and where each judge's replies came from.
+
+    A person and an imported judge are labelled by their names; judge configurations are numbered in
+    the order they were created (``J1 tiny text``). ``judge_sources``: per judge, each model file it
+    was loaded from or server it asked, with the model id and ``system_fingerprint`` the server
+    reported -- one row while they stay the same, a new row when they change (issue 13, item 11).
+    """
+    conn.execute("ALTER TABLE raters ADD COLUMN label TEXT")
+    rows = conn.execute("SELECT id, name, kind, config FROM raters ORDER BY id").fetchall()
+    found = [(rid, name, kind, _config(config)) for rid, name, kind, config in rows]
+    conn.executemany("UPDATE raters SET label = ? WHERE id = ?", [(v, k) for k, v in assign_all(found).items()])
+    run_script(
+        conn,
+        """
+        CREATE UNIQUE INDEX raters_label ON raters (label);
+        CREATE TABLE judge_sources (
+            rater_id INTEGER NOT NULL REFERENCES raters (id),
+            source TEXT NOT NULL,              -- the model file's path, or the server's URL without credentials
+            served_model TEXT NOT NULL DEFAULT '',        -- the reply's "model" ('' when not reported)
+            system_fingerprint TEXT NOT NULL DEFAULT '',  -- the reply's "system_fingerprint" ('' when none)
+            jobs INTEGER NOT NULL DEFAULT 0,   -- jobs answered (at least in part) by this source
+            first_seen TEXT NOT NULL,
+            last_seen TEXT NOT NULL,
+            PRIMARY KEY (rater_id, source, served_model, system_fingerprint)
+        );
+        """,
+    )
+
+
+def _config(text: str | None) -> dict[str, Any] | None:
+    try:
+        config = json.loads(text) if text else None
+    except ValueError:
+        return None  # unreadable: labelled by its name, like an imported judge
+    return config if isinstance(config, dict) else None
+
+
 _SPA_PROBABILITY = re.compile(r"^p_([A-Z])_over_([A-Z])$")
 _SPA_LIKERT = re.compile(r"^likert_([A-Z])$")
 
 
-def _add_spa_protocols(entry: dict) -> bool:
+def _add_spa_protocols(entry: dict[str, Any]) -> bool:
     """0.1's SPA definitions named their questions p_X_over_Y and likert_X: say so as protocols."""
     if "packet" not in entry.get("fields", []):
         return False
@@ -252,11 +293,13 @@ MIGRATIONS: list[Migration] = [
         PRIMARY KEY (plan_id, position)
     );
     """,
+    # 5: raters' short labels; where each judge's replies came from (model file, server, its fingerprint)
+    _judge_labels,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 # files written before the application id: recognised by their exact tables (``db.recognise``)
 LEGACY_VERSIONS = (1, 2)
 # the oldest schema whose tables this version can read without migrating (a read-only file): the
-# reading queries use schema 4's retest column
-READABLE_FROM = 4
+# reading queries use schema 4's retest column and schema 5's rater labels
+READABLE_FROM = 5

@@ -365,10 +365,10 @@ class AnnotationSession:
         rows = (
             (study or self.study)
             .db.conn.execute(
-                "SELECT r.attribute, ra.name, ra.kind, r.value, r.sample, r.raw FROM ratings r "
+                "SELECT r.attribute, ra.label, ra.kind, r.value, r.sample, r.raw FROM ratings r "
                 "JOIN raters ra ON ra.id = r.rater_id WHERE r.item_key = ? AND r.rater_id != ? AND r.retracted = 0 "
                 "AND r.retest_of IS NULL "
-                "ORDER BY r.attribute, ra.kind, ra.name, r.sample",
+                "ORDER BY r.attribute, ra.kind, ra.label, r.sample",
                 [self.items[index].key, self.rater.id],
             )
             .fetchall()

@@ -14,6 +14,7 @@ import itertools
 import json
 import random
 import string
+from typing import Any
 
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import task_from_definition
@@ -31,7 +32,9 @@ INSTRUCTIONS = (
 )
 
 
-def spa_task_definition(name: str, letters: list[str], m: int, pairs: list[tuple[str, str]], likert: bool) -> dict:
+def spa_task_definition(
+    name: str, letters: list[str], m: int, pairs: list[tuple[str, str]], likert: bool
+) -> dict[str, Any]:
     attributes = []
     for x, y in pairs:
         for a, b in ((x, y), (y, x)):  # both orders (step 3's filter needs both)
@@ -76,7 +79,7 @@ def setup(
     name: str = "spa",
     pairs: str = "all",
     likert: bool = True,
-) -> dict:
+) -> dict[str, Any]:
     if len(systems) < 2 or len(set(systems)) != len(systems):
         raise UserError("--systems needs at least two different system names, e.g. --systems human,gpt2")
     if len(systems) > 26:

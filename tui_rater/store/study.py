@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,8 @@ import sqlite_utils
 
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task, TaskRegistry, load_task_file, task_from_definition
-from tui_rater.store.db import connect, utc_now, write
+from tui_rater.store.db import connect, inserted_id, utc_now, write
+from tui_rater.store.labels import is_configured, judge_label
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,8 @@ class Rater:
     id: int
     name: str
     kind: str
-    config: dict | None
+    config: dict[str, Any] | None
+    label: str = ""  # what reports and the app call it (``store/labels.py``): its name, or ``J1 tiny text``
 
 
 # The one definition of "the ratings in force" (a FROM clause, aliases r, i, ra): not retracted,
@@ -48,12 +51,16 @@ RATINGS_IN_FORCE = """ratings r
     JOIN raters ra ON ra.id = r.rater_id"""
 
 
+# what ``Study.change_marker`` returns: compared with ==, never looked into
+ChangeMarker = tuple[object, ...]
+
+
 def content_hash(task: str, system: str | None, fields: dict[str, str]) -> str:
     payload = json.dumps({"task": task, "system": system, "fields": fields}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def _item(row: dict) -> Item:
+def _item(row: dict[str, Any]) -> Item:
     return Item(row["key"], row["id"], row["task"], row["system"], json.loads(row["fields"]), row["position"])
 
 
@@ -194,34 +201,51 @@ class Study:
     def human(self, name: str) -> Rater:
         return self._rater(name, "human", None)
 
-    def judge(self, name: str, config: dict) -> Rater:
+    def judge(self, name: str, config: dict[str, Any]) -> Rater:
         return self._rater(name, "llm", config)
 
-    def _rater(self, name: str, kind: str, config: dict | None) -> Rater:
+    def _rater(self, name: str, kind: str, config: dict[str, Any] | None) -> Rater:
         if not name or not name.strip():
             raise UserError("a rater needs a non-empty name")
         config_json = json.dumps(config, sort_keys=True) if config is not None else None
         config_hash = hashlib.sha256(config_json.encode()).hexdigest() if config_json else None
         with write(self.db) as conn:
-            row = conn.execute("SELECT id, kind, config_hash FROM raters WHERE name = ?", [name]).fetchone()
+            row = conn.execute("SELECT id, kind, config_hash, label FROM raters WHERE name = ?", [name]).fetchone()
             if row is None:
                 if config_hash:
-                    same = conn.execute("SELECT id, name FROM raters WHERE config_hash = ?", [config_hash]).fetchone()
+                    same = conn.execute(
+                        "SELECT id, name, label FROM raters WHERE config_hash = ?", [config_hash]
+                    ).fetchone()
                     if same:
-                        return Rater(same[0], same[1], kind, config)
+                        return Rater(same[0], same[1], kind, config, same[2])
+                label = self._new_label(conn, name, kind, config)
                 cur = conn.execute(
-                    "INSERT INTO raters (name, kind, config, config_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-                    [name, kind, config_json, config_hash, utc_now()],
+                    "INSERT INTO raters (name, kind, config, config_hash, created_at, label) VALUES (?, ?, ?, ?, ?, ?)",
+                    [name, kind, config_json, config_hash, utc_now(), label],
                 )
-                return Rater(cur.lastrowid, name, kind, config)
+                return Rater(inserted_id(cur), name, kind, config, label)
             if row[1] != kind:
                 raise UserError(f"rater {name!r} already exists as a {row[1]} rater, not {kind}")
-            return Rater(row[0], name, kind, config)
+            return Rater(row[0], name, kind, config, row[3])
+
+    @staticmethod
+    def _new_label(conn: sqlite3.Connection, name: str, kind: str, config: dict[str, Any] | None) -> str:
+        """A new rater's label (``store/labels.py``): unique, and never taken from a judge that has it."""
+        taken = {label for (label,) in conn.execute("SELECT label FROM raters WHERE label IS NOT NULL")}
+        if not is_configured(kind, config):
+            if name in taken:
+                raise UserError(f"{name!r} is already the label of a judge in this study; choose another name")
+            return name
+        configured = conn.execute(
+            "SELECT count(*) FROM raters WHERE kind = 'llm' AND json_valid(config) AND json_type(config) = 'object' "
+            "AND json_type(config, '$.backend') = 'text'"
+        ).fetchone()[0]
+        return judge_label(configured + 1, config or {}, name, taken)
 
     def raters(self, kind: str | None = None) -> list[Rater]:
         sql = "SELECT * FROM raters" + (" WHERE kind = ?" if kind else "") + " ORDER BY id"
         return [
-            Rater(r["id"], r["name"], r["kind"], json.loads(r["config"]) if r["config"] else None)
+            Rater(r["id"], r["name"], r["kind"], json.loads(r["config"]) if r["config"] else None, r["label"] or "")
             for r in self.db.query(sql, [kind] if kind else [])
         ]
 
@@ -239,7 +263,7 @@ class Study:
         parse_status: str = "ok",
         seconds: float | None = None,
         revises: int | None = None,
-        details: dict | None = None,
+        details: dict[str, Any] | None = None,
         retest_of: int | None = None,
     ) -> int:
         """``retest_of``: the id of the rating this one repeats, blind (a test-retest rating, never in force)."""
@@ -262,7 +286,7 @@ class Study:
                     retest_of,
                 ],
             )
-            return cur.lastrowid
+            return inserted_id(cur)
 
     def retract_rating(self, rating_id: int) -> None:
         with write(self.db) as conn:
@@ -283,9 +307,9 @@ class Study:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [item_key, rater_id, kind, attribute, rating_id, text, utc_now()],
             )
-            return cur.lastrowid
+            return inserted_id(cur)
 
-    def current_ratings(self, task: str | None = None) -> list[dict]:
+    def current_ratings(self, task: str | None = None) -> list[dict[str, Any]]:
         """The ratings in force: not retracted, and the latest per (item, attribute, rater, sample)."""
         sql = f"""
             SELECT r.id, i.key AS item_key, i.id AS item, i.task, i.system, r.attribute,
@@ -299,7 +323,7 @@ class Study:
 
     # --- judge replies (reparse) ---------------------------------------------------------
 
-    def judgements(self) -> list[dict]:
+    def judgements(self) -> list[dict[str, Any]]:
         """Every rating a judge produced through the queue, with what is needed to read it again."""
         return [
             dict(r)
@@ -312,7 +336,7 @@ class Study:
             )
         ]
 
-    def update_judgements(self, changes: list[tuple[int, float | None, str, dict]]) -> None:
+    def update_judgements(self, changes: list[tuple[int, float | None, str, dict[str, Any]]]) -> None:
         """Store re-read values: (rating id, value, status, details), in one transaction."""
         with write(self.db) as conn:
             conn.executemany(
@@ -320,7 +344,7 @@ class Study:
                 [(value, status, json.dumps(details), rating_id) for rating_id, value, status, details in changes],
             )
 
-    def change_marker(self) -> tuple:
+    def change_marker(self) -> ChangeMarker:
         """Changes when a rating or a judge job changes (the live pane recomputes only then)."""
         ratings = self.db.conn.execute("SELECT count(*), max(id) FROM ratings WHERE retracted = 0").fetchone()
         jobs = self.db.conn.execute("SELECT count(*), max(updated_at) FROM jobs").fetchone()
@@ -328,7 +352,7 @@ class Study:
 
     # --- summary -------------------------------------------------------------------------
 
-    def info(self) -> dict:
+    def info(self) -> dict[str, Any]:
         q = self.db.query
         return {
             "path": str(self.path),
@@ -342,7 +366,7 @@ class Study:
             "raters": [
                 dict(r)
                 for r in q(
-                    "SELECT ra.name, ra.kind, count(r.id) AS ratings FROM raters ra "
+                    "SELECT ra.name, ra.label, ra.kind, count(r.id) AS ratings FROM raters ra "
                     "LEFT JOIN ratings r ON r.rater_id = ra.id AND r.retracted = 0 "
                     "GROUP BY ra.id ORDER BY ra.kind, ra.name"
                 )

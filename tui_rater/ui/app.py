@@ -21,6 +21,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.driver import Driver
 from textual.message import Message
 from textual.widgets import Footer, Static
 
@@ -32,6 +33,7 @@ from tui_rater.ui.quitting import QuitWhenSaved
 from tui_rater.ui.render import item_text, pairwise_columns, questions_text, spa_columns
 from tui_rater.ui.saving import SaveView
 from tui_rater.ui.screens import HelpScreen, InputScreen, RevealScreen
+from tui_rater.ui.terminal import hangup_safe
 from tui_rater.ui.writer import Change, Committed, StoreWriter
 
 
@@ -60,9 +62,10 @@ class SaveReport(Message):
 class JudgeProgress(Message):
     """From the judges' watcher thread: their one-line summary. A newer one replaces a waiting one."""
 
-    def __init__(self, summary: str):
+    def __init__(self, summary: str, compact: str = ""):
         super().__init__()
         self.summary = summary
+        self.compact = compact or summary  # the judges by number alone (J1), where the labels do not fit
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, JudgeProgress)
@@ -106,6 +109,7 @@ class RaterApp(QuitWhenSaved):
         self.options = options or AppOptions()
         self.judges = judges  # running BackgroundJudges, or None
         self.judge_summary = judges.summary() if judges is not None else ""
+        self.judge_compact = judges.summary(compact=True) if judges is not None else ""
         self.closing = threading.Event()
         self.index = session.resume_index()
         self.focus_attr = session.first_unrated_attribute(self.index)
@@ -120,6 +124,13 @@ class RaterApp(QuitWhenSaved):
         self.index_of = {session.key(i): i for i in range(len(session.items))}
         # items fully rated in the file, kept up to date on each commit (no recount over every item per key)
         self.completed = {i for i in range(len(session.items)) if self.saved_complete(i)}
+
+    def get_driver_class(self) -> type[Driver]:
+        # a dropped SSH connection (SIGHUP, then SIGCONT) must not keep the process from exiting
+        return hangup_safe(super().get_driver_class(), self.is_closing)
+
+    def is_closing(self) -> bool:
+        return self.stop_signal is not None or self.closing.is_set()
 
     # --- layout --------------------------------------------------------------------------
 
@@ -159,12 +170,12 @@ class RaterApp(QuitWhenSaved):
             finally:
                 study.close()
         while self.judges is not None:  # until the screen closes (a stopped judge is shown as stopped)
-            self.post_message(JudgeProgress(self.judges.summary()))
+            self.post_message(JudgeProgress(self.judges.summary(), self.judges.summary(compact=True)))
             if self.closing.wait(1.0):
                 break
 
     def on_judge_progress(self, message: JudgeProgress) -> None:
-        self.judge_summary = message.summary
+        self.judge_summary, self.judge_compact = message.summary, message.compact
         self.refresh_status()
 
     def on_unmount(self) -> None:
@@ -305,9 +316,12 @@ class RaterApp(QuitWhenSaved):
             tail.append(f" (+{saving} saving{self.view.mark()})", style="bold")
         if marks:
             tail.append(" · " + ", ".join(marks), style="bold")
-        if self.judge_summary:
-            tail.append(" · " + safe_text(self.judge_summary, inline=True))  # judge names, server errors
-        # the bar gives way first: a stopped judge must stay readable at 80 columns
+        if self.judge_summary:  # judge labels, server errors; the labels give way to the judges' numbers first
+            summary = Text(" · " + safe_text(self.judge_summary, inline=True))
+            if self.size.width and head.cell_len + tail.cell_len + summary.cell_len > self.size.width - 2:
+                summary = Text(" · " + safe_text(self.judge_compact or self.judge_summary, inline=True))
+            tail.append_text(summary)
+        # the bar gives way next: a stopped judge must stay readable at 80 columns
         room = self.size.width - 2 - head.cell_len - tail.cell_len if self.size.width else 16
         width = max(0, min(16, room))
         filled = int(width * done / total) if total else 0

@@ -150,6 +150,7 @@ class ApiBackend:
         base, _ = _split_query(spec.base_url)
         self._root = (base or "https://api.openai.com/v1").rstrip("/").removesuffix("/v1")
         self._constraint_style: str | None = None
+        self._served: set[tuple[str, str]] = set()  # (model id, fingerprint) replies named since take_served
 
     # --- one request ---------------------------------------------------------------------
 
@@ -202,11 +203,18 @@ class ApiBackend:
 
     def _chat(self, **params: Any) -> dict[str, Any]:
         try:
-            return self._post("/chat/completions", {"model": self.spec.api_model, **params})
+            body = self._post("/chat/completions", {"model": self.spec.api_model, **params})
         except JudgeError as exc:
             if exc.kind == "malformed":  # HTML, not JSON ...: counts against the server
                 raise self._bad(exc) from None
             raise
+        self._served.add(api_reply.served(body, self._secrets))
+        return body
+
+    def take_served(self) -> set[tuple[str, str]]:
+        """The (model id, system_fingerprint) pairs the replies named since the last call (the worker records them)."""
+        found, self._served = self._served, set()
+        return found
 
     def _judged(self, read: Callable[[], Any]) -> Any:
         """Read a reply; a malformed one counts against the server (a judge that never gets one stops)."""

@@ -111,6 +111,21 @@ def usage(body: dict[str, Any]) -> tuple[int, int]:
     return count("prompt_tokens"), count("completion_tokens")
 
 
+# a server's model id or fingerprint longer than this is cut (a real one is a few dozen characters)
+MAX_SERVED_CHARS = 200
+
+
+def served(body: dict[str, Any], secrets: Iterable[str]) -> tuple[str, str]:
+    """(the model id the server says answered, its ``system_fingerprint``): '' where it says nothing
+    (or not text). They tell apart two servers behind one model name and URL (issue 13, item 11)."""
+
+    def text(name: str) -> str:
+        value = body.get(name)
+        return scrub(value[:MAX_SERVED_CHARS], secrets) if isinstance(value, str) else ""
+
+    return text("model"), text("system_fingerprint")
+
+
 @dataclass(frozen=True)
 class Listing:
     """The next-token alternatives a reply lists at its first position, most probable first."""

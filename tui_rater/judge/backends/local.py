@@ -110,6 +110,28 @@ class LocalBackend:
             tokens.insert(0, model.bos)
         return tokens
 
+    # --- what the pre-flight check shows (service/preflight.py) -------------------------------
+
+    @property
+    def has_chat_template(self) -> bool:
+        return self._shared.formatter is not None
+
+    def leading_bos(self, tokens: list[int]) -> int:
+        """How many BOS tokens the prompt starts with (two: the template and the tokenizer both added one)."""
+        bos = self.model.bos
+        count = 0
+        while bos is not None and count < len(tokens) and tokens[count] == bos:
+            count += 1
+        return count
+
+    def option_token_pieces(self, option: str) -> list[str]:
+        """The single tokens that spell ``option`` (as ``option_probabilities`` reads it), as text; [] if none."""
+        try:
+            ids = self._option_tokens(option)
+        except JudgeError:
+            return []
+        return [self.model.piece(t).decode("utf-8", "replace") for t in ids]
+
     # --- the operations ----------------------------------------------------------------------
 
     def complete(

@@ -14,6 +14,7 @@ from tui_rater.stats.sections import (
     bias_corrected,
     converging,
     extremes,
+    judges,
     meta,
     nominal,
     pairwise,
@@ -49,4 +50,4 @@ SECTIONS: dict[str, Section] = {
 }
 ORDER = tuple(SECTIONS)
 # every question, whatever its protocol: how its judges' answers could be read
-ALWAYS: dict[str, Section] = {"readings": readings.readings}
+ALWAYS: dict[str, Section] = {"readings": readings.readings, "judges": judges.judges}

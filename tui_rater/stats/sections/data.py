@@ -49,7 +49,7 @@ def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     every judge reading in force, failed or not, with its parse status and, for a distribution pass,
     its scale mass) -- in one pass over the ratings."""
     rows = study.db.conn.execute(
-        f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.name, ra.kind, r.presentation, r.sample,
+        f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.label, ra.kind, r.presentation, r.sample,
                    r.value, r.id, r.parse_status,
                    CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"mass"%' AND json_valid(r.details)
                         THEN json_extract(r.details, '$.mass') END

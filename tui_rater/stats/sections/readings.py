@@ -129,7 +129,7 @@ def mark_not_ready(data: ReportData) -> None:
     marked = []
     for record in data.records:
         hit = None
-        if record.table != "readings":
+        if record.table not in ("readings", "judges"):  # the legend names judges; it holds no agreement
             for who in (record.evaluator, record.evaluator_b):
                 hit = hit or _lookup(not_ready, who, record.attribute, questions)
         if hit is None:

@@ -144,13 +144,13 @@ def _setup_groups(data: ReportData) -> list[list[str]]:
     """Judge runs with ratings that differ only in instruction or temperature (two or more each)."""
     groups: dict[str, list[str]] = {}
     for rater in data.study.raters("llm"):
-        if rater.name not in data.judges or not rater.config:
+        if rater.label not in data.judges or not rater.config:
             continue
         config = rater.config
         if not (config.get("model_sha256") or config.get("api_model")) or "mode" not in config:
             continue  # imported ratings: nothing says what produced them
         identity = {k: v for k, v in config.items() if k not in _SETUP_KEYS and not k.endswith("_version")}
-        groups.setdefault(repr(sorted(identity.items())), []).append(rater.name)
+        groups.setdefault(repr(sorted(identity.items())), []).append(rater.label)
     return [names for names in groups.values() if len(names) > 1]
 
 
@@ -160,7 +160,7 @@ def _setup(config: dict[str, Any]) -> str:
 
 def table3(data: ReportData, attributes: Sequence[Attribute]) -> None:
     """Table 3: for each run of one model, mean ± std per writer (as Table 1) and the spread of the runs' means."""
-    configs = {r.name: r.config or {} for r in data.study.raters("llm")}
+    configs = {r.label: r.config or {} for r in data.study.raters("llm")}
     for names in _setup_groups(data):
         block = " | ".join(names)
         for attribute in attributes:

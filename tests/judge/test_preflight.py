@@ -1,0 +1,188 @@
+"""`tui-rater judge … --check` (issue 13, item 12) through the real CLI: real llama.cpp on tiny GGUFs
+around Qwen2's real vocabulary, and the loopback zoo for an API. Every number the check prints is
+compared with an independent computation (llama-cpp-python's own tokenizer and logits, the zoo's
+weights); the study file is compared byte for byte: a check stores nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from tests import zoo
+from tests.support import STORIES, digest, run_cli_process
+from tui_rater.domain import protocols
+from tui_rater.judge.tiny_gguf import BOS_TEMPLATE
+from tui_rater.store.study import Study
+
+SCALE = [str(k) for k in range(1, 6)]
+ATTRIBUTES = ["grammaticality", "cohesiveness", "likability", "relevance"]
+
+
+def _study(tmp_path, stories=STORIES):
+    path = tmp_path / "check.db"
+    study = Study.open(path)
+    study.add_items(study.task("story"), stories)
+    study.close()
+    return path
+
+
+def _check(db, model, *flags):
+    result = run_cli_process("judge", "--db", db, "--task", "story", "--model", model, "--check", *flags)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def _json_check(db, model, *flags):
+    result = _check(db, model, "--format", "json", *flags)
+    return result, json.loads(result.stdout)
+
+
+def _first_prompt(db):
+    study = Study.open(db)
+    task = study.task("story")
+    item = study.items("story")[0]
+    attribute = task.attributes[0]
+    text = protocols.of(attribute).render(task, attribute, item.fields, "plain", "original").text
+    study.close()
+    return text
+
+
+def _llama_next_token(model, prompt_tokens):
+    """llama-cpp-python's own forward pass (not the engine): probabilities of the next token."""
+    from llama_cpp import Llama
+
+    llm = Llama(str(model), n_ctx=2048, verbose=False, logits_all=True)  # (without it, scores stay zero)
+    llm.eval(prompt_tokens)
+    logits = np.asarray(llm.scores[llm.n_tokens - 1], dtype=np.float64)
+    p = np.exp(logits - logits.max())
+    return llm, p / p.sum()
+
+
+def _scale_ids(llm):
+    ids = set()
+    for label in SCALE:
+        for text in (label, " " + label):
+            found = llm.tokenize(text.encode(), add_bos=False, special=False)
+            if len(found) == 1:
+                ids.add(found[0])
+    return ids
+
+
+def test_a_bos_template_gets_one_bos_and_the_mass_is_llama_cpps(tmp_path, qwen_bos_gguf):
+    db = _study(tmp_path)
+    before = digest(db)
+    result, report = _json_check(db, qwen_bos_gguf, "--mode", "distribution", "--check-items", "1")
+    assert digest(db) == before  # nothing stored: no judge, no job, no rating
+    checks = report["checks"]
+    assert [c["attribute"] for c in checks] == ATTRIBUTES
+    assert {c["item"] for c in checks} == {"s0"}
+
+    from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    vocab = Llama(str(qwen_bos_gguf), vocab_only=True, verbose=False)
+    piece = lambda t: vocab.detokenize([t], special=True).decode()
+    formatter = Jinja2ChatFormatter(
+        BOS_TEMPLATE, eos_token=piece(vocab.token_eos()), bos_token=piece(vocab.token_bos())
+    )
+    rendered = formatter(messages=[{"role": "user", "content": _first_prompt(db)}]).prompt
+    tokens = vocab.tokenize(rendered.encode(), add_bos=False, special=True)
+    first = checks[0]
+    assert first["prompt"] == rendered
+    assert tokens[:2] != [vocab.token_bos()] * 2 and tokens[0] == vocab.token_bos()
+    assert first["bos"] == 1 and first["tokens"] == len(tokens)
+    assert report["template"] == "the model's"
+
+    llm, p = _llama_next_token(qwen_bos_gguf, tokens)
+    ids = _scale_ids(llm)
+    expected = float(sum(p[t] for t in ids))
+    assert first["mass"] == pytest.approx(expected, rel=1e-2, abs=1e-6)
+    assert sorted(first["option_tokens"]) == SCALE and first["missing_options"] == []
+    top = np.argsort(-p)[:5]
+    assert [t for t, _ in first["top"]][:3] == [llm.detokenize([int(t)]).decode("utf-8", "replace") for t in top[:3]]
+    # a random model puts almost nothing on the scale: its ratings would be noise
+    assert expected < 0.01
+    assert report["verdict"] == "use text mode" and result.returncode == 1
+
+
+def test_without_a_chat_template_the_verdict_asks_for_one(tmp_path, qwen_gguf):
+    db = _study(tmp_path)
+    result, report = _json_check(db, qwen_gguf, "--mode", "distribution", "--check-items", "1")
+    assert report["template"] == "none"
+    assert report["checks"][0]["prompt"] == _first_prompt(db)  # the query itself
+    assert report["verdict"] == "use a chat template" and result.returncode == 1
+    assert "--chat-template" in report["reason"]
+
+
+def test_the_text_report_shows_the_prompt_the_tokens_and_one_verdict_line(tmp_path, qwen_bos_gguf):
+    db = _study(tmp_path)
+    result = _check(db, qwen_bos_gguf, "--mode", "distribution", "--check-items", "1")
+    assert result.returncode == 1
+    out = result.stdout
+    assert "Story 0. The cat sat on the mat" in out  # the first item's prompt, as the model reads it
+    lines = [line for line in out.splitlines() if line.startswith("s0 ")]
+    assert [line.split(":")[0] for line in lines] == [f"s0 {a}" for a in ATTRIBUTES]
+    assert all("tokens, BOS 1" in line and "mass on the scale " in line for line in lines)
+    verdicts = [line for line in out.splitlines() if line.startswith("verdict: ")]
+    assert verdicts == [verdicts[0]] and verdicts[0].startswith("verdict: use text mode — only ")
+
+
+def test_a_model_that_answers_on_the_scale_is_ready(tmp_path):
+    from tests.support import DATA
+    from tui_rater.judge.tiny_gguf import write_tiny_gguf
+
+    model = write_tiny_gguf(
+        tmp_path / "digits.gguf", vocab=DATA / "vocab" / "ggml-vocab-qwen2.gguf", n_embd=32, n_head=4, n_ff=64,
+        f16=True, output_scale=0.6, seed=5, chat_template=BOS_TEMPLATE, favour={label: 6.0 for label in SCALE},
+    )  # fmt: skip
+    db = _study(tmp_path)
+    result, report = _json_check(db, model, "--mode", "distribution", "--check-items", "1")
+    masses = [c["mass"] for c in report["checks"]]
+    assert min(masses) > 0.5
+    assert report["verdict"] == "ready" and result.returncode == 0, report["reason"]
+
+
+def test_a_prompt_that_does_not_fit_the_context_is_not_ready(tmp_path, qwen_bos_gguf):
+    db = _study(tmp_path)
+    result, report = _json_check(db, qwen_bos_gguf, "--mode", "text", "--n-ctx", "128", "--check-items", "1")
+    longest = max(c["tokens"] for c in report["checks"])
+    assert longest + report["max_tokens"] > 128
+    assert report["verdict"] == "not ready" and result.returncode == 1
+    assert f"{longest:,} tokens" in report["reason"] and "--n-ctx" in report["reason"]
+
+
+def test_item_text_is_shown_literally(tmp_path, qwen_gguf):
+    hostile = [{**STORIES[0], "story": "Evil \x1b]52;c;Y3VybCBldmls\x07 story [bold]x[/] \x1b[2J end."}]
+    db = _study(tmp_path, hostile)
+    result = _check(db, qwen_gguf, "--mode", "text", "--check-items", "1")
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "[bold]x[/]" in result.stdout  # no markup read from data
+
+
+def test_an_api_judge_reads_the_servers_logprobs(tmp_path, serve_zoo):
+    _, url = serve_zoo()
+    stories = [{**STORIES[0], "story": "CASE=good. A story."}]
+    db = _study(tmp_path, stories)
+    before = digest(db)
+    env = {"OPENAI_API_KEY": "sk-test"}
+    result = run_cli_process(
+        "judge", "--db", db, "--task", "story", "--model", "api:zoo", "--base-url", url, "--mode", "distribution",
+        "--check", "--format", "json", env=env,
+    )  # fmt: skip
+    assert "Traceback" not in result.stderr, result.stderr
+    report = json.loads(result.stdout)
+    assert digest(db) == before
+    weights = zoo.weights_of("good")
+    total = sum(weights.values())
+    # the top 20 the server lists: the five digits (0.9 in all), A, B, Yes, No, nine fillers (down to 1.2e-4),
+    # then two of the five spaced digits (1e-4 each); the three left out hold too little (3e-4 < 0.5 %) to
+    # ask for one by one, so the mass is a lower bound, and says so
+    expected = (sum(weights[label] for label in SCALE) + 2 * weights[" 1"]) / total
+    for check in report["checks"]:
+        assert check["tokens"] is None and check["bos"] is None
+        assert check["mass"] == pytest.approx(expected, rel=1e-9) and check["mass_is_lower_bound"] is True
+    assert math.isclose(expected, 0.88212, abs_tol=1e-5)  # (0.9 + 2e-4) / 1.0205
+    assert report["verdict"] == "ready" and result.returncode == 0

@@ -1,0 +1,38 @@
+"""Where a judge's replies came from: the model file it loaded, or the server it asked and the model id and
+``system_fingerprint`` that server reported (issue 13, item 11).
+
+A judge's identity is its configuration (``spec.provenance``); what answers behind an API model name and
+URL can still change (another build, another quantisation, another server on the same port). The
+server's own words are recorded once per judge and source (``store.judges``), counted per job, and a
+change is a new row beside the old one -- never merged into it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tui_rater.judge.spec import JudgeSpec, strip_credentials
+from tui_rater.store import judges
+from tui_rater.store.study import Study
+
+OPENAI_URL = "https://api.openai.com/v1"
+
+
+def seen(spec: JudgeSpec, backend: object) -> list[tuple[str, str, str]]:
+    """(source, served model, fingerprint) of the replies since the last call; nothing for an API job
+    answered from the store alone."""
+    if spec.is_api:
+        take = getattr(backend, "take_served", None)
+        pairs = take() if callable(take) else set()
+        url = strip_credentials(spec.base_url or OPENAI_URL)
+        return [(url, model, fingerprint) for model, fingerprint in sorted(pairs)]
+    return [(str(Path(spec.model).resolve()), "", "")]
+
+
+def note(study: Study, rater_id: int, spec: JudgeSpec, backend: object) -> None:
+    """Count one job against each source that answered it."""
+    if backend is None:
+        return
+    found = seen(spec, backend)
+    if found:
+        judges.record_sources(study, rater_id, found)
