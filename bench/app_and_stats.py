@@ -5,6 +5,9 @@ writing ratings in the background while the person types.
 
 - keypress -> screen updated, p95 over >= 200 keypresses (Pilot); baseline: a bare Textual app
   that updates one Static per key, driven the same way (the framework's own floor);
+- the same while a real local judge runs in the app (``annotate --judge MODEL``: llama.cpp generating text-mode
+  replies on the machine's cores; bench/judge_local.py's 'test' model, Qwen2's 152k vocabulary), timed once the
+  judge has stored its first rating;
 - cold start of `tui-rater annotate` to the first item on screen (in tmux); baseline: a bare
   Textual app started the same way;
 - agreement pane: UI-thread time to show a recomputed pane (the statistics run in a thread);
@@ -13,13 +16,14 @@ writing ratings in the background while the person types.
 - `report` on 100,000 ratings; baseline: the same alphas and taus computed directly with
   krippendorff and scipy on numpy arrays; alpha must equal krippendorff's to 1e-9.
 
-    python bench/app_and_stats.py
+    python bench/app_and_stats.py [--only keypress|local-judge]
 
 Prints a table and ends with one JSON line of figures.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -141,16 +145,25 @@ def instrument(app) -> list[float]:
     return by_event
 
 
-async def pilot_latencies(app, keys: list[str]) -> tuple[list[float], list[float]]:
-    """(latency inside the app, wall time of Pilot's press + pause) per key."""
+async def pilot_latencies(
+    app, keys: list[str], ready=None, gap: float | None = None
+) -> tuple[list[float], list[float]]:
+    """(latency inside the app, wall time of Pilot's press + pause) per key; ``ready(app)``: start pressing keys
+    once it is true (polled every 0.1 s, for up to 120 s). ``gap``: seconds between keys instead of Pilot's wait for
+    an idle process, which a judge working in the process never is (Pilot's press still waits for it: ~2 s a key)."""
     by_event = instrument(app)
     wall = []
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
+        deadline = time.monotonic() + 120
+        while ready is not None and not ready(app):
+            if time.monotonic() > deadline:
+                raise SystemExit("the local judge stored nothing in 120 s")
+            await asyncio.sleep(0.1)
         for key in keys:
             start = time.perf_counter()
             await pilot.press(key)
-            await pilot.pause()
+            await pilot.pause(gap)
             wall.append(time.perf_counter() - start)
     return list(by_event.values()), wall
 
@@ -198,6 +211,45 @@ def keypress_bench(db: Path, retest: float = 0.0) -> dict:
         "baseline_bare_textual_p95_ms": p95(baseline) * 1000,
         "pilot_wall_p95_ms": p95(wall) * 1000,
         "baseline_pilot_wall_p95_ms": p95(baseline_wall) * 1000,
+    }
+
+
+def local_judge_keypress_bench(db: Path, workdir: Path) -> dict:
+    """Keypress -> screen while a real local judge (llama.cpp, text mode) rates the same task inside the app, as
+    ``annotate --judge MODEL`` runs it (tui_rater.service.judging.BackgroundJudges, started after the first screen).
+    Keys are pressed once the judge has stored a rating, so every key meets llama.cpp decoding."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from judge_local import write_model
+
+    from tui_rater.judge.spec import JudgeSpec
+    from tui_rater.store.session import AnnotationSession
+    from tui_rater.ui.app import AppOptions, make_app
+
+    os.environ.setdefault("TUI_RATER_CACHE_DIR", str(workdir / "cache"))
+    model = write_model(workdir / "judge-test.gguf", "test")
+    spec = JudgeSpec(str(model), mode="text", samples=3, max_tokens=48).validate()
+    study = Study.open(db)
+    session = AnnotationSession.open(study.reopen(), "story", "bench-local-judge")
+    app = make_app(session, AppOptions(judge_specs=(spec,)))
+
+    def judging(app) -> bool:
+        return app.judges is not None and any(run.progress.done for _, run in app.judges.runs)
+
+    keys = [str(random.Random(2).randint(1, 5)) for _ in range(240)]
+    started = time.perf_counter()
+    measured, wall = asyncio.run(pilot_latencies(app, keys, ready=judging, gap=0.25))  # 4 keys a second
+    done = sum(run.progress.done for _, run in app.judges.runs) if app.judges is not None else 0
+    if app.judges is not None:
+        app.judges.stop()
+    study.close()
+    return {
+        "local_judge_keypress_p95_ms": p95(measured) * 1000,
+        "local_judge_next_item_p95_ms": p95(measured[3::4]) * 1000,
+        "local_judge_keypresses": len(measured),
+        "local_judge_pilot_wall_p95_ms": p95(wall) * 1000,
+        "local_judge_jobs_done": done,
+        "local_judge_seconds": time.perf_counter() - started,
+        "local_judge_model": f"{model.name}: 256 wide, 2 layers, GQA 8/2, FFN 512, f16, Qwen2 152k vocabulary",
     }
 
 
@@ -396,13 +448,21 @@ def stats_bench(db: Path) -> dict:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=("keypress", "local-judge"), help="only the keypress measures")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         t = time.perf_counter()
         build_study(workdir / "10k.db", 10_000, 100_000).close()
-        build_study(workdir / "100k.db", 100_000, 100_000).close()
+        if args.only is None:
+            build_study(workdir / "100k.db", 100_000, 100_000).close()
         print(f"built the studies in {time.perf_counter() - t:.1f} s", flush=True)
         figures = {}
+        if args.only is not None:
+            figures.update(_keypress_only(workdir, args.only))
+            print(json.dumps({"bench": "app_and_stats", "cpus": os.cpu_count(), **_rounded(figures)}))
+            return
         figures.update(stats_bench(workdir / "10k.db"))
         print(
             f"report on {figures['ratings']:,} ratings: {figures['report_s']:.2f} s (target < 1 s); direct "
@@ -427,6 +487,7 @@ def main() -> None:
             f"(bare Textual p95 {with_retest['baseline_bare_textual_p95_ms']:.1f} ms)",
             flush=True,
         )
+        figures.update(_local_judge(workdir))
         figures.update(pane_bench(workdir / "10k.db"))
         print(
             f"agreement pane UI-thread time max {figures['pane_ui_thread_ms_max']:.1f} ms over "
@@ -448,15 +509,36 @@ def main() -> None:
                 f"{figures['first_pane_open_after_3s_s'] * 1000:.0f} ms pressed 3 s after the first screen",
                 flush=True,
             )
-    print(
-        json.dumps(
-            {
-                "bench": "app_and_stats",
-                "cpus": os.cpu_count(),
-                **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in figures.items()},
-            }
+    print(json.dumps({"bench": "app_and_stats", "cpus": os.cpu_count(), **_rounded(figures)}))
+
+
+def _rounded(figures: dict) -> dict:
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in figures.items()}
+
+
+def _keypress_only(workdir: Path, which: str) -> dict:
+    figures = {}
+    if which == "keypress":
+        figures.update(keypress_bench(workdir / "10k.db"))
+        print(
+            f"keypress -> screen p95 {figures['keypress_p95_ms']:.1f} ms (bare Textual p95 "
+            f"{figures['baseline_bare_textual_p95_ms']:.1f} ms)",
+            flush=True,
         )
+    figures.update(_local_judge(workdir))
+    return figures
+
+
+def _local_judge(workdir: Path) -> dict:
+    figures = local_judge_keypress_bench(workdir / "10k.db", workdir)
+    print(
+        f"with a local judge generating in the app: keypress -> screen p95 "
+        f"{figures['local_judge_keypress_p95_ms']:.1f} ms, next item p95 {figures['local_judge_next_item_p95_ms']:.1f} "
+        f"ms over {figures['local_judge_keypresses']} keys (target < 50 ms); {figures['local_judge_jobs_done']} judge "
+        f"jobs done meanwhile",
+        flush=True,
     )
+    return figures
 
 
 if __name__ == "__main__":
