@@ -291,28 +291,20 @@ def pane_bench(db: Path) -> dict:
 # --- a real process in tmux: cold start, idle CPU, memory -------------------------------------------
 
 
+def _launch(session: str, command: str, ready_file: Path) -> None:
+    """Start ``command`` in a new 80x24 tmux session; return once it wrote ``ready_file`` (its first screen)."""
+    env = f"TUI_RATER_READY_FILE={ready_file} exec {command}"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", env], check=True)
+    deadline = time.time() + 60
+    while not ready_file.exists() and time.time() < deadline:
+        time.sleep(0.005)
+
+
 def run_in_tmux(command: str, ready_file: Path, idle_s: float = 0.0) -> dict:
     session = f"bench-{time.monotonic_ns()}"
     start = time.time()
-    subprocess.run(
-        [
-            "tmux",
-            "new-session",
-            "-d",
-            "-s",
-            session,
-            "-x",
-            "80",
-            "-y",
-            "24",
-            f"TUI_RATER_READY_FILE={ready_file} exec {command}",
-        ],
-        check=True,
-    )
+    _launch(session, command, ready_file)
     try:
-        deadline = time.time() + 60
-        while not ready_file.exists() and time.time() < deadline:
-            time.sleep(0.01)
         ready = float(ready_file.read_text())
         pid = int(
             subprocess.run(
@@ -345,25 +337,8 @@ def first_pane_open(command: str, ready_file: Path, wait_after_ready_s: float) -
     still wait for that import; pressed a moment later, it should not.
     """
     session = f"pane-{time.monotonic_ns()}"
-    subprocess.run(
-        [
-            "tmux",
-            "new-session",
-            "-d",
-            "-s",
-            session,
-            "-x",
-            "80",
-            "-y",
-            "24",
-            f"TUI_RATER_READY_FILE={ready_file} exec {command}",
-        ],
-        check=True,
-    )
+    _launch(session, command, ready_file)
     try:
-        deadline = time.time() + 60
-        while not ready_file.exists() and time.time() < deadline:
-            time.sleep(0.005)
         time.sleep(wait_after_ready_s)
         pressed = time.monotonic()
         subprocess.run(["tmux", "send-keys", "-t", session, "a"], check=True)
