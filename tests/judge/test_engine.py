@@ -382,3 +382,27 @@ def test_a_judge_behind_the_app_decodes_at_a_lower_priority(qwen_gguf, backgroun
     assert started.get(engine_thread) == lowered
     assert len(started) >= 2 and set(started.values()) == {lowered}  # llama.cpp's own threads too
     assert all(seen[tid] == base for tid in callers if tid in seen)
+
+
+def test_the_kv_bookkeeping_calls_keep_the_gil_and_are_llama_cpps_own():
+    """seq_rm / seq_cp / the logits pointer take microseconds: called through ctypes.CDLL they release the GIL and
+    must win it back from 16 busy workers (3x their CPU time between two decodes, llama.cpp idle meanwhile). They
+    are bound through ctypes.PyDLL to the very same C functions llama-cpp-python calls."""
+    import ctypes
+
+    import llama_cpp as lc
+
+    from tui_rater.judge.engine import native
+
+    def address(function) -> int:
+        return ctypes.cast(function, ctypes.c_void_p).value or 0
+
+    for held, theirs in (
+        (native._seq_rm, lc.llama_memory_seq_rm),
+        (native._seq_cp, lc.llama_memory_seq_cp),
+        (native._logits_ith, lc.llama_get_logits_ith),
+    ):
+        assert held._flags_ & ctypes._FUNCFLAG_PYTHONAPI, held  # type: ignore[attr-defined]
+        assert not theirs._flags_ & ctypes._FUNCFLAG_PYTHONAPI  # type: ignore[attr-defined]
+        assert address(held) == address(theirs) != 0
+        assert (held.argtypes, held.restype) == (theirs.argtypes, theirs.restype)

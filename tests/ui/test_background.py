@@ -45,3 +45,21 @@ async def test_a_local_judge_runs_inside_the_app(tmp_path, tiny_gguf):
         "SELECT count(*) FROM ratings r JOIN raters j ON j.id = r.rater_id WHERE j.kind = 'llm'"
     ).fetchone()[0]
     assert stored == 8
+
+
+def test_the_ui_thread_never_imports_the_statistics_stack():
+    """The first `a` used to import polars and scipy (~0.8 s) on the UI thread, and later it waited there for the
+    app's own warm-up import. The app, the agreement screen and the retest lines import them only in workers."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import tui_rater.ui.app, tui_rater.ui.agreement, tui_rater.ui.retest\n"
+        "from tui_rater.ui.agreement import AgreementScreen, render_pane\n"
+        "print(sorted(m for m in ('polars', 'scipy', 'scipy.stats', 'tui_rater.stats.live', "
+        "'tui_rater.service.live', 'tui_rater.service.retest') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

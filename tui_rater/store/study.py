@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,8 +61,19 @@ def content_hash(task: str, system: str | None, fields: dict[str, str]) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def _item(row: dict[str, Any]) -> Item:
-    return Item(row["key"], row["id"], row["task"], row["system"], json.loads(row["fields"]), row["position"])
+_ITEM_COLUMNS = "key, id, task, system, fields, position"
+_decode_fields = json.JSONDecoder().decode
+
+
+def _item(row: tuple[Any, ...]) -> Item:
+    """An item from a row of ``SELECT {_ITEM_COLUMNS}``.
+
+    The names repeated across items (task, system, field names) are interned: one string each,
+    not one per item (about 20 MB less for 100,000 items in the app).
+    """
+    key, item_id, task, system, fields, position = row
+    names = {sys.intern(name): text for name, text in _decode_fields(fields).items()}
+    return Item(key, item_id, sys.intern(task), sys.intern(system) if system else system, names, position)
 
 
 class Study:
@@ -127,23 +139,23 @@ class Study:
     # --- items ---------------------------------------------------------------------------
 
     def item(self, key: int) -> Item:
-        rows = list(self.db.query("SELECT * FROM items WHERE key = ?", [key]))
-        if not rows:
+        row = self.db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items WHERE key = ?", [key]).fetchone()
+        if row is None:
             raise KeyError(key)
-        return _item(rows[0])
+        return _item(row)
 
     def item_by_id(self, task: str | None, item_id: str) -> list[Item]:
         if task:
-            sql, params = "SELECT * FROM items WHERE id = ? AND task = ?", [item_id, task]
+            sql, params = f"SELECT {_ITEM_COLUMNS} FROM items WHERE id = ? AND task = ?", [item_id, task]
         else:
-            sql, params = "SELECT * FROM items WHERE id = ?", [item_id]
-        return [_item(r) for r in self.db.query(sql, params)]
+            sql, params = f"SELECT {_ITEM_COLUMNS} FROM items WHERE id = ?", [item_id]
+        return [_item(r) for r in self.db.conn.execute(sql, params)]
 
     def items(self, task: str | None = None) -> list[Item]:
         if task:
-            rows = self.db.query("SELECT * FROM items WHERE task = ? ORDER BY position", [task])
+            rows = self.db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items WHERE task = ? ORDER BY position", [task])
         else:
-            rows = self.db.query("SELECT * FROM items ORDER BY task, position")
+            rows = self.db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items ORDER BY task, position")
         return [_item(r) for r in rows]
 
     def item_task_names(self) -> list[str]:

@@ -6,6 +6,8 @@ the pane re-computes when the file holds new ratings, never on a keypress.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -16,10 +18,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
-from tui_rater.service.live import agreement_pane
-from tui_rater.service.retest import RetestSummary, retest_pane
-from tui_rater.stats.live import AttributePane, JudgeRow, PaneData
 from tui_rater.ui.retest import retest_text
+
+if TYPE_CHECKING:  # the statistics stack (polars, scipy: ~0.8 s) is imported in the workers, never on the UI thread
+    from tui_rater.service.retest import RetestSummary
+    from tui_rater.stats.live import AttributePane, JudgeRow, PaneData
 
 SHADES = " ░▒▓█"
 
@@ -236,6 +239,10 @@ class AgreementScreen(Screen[int | None]):
 
     @work(thread=True, exclusive=True, group="agreement")
     def compute(self) -> None:
+        # here, not at the top: the first `a` must not wait on the UI thread for polars and scipy to import (the
+        # app starts importing them after its first screen; a worker waits for that, the screen does not)
+        from tui_rater.service.live import agreement_pane
+
         study = self.study.reopen()
         try:
             data, marker = agreement_pane(study, self.task_name, self.marker)
@@ -247,6 +254,8 @@ class AgreementScreen(Screen[int | None]):
     @work(thread=True, exclusive=True, group="retest")
     def compute_retest(self) -> None:
         assert self.annotator is not None
+        from tui_rater.service.retest import retest_pane
+
         study = self.study.reopen()
         try:
             summary, marker = retest_pane(study, self.task_name, self.annotator, self.retest_marker)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 
 from tui_rater.domain.display import safe_text
-from tui_rater.service.retest import RetestSummary
-from tui_rater.stats.agreement import Stat
+
+if TYPE_CHECKING:  # scipy (through stats.agreement) is never imported on the UI thread for a type
+    from tui_rater.service.retest import RetestSummary
+    from tui_rater.stats.agreement import Stat
 
 
 def _f(stat: Stat, digits: int = 2, suffix: str = "") -> str:

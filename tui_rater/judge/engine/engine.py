@@ -60,6 +60,7 @@ class Engine:
         self.idle_budget = n_ctx
         self.idle_probe_budget = min(n_ctx, 1024)
         self.steps = 0
+        self._finished = False  # a sequence finished in this step: trim what idle sequences keep, once
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._waiting: deque[Request] = deque()
         self._tick = 0
@@ -186,7 +187,8 @@ class Engine:
 
     def _start(self, placement, request: Request, sampler: SequenceSampler | None) -> None:
         slot, ctx = placement.target, self.ctx
-        ctx.seq_rm(slot.seq, placement.keep, -1)
+        if slot.n_kv > placement.keep:
+            ctx.seq_rm(slot.seq, placement.keep, -1)
         slot.n_kv = placement.keep
         if placement.source is not None and placement.copy_to > slot.n_kv:
             ctx.seq_cp(placement.source.seq, slot.seq, slot.n_kv, placement.copy_to)
@@ -291,6 +293,9 @@ class Engine:
             tokens = [slot.sampler.sample(logits) for slot, logits in drawing]  # type: ignore[union-attr]
         for (slot, _), token in zip(drawing, tokens):
             self._generated(slot, token)
+        if self._finished:
+            self._finished = False
+            self._trim_idle()  # once a step, however many sequences finished in it
 
     def _generated(self, slot: Slot, token: int) -> None:
         request = slot.request
@@ -315,7 +320,7 @@ class Engine:
         self._tick += 1
         slot.last_used = self._tick
         request.future.set_result(result)
-        self._trim_idle()
+        self._finished = True
 
     def _trim_idle(self) -> None:
         """Keep the most recently used idle sequences' tokens within the budgets; forget the rest."""

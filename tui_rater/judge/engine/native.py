@@ -1,7 +1,10 @@
 """llama.cpp's low-level API, as much as the engine needs: a model, one context holding many sequences, a batch.
 
 Everything here is a thin, typed wrapper over ``llama_cpp`` (llama-cpp-python's ctypes bindings). ctypes releases
-the GIL during every call, so a decode on the engine thread does not stop the worker threads.
+the GIL during every call, so a decode on the engine thread does not stop the worker threads. The calls that take
+microseconds (the KV cache's bookkeeping, a logits pointer) keep the GIL instead (``_holding_the_gil``): released,
+each one has to win the GIL back from 16 busy worker threads, which made the engine's own work between two decodes
+take 3x its CPU time and left llama.cpp idle meanwhile.
 """
 
 from __future__ import annotations
@@ -19,6 +22,21 @@ import numpy as np
 # llama_token_data {int32 id; float logit; float p} as a numpy record: candidate arrays built without a Python loop
 TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 assert TOKEN_DATA.itemsize == ctypes.sizeof(lc.llama_token_data)
+
+
+def _holding_the_gil(function):
+    """The same C function of the same library, called without releasing the GIL (``ctypes.PyDLL``)."""
+    try:
+        held = getattr(ctypes.PyDLL(lc.llama_cpp._lib._name), function.__name__)
+    except (AttributeError, OSError):  # another build of the bindings: the releasing call still works
+        return function
+    held.argtypes, held.restype = function.argtypes, function.restype
+    return held
+
+
+_seq_rm = _holding_the_gil(lc.llama_memory_seq_rm)
+_seq_cp = _holding_the_gil(lc.llama_memory_seq_cp)
+_logits_ith = _holding_the_gil(lc.llama_get_logits_ith)
 
 
 class LoadError(Exception):
@@ -175,14 +193,14 @@ class Context:
 
     def logits(self, index: int) -> np.ndarray:
         """A view (no copy) of the logits of batch entry ``index``; valid until the next decode."""
-        ptr = lc.llama_get_logits_ith(self.ptr, index)
+        ptr = _logits_ith(self.ptr, index)
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
 
     def seq_rm(self, seq: int, p0: int = 0, p1: int = -1) -> None:
-        lc.llama_memory_seq_rm(self.memory, seq, p0, p1)
+        _seq_rm(self.memory, seq, p0, p1)
 
     def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
-        lc.llama_memory_seq_cp(self.memory, src, dst, p0, p1)
+        _seq_cp(self.memory, src, dst, p0, p1)
 
     def clear(self) -> None:
         lc.llama_memory_clear(self.memory, True)
