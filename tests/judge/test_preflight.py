@@ -186,3 +186,17 @@ def test_an_api_judge_reads_the_servers_logprobs(tmp_path, serve_zoo):
         assert check["mass"] == pytest.approx(expected, rel=1e-9) and check["mass_is_lower_bound"] is True
     assert math.isclose(expected, 0.88212, abs_tol=1e-5)  # (0.9 + 2e-4) / 1.0205
     assert report["verdict"] == "ready" and result.returncode == 0
+
+
+def test_a_gguf_llama_cpp_cannot_load_is_one_sentence_not_a_bug(tmp_path):
+    """A file with a valid GGUF header (version 3, no tensors, no keys) passes the header check; llama.cpp then
+    refuses it. The check says so in one sentence (exit 2), as `judge` without --check does, not 'a bug'."""
+    model = tmp_path / "empty.gguf"
+    model.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + bytes(16) + bytes(1000))
+    db = _study(tmp_path)
+    before = digest(db)
+    result = _check(db, model)
+    assert result.returncode == 2, result.stderr
+    assert "llama.cpp could not load" in result.stderr and "a bug" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert digest(db) == before
