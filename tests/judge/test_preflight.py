@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -200,3 +201,50 @@ def test_a_gguf_llama_cpp_cannot_load_is_one_sentence_not_a_bug(tmp_path):
     assert "llama.cpp could not load" in result.stderr and "a bug" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert digest(db) == before
+
+
+@pytest.mark.parametrize("mode", ["text", "constrained"])
+def test_an_api_server_that_cannot_be_reached_is_not_ready(tmp_path, mode):
+    """Text and constrained modes read no logprobs, but the check still asks the server: one that refuses
+    the connection is not 'ready' (it was, exit 0, with no request sent)."""
+    from tests.support import free_port
+
+    db = _study(tmp_path)
+    before = digest(db)
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    result = run_cli_process(
+        "judge", "--db", db, "--task", "story", "--model", "api:m", "--base-url", url, "--mode", mode,
+        "--check", "--check-items", "1", "--format", "json", env={**os.environ, "OPENAI_API_KEY": "sk-test"},
+    )  # fmt: skip
+    assert "Traceback" not in result.stderr, result.stderr
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "not ready" and result.returncode == 1
+    assert all(c["error"].startswith("connection: ") for c in report["checks"])
+    assert digest(db) == before
+
+
+def test_an_api_server_answering_garbage_is_not_ready_and_one_that_answers_is(tmp_path, fake_server):
+    from tests.support import Script, ok_body
+
+    db = _study(tmp_path)
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
+    flags = ("--mode", "text", "--check", "--check-items", "1", "--format", "json")
+    garbage = Script([(200, {}, "\x1b[31m[bold]garbage[/]", 0)])
+    url = fake_server(garbage)
+    result = run_cli_process(
+        "judge", "--db", db, "--task", "story", "--model", "api:m", "--base-url", url, *flags, env=env
+    )
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "not ready" and result.returncode == 1
+    assert "not JSON" in report["checks"][0]["error"]
+    answering = Script([(200, {}, ok_body("4"), 0)])
+    url = fake_server(answering)
+    result = run_cli_process(
+        "judge", "--db", db, "--task", "story", "--model", "api:m", "--base-url", url, *flags, env=env
+    )
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "ready" and result.returncode == 0, report["reason"]
+    # one short request per question, with the judge's prompt
+    assert len(answering.bodies) == len(ATTRIBUTES)
+    assert answering.bodies[0]["messages"][-1]["content"] == _first_prompt(db)
+    assert all(b["max_tokens"] == 1 for b in answering.bodies)
