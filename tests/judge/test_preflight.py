@@ -248,3 +248,14 @@ def test_an_api_server_answering_garbage_is_not_ready_and_one_that_answers_is(tm
     assert len(answering.bodies) == len(ATTRIBUTES)
     assert answering.bodies[0]["messages"][-1]["content"] == _first_prompt(db)
     assert all(b["max_tokens"] == 1 for b in answering.bodies)
+
+
+def test_the_json_report_escapes_control_and_bidi_characters(tmp_path, qwen_gguf):
+    """As `info` and `judges --format json` do: C1 controls (U+009B is CSI) and bidi overrides are written as
+    \\u escapes, never raw on the terminal."""
+    hostile = [{**STORIES[0], "story": "a \x9b31m b \u202e c \x1b[2J d"}]
+    db = _study(tmp_path, hostile)
+    result, report = _json_check(db, qwen_gguf, "--mode", "text", "--check-items", "1")
+    for raw in ("\x9b", "\u202e", "\x1b"):
+        assert raw not in result.stdout
+    assert "a \x9b31m b \u202e c \x1b[2J d" in report["checks"][0]["prompt"]  # the data itself, unchanged
