@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -186,3 +187,75 @@ def test_an_api_judge_reads_the_servers_logprobs(tmp_path, serve_zoo):
         assert check["mass"] == pytest.approx(expected, rel=1e-9) and check["mass_is_lower_bound"] is True
     assert math.isclose(expected, 0.88212, abs_tol=1e-5)  # (0.9 + 2e-4) / 1.0205
     assert report["verdict"] == "ready" and result.returncode == 0
+
+
+def test_a_gguf_llama_cpp_cannot_load_is_one_sentence_not_a_bug(tmp_path):
+    """A file with a valid GGUF header (version 3, no tensors, no keys) passes the header check; llama.cpp then
+    refuses it. The check says so in one sentence (exit 2), as `judge` without --check does, not 'a bug'."""
+    model = tmp_path / "empty.gguf"
+    model.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + bytes(16) + bytes(1000))
+    db = _study(tmp_path)
+    before = digest(db)
+    result = _check(db, model)
+    assert result.returncode == 2, result.stderr
+    assert "llama.cpp could not load" in result.stderr and "a bug" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert digest(db) == before
+
+
+@pytest.mark.parametrize("mode", ["text", "constrained"])
+def test_an_api_server_that_cannot_be_reached_is_not_ready(tmp_path, mode):
+    """Text and constrained modes read no logprobs, but the check still asks the server: one that refuses
+    the connection is not 'ready' (it was, exit 0, with no request sent)."""
+    from tests.support import free_port
+
+    db = _study(tmp_path)
+    before = digest(db)
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    result = run_cli_process(
+        "judge", "--db", db, "--task", "story", "--model", "api:m", "--base-url", url, "--mode", mode,
+        "--check", "--check-items", "1", "--format", "json", env={**os.environ, "OPENAI_API_KEY": "sk-test"},
+    )  # fmt: skip
+    assert "Traceback" not in result.stderr, result.stderr
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "not ready" and result.returncode == 1
+    assert all(c["error"].startswith("connection: ") for c in report["checks"])
+    assert digest(db) == before
+
+
+def test_an_api_server_answering_garbage_is_not_ready_and_one_that_answers_is(tmp_path, fake_server):
+    from tests.support import Script, ok_body
+
+    db = _study(tmp_path)
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
+    flags = ("--mode", "text", "--check", "--check-items", "1", "--format", "json")
+    garbage = Script([(200, {}, "\x1b[31m[bold]garbage[/]", 0)])
+    url = fake_server(garbage)
+    result = run_cli_process(
+        "judge", "--db", db, "--task", "story", "--model", "api:m", "--base-url", url, *flags, env=env
+    )
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "not ready" and result.returncode == 1
+    assert "not JSON" in report["checks"][0]["error"]
+    answering = Script([(200, {}, ok_body("4"), 0)])
+    url = fake_server(answering)
+    result = run_cli_process(
+        "judge", "--db", db, "--task", "story", "--model", "api:m", "--base-url", url, *flags, env=env
+    )
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "ready" and result.returncode == 0, report["reason"]
+    # one short request per question, with the judge's prompt
+    assert len(answering.bodies) == len(ATTRIBUTES)
+    assert answering.bodies[0]["messages"][-1]["content"] == _first_prompt(db)
+    assert all(b["max_tokens"] == 1 for b in answering.bodies)
+
+
+def test_the_json_report_escapes_control_and_bidi_characters(tmp_path, qwen_gguf):
+    """As `info` and `judges --format json` do: C1 controls (U+009B is CSI) and bidi overrides are written as
+    \\u escapes, never raw on the terminal."""
+    hostile = [{**STORIES[0], "story": "a \x9b31m b \u202e c \x1b[2J d"}]
+    db = _study(tmp_path, hostile)
+    result, report = _json_check(db, qwen_gguf, "--mode", "text", "--check-items", "1")
+    for raw in ("\x9b", "\u202e", "\x1b"):
+        assert raw not in result.stdout
+    assert "a \x9b31m b \u202e c \x1b[2J d" in report["checks"][0]["prompt"]  # the data itself, unchanged

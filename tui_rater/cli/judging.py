@@ -86,7 +86,12 @@ def _check(study, spec, task_names: list[str], args) -> int:
 
     if args.check_items < 1:
         raise UserError("--check-items must be at least 1")
-    result = check_judge(study, spec, [study.task(name) for name in task_names], items=args.check_items)
+    from tui_rater.judge.errors import JudgeError
+
+    try:
+        result = check_judge(study, spec, [study.task(name) for name in task_names], items=args.check_items)
+    except JudgeError as exc:  # the model or the server could not be set up: no question could be asked
+        raise UserError(exc.message) from None
     show.show(result, args.format)
     return 0 if result.ready else 1
 

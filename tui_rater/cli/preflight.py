@@ -14,7 +14,7 @@ def show(result: Preflight, fmt: str = "text") -> None:
     """One line per question (long lines wrap in the terminal; nothing is squeezed into columns at 80
     characters), each task's first prompt whole, then the verdict on one line of its own."""
     if fmt == "json":
-        print(json.dumps(result.as_dict(), indent=1, ensure_ascii=False))
+        print(json.dumps(result.as_dict(), indent=1))  # ensure_ascii: control and bidi characters as \u escapes
         return
     console = make_console(soft_wrap=True)
     context = f" · --n-ctx {result.n_ctx:,}" if result.n_ctx else ""

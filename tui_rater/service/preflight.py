@@ -165,6 +165,8 @@ def _answer_position(
             if scored:
                 facts["mass"] = sum(backend.option_probabilities(messages, scored).values())
         facts["top"] = [(str(text), float(p)) for text, p in backend.top_tokens(messages, TOP_K)]
+    elif spec.mode in ("text", "constrained"):  # an API: no logprobs to read, but the server must answer
+        _ask_once(backend, spec, protocol, attribute, messages)
     elif labels and spec.mode == "distribution":  # an API: only a server with logprobs can say
         from tui_rater.judge.backends.base import OptionProbabilities
 
@@ -172,6 +174,21 @@ def _answer_position(
         facts["mass"] = sum(found.probabilities.values())
         facts["mass_is_lower_bound"] = bool(found.unscored)
     return facts
+
+
+def _ask_once(backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, messages: list[dict[str, str]]) -> None:
+    """One reply of one token, as the judge would ask (its constraint included): a server that cannot be reached,
+    has no such model, answers garbage or refuses the constraint fails here, not hours into the run."""
+    constrained = spec.mode == "constrained"
+    backend.complete(
+        messages,
+        temperature=spec.temperature,
+        top_p=spec.top_p,
+        max_tokens=1,
+        seed=spec.seed,
+        grammar=protocol.grammar(attribute, spec.variant) if constrained else None,
+        json_schema=protocol.json_schema(attribute, spec.variant) if constrained else None,
+    )
 
 
 def _verdict(spec: JudgeSpec, checks: list[PromptCheck], template: str) -> tuple[str, str]:
