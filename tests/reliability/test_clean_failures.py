@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 
@@ -164,3 +165,12 @@ def _debug_env():
     import os
 
     return {**os.environ, "TUI_RATER_DEBUG": "1"}
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_an_export_where_no_file_can_be_created_is_one_sentence(study, tmp_path):
+    """/proc takes no new file (ENOENT as root, EACCES otherwise): an environment failure (exit 1), not 'a bug'."""
+    before = digest(study)
+    error = one_sentence(run_cli_process("export", "--db", study, "--out", "/proc/ratings.csv"), code=1)
+    assert "/proc/" in error and "bug" not in error, error
+    assert digest(study) == before

@@ -151,7 +151,8 @@ def test_no_verdict_with_too_few_items_per_human(tmp_path):
     sim = likert_study(tmp_path / "few.db", prompts=10, attributes=("likability",))  # 20 items < 30
     records = index(report_json(sim.path), "verdict")
     record = records[("likability", "copycat", None, "verdict")]
-    assert record["value"] is None and "0 humans with enough items (the test needs at least 3)" in record["note"]
+    assert record["value"] is None and record["note"].startswith("0 humans with enough items")
+    assert "needs at least 3 humans who each rated at least 30 of the items" in record["note"]  # the threshold said
     assert "only 20 items (< 30): not tested" in records[("likability", "copycat", "h1", "wins")]["note"]
     assert records[("likability", "copycat", "h1", "wins")]["value"] is None
 

@@ -32,6 +32,11 @@ _OS = {
     errno.EPERM: "operation not permitted{where}",
     errno.EFBIG: "the file would grow larger than allowed{where}",
     errno.EIO: "an input/output error{where}; check the disk",
+    # a path that cannot hold a new file (a pseudo file system such as /proc, a folder removed meanwhile)
+    errno.ENOENT: "no such file or folder{where}; check the path",
+    errno.ENOTDIR: "a part of the path is not a folder{where}; check the path",
+    errno.EISDIR: "the path is a folder, not a file{where}",
+    errno.ENAMETOOLONG: "the file name is too long{where}",
 }
 
 

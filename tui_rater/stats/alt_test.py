@@ -225,6 +225,7 @@ def _decide(
     alpha: float,
     rejected: Mapping[str, bool],
     min_humans: int,
+    min_items_per_human: int,
 ) -> AltTest:
     rows = [
         HumanComparison(**{**r.__dict__, "rejected": bool(rejected.get(r.human, False))}) if r.tested else r
@@ -232,7 +233,10 @@ def _decide(
     ]
     tested = [r for r in rows if r.tested]
     if len(tested) < min_humans:
-        note = f"{len(tested)} humans with enough items (the test needs at least {min_humans})"
+        note = (
+            f"{len(tested)} humans with enough items (the test needs at least {min_humans} humans who each rated "
+            f"at least {max(2, min_items_per_human)} of the items the judge and another human rated)"
+        )
         return AltTest(judge_name, scoring, epsilon, alpha, items, rows, note=note)
     omega = sum(r.rejected for r in tested) / len(tested)
     rho = float(np.mean([r.rho_judge for r in tested]))
@@ -268,7 +272,8 @@ def alt_test(
         min_items_per_human=min_items_per_human,
         min_humans_per_item=min_humans_per_item,
     )
-    return _decide(judge_name, rows, items, scoring_name, epsilon, alpha, _by_rejections(rows, alpha), min_humans)
+    rejected = _by_rejections(rows, alpha)
+    return _decide(judge_name, rows, items, scoring_name, epsilon, alpha, rejected, min_humans, min_items_per_human)
 
 
 def _by_rejections(rows: Sequence[HumanComparison], alpha: float) -> dict[str, bool]:
@@ -307,7 +312,7 @@ def alt_test_across(
     for (name, row), decision in zip(pooled, decisions):
         rejected[name][row.human] = decision
     return {
-        name: _decide(judge_name, rows, items, scoring, epsilon, alpha, rejected[name], min_humans)
+        name: _decide(judge_name, rows, items, scoring, epsilon, alpha, rejected[name], min_humans, min_items_per_human)
         for name, (rows, items, scoring) in per_setting.items()
     }
 
