@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from tui_rater.cli.common import data, judge_flags, judge_options, make_console, new_table, open_study, say
 from tui_rater.domain.errors import UserError
@@ -67,15 +68,22 @@ def cmd_judge(args, settings) -> int:
         err=True,
     )
     run = judging.start_judge(study.path, plan, workers)
-    _watch(run.threads, run.progress, run.stop_event, plan.pending)
+
+    def unfinished() -> int:  # this judge's jobs not done yet, by this process or by another on the same file
+        counts = judging.queue_counts(study, plan.rater.id)
+        return counts["queued"] + counts["leased"]
+
+    _watch(run.threads, run.progress, run.stop_event, plan.pending, unfinished)
     progress = run.progress
     if progress.fatal:
         raise UserError(f"the judge stopped: {progress.fatal.message}")
     left = judging.queue_counts(study, plan.rater.id)
+    by_others = plan.pending - min(plan.pending, left["queued"] + left["leased"]) - progress.done - progress.failed
     say(
         f"done: {progress.done} jobs ({progress.parse_failures} replies did not parse; "
-        f"{progress.cached} answered from the store), failed: {left['failed']}, "
-        f"still queued: {left['queued'] + left['leased']}"
+        f"{progress.cached} answered from the store)"
+        + (f", {by_others} by another process on this file" if by_others > 0 else "")
+        + f", failed: {left['failed']}, still queued: {left['queued'] + left['leased']}"
     )
     return 1 if left["failed"] else 0
 
@@ -96,7 +104,9 @@ def _check(study, spec, task_names: list[str], args) -> int:
     return 0 if result.ready else 1
 
 
-def _watch(threads, progress, stop, total: int) -> None:
+def _watch(threads, progress, stop, total: int, unfinished) -> None:
+    """The progress bar of the whole queue: a job another process on the same file did counts too (without it, two
+    `judge` runs on one study each ended at about half the bar, with time still "left")."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     columns = (
@@ -110,18 +120,22 @@ def _watch(threads, progress, stop, total: int) -> None:
     try:
         with Progress(*columns, transient=False) as bar:
             task = bar.add_task("judge", total=total, rate=0.0, failed=0, retried=0)
+            checked, completed = 0.0, 0
             while any(t.is_alive() for t in threads):
                 for t in threads:
                     t.join(timeout=0.2)
-                elapsed = max(1e-9, __import__("time").monotonic() - progress.started)
+                now = time.monotonic()
+                if now - checked >= 1.0:  # one count query a second
+                    checked, completed = now, total - min(total, unfinished())
+                completed = max(completed, min(total, progress.done + progress.failed))
                 bar.update(
                     task,
-                    completed=progress.done + progress.failed,
-                    rate=progress.done / elapsed,
+                    completed=completed,
+                    rate=progress.done / max(1e-9, now - progress.started),
                     failed=progress.failed,
                     retried=progress.retried,
                 )
-            bar.update(task, completed=progress.done + progress.failed)
+            bar.update(task, completed=max(total - min(total, unfinished()), progress.done + progress.failed))
     except KeyboardInterrupt:
         stop.set()
         for t in threads:
