@@ -31,6 +31,16 @@ STORIES = [
 ]
 
 
+def story_study(db: Path, stories: list[dict] | None = None) -> Path:
+    """A study file at ``db`` holding ``stories`` (default: all of STORIES) for task `story`, closed again."""
+    from tui_rater.store.study import Study
+
+    study = Study.open(db)
+    study.add_items(study.task("story"), STORIES if stories is None else stories)
+    study.close()
+    return db
+
+
 def digest(path: Path) -> str | None:
     """SHA-256 of a file (None if absent): 'the database is byte-for-byte unchanged'."""
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None

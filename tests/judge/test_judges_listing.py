@@ -13,18 +13,9 @@ import json
 import os
 import sqlite3
 
-from tests.support import STORIES, run_cli_process
-from tui_rater.store.study import Study
+from tests.support import STORIES, run_cli_process, story_study
 
 ESC = "\x1b"
-
-
-def _study(tmp_path, items=STORIES[:1]):
-    db = tmp_path / "judged.db"
-    study = Study.open(db)
-    study.add_items(study.task("story"), items)
-    study.close()
-    return db
 
 
 def _judge(db, url, *flags):
@@ -50,7 +41,7 @@ def _listing(db) -> list[dict]:
 
 
 def test_two_judge_names_on_one_server_are_two_judges_with_their_labels(tmp_path, serve_zoo):
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "judged.db", STORIES[:1])
     _, url = serve_zoo()
     first = _judge(db, url, "--judge-name", "fast server")
     assert "judge J1 fast server (api:zoo/text/plain/T1/p0.9/s0#" in first.stderr
@@ -77,7 +68,7 @@ def test_two_judge_names_on_one_server_are_two_judges_with_their_labels(tmp_path
 
 
 def test_the_served_model_and_a_fingerprint_change_mid_run_are_recorded_not_merged(tmp_path, serve_zoo):
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "judged.db", STORIES[:1])
     zoo, url = serve_zoo(served_model="zoo-7b-q4", fingerprints=("fp_one", "fp_two"), switch_every=5)
     _judge(db, url)
     assert zoo.chats == 8  # one reply per job: 4 questions x 2 samples
@@ -98,7 +89,7 @@ def test_the_served_model_and_a_fingerprint_change_mid_run_are_recorded_not_merg
 
 
 def test_an_unchanging_server_is_one_row(tmp_path, serve_zoo):
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "judged.db", STORIES[:1])
     _, url = serve_zoo(served_model="zoo-7b-q4", fingerprints=("fp_same",))
     _judge(db, url)
     [judge] = _listing(db)
@@ -109,7 +100,7 @@ def test_an_unchanging_server_is_one_row(tmp_path, serve_zoo):
 
 
 def test_credentials_in_the_url_never_reach_the_listing(tmp_path, serve_zoo):
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "judged.db", STORIES[:1])
     _, url = serve_zoo(fingerprints=("fp_k",))
     secret = "sk-visible-in-url-1234567890"
     with_secret = url.replace("http://", f"http://user:{secret}@") + f"?api_key={secret}&api-version=2024-01"
@@ -123,7 +114,7 @@ def test_credentials_in_the_url_never_reach_the_listing(tmp_path, serve_zoo):
 
 
 def test_hostile_names_and_fingerprints_are_shown_literally(tmp_path, serve_zoo):
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "judged.db", STORIES[:1])
     markup = "[bold red]boss[/] [link=x]y[/link]"
     fingerprint = f"fp_{ESC}]52;c;cHduZWQ={ESC}\\{ESC}[2J[red]x[/red]"
     _, url = serve_zoo(served_model=f"zoo{ESC}[31m", fingerprints=(fingerprint,))
@@ -141,7 +132,7 @@ def test_hostile_names_and_fingerprints_are_shown_literally(tmp_path, serve_zoo)
 
 
 def test_bad_judge_names_are_one_sentence_and_store_nothing(tmp_path, serve_zoo):
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "judged.db", STORIES[:1])
     _, url = serve_zoo()
     for name, message in (
         ("", "--judge-name must not be empty"),
@@ -159,7 +150,7 @@ def test_bad_judge_names_are_one_sentence_and_store_nothing(tmp_path, serve_zoo)
 
 
 def test_annotate_takes_one_judge_name_per_judge(tmp_path):
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "judged.db", STORIES[:1])
     result = run_cli_process(
         "annotate", "--db", db, "--annotator", "me", "--judge", "api:a", "--judge", "api:b", "--judge-name", "only one"
     )
@@ -168,7 +159,7 @@ def test_annotate_takes_one_judge_name_per_judge(tmp_path):
 
 
 def test_a_local_judge_lists_its_file_checksum_and_path(tmp_path, tiny_gguf):
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "judged.db", STORIES[:1])
     result = run_cli_process(
         "judge", "--db", db, "--model", tiny_gguf, "--samples", "1", "--max-tokens", "4", "--max-retries", "0"
     )
@@ -185,7 +176,7 @@ def test_a_local_judge_lists_its_file_checksum_and_path(tmp_path, tiny_gguf):
 
 
 def test_the_real_llama_cpp_server_reports_its_model_id(tmp_path, llama_server):
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "judged.db", STORIES[:1])
     result = run_cli_process(
         "judge", "--db", db, "--model", "api:tiny", "--base-url", llama_server, "--samples", "1", "--max-tokens", "4"
     )

@@ -13,21 +13,13 @@ import numpy as np
 import pytest
 
 from tests import zoo
-from tests.support import STORIES, digest, run_cli_process
+from tests.support import STORIES, digest, run_cli_process, story_study
 from tui_rater.domain import protocols
 from tui_rater.judge.tiny_gguf import BOS_TEMPLATE
 from tui_rater.store.study import Study
 
 SCALE = [str(k) for k in range(1, 6)]
 ATTRIBUTES = ["grammaticality", "cohesiveness", "likability", "relevance"]
-
-
-def _study(tmp_path, stories=STORIES):
-    path = tmp_path / "check.db"
-    study = Study.open(path)
-    study.add_items(study.task("story"), stories)
-    study.close()
-    return path
 
 
 def _check(db, model, *flags):
@@ -73,7 +65,7 @@ def _scale_ids(llm):
 
 
 def test_a_bos_template_gets_one_bos_and_the_mass_is_llama_cpps(tmp_path, qwen_bos_gguf):
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "check.db")
     before = digest(db)
     result, report = _json_check(db, qwen_bos_gguf, "--mode", "distribution", "--check-items", "1")
     assert digest(db) == before  # nothing stored: no judge, no job, no rating
@@ -110,7 +102,7 @@ def test_a_bos_template_gets_one_bos_and_the_mass_is_llama_cpps(tmp_path, qwen_b
 
 
 def test_without_a_chat_template_the_verdict_asks_for_one(tmp_path, qwen_gguf):
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "check.db")
     result, report = _json_check(db, qwen_gguf, "--mode", "distribution", "--check-items", "1")
     assert report["template"] == "none"
     assert report["checks"][0]["prompt"] == _first_prompt(db)  # the query itself
@@ -119,7 +111,7 @@ def test_without_a_chat_template_the_verdict_asks_for_one(tmp_path, qwen_gguf):
 
 
 def test_the_text_report_shows_the_prompt_the_tokens_and_one_verdict_line(tmp_path, qwen_bos_gguf):
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "check.db")
     result = _check(db, qwen_bos_gguf, "--mode", "distribution", "--check-items", "1")
     assert result.returncode == 1
     out = result.stdout
@@ -139,7 +131,7 @@ def test_a_model_that_answers_on_the_scale_is_ready(tmp_path):
         tmp_path / "digits.gguf", vocab=DATA / "vocab" / "ggml-vocab-qwen2.gguf", n_embd=32, n_head=4, n_ff=64,
         f16=True, output_scale=0.6, seed=5, chat_template=BOS_TEMPLATE, favour={label: 6.0 for label in SCALE},
     )  # fmt: skip
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "check.db")
     result, report = _json_check(db, model, "--mode", "distribution", "--check-items", "1")
     masses = [c["mass"] for c in report["checks"]]
     assert min(masses) > 0.5
@@ -147,7 +139,7 @@ def test_a_model_that_answers_on_the_scale_is_ready(tmp_path):
 
 
 def test_a_prompt_that_does_not_fit_the_context_is_not_ready(tmp_path, qwen_bos_gguf):
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "check.db")
     result, report = _json_check(db, qwen_bos_gguf, "--mode", "text", "--n-ctx", "128", "--check-items", "1")
     longest = max(c["tokens"] for c in report["checks"])
     assert longest + report["max_tokens"] > 128
@@ -157,7 +149,7 @@ def test_a_prompt_that_does_not_fit_the_context_is_not_ready(tmp_path, qwen_bos_
 
 def test_item_text_is_shown_literally(tmp_path, qwen_gguf):
     hostile = [{**STORIES[0], "story": "Evil \x1b]52;c;Y3VybCBldmls\x07 story [bold]x[/] \x1b[2J end."}]
-    db = _study(tmp_path, hostile)
+    db = story_study(tmp_path / "check.db", hostile)
     result = _check(db, qwen_gguf, "--mode", "text", "--check-items", "1")
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
     assert "[bold]x[/]" in result.stdout  # no markup read from data
@@ -166,7 +158,7 @@ def test_item_text_is_shown_literally(tmp_path, qwen_gguf):
 def test_an_api_judge_reads_the_servers_logprobs(tmp_path, serve_zoo):
     _, url = serve_zoo()
     stories = [{**STORIES[0], "story": "CASE=good. A story."}]
-    db = _study(tmp_path, stories)
+    db = story_study(tmp_path / "check.db", stories)
     before = digest(db)
     env = {"OPENAI_API_KEY": "sk-test"}
     result = run_cli_process(
@@ -194,7 +186,7 @@ def test_a_gguf_llama_cpp_cannot_load_is_one_sentence_not_a_bug(tmp_path):
     refuses it. The check says so in one sentence (exit 2), as `judge` without --check does, not 'a bug'."""
     model = tmp_path / "empty.gguf"
     model.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + bytes(16) + bytes(1000))
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "check.db")
     before = digest(db)
     result = _check(db, model)
     assert result.returncode == 2, result.stderr
@@ -209,7 +201,7 @@ def test_an_api_server_that_cannot_be_reached_is_not_ready(tmp_path, mode):
     the connection is not 'ready' (it was, exit 0, with no request sent)."""
     from tests.support import free_port
 
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "check.db")
     before = digest(db)
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     result = run_cli_process(
@@ -226,7 +218,7 @@ def test_an_api_server_that_cannot_be_reached_is_not_ready(tmp_path, mode):
 def test_an_api_server_answering_garbage_is_not_ready_and_one_that_answers_is(tmp_path, fake_server):
     from tests.support import Script, ok_body
 
-    db = _study(tmp_path)
+    db = story_study(tmp_path / "check.db")
     env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
     flags = ("--mode", "text", "--check", "--check-items", "1", "--format", "json")
     garbage = Script([(200, {}, "\x1b[31m[bold]garbage[/]", 0)])
@@ -254,7 +246,7 @@ def test_the_json_report_escapes_control_and_bidi_characters(tmp_path, qwen_gguf
     """As `info` and `judges --format json` do: C1 controls (U+009B is CSI) and bidi overrides are written as
     \\u escapes, never raw on the terminal."""
     hostile = [{**STORIES[0], "story": "a \x9b31m b \u202e c \x1b[2J d"}]
-    db = _study(tmp_path, hostile)
+    db = story_study(tmp_path / "check.db", hostile)
     result, report = _json_check(db, qwen_gguf, "--mode", "text", "--check-items", "1")
     for raw in ("\x9b", "\u202e", "\x1b"):
         assert raw not in result.stdout
