@@ -224,3 +224,37 @@ def test_corrupt_or_missing_model(tmp_path):
     with pytest.raises(JudgeError) as info:
         LocalBackend(JudgeSpec(str(truncated)).validate())
     assert info.value.kind == "model_load"
+
+
+def test_the_source_recorded_is_the_file_loaded_even_when_its_link_moves(tmp_path, tiny_gguf):
+    """A judge's source (judge_sources) is the file llama.cpp loaded, resolved once: a symlink re-pointed while the
+    judge runs does not change what answers, so it must not change what is recorded either."""
+    from tui_rater.judge import sources
+    from tui_rater.judge.backends.local import LocalBackend
+    from tui_rater.judge.tiny_gguf import write_tiny_gguf
+
+    other = write_tiny_gguf(tmp_path / "other.gguf", seed=8)
+    link = tmp_path / "judge.gguf"
+    link.symlink_to(tiny_gguf)
+    spec = JudgeSpec(str(link), mode="distribution")
+    question = [{"role": "user", "content": "Rate the story from 1 to 5."}]
+    first = LocalBackend(spec, parallel=1)
+    try:
+        link.unlink()
+        link.symlink_to(other)
+        assert sources.seen(spec, first) == [(str(tiny_gguf.resolve()), "", "")]
+        second = LocalBackend(spec, parallel=1)  # the link names another file now: that file, its own engine
+        try:
+            assert second.source == str(other.resolve()) and second.engine is not first.engine
+        finally:
+            second.close()
+    finally:
+        first.close()
+    # both engines are freed: the first file, named again, is loaded again (not a closed engine left behind)
+    link.unlink()
+    link.symlink_to(tiny_gguf)
+    third = LocalBackend(spec, parallel=1)
+    try:
+        assert sum(third.option_probabilities(question, ["1", "2", "3", "4", "5"]).values()) > 0
+    finally:
+        third.close()

@@ -26,7 +26,9 @@ def seen(spec: JudgeSpec, backend: object) -> list[tuple[str, str, str]]:
         pairs = take() if callable(take) else set()
         url = strip_credentials(spec.base_url or OPENAI_URL)
         return [(url, model, fingerprint) for model, fingerprint in sorted(pairs)]
-    return [(str(Path(spec.model).resolve()), "", "")]
+    # the file loaded (resolved once, at load): a symlink re-pointed mid-run does not change what answers
+    loaded = getattr(backend, "source", None)
+    return [(loaded if isinstance(loaded, str) else str(Path(spec.model).resolve()), "", "")]
 
 
 def note(study: Study, rater_id: int, spec: JudgeSpec, backend: object) -> None:

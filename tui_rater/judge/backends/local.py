@@ -26,6 +26,8 @@ DEFAULT_SEQUENCES = 16  # concurrent sequences of a local judge (--workers); eac
 class _Shared:
     engine: object  # tui_rater.judge.engine.Engine (imported lazily: llama_cpp is heavy)
     formatter: object | None
+    source: str  # the file loaded, symlinks resolved when it was loaded
+    key: tuple
     refs: int = 0
     option_tokens: dict[str, list[int]] = field(default_factory=dict)
 
@@ -40,18 +42,20 @@ def _key(spec: JudgeSpec) -> tuple:
 
 def _acquire(spec: JudgeSpec, parallel: int, background: bool) -> _Shared:
     with _LOCK:  # one load at a time: 16 workers starting at once load the model once
-        shared = _SHARED.get(_key(spec))
+        key = _key(spec)
+        shared = _SHARED.get(key)
         if shared is None:
             from tui_rater.judge.engine import Engine
             from tui_rater.judge.engine.native import LoadError
 
-            try:
+            try:  # the resolved path: the file loaded is the one recorded as the judge's source
                 engine = Engine(
-                    spec.model, n_ctx=spec.n_ctx, n_seq=parallel, n_gpu_layers=spec.n_gpu_layers, background=background
+                    key[0], n_ctx=spec.n_ctx, n_seq=parallel, n_gpu_layers=spec.n_gpu_layers, background=background
                 )
             except LoadError as exc:
                 raise JudgeError("model_load", f"{exc} (a corrupt or unsupported GGUF?)") from None
-            shared = _SHARED[_key(spec)] = _Shared(engine, _chat_formatter(engine, spec.chat_template))
+            formatter = _chat_formatter(engine, spec.chat_template)
+            shared = _SHARED[key] = _Shared(engine, formatter, source=key[0], key=key)
         shared.refs += 1
         return shared
 
@@ -60,7 +64,7 @@ def _release(spec: JudgeSpec, shared: _Shared) -> None:
     with _LOCK:
         shared.refs -= 1
         if shared.refs == 0:
-            _SHARED.pop(_key(spec), None)
+            _SHARED.pop(shared.key, None)
             shared.engine.close()  # type: ignore[attr-defined]
 
 
@@ -85,6 +89,7 @@ class LocalBackend:
         self._shared = _acquire(spec, max(1, parallel), background)
         self.engine = self._shared.engine
         self.model = self.engine.model  # type: ignore[attr-defined]
+        self.source = self._shared.source
         self._closed = False
 
     @property
