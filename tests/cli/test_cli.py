@@ -71,6 +71,11 @@ BAD_RATING_FILES = {
     "bad kind": ("item,rater,attribute,value,kind\na,t1,likability,3,robot\n", "neither 'human' nor 'llm'"),
     "duplicate": ("item,rater,attribute,value\na,t1,likability,3\na,t1,likability,4\n", "a second rating"),
     "bad sample": ("item,rater,attribute,value,sample\na,t1,likability,3,-1\n", "column 'sample'"),
+    # a human's "sample 1" would be a second rating under one name: the reports kept one of the two
+    "human sample": (
+        "item,rater,attribute,value,sample\na,t1,likability,3,0\na,t1,likability,5,1\n",
+        "a human has one",
+    ),
     # the first rows are fine: the import is atomic, so none of them may land
     "late error": ("item,rater,attribute,value\na,t1,likability,3\nb,t1,likability,9\n", "row 2"),
 }

@@ -311,6 +311,13 @@ def import_ratings(study: Study, path: str | Path, default_kind: str = "human") 
         if rater_kinds.setdefault(rater, kind) != kind:
             raise UserError(f"{where}, column 'kind': rater {rater!r} is already a {rater_kinds[rater]} rater")
         sample = _sample(where, row.get("sample"))
+        if kind == "human" and sample != 0:
+            # samples are a judge's repeated readings (Chiang & Lee §3.2); a human's second rating of
+            # an item would be a second annotator under one name, and the reports would keep only one
+            raise UserError(
+                f"{where}, column 'sample': {sample} for human rater {rater!r}; a human has one rating "
+                "of an item (sample 0), samples 1, 2, ... are a judge's"
+            )
         key = (item.key, attribute_name, rater, sample)
         if key in seen:
             raise UserError(
