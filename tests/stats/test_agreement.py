@@ -122,3 +122,20 @@ def test_bias_confusion_and_exact_agreement():
     m = ag.confusion(human, llm, [1, 2, 3, 4, 5])
     assert m.sum() == 6 and m[0, 1] == 1 and m[2, 2] == 1 and m[2, 3] == 1  # 3.6 rounds to 4
     assert ag.exact_agreement(human, llm, [1, 2, 3, 4, 5]).value == pytest.approx(100 * 2 / 6)  # 3=3.4, 5=5
+
+
+def test_t_tests_of_values_equal_but_for_rounding_are_undefined():
+    """0.1 + 0.2 and 0.3 differ by 5.6e-17: a t statistic over such differences is noise over noise (~1e16) and
+    its p-value ~0, evidence of nothing. Such values have no variation: no test, a reason instead."""
+    from tui_rater.stats.agreement import bias, no_variation, paired_t, welch
+
+    noisy = np.array([0.1 + 0.2, 0.3, 0.3])
+    assert np.std(noisy) > 0 and no_variation(noisy) and not no_variation([0.3, 0.3 + 1e-9])
+    paired = paired_t(noisy, [0.0, 0.0, 0.0])
+    assert (paired.value, paired.p, paired.note) == (None, None, "no variation in the differences")
+    sevens = [0.7, 0.7, 0.7]  # their mean is 0.6999999999999998: a variance of 1e-32
+    assert np.var(sevens) > 0 and welch(sevens, [0.2, 0.2, 0.2]).value is None
+    assert bias(noisy, [0.0, 0.0, 0.0]).extra == {"ci_low": pytest.approx(0.3), "ci_high": pytest.approx(0.3)}
+    assert paired_t([1.0, 2.0, 4.0], [0.0, 0.0, 0.0]).p is not None  # real variation is still tested
+    for correlation in (ag.pearson, ag.spearman, ag.kendall_tau):  # scipy: r = -0.5, tau = -0.82 here
+        assert correlation(noisy, [1.0, 2.0, 3.0]).value is None, correlation

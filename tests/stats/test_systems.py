@@ -107,3 +107,18 @@ def test_pair_tau_b_formula_and_meta_evaluation():
         tau, n = meta.kendall_pairs[name]
         assert n == int(mask.sum()) and tau == pytest.approx(pair_tau_b(h[mask], m[mask])), name
     assert [meta.kendall_pairs[k][1] for k in ("all", "hard", "medium", "easy")] == [12, 6, 4, 2]
+
+
+def test_spa_without_variation_has_no_p_value():
+    """Two annotators who both say P[X>Y] = 70% are no evidence at p = 0: the t-test is undefined (0/0), so the
+    comparison keeps its mean and has no p-value, and the Holm correction leaves the other comparisons alone."""
+    probabilities = {
+        "a1": {("X", "Y"): 0.7, ("Y", "Z"): 0.6},
+        "a2": {("X", "Y"): 0.7, ("Y", "Z"): 0.8},
+        "a3": {("X", "Y"): 0.7, ("Y", "Z"): 0.9},
+    }
+    xy, yz = spa(probabilities, [("X", "Y"), ("Y", "Z")], tau=None).comparisons
+    assert xy.p_x_over_y == pytest.approx(0.7) and xy.n == 3
+    assert (xy.t, xy.p_value, xy.p_holm) == (None, None, None)
+    expected = sp.ttest_1samp([0.6, 0.8, 0.9], 0.5).pvalue
+    assert yz.p_value == pytest.approx(expected) and yz.p_holm == pytest.approx(expected)  # one test: no correction

@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as sp
 
+from tui_rater.stats.agreement import no_variation
+
 # The paper's rule of thumb for ε (its discussion of the threshold, repeated in the authors' FAQ):
 # the more a human costs and the more reliable they are, the larger the margin the cheaper judge
 # is granted. Use a smaller ε when the humans agree little among themselves.
@@ -143,7 +145,7 @@ def _one_sided_t(d: np.ndarray, epsilon: float) -> tuple[float | None, float | N
     """One-sided one-sample t-test of mean(d) < ε (the paired test on W^h - W^f)."""
     n = d.size
     mean, sd = float(d.mean()), float(d.std(ddof=1))
-    if sd == 0.0:
+    if no_variation(d):
         # every item gave the same d: the t statistic is ±inf (p = 0 or 1), or 0/0 when mean == ε
         if mean < epsilon:
             return -math.inf, 0.0, "no variation in W^h - W^f; mean below ε"

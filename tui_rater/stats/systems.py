@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sp
 
-from tui_rater.stats.agreement import FloatArray, TestResult, holm
+from tui_rater.stats.agreement import FloatArray, TestResult, holm, no_variation
 
 SPA_TAU = 1.1  # §5.2 step 3: exclude annotators with P[X>Y] + P[Y>X] > 1.1
 
@@ -66,11 +66,11 @@ def spa(
     for x, y in comparisons:
         values = np.array([answers[(x, y)] for answers in kept.values() if (x, y) in answers], dtype=float)
         t = p = None
-        if values.size >= 2 and values.std() > 0:
+        if values.size >= 2 and not no_variation(values):
             result = sp.ttest_1samp(values, 0.5)  # two-sided Student's t-test against chance
             t, p = float(result.statistic), float(result.pvalue)
-        elif values.size >= 2:
-            p = 0.0 if values[0] != 0.5 else 1.0
+        # every annotator gave the same P[X > Y]: the t-test is undefined (0/0), and two annotators who both say
+        # 70% are no evidence at p = 0 -- no p-value rather than a guessed one
         delta = delta_p = None
         n_likert = 0
         if likert:
@@ -79,7 +79,7 @@ def spa(
             if pairs:
                 a, b = np.array(pairs, dtype=float).T
                 delta = float((a - b).mean())
-                if len(pairs) >= 2 and np.std(a - b) > 0:
+                if len(pairs) >= 2 and not no_variation(a - b):
                     delta_p = float(sp.ttest_rel(a, b).pvalue)  # the standard protocol's paired t-test
         rows.append(
             SpaComparison(
@@ -202,7 +202,7 @@ class MetaEvaluation:
 
 def _corr(fn: Callable[[FloatArray, FloatArray], TestResult], x: npt.ArrayLike, y: npt.ArrayLike) -> float | None:
     a, b = np.asarray(x, float), np.asarray(y, float)
-    if a.size < 3 or np.all(a == a[0]) or np.all(b == b[0]):
+    if a.size < 3 or no_variation(a) or no_variation(b):
         return None
     value = fn(a, b).statistic
     return float(value) if math.isfinite(value) else None

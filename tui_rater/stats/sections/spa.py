@@ -62,6 +62,8 @@ def _records(data: ReportData, evaluator: str, result: st.SpaResult, tau: float 
             ("spa_t", c.t, c.n, c.p_value, "fewer than 2 annotators or no variation"),
             ("likert_delta", c.likert_delta, c.likert_n, c.likert_p_holm, "no Likert ratings"),
         ):
+            if value is not None:  # a mean or a difference without a p-value: say why there is no test
+                missing = "" if p is not None else "one annotator: no test" if n < 2 else "no variation: no test"
             data.add(
                 "spa",
                 label,
@@ -72,7 +74,7 @@ def _records(data: ReportData, evaluator: str, result: st.SpaResult, tau: float 
                 n=n,
                 p=p,
                 evaluator_b=c.system_y,
-                note="" if value is not None else missing,
+                note=missing,
             )
     data.add(
         "spa",
