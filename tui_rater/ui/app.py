@@ -420,8 +420,16 @@ class RaterApp(QuitWhenSaved):
         self.show_item(self.index + delta, direction=delta)
 
     def action_scroll(self, direction: int) -> None:
+        # one page per key, each from where the last one left the text: Textual's scroll_page_down reads
+        # the offset at the key and moves after the next refresh, so a burst of PageDowns (key repeat
+        # over SSH arrives in bunches) moved one page in all. Queued behind show_item's scroll_home.
         pane = self.query_one("#item", VerticalScroll)
-        (pane.scroll_page_down if direction > 0 else pane.scroll_page_up)(animate=False)
+
+        def page() -> None:
+            step = direction * pane.scrollable_content_region.height
+            pane.scroll_to(y=pane.scroll_y + step, animate=False, immediate=True)
+
+        pane.call_after_refresh(page)
 
     # --- rating --------------------------------------------------------------------------
 

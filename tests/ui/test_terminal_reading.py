@@ -1,0 +1,63 @@
+"""Reading before rating, in a real terminal (tmux at 80x24, TERM=xterm, no mouse): the keys an annotator
+over SSH uses to get through a long text, and the help screen that names them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.support import story_study
+from tests.ui.tmux import TmuxApp, annotate_command, needs_tmux, ratings_in_force
+
+pytestmark = [pytest.mark.terminal, needs_tmux]
+
+# 2,400 numbered words: about 200 lines at 80 columns, some twenty pages of the story pane
+LONG = "START " + " ".join(f"w{i:04d}" for i in range(2400)) + " END-OF-STORY"
+
+
+def top_word(screen: str) -> str:
+    """The first story word on screen (the story pane's top line, under the status line)."""
+    found = re.search(r"\b(START|w\d{4}|END-OF-STORY)\b", screen)
+    return found.group(1) if found else ""
+
+
+def test_a_burst_of_page_downs_reaches_the_end_of_a_long_story(tmp_path):
+    """Key repeat over SSH arrives in bunches: 30 PageDowns in one write move 30 pages (they moved one to
+    three), so the whole story can be read before rating; PageUps in one write come back to its start."""
+    db = story_study(tmp_path / "s.db", [{"id": "long", "prompt": "A prompt.", "story": LONG}])
+    app = TmuxApp(annotate_command(db, "reader", "story"), tmp_path, env="env TERM=xterm")
+    try:
+        app.wait_text("item 1/1", "q quit")
+        app.key(*["PageDown"] * 30)
+        screen = app.wait_text("END-OF-STORY", timeout=10)
+        assert "▶ [·] grammaticality" in screen  # the questions stayed in view
+        app.key(*["PageUp"] * 30)
+        app.wait_screen(lambda s: "START" in s and "Story fragment:" in s, timeout=10)
+        app.keys("4")
+        app.wait_text("▶ [·] cohesiveness")
+    finally:
+        app.close()
+    assert ratings_in_force(db, "reader") == {("long", "grammaticality"): 4.0}
+
+
+def test_page_down_after_moving_on_starts_at_the_next_story_top(tmp_path):
+    """The last rating and a PageDown in one burst: the next story opens at its top, then one page down
+    (the move's scroll to the top must not undo the page, nor the page the move)."""
+    stories = [{"id": f"s{n}", "prompt": "P.", "story": LONG.replace("START", f"START{n}")} for n in range(2)]
+    db = story_study(tmp_path / "s.db", stories)
+    app = TmuxApp(annotate_command(db, "reader", "story"), tmp_path, env="env TERM=xterm")
+    try:
+        app.wait_text("item 1/2", "q quit")
+        app.key("1", "2", "3", "4", "PageDown", "PageDown")
+
+        def page(screen: str) -> int:
+            word = top_word(screen)
+            return int(word[1:]) if "item 2/2" in screen and word.startswith("w") else -1
+
+        # two pages of 11 lines of 12 words, less the instructions' lines on the first (w0191 at 80x24;
+        # one page alone: w0059)
+        screen = app.wait_screen(lambda s: page(s) >= 120, timeout=10)
+        assert page(screen) <= 260
+    finally:
+        app.close()
