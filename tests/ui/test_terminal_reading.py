@@ -61,3 +61,49 @@ def test_page_down_after_moving_on_starts_at_the_next_story_top(tmp_path):
         assert page(screen) <= 260
     finally:
         app.close()
+
+
+def help_rows(screen: str) -> dict[str, str]:
+    """The help screen's rows: description -> the keys it lists (the box's borders left out)."""
+    rows = {}
+    for line in screen.splitlines():
+        found = re.search(r"│\s*(\S.*?)  (\S.*?)\s*│", line)
+        if found:
+            rows[found.group(2)] = found.group(1).strip()
+    return rows
+
+
+def test_the_help_lists_every_key_of_an_action_and_each_does_it(tmp_path):
+    """The help said "↑↓ next question" (↑ goes back), "←→ next item", "question_mark", and never named tab,
+    shift+tab's partner or n: each key it lists now is one that does the action, pressed here."""
+    db = story_study(tmp_path / "s.db")
+    app = TmuxApp(annotate_command(db, "keys", "story"), tmp_path, env="env TERM=xterm")
+    try:
+        app.wait_text("item 1/4", "q quit")
+        app.keys("?")
+        rows = help_rows(app.wait_text("Keys", "this help"))
+        assert rows["next question"].split() == ["↓", "tab"]
+        assert rows["previous question"].split() == ["↑", "shift+tab"]
+        assert rows["next item"].split() == ["→", "n"]
+        assert rows["previous item"].split() == ["←", "p"]
+        assert rows["undo the last rating"].split() == ["u", "^z"]
+        assert rows["this help"] == "?" and "question_mark" not in app.screen()
+        app.key("Escape")
+        app.wait_screen(lambda s: "this help" not in s)
+        tmux_name = {"↓": "Down", "tab": "Tab", "↑": "Up", "shift+tab": "BTab", "→": "Right", "←": "Left"}
+        for forward, back in (("↓", "↑"), ("tab", "shift+tab")):
+            app.key(tmux_name[forward])
+            app.wait_text("▶ [·] cohesiveness")
+            app.key(tmux_name[back])
+            app.wait_text("▶ [·] grammaticality")
+        for forward, back in (("→", "←"), ("n", "p")):
+            app.key(tmux_name.get(forward, forward))
+            app.wait_text("item 2/4")
+            app.key(tmux_name.get(back, back))
+            app.wait_text("item 1/4")
+        app.keys("?")
+        app.wait_text("this help")
+        app.keys("?")  # the key that opens the help closes it too
+        app.wait_screen(lambda s: "this help" not in s)
+    finally:
+        app.close()

@@ -626,12 +626,17 @@ class RaterApp(QuitWhenSaved):
         return safe_text(super().get_key_display(binding), inline=True)
 
     def _keys_for(self, binding_id: str) -> str:
-        if self.options.keymap and binding_id in self.options.keymap:
-            return self.options.keymap[binding_id]
-        for binding in self.BINDINGS:
-            if isinstance(binding, Binding) and binding.id == binding_id:
+        """Every key of an action, as the help screen names them ("↓ tab"): the footer's short forms ("↑↓" for
+        the next question) would name keys that do something else, and leave out tab, n, p."""
+        binding = next((b for b in self.BINDINGS if isinstance(b, Binding) and b.id == binding_id), None)
+        keys = (self.options.keymap or {}).get(binding_id)
+        if keys is None:
+            if binding is None:
+                return "?"
+            if binding_id == "rate":  # one binding per digit: "0-9" names the family
                 return binding.key_display or binding.key
-        return "?"
+            keys = binding.key
+        return " ".join(self.get_key_display(Binding(key.strip(), "")) for key in keys.split(",") if key.strip())
 
 
 def make_app(session: AnnotationSession, options: AppOptions | None = None, judges=None) -> RaterApp:
