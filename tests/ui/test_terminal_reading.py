@@ -4,11 +4,12 @@ over SSH uses to get through a long text, and the help screen that names them.""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from tests.support import story_study
-from tests.ui.tmux import TmuxApp, annotate_command, needs_tmux, ratings_in_force
+from tests.ui.tmux import TmuxApp, all_ratings, annotate_command, needs_tmux, ratings_in_force
 
 pytestmark = [pytest.mark.terminal, needs_tmux]
 
@@ -107,3 +108,56 @@ def test_the_help_lists_every_key_of_an_action_and_each_does_it(tmp_path):
         app.wait_screen(lambda s: "this help" not in s)
     finally:
         app.close()
+
+
+def spa_study(db: Path) -> Path:
+    """Three writers on six prompts, one SPA packet of four: nine questions (six probabilities, three Likert)."""
+    from tui_rater.store import spa
+    from tui_rater.store.study import Study
+
+    study = Study.open(db)
+    rows = [
+        {"id": f"{s}-{i}", "system": s, "prompt": f"Prompt {i}.", "story": f"{s} story {i}. Tick tock."}
+        for i in range(6)
+        for s in ("human", "gpt2", "gpt3")
+    ]
+    study.add_items(study.task("story"), rows)
+    spa.setup(study, ["human", "gpt2", "gpt3"], m=4, packets=1, seed=1)
+    study.close()
+    return db
+
+
+def test_spa_at_80x24_says_how_many_questions_follow_and_saves_what_was_typed(tmp_path):
+    """SPA's nine questions wrap to two lines each at 80 columns: six of them overflowed the questions pane,
+    cutting the last one and the "… 3 questions below" line, so the three Likert questions came unannounced.
+    Every question is answered from the keyboard (digits, Backspace, Enter) and the file holds exactly that."""
+    db = spa_study(tmp_path / "spa.db")
+    app = TmuxApp(annotate_command(db, "spa-rater", "spa"), tmp_path, env="env TERM=xterm")
+    typed = ["55", "45", "100", "0", "70", "30"]
+    try:
+        screen = app.wait_text("item 1/1", "q quit")
+        assert re.search(r"… \d questions below", screen)
+        names = []
+        for value in typed:
+            shown = app.wait_text("type 0-100, then Enter")
+            names.append(re.search(r"▶ \[·\] (p_[A-C]_over_[A-C]):", shown).group(1))
+            app.keys("9")
+            app.key("BSpace")
+            app.keys(value)
+            app.key("Enter")
+            app.wait_text(f"[{value}] {names[-1]}")
+            assert re.search(r"… \d questions (below|above)", app.screen())
+        for value in "423":
+
+            def focused(screen: str) -> str | None:
+                found = re.search(r"▶ \[·\] (likert_[A-C]):", screen)
+                return found.group(1) if found and found.group(1) not in names else None
+
+            names.append(focused(app.wait_screen(focused)))
+            app.keys(value)
+        app.wait_text("1/1 rated")
+    finally:
+        app.close()
+    expected = {("packet-1", name): float(v) for name, v in zip(names, [*typed, "4", "2", "3"])}
+    assert ratings_in_force(db, "spa-rater") == expected
+    assert len(all_ratings(db, "spa-rater")) == 9  # nothing twice

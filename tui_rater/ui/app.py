@@ -285,9 +285,16 @@ class RaterApp(QuitWhenSaved):
         shown = {a: self.shown(self.index, a) for a in self.task_.attribute_names}
         values = {a: value for a, (value, _mark) in shown.items()}
         marks = {a: mark for a, (_value, mark) in shown.items() if mark}
-        self.query_one("#questions", Static).update(
-            questions_text(self.task_, values, self.focus_attr, self.typed, marks=marks)
-        )
+        widget = self.query_one("#questions", Static)
+        # as many questions as the pane holds whole, so "… N questions below" stays in view (SPA's nine
+        # questions wrap to two lines each at 80 columns: six overflowed the pane and hid the count)
+        height = widget.styles.max_height.value if widget.styles.max_height is not None else 12
+        width = max(20, (self.size.width or 80) - 2)
+        for window in range(6, 0, -1):
+            text = questions_text(self.task_, values, self.focus_attr, self.typed, window=window, marks=marks)
+            if len(text.wrap(self.console, width)) <= height:
+                break
+        widget.update(text)
 
     def refresh_status(self) -> None:
         session = self.session
