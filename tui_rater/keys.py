@@ -14,7 +14,10 @@ import unicodedata
 
 # The main screen's actions in the order of the help screen, with its words.
 HELP: tuple[tuple[str, str], ...] = (
-    ("rate", "rate the focused question (1-5; 0-100 scales: digits then Enter; a/b/c choices)"),
+    (
+        "rate",
+        "rate the focused question with the keys shown under it: 1-5; 0-100: digits, then Enter; A / B / tie: a b t",
+    ),
     ("next_attribute", "next question"),
     ("prev_attribute", "previous question"),
     ("next_item", "next item"),
@@ -24,7 +27,7 @@ HELP: tuple[tuple[str, str], ...] = (
     ("flag", "flag this item"),
     ("comment", "comment on this item"),
     ("goto", "go to an item"),
-    ("agreement", "live agreement: humans vs each LLM judge"),
+    ("agreement", "live agreement: humans vs each LLM judge (^a where a answers A)"),
     ("scroll_down", "scroll the text"),
     ("scroll_up", "scroll the text back"),
     ("help", "this help"),

@@ -94,8 +94,9 @@ class TmuxApp:
         """Type ``text`` as one burst (one write to the terminal)."""
         self._tmux("send-keys", "-t", "app", "-l", text)
 
-    def key(self, name: str) -> None:
-        self._tmux("send-keys", "-t", "app", name)
+    def key(self, *names: str) -> None:
+        """Press named keys ("PageDown", "Enter"); several at once are one burst."""
+        self._tmux("send-keys", "-t", "app", *names)
 
     def running(self) -> bool:
         return _alive(self.pid)

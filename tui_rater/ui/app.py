@@ -285,9 +285,16 @@ class RaterApp(QuitWhenSaved):
         shown = {a: self.shown(self.index, a) for a in self.task_.attribute_names}
         values = {a: value for a, (value, _mark) in shown.items()}
         marks = {a: mark for a, (_value, mark) in shown.items() if mark}
-        self.query_one("#questions", Static).update(
-            questions_text(self.task_, values, self.focus_attr, self.typed, marks=marks)
-        )
+        widget = self.query_one("#questions", Static)
+        # as many questions as the pane holds whole, so "… N questions below" stays in view (SPA's nine
+        # questions wrap to two lines each at 80 columns: six overflowed the pane and hid the count)
+        height = widget.styles.max_height.value if widget.styles.max_height is not None else 12
+        width = max(20, (self.size.width or 80) - 2)
+        for window in range(6, 0, -1):
+            text = questions_text(self.task_, values, self.focus_attr, self.typed, window=window, marks=marks)
+            if len(text.wrap(self.console, width)) <= height:
+                break
+        widget.update(text)
 
     def refresh_status(self) -> None:
         session = self.session
@@ -420,8 +427,16 @@ class RaterApp(QuitWhenSaved):
         self.show_item(self.index + delta, direction=delta)
 
     def action_scroll(self, direction: int) -> None:
+        # one page per key, each from where the last one left the text: Textual's scroll_page_down reads
+        # the offset at the key and moves after the next refresh, so a burst of PageDowns (key repeat
+        # over SSH arrives in bunches) moved one page in all. Queued behind show_item's scroll_home.
         pane = self.query_one("#item", VerticalScroll)
-        (pane.scroll_page_down if direction > 0 else pane.scroll_page_up)(animate=False)
+
+        def page() -> None:
+            step = direction * pane.scrollable_content_region.height
+            pane.scroll_to(y=pane.scroll_y + step, animate=False, immediate=True)
+
+        pane.call_after_refresh(page)
 
     # --- rating --------------------------------------------------------------------------
 
@@ -618,12 +633,17 @@ class RaterApp(QuitWhenSaved):
         return safe_text(super().get_key_display(binding), inline=True)
 
     def _keys_for(self, binding_id: str) -> str:
-        if self.options.keymap and binding_id in self.options.keymap:
-            return self.options.keymap[binding_id]
-        for binding in self.BINDINGS:
-            if isinstance(binding, Binding) and binding.id == binding_id:
+        """Every key of an action, as the help screen names them ("↓ tab"): the footer's short forms ("↑↓" for
+        the next question) would name keys that do something else, and leave out tab, n, p."""
+        binding = next((b for b in self.BINDINGS if isinstance(b, Binding) and b.id == binding_id), None)
+        keys = (self.options.keymap or {}).get(binding_id)
+        if keys is None:
+            if binding is None:
+                return "?"
+            if binding_id == "rate":  # one binding per digit: "0-9" names the family
                 return binding.key_display or binding.key
-        return "?"
+            keys = binding.key
+        return " ".join(self.get_key_display(Binding(key.strip(), "")) for key in keys.split(",") if key.strip())
 
 
 def make_app(session: AnnotationSession, options: AppOptions | None = None, judges=None) -> RaterApp:
