@@ -103,6 +103,20 @@ def test_distribution_low_mass_is_a_typed_failure():
     assert 5.0 not in values and np.mean(values) == pytest.approx(ok.details["expected"], abs=0.08)
 
 
+def test_probabilities_adding_up_to_more_than_one_are_no_distribution():
+    """Options' next-token probabilities add up to at most 1. More is no distribution (logits sent as logprobs, a
+    token counted under two options): every sample a typed failure, never a renormalised draw."""
+    likert = protocols.of(LIKABILITY)
+    args = dict(samples=3, temperature=1.0, top_p=0.9, seed=1, min_mass=0.5)
+    reading = likert.read_distribution({"1": 0.2, "2": 0.3, "3": 0.5, "4": 0.5, "5": 0.3}, LIKABILITY, "plain", **args)
+    assert [s.status for s in reading.samples] == ["not_probabilities"] * 3
+    assert [s.value for s in reading.samples] == [None] * 3 and "distribution" not in reading.details
+    assert reading.details["mass"] == pytest.approx(1.8)
+    # a softmax's rounding (a mass of 1 + 1e-7) is still a distribution
+    rounded = likert.read_distribution({"1": 0.5000001, "2": 0.5}, LIKABILITY, "plain", **args)
+    assert {s.status for s in rounded.samples} == {"ok"}
+
+
 def test_distribution_of_a_pair_is_canonical_per_draw():
     pairwise = protocols.of(PREFERENCE)
     reading = pairwise.read_distribution(

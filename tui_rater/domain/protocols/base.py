@@ -45,9 +45,13 @@ FAILURES = (
     "truncated",  # the reply hit max_tokens before its (reason-first) answer
     "low_mass",  # too little next-token probability on the scale's options to call it an answer
     "incomplete",  # the server gave too few options' probabilities to know the distribution
+    "not_probabilities",  # the options' "probabilities" add up to more than 1: not a distribution at all
     "no_answer_token",  # neither option of a yes/no question among the top tokens (implicit score)
 )
 TEXT_MODES = ("text", "constrained")
+# Next-token probabilities of distinct tokens add up to at most 1; float rounding of a softmax stays far below this
+# slack, a server that sends logits, counts a token twice or sends garbage does not (1.8 was accepted, renormalised)
+MAX_MASS = 1.001
 # An option the server gave no probability for may hold at most this share of the scored options'
 # mass, else the distribution is not known well enough to draw from (issue 13, item 3).
 MAX_UNSCORED_SHARE = 0.01
@@ -321,7 +325,8 @@ class EvaluationProtocol:
 
         ``raw`` holds each option's probability as the model gave it (not renormalised). When
         less than ``min_mass`` of the next-token probability falls on the options, the model
-        was not answering the question: every sample is stored as ``low_mass``. Options in
+        was not answering the question: every sample is stored as ``low_mass``; more than ``MAX_MASS`` is no
+        distribution at all (``not_probabilities``). Options in
         ``unscored`` have a spelling the server gave no probability for, together at most
         ``unscored_mass_at_most``: when that could move the distribution by more than
         ``MAX_UNSCORED_SHARE``, every sample is ``incomplete`` -- never a renormalised guess.
@@ -336,6 +341,9 @@ class EvaluationProtocol:
         if unscored:
             details["unscored"] = list(unscored)
             details["unscored_mass_at_most"] = unknown
+        if mass > MAX_MASS:
+            details["max_mass"] = MAX_MASS
+            return DistributionReading([Reading(None, "not_probabilities") for _ in range(samples)], details)
         if not math.isfinite(mass) or mass <= 0 or mass + unknown < min_mass:
             details["min_mass"] = min_mass
             return DistributionReading([Reading(None, "low_mass") for _ in range(samples)], details)
