@@ -93,6 +93,39 @@ def test_bad_rating_files(case, tmp_path, cli, study_file):
     assert digest(study_file) == before
 
 
+def test_a_humans_rating_under_another_sample_is_left_out_of_the_report_and_said(tmp_path, cli, study_file):
+    """A study written by an earlier import-ratings may hold a person's second rating of an item under sample 1.
+    It is never in force: every table uses the sample-0 rating (the reports kept one of the two by row order),
+    and the report says how many were left out."""
+    import sqlite3
+
+    good = tmp_path / "r.csv"
+    good.write_text("item,rater,attribute,value\na,t1,likability,1\nb,t1,likability,3\n")
+    assert cli("import-ratings", good, "--db", study_file)[0] == 0
+    conn = sqlite3.connect(study_file)
+    with conn:  # what the old import wrote: the same row again, under sample 1, with another value
+        conn.execute(
+            "INSERT INTO ratings (item_key, rater_id, attribute, value, sample, presentation, raw, parse_status, "
+            "created_at, retracted, details) SELECT item_key, rater_id, attribute, 5, 1, presentation, raw, "
+            "parse_status, created_at, retracted, details FROM ratings WHERE value = 1"
+        )
+    conn.close()
+    code, out, err = cli("report", "--db", study_file, "--task", "story", "--format", "json")
+    assert code == 0, err
+    assert "note: 1 rating(s) by t1 under a sample other than 0 are left out of every table" in err
+    records = json.loads(out)["tasks"]["story"]
+    [mean] = [
+        r
+        for r in records
+        if (r["table"], r["statistic"], r["evaluator"], r["attribute"], r["system"])
+        == ("table12", "mean", "t1", "likability", "human")
+    ]
+    assert (mean["value"], mean["n"]) == (1.0, 1), mean  # item a (human): sample 0's 1, not sample 1's 5
+    assert cli("export", "--db", study_file, "--what", "ratings", "--out", tmp_path / "r.jsonl")[0] == 0
+    exported = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert sorted(r["value"] for r in exported) == [1.0, 3.0]
+
+
 def test_conflicting_rating_reimport_changes_nothing(tmp_path, cli, study_file):
     good = tmp_path / "r.csv"
     good.write_text("item,rater,attribute,value\na,t1,likability,3\n")

@@ -110,6 +110,12 @@ def cmd_report(args, settings) -> int:
         check_output_target(args.out, study.path)  # before the work: never over a study or any SQLite file
     tau = None if args.no_spa_filter else args.spa_tau
     tasks = [args.task] if args.task else None
+    for annotator, count in study.stray_human_samples(args.task).items():
+        say(
+            f"note: {count} rating(s) by {annotator} under a sample other than 0 are left "
+            "out of every table: a person rates an item once (sample 0)",
+            err=True,
+        )
     reports = {} if args.format == "html" else build_reports(study, tasks, tau, verdict)
     if args.format == "table" and not args.out:
         console = make_console()

@@ -44,9 +44,13 @@ class Rater:
 # The one definition of "the ratings in force" (a FROM clause, aliases r, i, ra): not retracted,
 # not a retest (a blind second rating never replaces the first: store/retest.py reads those), and
 # for each (item, attribute, rater, presentation, sample) the latest -- a changed mind replaces,
-# undo retracts.
-RATINGS_IN_FORCE = """ratings r
+# undo retracts. Samples are a judge's repeated readings: a person rates an item once (sample 0), and
+# a person's rating under another sample (earlier versions' import-ratings took them) is never in force -- else every
+# table would keep one of the two, by row order (``stray_human_samples`` counts them, the report says so).
+HUMAN_RATERS = "SELECT id FROM raters WHERE kind = 'human'"
+RATINGS_IN_FORCE = f"""ratings r
     JOIN (SELECT max(id) AS id FROM ratings WHERE retracted = 0 AND retest_of IS NULL
+                 AND (sample = 0 OR rater_id NOT IN ({HUMAN_RATERS}))
           GROUP BY item_key, attribute, rater_id, presentation, sample) latest ON latest.id = r.id
     JOIN items i ON i.key = r.item_key
     JOIN raters ra ON ra.id = r.rater_id"""
@@ -320,6 +324,18 @@ class Study:
                 [item_key, rater_id, kind, attribute, rating_id, text, utc_now()],
             )
             return inserted_id(cur)
+
+    def stray_human_samples(self, task: str | None = None) -> dict[str, int]:
+        """Per annotator, how many (item, attribute) they hold ratings of under a sample other than 0: none is
+        in force (``RATINGS_IN_FORCE``)."""
+        rows = self.db.conn.execute(
+            f"""SELECT ra.name, count(DISTINCT r.item_key || ' ' || r.attribute) FROM ratings r
+                JOIN raters ra ON ra.id = r.rater_id JOIN items i ON i.key = r.item_key
+                WHERE ra.kind = 'human' AND r.sample != 0 AND r.retracted = 0 AND r.retest_of IS NULL
+                {"AND i.task = ?" if task else ""} GROUP BY ra.name ORDER BY ra.name""",
+            [task] if task else [],
+        )
+        return dict(rows.fetchall())
 
     def current_ratings(self, task: str | None = None) -> list[dict[str, Any]]:
         """The ratings in force: not retracted, and the latest per (item, attribute, rater, sample)."""
