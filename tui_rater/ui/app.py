@@ -485,12 +485,21 @@ class RaterApp(QuitWhenSaved):
 
     def answer(self, value: float) -> None:
         """The focused question answered: save it, then on to the next question or item at once
-        (the screen shows the rating as unsaved until its commit is reported)."""
-        index, attribute = self.index, self.task_.attributes[self.focus_attr].name
+        (the screen shows the rating as unsaved until its commit is reported).
+
+        A correction of a complete item moves to the next question, and only its last question moves on
+        (README: "after the last question the next item appears"): an annotator fixing two questions is not
+        thrown onto the next item after the first, nor shown the reveal again after each."""
+        index, position = self.index, self.focus_attr
+        attribute = self.task_.attributes[position].name
+        correcting = self.item_complete(index)
         now = time.monotonic()
         seconds, self.shown_at = now - self.shown_at, now
         self.save_rating(index, attribute, value, seconds=round(seconds, 3))
-        if self.item_complete(index):
+        if correcting and position < len(self.task_.attributes) - 1:
+            self.action_attribute(1)
+            self.refresh_status()
+        elif self.item_complete(index):
             if self.options.reveal:
                 self.refresh_questions()
                 self.refresh_status()
