@@ -3,6 +3,8 @@ a key, what the footer and the questions pane promise, and what the file holds a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.support import story_study
@@ -77,3 +79,99 @@ def test_with_reveal_a_correction_reopens_the_reveal_only_after_the_last_questio
         ("s0", "likability"): 2.0,
         ("s0", "relevance"): 4.0,
     }
+
+
+PAIRS = [
+    {"id": f"p{i}", "prompt": f"Prompt {i}.", "story_a": f"Storyline A{i}.", "story_b": f"Storyline B{i}."}
+    for i in range(3)
+]
+
+
+def pairwise_study(db: Path) -> Path:
+    from tui_rater.store.study import Study
+
+    study = Study.open(db)
+    study.add_items(study.task("story-pairwise"), PAIRS)
+    study.close()
+    return db
+
+
+def footer(screen: str) -> str:
+    return screen.rstrip("\n").splitlines()[-1]
+
+
+def test_the_pairwise_footer_names_the_key_that_opens_the_agreement_pane(tmp_path):
+    """On an A / B / tie screen `a` answers A; the footer said "a stat" all the same. It names ^a there, which
+    opens the pane, and `a` still answers A."""
+    db = pairwise_study(tmp_path / "p.db")
+    app = TmuxApp(annotate_command(db, "chooser", "story-pairwise"), tmp_path, env="env TERM=xterm")
+    try:
+        screen = app.wait_text("item 1/3", "q quit")
+        line = footer(screen)
+        assert "^a stat" in line and "a stat" not in line.replace("^a stat", ""), line
+        app.key("C-a")
+        app.wait_text("back to rating")
+        app.key("Escape")
+        app.wait_text("item 1/3", "q quit")
+        app.keys("a")
+        app.wait_text("item 2/3")
+    finally:
+        app.close()
+    assert ratings_in_force(db, "chooser") == {("p0", "preference"): 0.0}
+
+
+def test_the_footer_keeps_a_for_the_agreement_pane_where_a_answers_nothing(tmp_path):
+    db = story_study(tmp_path / "s.db")
+    app = TmuxApp(annotate_command(db, "rater", "story"), tmp_path, env="env TERM=xterm")
+    try:
+        line = footer(app.wait_text("item 1/4", "q quit"))
+        assert " a stat" in line and "^a" not in line, line
+    finally:
+        app.close()
+
+
+MIXED_TASK = """
+[[task]]
+name = "mixed"
+fields = ["prompt", "story_a", "story_b"]
+
+[[task.attributes]]
+name = "preference"
+question = "Which storyline is better?"
+protocol = "pairwise"
+params = { first = "story_a", second = "story_b" }
+scale = { kind = "choice", choices = ["Storyline-1", "Storyline-2", "Both are equally good"] }
+
+[[task.attributes]]
+name = "fluency"
+question = "How fluent is Storyline-1?"
+scale = { kind = "likert", low = 1, high = 5 }
+"""
+
+
+def test_the_footer_follows_the_focused_question_in_a_task_mixing_pairwise_and_likert(tmp_path):
+    """`a` answers the pairwise question and opens the agreement pane on the Likert one: the footer says which,
+    as the focus moves between them (and after an answer moves it)."""
+    from tui_rater.store.study import Study
+
+    task_file = tmp_path / "mixed.toml"
+    task_file.write_text(MIXED_TASK)
+    study = Study.open(tmp_path / "m.db", task_files=[task_file])
+    task = study.task("mixed")
+    study.remember_task(task)
+    study.add_items(task, PAIRS)
+    study.close()
+    app = TmuxApp(annotate_command(tmp_path / "m.db", "mixer", "mixed"), tmp_path, env="env TERM=xterm")
+    try:
+        assert "^a stat" in footer(app.wait_text("▶ [·] preference", "q quit"))
+        app.key("Down")
+        assert " a stat" in footer(app.wait_screen(lambda s: "▶ [·] fluency" in s and " a stat" in footer(s)))
+        app.key("Up")
+        app.wait_screen(lambda s: "▶ [·] preference" in s and "^a stat" in footer(s))
+        app.keys("b")  # answers B, then the focus is on fluency
+        app.wait_screen(lambda s: "▶ [·] fluency" in s and " a stat" in footer(s))
+        app.keys("a")  # on the Likert question `a` is the agreement pane's key
+        app.wait_text("back to rating")
+    finally:
+        app.close()
+    assert ratings_in_force(tmp_path / "m.db", "mixer") == {("p0", "preference"): 1.0}

@@ -23,6 +23,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.driver import Driver
 from textual.message import Message
+from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui_rater.domain import protocols
@@ -77,6 +78,16 @@ class RevealReady(Message):
         self.index, self.others, self.error = index, others, error
 
 
+class RatingScreen(Screen):
+    """The main screen. It takes the focused question's choice letters (pairwise a / b / t) for itself, so
+    Textual leaves the app's bindings of those keys out of the footer and the key dispatch: on an A / B / tie
+    screen the footer names ^a for the agreement pane, not `a`, which answers A there."""
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        app = self.app
+        return isinstance(app, RaterApp) and character is not None and character in app.answer_letters
+
+
 class RaterApp(QuitWhenSaved):
     CSS_PATH = "app.tcss"
     TITLE = "tui-rater"
@@ -113,6 +124,7 @@ class RaterApp(QuitWhenSaved):
         self.closing = threading.Event()
         self.index = session.resume_index()
         self.focus_attr = session.first_unrated_attribute(self.index)
+        self.answer_letters = self.choice_letters()  # what the footer was last drawn for
         self.typed = ""
         self.shown_at = time.monotonic()
         self.writer: StoreWriter | None = None
@@ -133,6 +145,9 @@ class RaterApp(QuitWhenSaved):
         return self.stop_signal is not None or self.closing.is_set()
 
     # --- layout --------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen:
+        return RatingScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
@@ -281,7 +296,17 @@ class RaterApp(QuitWhenSaved):
         if protocols.of(attribute).layout(attribute) != "stacked":
             self.refresh_item(event.size.width)
 
+    def choice_letters(self) -> tuple[str, ...]:
+        """The focused question's answer keys that are letters (pairwise a / b / t): they answer it, ahead of
+        the app's bindings of the same keys (``on_key``, ``RatingScreen``)."""
+        attribute = self.task_.attributes[self.focus_attr]
+        human = protocols.of(attribute).human_input(attribute)
+        return tuple(key for key in human.keys if not key.isdigit()) if human.kind == "key" else ()
+
     def refresh_questions(self) -> None:
+        if self.choice_letters() != self.answer_letters:  # a task mixing pairwise and other questions
+            self.answer_letters = self.choice_letters()
+            self.refresh_bindings()  # the footer: `a` or ^a for the agreement pane
         shown = {a: self.shown(self.index, a) for a in self.task_.attribute_names}
         values = {a: value for a, (value, _mark) in shown.items()}
         marks = {a: mark for a, (_value, mark) in shown.items() if mark}
@@ -478,7 +503,7 @@ class RaterApp(QuitWhenSaved):
         attribute = self.task_.attributes[self.focus_attr]
         human = protocols.of(attribute).human_input(attribute)
         character = event.character
-        if human.kind == "key" and character and not character.isdigit() and character in human.keys:
+        if character and character in self.choice_letters():
             event.stop()
             event.prevent_default()
             self.answer(human.values[human.keys.index(character)])
