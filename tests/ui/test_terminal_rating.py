@@ -175,3 +175,54 @@ def test_the_footer_follows_the_focused_question_in_a_task_mixing_pairwise_and_l
     finally:
         app.close()
     assert ratings_in_force(tmp_path / "m.db", "mixer") == {("p0", "preference"): 1.0}
+
+
+TIE = "Both storylines are equally well-written and consistent with the beginning of the story."
+
+
+def hint_line(screen: str) -> str:
+    return next(line.strip() for line in screen.splitlines() if line.strip().startswith("a = "))
+
+
+@pytest.mark.parametrize(("size", "whole"), [((80, 24), False), ((140, 30), True)])
+def test_a_choice_hint_cut_to_the_width_says_so_and_is_whole_where_it_fits(tmp_path, size, whole):
+    """The tie's label was cut at 28 characters with nothing to say so ("t = Both storylines are equally"). At
+    80 columns it is cut to the line and ends in "…"; at 140 columns the whole label is shown."""
+    db = pairwise_study(tmp_path / "p.db")
+    # pytest's child processes inherit COLUMNS=80 (Textual would draw 80 columns in a wider terminal)
+    env = "env -u COLUMNS -u LINES TERM=xterm"
+    app = TmuxApp(annotate_command(db, "chooser", "story-pairwise"), tmp_path, size=size, env=env)
+    try:
+        screen = app.wait_text("item 1/3", "q quit")
+        if whole:  # the first frame may be drawn before the terminal's size is known
+            screen = app.wait_screen(lambda s: hint_line(s).endswith(TIE))
+        line = hint_line(screen)
+    finally:
+        app.close()
+    assert line.startswith("a = Storyline-1  b = Storyline-2  t = Both storylines are equally"), line
+    tie = line.split("t = ", 1)[1]
+    if whole:
+        assert tie == TIE, line
+    else:  # cut where the line ends (two columns of padding, five of indent), and says so
+        assert tie.endswith("…") and TIE.startswith(tie[:-1]) and len(line) == size[0] - 7, line
+
+
+def test_long_choice_labels_give_way_longest_first_and_each_cut_one_says_so():
+    from tui_rater.domain.questions import Attribute, Choice, Scale
+    from tui_rater.ui.render import scale_hint
+
+    labels = ("Short", "A middling label here", "A very long label that goes on and on and on")
+    choices = tuple(Choice(chr(65 + i), label) for i, label in enumerate(labels))
+    attribute = Attribute("pick", "Which?", Scale("choice", 0, 2, choices=choices))
+    assert (
+        scale_hint(attribute) == scale_hint(attribute, 200) == "1 = Short  2 = A middling label here  3 = " + labels[2]
+    )
+    for width in (70, 50, 36):
+        hint = scale_hint(attribute, width)
+        assert len(hint) <= width and hint.startswith("1 = Short  2 = "), hint
+        parts = hint.split("  ")
+        assert [p[:4] for p in parts] == ["1 = ", "2 = ", "3 = "], hint
+        for part, label in zip(parts, labels):
+            shown = part[4:]
+            assert shown == label or (shown.endswith("…") and label.startswith(shown[:-1])), hint
+    assert scale_hint(attribute, 10).endswith("…") and len(scale_hint(attribute, 10)) == 10

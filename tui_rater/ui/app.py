@@ -295,6 +295,7 @@ class RaterApp(QuitWhenSaved):
         attribute = self.task_.attributes[self.focus_attr]
         if protocols.of(attribute).layout(attribute) != "stacked":
             self.refresh_item(event.size.width)
+        self.refresh_questions()  # the answer keys' line is cut to the width, and the questions that fit depend on it
 
     def choice_letters(self) -> tuple[str, ...]:
         """The focused question's answer keys that are letters (pairwise a / b / t): they answer it, ahead of
@@ -316,7 +317,9 @@ class RaterApp(QuitWhenSaved):
         height = widget.styles.max_height.value if widget.styles.max_height is not None else 12
         width = max(20, (self.size.width or 80) - 2)
         for window in range(6, 0, -1):
-            text = questions_text(self.task_, values, self.focus_attr, self.typed, window=window, marks=marks)
+            text = questions_text(
+                self.task_, values, self.focus_attr, self.typed, window=window, marks=marks, width=width
+            )
             if len(text.wrap(self.console, width)) <= height:
                 break
         widget.update(text)
