@@ -109,6 +109,8 @@ class RaterApp(QuitWhenSaved):
         Binding("g", "goto", "go", id="goto"),
         Binding("pageup", "scroll(-1)", "scroll", show=False, id="scroll_up"),
         Binding("pagedown", "scroll(1)", "scroll", show=False, id="scroll_down"),
+        Binding("home", "scroll_edge(0)", "top", show=False, id="scroll_home"),
+        Binding("end", "scroll_edge(1)", "end", show=False, id="scroll_end"),
         Binding("a,ctrl+a", "agreement", "stat", id="agreement"),
         Binding("question_mark", "help", "help", id="help"),
         Binding("q", "quit", "quit", id="quit"),
@@ -222,6 +224,7 @@ class RaterApp(QuitWhenSaved):
             "comment",
             "goto",
             "scroll",
+            "scroll_edge",
             "help",
             "agreement",
         }
@@ -465,6 +468,14 @@ class RaterApp(QuitWhenSaved):
             pane.scroll_to(y=pane.scroll_y + step, animate=False, immediate=True)
 
         pane.call_after_refresh(page)
+
+    def action_scroll_edge(self, end: int) -> None:
+        # a 100,000-character story is some 130 pages: Home / End go to its top / end at once (queued like a
+        # page, behind show_item's scroll_home, so End in the burst that moved on reaches the new story's end)
+        pane = self.query_one("#item", VerticalScroll)
+        pane.call_after_refresh(
+            lambda: pane.scroll_to(y=pane.max_scroll_y if end else 0, animate=False, immediate=True)
+        )
 
     # --- rating --------------------------------------------------------------------------
 
