@@ -14,10 +14,8 @@ import unicodedata
 
 # The main screen's actions in the order of the help screen, with its words.
 HELP: tuple[tuple[str, str], ...] = (
-    (
-        "rate",
-        "rate the focused question with the keys shown under it: 1-5; 0-100: digits, then Enter; A / B / tie: a b t",
-    ),
+    # one line each at 80x24, so every row is in view without scrolling the help
+    ("rate", "rate: keys under the question (0-100: digits, Enter)"),
     ("next_attribute", "next question"),
     ("prev_attribute", "previous question"),
     ("next_item", "next item"),
@@ -27,9 +25,11 @@ HELP: tuple[tuple[str, str], ...] = (
     ("flag", "flag this item"),
     ("comment", "comment on this item"),
     ("goto", "go to an item"),
-    ("agreement", "live agreement: humans vs each LLM judge (^a where a answers A)"),
+    ("agreement", "live agreement pane (^a where a answers A)"),
     ("scroll_down", "scroll the text"),
     ("scroll_up", "scroll the text back"),
+    ("scroll_home", "the text's top"),
+    ("scroll_end", "the text's end"),
     ("help", "this help"),
     ("quit", "quit (once every rating is in the file)"),
 )

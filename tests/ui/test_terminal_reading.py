@@ -64,10 +64,33 @@ def test_page_down_after_moving_on_starts_at_the_next_story_top(tmp_path):
         app.close()
 
 
+def test_home_and_end_go_to_the_top_and_the_end_of_a_long_story(tmp_path):
+    """A 100,000-character story is some 130 pages of PageDown: End shows its end at once, Home its top again;
+    End in the burst of the rating that moved on shows the next story's end (not the last one's, nor its top)."""
+    stories = [{"id": f"s{n}", "prompt": "P.", "story": LONG.replace("START", f"START{n}")} for n in range(2)]
+    db = story_study(tmp_path / "s.db", stories)
+    app = TmuxApp(annotate_command(db, "reader", "story"), tmp_path, env="env TERM=xterm")
+    try:
+        app.wait_text("item 1/2", "q quit")
+        app.key("End")
+        screen = app.wait_text("END-OF-STORY", timeout=10)
+        assert "START0" not in screen and "▶ [·] grammaticality" in screen
+        app.key("Home")
+        app.wait_screen(lambda s: "START0" in s and "END-OF-STORY" not in s, timeout=10)
+        app.key("1", "2", "3", "4", "End")
+        screen = app.wait_screen(lambda s: "item 2/2" in s and "END-OF-STORY" in s, timeout=10)
+        assert "START1" not in screen
+        app.key("Home")
+        app.wait_screen(lambda s: "START1" in s and "END-OF-STORY" not in s, timeout=10)
+    finally:
+        app.close()
+
+
 def help_rows(screen: str) -> dict[str, str]:
     """The help screen's rows: description -> the keys it lists (the box's borders left out)."""
     rows = {}
     for line in screen.splitlines():
+        line = re.sub(r"[▁▂▃▄▅▆▇█]+ ?│", " │", line)  # the box's scroll bar (the note below the rows)
         found = re.search(r"│\s*(\S.*?)  (\S.*?)\s*│", line)
         if found:
             rows[found.group(2)] = found.group(1).strip()
@@ -88,7 +111,10 @@ def test_the_help_lists_every_key_of_an_action_and_each_does_it(tmp_path):
         assert rows["next item"].split() == ["→", "n"]
         assert rows["previous item"].split() == ["←", "p"]
         assert rows["undo the last rating"].split() == ["u", "^z"]
+        assert rows["scroll the text"] == "pgdn" and rows["scroll the text back"] == "pgup"
+        assert rows["the text's top"] == "home" and rows["the text's end"] == "end"
         assert rows["this help"] == "?" and "question_mark" not in app.screen()
+        assert rows["quit (once every rating is in the file)"] == "q"  # every row in view at 80x24
         app.key("Escape")
         app.wait_screen(lambda s: "this help" not in s)
         tmux_name = {"↓": "Down", "tab": "Tab", "↑": "Up", "shift+tab": "BTab", "→": "Right", "←": "Left"}

@@ -23,6 +23,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.driver import Driver
 from textual.message import Message
+from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui_rater.domain import protocols
@@ -77,6 +78,16 @@ class RevealReady(Message):
         self.index, self.others, self.error = index, others, error
 
 
+class RatingScreen(Screen):
+    """The main screen. It takes the focused question's choice letters (pairwise a / b / t) for itself, so
+    Textual leaves the app's bindings of those keys out of the footer and the key dispatch: on an A / B / tie
+    screen the footer names ^a for the agreement pane, not `a`, which answers A there."""
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        app = self.app
+        return isinstance(app, RaterApp) and character is not None and character in app.answer_letters
+
+
 class RaterApp(QuitWhenSaved):
     CSS_PATH = "app.tcss"
     TITLE = "tui-rater"
@@ -98,6 +109,8 @@ class RaterApp(QuitWhenSaved):
         Binding("g", "goto", "go", id="goto"),
         Binding("pageup", "scroll(-1)", "scroll", show=False, id="scroll_up"),
         Binding("pagedown", "scroll(1)", "scroll", show=False, id="scroll_down"),
+        Binding("home", "scroll_edge(0)", "top", show=False, id="scroll_home"),
+        Binding("end", "scroll_edge(1)", "end", show=False, id="scroll_end"),
         Binding("a,ctrl+a", "agreement", "stat", id="agreement"),
         Binding("question_mark", "help", "help", id="help"),
         Binding("q", "quit", "quit", id="quit"),
@@ -113,6 +126,7 @@ class RaterApp(QuitWhenSaved):
         self.closing = threading.Event()
         self.index = session.resume_index()
         self.focus_attr = session.first_unrated_attribute(self.index)
+        self.answer_letters = self.choice_letters()  # what the footer was last drawn for
         self.typed = ""
         self.shown_at = time.monotonic()
         self.writer: StoreWriter | None = None
@@ -133,6 +147,9 @@ class RaterApp(QuitWhenSaved):
         return self.stop_signal is not None or self.closing.is_set()
 
     # --- layout --------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen:
+        return RatingScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
@@ -207,6 +224,7 @@ class RaterApp(QuitWhenSaved):
             "comment",
             "goto",
             "scroll",
+            "scroll_edge",
             "help",
             "agreement",
         }
@@ -280,8 +298,19 @@ class RaterApp(QuitWhenSaved):
         attribute = self.task_.attributes[self.focus_attr]
         if protocols.of(attribute).layout(attribute) != "stacked":
             self.refresh_item(event.size.width)
+        self.refresh_questions()  # the answer keys' line is cut to the width, and the questions that fit depend on it
+
+    def choice_letters(self) -> tuple[str, ...]:
+        """The focused question's answer keys that are letters (pairwise a / b / t): they answer it, ahead of
+        the app's bindings of the same keys (``on_key``, ``RatingScreen``)."""
+        attribute = self.task_.attributes[self.focus_attr]
+        human = protocols.of(attribute).human_input(attribute)
+        return tuple(key for key in human.keys if not key.isdigit()) if human.kind == "key" else ()
 
     def refresh_questions(self) -> None:
+        if self.choice_letters() != self.answer_letters:  # a task mixing pairwise and other questions
+            self.answer_letters = self.choice_letters()
+            self.refresh_bindings()  # the footer: `a` or ^a for the agreement pane
         shown = {a: self.shown(self.index, a) for a in self.task_.attribute_names}
         values = {a: value for a, (value, _mark) in shown.items()}
         marks = {a: mark for a, (_value, mark) in shown.items() if mark}
@@ -291,7 +320,9 @@ class RaterApp(QuitWhenSaved):
         height = widget.styles.max_height.value if widget.styles.max_height is not None else 12
         width = max(20, (self.size.width or 80) - 2)
         for window in range(6, 0, -1):
-            text = questions_text(self.task_, values, self.focus_attr, self.typed, window=window, marks=marks)
+            text = questions_text(
+                self.task_, values, self.focus_attr, self.typed, window=window, marks=marks, width=width
+            )
             if len(text.wrap(self.console, width)) <= height:
                 break
         widget.update(text)
@@ -438,6 +469,14 @@ class RaterApp(QuitWhenSaved):
 
         pane.call_after_refresh(page)
 
+    def action_scroll_edge(self, end: int) -> None:
+        # a 100,000-character story is some 130 pages: Home / End go to its top / end at once (queued like a
+        # page, behind show_item's scroll_home, so End in the burst that moved on reaches the new story's end)
+        pane = self.query_one("#item", VerticalScroll)
+        pane.call_after_refresh(
+            lambda: pane.scroll_to(y=pane.max_scroll_y if end else 0, animate=False, immediate=True)
+        )
+
     # --- rating --------------------------------------------------------------------------
 
     def action_digit(self, digit: str) -> None:
@@ -478,19 +517,28 @@ class RaterApp(QuitWhenSaved):
         attribute = self.task_.attributes[self.focus_attr]
         human = protocols.of(attribute).human_input(attribute)
         character = event.character
-        if human.kind == "key" and character and not character.isdigit() and character in human.keys:
+        if character and character in self.choice_letters():
             event.stop()
             event.prevent_default()
             self.answer(human.values[human.keys.index(character)])
 
     def answer(self, value: float) -> None:
         """The focused question answered: save it, then on to the next question or item at once
-        (the screen shows the rating as unsaved until its commit is reported)."""
-        index, attribute = self.index, self.task_.attributes[self.focus_attr].name
+        (the screen shows the rating as unsaved until its commit is reported).
+
+        A correction of a complete item moves to the next question, and only its last question moves on
+        (README: "after the last question the next item appears"): an annotator fixing two questions is not
+        thrown onto the next item after the first, nor shown the reveal again after each."""
+        index, position = self.index, self.focus_attr
+        attribute = self.task_.attributes[position].name
+        correcting = self.item_complete(index)
         now = time.monotonic()
         seconds, self.shown_at = now - self.shown_at, now
         self.save_rating(index, attribute, value, seconds=round(seconds, 3))
-        if self.item_complete(index):
+        if correcting and position < len(self.task_.attributes) - 1:
+            self.action_attribute(1)
+            self.refresh_status()
+        elif self.item_complete(index):
             if self.options.reveal:
                 self.refresh_questions()
                 self.refresh_status()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from tui_rater.domain import protocols
@@ -42,12 +43,39 @@ def item_text(task: Task, item: Item, attribute: Attribute, *, show_system: bool
     return text
 
 
-def scale_hint(attribute: Attribute) -> str:
-    return safe_text(protocols.of(attribute).human_input(attribute).hint)
+def scale_hint(attribute: Attribute, width: int | None = None) -> str:
+    """The keys that answer ``attribute``, on one line of ``width`` cells: whole where they fit, else the
+    longest choice labels cut first, each cut one ending in "…" (a label cut silently read as whole)."""
+    human = protocols.of(attribute).human_input(attribute)
+    if not human.labels:
+        return shorten(safe_text(human.hint, inline=True), width)
+    labels = [safe_text(label, inline=True) for label in human.labels]
+
+    def joined(longest: int | None) -> str:
+        return "  ".join(f"{key} = {shorten(label, longest)}" for key, label in zip(human.keys, labels))
+
+    if width is None or cell_len(joined(None)) <= width:
+        return joined(None)
+    for longest in range(max(map(cell_len, labels)) - 1, 0, -1):
+        if cell_len(joined(longest)) <= width:
+            return joined(longest)
+    return shorten(joined(1), width)
+
+
+def shorten(text: str, width: int | None) -> str:
+    """``text`` in at most ``width`` cells, ending in "…" when cut."""
+    if width is None or cell_len(text) <= width:
+        return text
+    cut = Text(text)
+    cut.truncate(max(1, width), overflow="ellipsis")
+    return cut.plain
 
 
 def format_value(attribute: Attribute, value: float | None) -> str:
     return safe_text(protocols.of(attribute).format_value(attribute, value))
+
+
+HINT_INDENT = "     "
 
 
 def questions_text(
@@ -57,13 +85,14 @@ def questions_text(
     typed: str,
     window: int = 6,
     marks: dict[str, str] | None = None,
+    width: int | None = None,
 ) -> Text:
     """The questions, verbatim, with their answers; the focused one marked (not by colour alone).
 
     ``marks``: after an answer not yet in the file, "…" (or "!" while saving fails): ``[4…]``.
 
     With more than ``window`` questions (SPA asks one per ordered pair of writers), a window
-    around the focused one is shown with a count of the others.
+    around the focused one is shown with a count of the others. ``width``: the pane's, for the answer keys' line.
     """
     text = Text()
     attributes = list(enumerate(task.attributes))
@@ -87,7 +116,8 @@ def questions_text(
         text.append(f"{safe_text(attribute.name, inline=True)}: ", style="bold")
         text.append(safe_text(attribute.question))
         if focused:
-            text.append(f"\n     {scale_hint(attribute)}", style="dim")
+            hint = scale_hint(attribute, None if width is None else width - len(HINT_INDENT))
+            text.append(f"\n{HINT_INDENT}{hint}", style="dim")
         text.append("\n")
     if hidden_after:
         text.append(f"  … {hidden_after} questions below\n", style="dim")

@@ -26,14 +26,18 @@ class HelpScreen(ModalScreen[None]):
         self.rows = rows
 
     def compose(self) -> ComposeResult:
-        text = Text("Keys\n\n", style="bold")
-        for keys, description in self.rows:
-            text.append(f"{safe_text(keys, inline=True):>18}  ", style="bold")  # keys may come from the config file
+        text = Text()
+        # the keys' column as wide as its widest entry (up to 18): the descriptions stay on one line at 80x24
+        keys_shown = [safe_text(keys, inline=True) for keys, _ in self.rows]  # keys may come from the config file
+        width = min(18, max(map(len, keys_shown), default=0))
+        for keys, (_, description) in zip(keys_shown, self.rows):
+            text.append(f"{keys:>{width}}  ", style="bold")
             text.append(safe_text(description) + "\n")
         text.append(
             "\nThe mouse works but is never needed. Remap keys in the config file's [keys] table.\n", style="dim"
         )
-        with VerticalScroll(id="help"):
+        with VerticalScroll(id="help") as box:
+            box.border_title = "Keys"  # in the border: every row in view at 80x24
             yield Static(text)
         yield Footer()
 

@@ -116,6 +116,8 @@ class HumanInput:
     keys: tuple[str, ...] = ()  # for "key": the key of each point, in the scale's order
     values: tuple[float, ...] = ()  # for "key": the value each key stores
     hint: str = ""
+    # for choices: each key's label, whole (the app cuts them to the line's width, marked "…")
+    labels: tuple[str, ...] = ()
 
 
 def derive_seed(*parts: object) -> int:

@@ -20,12 +20,18 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.parsing import ParseResult, parse_choice
 from tui_rater.domain.prompts import CHEN_PAIRWISE
 from tui_rater.domain.protocols.base import Decoding, EvaluationProtocol, HumanInput, Level, Options, vote
-from tui_rater.domain.questions import Attribute, Task
+from tui_rater.domain.questions import Attribute, Choice, Task
 
 ORIGINAL, SWAPPED = "original", "swapped"
 # a pair's answer in the item's terms: the first compared field better, the second, or a tie
 FIRST, SECOND, TIE = 0.0, 1.0, 2.0
 CHEN_PAIRWISE_VARIANTS = tuple(CHEN_PAIRWISE)  # v1 .. v4
+
+
+def choice_input(keys: tuple[str, ...], choices: Sequence[Choice]) -> HumanInput:
+    labels = tuple(choice.label for choice in choices)
+    hint = "  ".join(f"{key} = {label}" for key, label in zip(keys, labels))
+    return HumanInput("key", keys, tuple(float(i) for i in range(len(choices))), hint, labels)
 
 
 class ChoiceAnswer(EvaluationProtocol):
@@ -66,8 +72,7 @@ class ChoiceAnswer(EvaluationProtocol):
         # digits 1..k: letters would collide with the app's own keys (s skip, f flag, c comment ...)
         choices = attribute.scale.choices
         keys = tuple(str(i + 1) for i in range(len(choices)))
-        hint = "  ".join(f"{key} = {choice.label[:28]}" for key, choice in zip(keys, choices))
-        return HumanInput("key", keys, tuple(float(i) for i in range(len(choices))), hint)
+        return choice_input(keys, choices)
 
     def value_from_text(self, attribute: Attribute, text: str) -> float | None:
         keys = [key.upper() for key in self.keys(attribute)]
@@ -145,8 +150,7 @@ class PairwiseComparison(ChoiceAnswer):
     def human_input(self, attribute: Attribute) -> HumanInput:
         choices = attribute.scale.choices
         keys = ("a", "b", "t")[: len(choices)]  # A / B / tie
-        hint = "  ".join(f"{key} = {choice.label[:28]}" for key, choice in zip(keys, choices))
-        return HumanInput("key", keys, tuple(float(i) for i in range(len(choices))), hint)
+        return choice_input(keys, choices)
 
     def canonical(
         self, value: float, attribute: Attribute, variant: str, presentation: str
