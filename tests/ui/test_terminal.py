@@ -38,6 +38,17 @@ def titles_study(tmp_path):
     return db
 
 
+def test_the_terminal_is_as_wide_as_the_test_asks(tmp_path):
+    """pytest imports readline, which puts COLUMNS=80 LINES=24 into the process's C environment (not os.environ):
+    inherited, they made every app in a 100- or 120-column test window draw itself 80 columns wide."""
+    probe = "import shutil, time; print('size', *shutil.get_terminal_size()); time.sleep(30)"
+    app = TmuxApp([sys.executable, "-c", probe], tmp_path, size=(120, 30))
+    try:
+        app.wait_text("size 120 30")
+    finally:
+        app.close()
+
+
 def test_rate_three_items_in_tmux(tmp_path):
     db = titles_study(tmp_path)
     app = TmuxApp(annotate_command(db, "tmux-user", "title-fluency"), tmp_path, size=(100, 30))

@@ -189,8 +189,7 @@ def test_a_choice_hint_cut_to_the_width_says_so_and_is_whole_where_it_fits(tmp_p
     """The tie's label was cut at 28 characters with nothing to say so ("t = Both storylines are equally"). At
     80 columns it is cut to the line and ends in "…"; at 140 columns the whole label is shown."""
     db = pairwise_study(tmp_path / "p.db")
-    # pytest's child processes inherit COLUMNS=80 (Textual would draw 80 columns in a wider terminal)
-    env = "env -u COLUMNS -u LINES TERM=xterm"
+    env = "TERM=xterm"
     app = TmuxApp(annotate_command(db, "chooser", "story-pairwise"), tmp_path, size=size, env=env)
     try:
         screen = app.wait_text("item 1/3", "q quit")

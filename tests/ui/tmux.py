@@ -34,6 +34,13 @@ def wait_for(predicate, timeout: float = 20.0, every: float = 0.02) -> bool:
     return bool(predicate())
 
 
+def _environment() -> dict[str, str]:
+    """The tmux server's (and so the app's) environment: Python's view of it, less COLUMNS and LINES. GNU
+    readline, imported by pytest, exports COLUMNS=80 LINES=24 into the C environment only: a child started
+    without ``env=`` inherits them, and Textual then drew 80 columns in a 120-column window."""
+    return {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+
+
 def annotate_command(db: Path, annotator: str, task: str, *extra: str) -> list[str]:
     cli = [sys.executable, "-m", "tui_rater.cli"]
     return [*cli, "annotate", "--db", str(db), "--annotator", annotator, "--task", task, *extra]
@@ -65,7 +72,8 @@ class TmuxApp:
         self.pid = _children(shell)[0]
 
     def _tmux(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10).stdout
+        command = ["tmux", "-L", self.socket, *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=10, env=_environment()).stdout
 
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", "app")
