@@ -225,3 +225,37 @@ def test_long_choice_labels_give_way_longest_first_and_each_cut_one_says_so():
             shown = part[4:]
             assert shown == label or (shown.endswith("…") and label.startswith(shown[:-1])), hint
     assert scale_hint(attribute, 10).endswith("…") and len(scale_hint(attribute, 10)) == 10
+
+
+def test_the_app_shows_the_ratings_in_force_its_own_and_in_the_reveal(tmp_path):
+    """The app shows what the reports use. A person's rating under a sample other than 0 (earlier versions'
+    import-ratings wrote them) is never in force: the app showed it as the person's answer when it was the
+    later row. And the reveal showed another person's changed rating beside the one that replaced it."""
+    from tui_rater.store.session import AnnotationSession
+    from tui_rater.store.study import Study
+
+    db = story_study(tmp_path / "s.db")
+    study = Study.open(db)
+    bob = AnnotationSession.open(study, "story", "bob")
+    bob.rate(0, "likability", 2.0)
+    bob.rate(0, "likability", 4.0)  # bob changed his mind: 4 is his rating
+    carol = AnnotationSession.open(study, "story", "carol")
+    carol.rate(0, "grammaticality", 4.0)
+    s0 = carol.items[0].key  # what an old import-ratings wrote later, under sample 1
+    study.add_rating(s0, "grammaticality", carol.rater.id, 1.0, sample=1, parse_status="imported")
+    study.close()
+    app = TmuxApp(annotate_command(db, "carol", "story", "--reveal"), tmp_path, env="env TERM=xterm")
+    try:
+        screen = app.wait_text("item 1/4", "▶ [·] cohesiveness")
+        assert "[4] grammaticality" in screen and "[1] grammaticality" not in screen
+        app.keys("325")
+        screen = flat(app.wait_text("Other raters' ratings of this item", "bob: 4"))
+        assert "bob: 2" not in screen, screen
+    finally:
+        app.close()
+    assert ratings_in_force(db, "carol") == {
+        ("s0", "grammaticality"): 4.0,
+        ("s0", "cohesiveness"): 3.0,
+        ("s0", "likability"): 2.0,
+        ("s0", "relevance"): 5.0,
+    }
