@@ -251,6 +251,10 @@ def test_the_app_shows_the_ratings_in_force_its_own_and_in_the_reveal(tmp_path):
         app.keys("325")
         screen = flat(app.wait_text("Other raters' ratings of this item", "bob: 4"))
         assert "bob: 2" not in screen, screen
+        app.key("Enter")
+        app.wait_text("item 2/4")
+        app.keys("q")  # quit waits for every rating to be in the file
+        assert app.wait_status() == 0
     finally:
         app.close()
     assert ratings_in_force(db, "carol") == {
