@@ -263,3 +263,42 @@ def test_the_app_shows_the_ratings_in_force_its_own_and_in_the_reveal(tmp_path):
         ("s0", "likability"): 2.0,
         ("s0", "relevance"): 5.0,
     }
+
+
+def test_a_key_remapped_in_the_config_file_leaves_the_choice_letters_to_the_choices(tmp_path):
+    """[keys] next_attribute = "down,tab,t": on the A / B / tie question `t` answers tie, and on the Likert one it
+    moves to the next question. Textual applies the config's keymap after the main screen takes the choice letters
+    from the bindings, so `t` (a priority binding) moved the focus and the tie was never saved."""
+    from tests.ui.tmux import all_ratings
+    from tui_rater.store.study import Study
+
+    task_file, config = tmp_path / "mixed.toml", tmp_path / "config.toml"
+    task_file.write_text(MIXED_TASK)
+    config.write_text('[keys]\nnext_attribute = "down,tab,t"\nskip = "s,b"\n')
+    study = Study.open(tmp_path / "m.db", task_files=[task_file])
+    task = study.task("mixed")
+    study.remember_task(task)
+    study.add_items(task, PAIRS)
+    study.close()
+    command = annotate_command(tmp_path / "m.db", "mixer", "mixed")
+    app = TmuxApp(command, tmp_path, env=f"env TERM=xterm TUI_RATER_CONFIG={config}")
+    try:
+        app.wait_text("▶ [·] preference", "q quit")
+        app.keys("t")  # answers tie; the focus moves on to fluency
+        app.wait_screen(lambda s: "▶ [·] fluency" in s and "[·] preference" not in s)
+        app.keys("t")  # on the Likert question: the next question (back to preference)
+        app.wait_screen(lambda s: "▶ [" in s and "] preference" in s.split("▶", 1)[1].split("\n", 1)[0])
+        app.keys("b")  # answers B (not skip): then fluency, still item 1
+        screen = app.wait_screen(lambda s: "▶ [·] fluency" in s)
+        assert "item 1/3" in screen
+        app.keys("4")
+        app.wait_text("item 2/3")
+        app.keys("q")
+        assert app.wait_status() == 0
+    finally:
+        app.close()
+    assert all_ratings(tmp_path / "m.db", "mixer") == [
+        ("p0", "preference", 2.0, 0),
+        ("p0", "preference", 1.0, 0),
+        ("p0", "fluency", 4.0, 0),
+    ]

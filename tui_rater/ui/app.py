@@ -165,7 +165,7 @@ class RaterApp(QuitWhenSaved):
         if self.stop_signal is not None:  # it came before the loop ran
             self._exit_for_signal()
         if self.options.keymap:
-            self.set_keymap(self.options.keymap)
+            self.set_keymap(self.keymap_here())
         self.refresh_all()
         # after the first screen: import the statistics stack and start the judges off the UI thread,
         # so the first `a` and a large study's judge jobs never freeze a keypress
@@ -307,10 +307,24 @@ class RaterApp(QuitWhenSaved):
         human = protocols.of(attribute).human_input(attribute)
         return tuple(key for key in human.keys if not key.isdigit()) if human.kind == "key" else ()
 
+    def keymap_here(self) -> dict[str, str]:
+        """The config file's [keys] less the focused question's choice letters. ``RatingScreen`` keeps those from
+        the default bindings, but Textual applies the keymap after that filter: a remapped key (``next_attribute =
+        "down,tab,t"``, a priority binding) took `t` from the tie, and a remapped `b` showed in the footer."""
+        keymap = {}
+        for binding_id, keys in (self.options.keymap or {}).items():
+            kept = [key for key in keys.split(",") if key.strip() not in self.answer_letters]
+            if kept:  # an action whose every key answers here keeps its default keys (the filter applies to those)
+                keymap[binding_id] = keys if len(kept) == len(keys.split(",")) else ",".join(kept)
+        return keymap
+
     def refresh_questions(self) -> None:
         if self.choice_letters() != self.answer_letters:  # a task mixing pairwise and other questions
             self.answer_letters = self.choice_letters()
-            self.refresh_bindings()  # the footer: `a` or ^a for the agreement pane
+            if self.options.keymap:
+                self.set_keymap(self.keymap_here())  # (refreshes the bindings)
+            else:
+                self.refresh_bindings()  # the footer: `a` or ^a for the agreement pane
         shown = {a: self.shown(self.index, a) for a in self.task_.attribute_names}
         values = {a: value for a, (value, _mark) in shown.items()}
         marks = {a: mark for a, (_value, mark) in shown.items() if mark}
