@@ -302,3 +302,23 @@ def test_a_key_remapped_in_the_config_file_leaves_the_choice_letters_to_the_choi
         ("p0", "preference", 1.0, 0),
         ("p0", "fluency", 4.0, 0),
     ]
+
+
+def test_a_choice_hint_is_cut_again_to_the_new_width_when_the_terminal_is_resized(tmp_path):
+    """The hint was cut to the width before the resize (the app's size changes after its resize handler): from 140
+    to 80 columns the whole tie label was clipped by the screen with no "…", and back to 140 it stayed cut."""
+    db = pairwise_study(tmp_path / "p.db")
+    app = TmuxApp(annotate_command(db, "chooser", "story-pairwise"), tmp_path, size=(140, 30), env="TERM=xterm")
+    try:
+        app.wait_text("item 1/3", "q quit")
+
+        def hint(screen: str) -> str:  # "" while a redraw leaves it out
+            return next((line.strip() for line in screen.splitlines() if line.strip().startswith("a = ")), "")
+
+        app.wait_screen(lambda s: hint(s).endswith(TIE))
+        app._tmux("resize-window", "-t", "app", "-x", "80", "-y", "24")
+        app.wait_screen(lambda s: hint(s).endswith("…") and len(hint(s)) <= 78)
+        app._tmux("resize-window", "-t", "app", "-x", "140", "-y", "30")
+        app.wait_screen(lambda s: hint(s).endswith(TIE))
+    finally:
+        app.close()

@@ -298,7 +298,9 @@ class RaterApp(QuitWhenSaved):
         attribute = self.task_.attributes[self.focus_attr]
         if protocols.of(attribute).layout(attribute) != "stacked":
             self.refresh_item(event.size.width)
-        self.refresh_questions()  # the answer keys' line is cut to the width, and the questions that fit depend on it
+        # the answer keys' line is cut to the width, and the questions that fit depend on it: the event's width, as
+        # the app's size is updated only after this handler (it cut the line to the size before the resize)
+        self.refresh_questions(event.size.width)
 
     def choice_letters(self) -> tuple[str, ...]:
         """The focused question's answer keys that are letters (pairwise a / b / t): they answer it, ahead of
@@ -318,7 +320,7 @@ class RaterApp(QuitWhenSaved):
                 keymap[binding_id] = keys if len(kept) == len(keys.split(",")) else ",".join(kept)
         return keymap
 
-    def refresh_questions(self) -> None:
+    def refresh_questions(self, screen_width: int | None = None) -> None:
         if self.choice_letters() != self.answer_letters:  # a task mixing pairwise and other questions
             self.answer_letters = self.choice_letters()
             if self.options.keymap:
@@ -332,7 +334,7 @@ class RaterApp(QuitWhenSaved):
         # as many questions as the pane holds whole, so "… N questions below" stays in view (SPA's nine
         # questions wrap to two lines each at 80 columns: six overflowed the pane and hid the count)
         height = widget.styles.max_height.value if widget.styles.max_height is not None else 12
-        width = max(20, (self.size.width or 80) - 2)
+        width = max(20, (screen_width or self.size.width or 80) - 2)
         for window in range(6, 0, -1):
             text = questions_text(
                 self.task_, values, self.focus_attr, self.typed, window=window, marks=marks, width=width
