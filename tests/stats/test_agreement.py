@@ -139,3 +139,27 @@ def test_t_tests_of_values_equal_but_for_rounding_are_undefined():
     assert paired_t([1.0, 2.0, 4.0], [0.0, 0.0, 0.0]).p is not None  # real variation is still tested
     for correlation in (ag.pearson, ag.spearman, ag.kendall_tau):  # scipy: r = -0.5, tau = -0.82 here
         assert correlation(noisy, [1.0, 2.0, 3.0]).value is None, correlation
+
+
+def test_differences_of_large_ratings_equal_but_for_rounding_are_no_variation():
+    """On a 60000-70000 scale (the ends and span a task may have) a judge 0.1 above the person on every item gives
+    differences 0.1 +- 7e-12: the rounding is relative to the ratings, not to the differences (a paired t of 5e10
+    with p = 2e-32 was reported, and a confidence interval of noise)."""
+    from tui_rater.stats import systems
+    from tui_rater.stats.agreement import bias, no_variation, paired_t
+
+    human = np.array([60000.3, 69999.7, 61000.3, 68000.7])
+    judge = human + 0.1
+    assert np.ptp(judge - human) > 1e-12  # the rounding these values carry
+    assert no_variation(judge - human, judge, human)
+    paired = paired_t(judge, human)
+    assert (paired.value, paired.p, paired.note) == (None, None, "no variation in the differences")
+    assert bias(judge, human).extra["ci_low"] == bias(judge, human).extra["ci_high"]
+    # a real spread of differences at that size is still tested
+    assert paired_t(human + np.array([0.1, 0.2, 0.4, 0.3]), human).p is not None
+    assert not no_variation(np.array([0.1, 0.1, 0.1 + 1e-6]), human)
+    # SPA's Likert paired t-test (Chiang & Lee's standard protocol) of the same pairs
+    answers = {f"a{i}": {("x", "y"): 0.5 + 0.1 * i} for i in range(4)}
+    likert = {f"a{i}": {"x": float(judge[i]), "y": float(human[i])} for i in range(4)}
+    row = systems.spa(answers, [("x", "y")], likert=likert).comparisons[0]
+    assert row.likert_delta is not None and row.likert_p is None

@@ -225,3 +225,100 @@ def test_long_choice_labels_give_way_longest_first_and_each_cut_one_says_so():
             shown = part[4:]
             assert shown == label or (shown.endswith("…") and label.startswith(shown[:-1])), hint
     assert scale_hint(attribute, 10).endswith("…") and len(scale_hint(attribute, 10)) == 10
+
+
+def test_the_app_shows_the_ratings_in_force_its_own_and_in_the_reveal(tmp_path):
+    """The app shows what the reports use. A person's rating under a sample other than 0 (earlier versions'
+    import-ratings wrote them) is never in force: the app showed it as the person's answer when it was the
+    later row. And the reveal showed another person's changed rating beside the one that replaced it."""
+    from tui_rater.store.session import AnnotationSession
+    from tui_rater.store.study import Study
+
+    db = story_study(tmp_path / "s.db")
+    study = Study.open(db)
+    bob = AnnotationSession.open(study, "story", "bob")
+    bob.rate(0, "likability", 2.0)
+    bob.rate(0, "likability", 4.0)  # bob changed his mind: 4 is his rating
+    carol = AnnotationSession.open(study, "story", "carol")
+    carol.rate(0, "grammaticality", 4.0)
+    s0 = carol.items[0].key  # what an old import-ratings wrote later, under sample 1
+    study.add_rating(s0, "grammaticality", carol.rater.id, 1.0, sample=1, parse_status="imported")
+    study.close()
+    app = TmuxApp(annotate_command(db, "carol", "story", "--reveal"), tmp_path, env="env TERM=xterm")
+    try:
+        screen = app.wait_text("item 1/4", "▶ [·] cohesiveness")
+        assert "[4] grammaticality" in screen and "[1] grammaticality" not in screen
+        app.keys("325")
+        screen = flat(app.wait_text("Other raters' ratings of this item", "bob: 4"))
+        assert "bob: 2" not in screen, screen
+        app.key("Enter")
+        app.wait_text("item 2/4")
+        app.keys("q")  # quit waits for every rating to be in the file
+        assert app.wait_status() == 0
+    finally:
+        app.close()
+    assert ratings_in_force(db, "carol") == {
+        ("s0", "grammaticality"): 4.0,
+        ("s0", "cohesiveness"): 3.0,
+        ("s0", "likability"): 2.0,
+        ("s0", "relevance"): 5.0,
+    }
+
+
+def test_a_key_remapped_in_the_config_file_leaves_the_choice_letters_to_the_choices(tmp_path):
+    """[keys] next_attribute = "down,tab,t": on the A / B / tie question `t` answers tie, and on the Likert one it
+    moves to the next question. Textual applies the config's keymap after the main screen takes the choice letters
+    from the bindings, so `t` (a priority binding) moved the focus and the tie was never saved."""
+    from tests.ui.tmux import all_ratings
+    from tui_rater.store.study import Study
+
+    task_file, config = tmp_path / "mixed.toml", tmp_path / "config.toml"
+    task_file.write_text(MIXED_TASK)
+    config.write_text('[keys]\nnext_attribute = "down,tab,t"\nskip = "s,b"\n')
+    study = Study.open(tmp_path / "m.db", task_files=[task_file])
+    task = study.task("mixed")
+    study.remember_task(task)
+    study.add_items(task, PAIRS)
+    study.close()
+    command = annotate_command(tmp_path / "m.db", "mixer", "mixed")
+    app = TmuxApp(command, tmp_path, env=f"env TERM=xterm TUI_RATER_CONFIG={config}")
+    try:
+        app.wait_text("▶ [·] preference", "q quit")
+        app.keys("t")  # answers tie; the focus moves on to fluency
+        app.wait_screen(lambda s: "▶ [·] fluency" in s and "[·] preference" not in s)
+        app.keys("t")  # on the Likert question: the next question (back to preference)
+        app.wait_screen(lambda s: "▶ [" in s and "] preference" in s.split("▶", 1)[1].split("\n", 1)[0])
+        app.keys("b")  # answers B (not skip): then fluency, still item 1
+        screen = app.wait_screen(lambda s: "▶ [·] fluency" in s)
+        assert "item 1/3" in screen
+        app.keys("4")
+        app.wait_text("item 2/3")
+        app.keys("q")
+        assert app.wait_status() == 0
+    finally:
+        app.close()
+    assert all_ratings(tmp_path / "m.db", "mixer") == [
+        ("p0", "preference", 2.0, 0),
+        ("p0", "preference", 1.0, 0),
+        ("p0", "fluency", 4.0, 0),
+    ]
+
+
+def test_a_choice_hint_is_cut_again_to_the_new_width_when_the_terminal_is_resized(tmp_path):
+    """The hint was cut to the width before the resize (the app's size changes after its resize handler): from 140
+    to 80 columns the whole tie label was clipped by the screen with no "…", and back to 140 it stayed cut."""
+    db = pairwise_study(tmp_path / "p.db")
+    app = TmuxApp(annotate_command(db, "chooser", "story-pairwise"), tmp_path, size=(140, 30), env="TERM=xterm")
+    try:
+        app.wait_text("item 1/3", "q quit")
+
+        def hint(screen: str) -> str:  # "" while a redraw leaves it out
+            return next((line.strip() for line in screen.splitlines() if line.strip().startswith("a = ")), "")
+
+        app.wait_screen(lambda s: hint(s).endswith(TIE))
+        app._tmux("resize-window", "-t", "app", "-x", "80", "-y", "24")
+        app.wait_screen(lambda s: hint(s).endswith("…") and len(hint(s)) <= 78)
+        app._tmux("resize-window", "-t", "app", "-x", "140", "-y", "30")
+        app.wait_screen(lambda s: hint(s).endswith(TIE))
+    finally:
+        app.close()

@@ -221,12 +221,13 @@ def read_screen(screen: str) -> Shown | None:
 
 
 def ratings_in_force(db: Path, annotator: str) -> dict[tuple[str, str], float]:
-    """(item id, attribute) -> value of the annotator's ratings in force (latest, not retracted)."""
+    """(item id, attribute) -> value of the annotator's ratings in force (latest, not retracted, sample 0: a
+    person's rating under another sample is never in force)."""
     conn = sqlite3.connect(db, timeout=30)
     try:
         rows = conn.execute(
             "SELECT i.id, r.attribute, r.value FROM ratings r JOIN items i ON i.key = r.item_key "
-            "JOIN raters ra ON ra.id = r.rater_id WHERE ra.name = ? AND r.retracted = 0 ORDER BY r.id",
+            "JOIN raters ra ON ra.id = r.rater_id WHERE ra.name = ? AND r.retracted = 0 AND r.sample = 0 ORDER BY r.id",
             [annotator],
         ).fetchall()
     finally:

@@ -35,11 +35,20 @@ def _na(n: int, note: str) -> Stat:
     return Stat(None, n, note)
 
 
-def no_variation(x: npt.ArrayLike) -> bool:
+def no_variation(x: npt.ArrayLike, *operands: npt.ArrayLike) -> bool:
     """Every value the same, up to floating-point noise (1e-12 relative): a t statistic of such values is 0/0 or
-    noise over noise (three annotators' 0.7 have a standard deviation of 1e-16: t = 2.5e15), never evidence."""
+    noise over noise (three annotators' 0.7 have a standard deviation of 1e-16: t = 2.5e15), never evidence.
+
+    ``operands``: what ``x`` was computed from (``a - b``): the noise of a difference is relative to ``a`` and
+    ``b``, not to the difference (ratings of 60000.3 and 69999.7 on a 60000-70000 scale, each 0.1 below the
+    judge's, differ by 0.1 +- 7e-12: a paired t of 5e10)."""
     x = np.asarray(x, dtype=float)
-    return x.size == 0 or bool(np.ptp(x) <= 1e-12 * max(1.0, float(np.max(np.abs(x)))))
+    if x.size == 0:
+        return True
+    magnitude = max(
+        [1.0, float(np.max(np.abs(x)))] + [float(np.max(np.abs(np.asarray(o, dtype=float)))) for o in operands]
+    )
+    return bool(np.ptp(x) <= 1e-12 * magnitude)
 
 
 def _finite(value: float | None) -> float | None:
@@ -253,7 +262,7 @@ def bias(llm: npt.ArrayLike, human: npt.ArrayLike) -> Stat:
         return _na(int(x.size), "fewer than 2 items rated by both")
     d = x - y
     mean = float(d.mean())
-    se = 0.0 if no_variation(d) else float(d.std(ddof=1) / math.sqrt(d.size))
+    se = 0.0 if no_variation(d, x, y) else float(d.std(ddof=1) / math.sqrt(d.size))
     half = float(sp.t.ppf(0.975, d.size - 1) * se) if se > 0 else 0.0
     return Stat(mean, int(d.size), extra={"ci_low": mean - half, "ci_high": mean + half})
 
@@ -300,7 +309,7 @@ def paired_t(a: npt.ArrayLike, b: npt.ArrayLike) -> Stat:
     a, b = _paired(a, b)
     if a.size < 2:
         return _na(int(a.size), "fewer than 2 pairs")
-    if no_variation(a - b):
+    if no_variation(a - b, a, b):
         return _na(int(a.size), "no variation in the differences")
     result = sp.ttest_rel(a, b)
     return Stat(_finite(result.statistic), int(a.size), p=_finite(result.pvalue), extra={"df": float(a.size - 1)})

@@ -79,7 +79,7 @@ def spa(
             if pairs:
                 a, b = np.array(pairs, dtype=float).T
                 delta = float((a - b).mean())
-                if len(pairs) >= 2 and not no_variation(a - b):
+                if len(pairs) >= 2 and not no_variation(a - b, a, b):
                     delta_p = float(sp.ttest_rel(a, b).pvalue)  # the standard protocol's paired t-test
         rows.append(
             SpaComparison(

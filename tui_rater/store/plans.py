@@ -134,6 +134,7 @@ def rated_items(study: Study, task: str, rater_id: int) -> set[int]:
     rows = study.db.conn.execute(
         "SELECT r.item_key, count(DISTINCT r.attribute) FROM ratings r JOIN items i ON i.key = r.item_key "
         "WHERE i.task = ? AND r.rater_id = ? AND r.retracted = 0 AND r.retest_of IS NULL AND r.value IS NOT NULL "
+        "AND r.sample = 0 "  # a person's rating under another sample is never in force (store/study.py)
         "GROUP BY r.item_key",
         [task, rater_id],
     ).fetchall()

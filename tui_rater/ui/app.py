@@ -165,7 +165,7 @@ class RaterApp(QuitWhenSaved):
         if self.stop_signal is not None:  # it came before the loop ran
             self._exit_for_signal()
         if self.options.keymap:
-            self.set_keymap(self.options.keymap)
+            self.set_keymap(self.keymap_here())
         self.refresh_all()
         # after the first screen: import the statistics stack and start the judges off the UI thread,
         # so the first `a` and a large study's judge jobs never freeze a keypress
@@ -298,7 +298,9 @@ class RaterApp(QuitWhenSaved):
         attribute = self.task_.attributes[self.focus_attr]
         if protocols.of(attribute).layout(attribute) != "stacked":
             self.refresh_item(event.size.width)
-        self.refresh_questions()  # the answer keys' line is cut to the width, and the questions that fit depend on it
+        # the answer keys' line is cut to the width, and the questions that fit depend on it: the event's width, as
+        # the app's size is updated only after this handler (it cut the line to the size before the resize)
+        self.refresh_questions(event.size.width)
 
     def choice_letters(self) -> tuple[str, ...]:
         """The focused question's answer keys that are letters (pairwise a / b / t): they answer it, ahead of
@@ -307,10 +309,24 @@ class RaterApp(QuitWhenSaved):
         human = protocols.of(attribute).human_input(attribute)
         return tuple(key for key in human.keys if not key.isdigit()) if human.kind == "key" else ()
 
-    def refresh_questions(self) -> None:
+    def keymap_here(self) -> dict[str, str]:
+        """The config file's [keys] less the focused question's choice letters. ``RatingScreen`` keeps those from
+        the default bindings, but Textual applies the keymap after that filter: a remapped key (``next_attribute =
+        "down,tab,t"``, a priority binding) took `t` from the tie, and a remapped `b` showed in the footer."""
+        keymap = {}
+        for binding_id, keys in (self.options.keymap or {}).items():
+            kept = [key for key in keys.split(",") if key.strip() not in self.answer_letters]
+            if kept:  # an action whose every key answers here keeps its default keys (the filter applies to those)
+                keymap[binding_id] = keys if len(kept) == len(keys.split(",")) else ",".join(kept)
+        return keymap
+
+    def refresh_questions(self, screen_width: int | None = None) -> None:
         if self.choice_letters() != self.answer_letters:  # a task mixing pairwise and other questions
             self.answer_letters = self.choice_letters()
-            self.refresh_bindings()  # the footer: `a` or ^a for the agreement pane
+            if self.options.keymap:
+                self.set_keymap(self.keymap_here())  # (refreshes the bindings)
+            else:
+                self.refresh_bindings()  # the footer: `a` or ^a for the agreement pane
         shown = {a: self.shown(self.index, a) for a in self.task_.attribute_names}
         values = {a: value for a, (value, _mark) in shown.items()}
         marks = {a: mark for a, (_value, mark) in shown.items() if mark}
@@ -318,7 +334,7 @@ class RaterApp(QuitWhenSaved):
         # as many questions as the pane holds whole, so "… N questions below" stays in view (SPA's nine
         # questions wrap to two lines each at 80 columns: six overflowed the pane and hid the count)
         height = widget.styles.max_height.value if widget.styles.max_height is not None else 12
-        width = max(20, (self.size.width or 80) - 2)
+        width = max(20, (screen_width or self.size.width or 80) - 2)
         for window in range(6, 0, -1):
             text = questions_text(
                 self.task_, values, self.focus_attr, self.typed, window=window, marks=marks, width=width
