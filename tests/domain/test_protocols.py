@@ -163,6 +163,10 @@ def test_implicit_score_without_yes_or_no_is_a_typed_failure():
     assert reading.status == "no_answer_token" and reading.value is None
     ok = implicit.read_top_tokens([("Yes", 0.5), (" yes", 0.1), ("No", 0.25), ("NO", 0.05), ("Maybe", 0.1)], OVERALL)
     assert ok.value == pytest.approx(100 * max(0.6, 1 - 0.3))
+    # probabilities that add up to more than 1 are none; a rounding overshoot stays on the 0-100 scale
+    assert implicit.read_top_tokens([("Yes", 0.9), ("No", 0.6)], OVERALL).status == "not_probabilities"
+    rounded = implicit.read_top_tokens([("Yes", 1.0005)], OVERALL)
+    assert (rounded.value, rounded.status) == (100.0, "ok")
 
 
 def test_modes_and_variants_are_checked_with_one_sentence():

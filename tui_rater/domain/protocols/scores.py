@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from tui_rater.domain.prompts import CHEN_EXPLICIT, CHEN_IMPLICIT
-from tui_rater.domain.protocols.base import Decoding, EvaluationProtocol, Level, Reading
+from tui_rater.domain.protocols.base import MAX_MASS, Decoding, EvaluationProtocol, Level, Reading
 from tui_rater.domain.questions import Attribute, Scale, Task
 
 CHEN_EXPLICIT_VARIANTS = tuple(CHEN_EXPLICIT)  # v1 .. v5
@@ -103,9 +103,12 @@ class ImplicitScore(ContinuousScore):
         p_yes = sum(p for token, p in pairs if token.strip() in self.YES)
         p_no = sum(p for token, p in pairs if token.strip() in self.NO)
         details: dict[str, Any] = {"p_yes": p_yes, "p_no": p_no, "top5": [list(pair) for pair in pairs]}
+        if sum(p for _token, p in pairs) > MAX_MASS:  # five tokens' probabilities add up to at most 1
+            return Reading(None, "not_probabilities", details)
         if not any(token.strip() in self.YES | self.NO for token, _ in pairs):
             return Reading(None, "no_answer_token", details)
-        return Reading(100.0 * max(p_yes, 1.0 - p_no), "ok", details)
+        # a softmax's rounding (within MAX_MASS) must not put the score above the scale's 100
+        return Reading(100.0 * min(1.0, max(p_yes, 1.0 - p_no)), "ok", details)
 
     def read_reply(
         self,
