@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats as sp
@@ -135,6 +137,14 @@ def test_t_tests_of_values_equal_but_for_rounding_are_undefined():
     assert (paired.value, paired.p, paired.note) == (None, None, "no variation in the differences")
     sevens = [0.7, 0.7, 0.7]  # their mean is 0.6999999999999998: a variance of 1e-32
     assert np.var(sevens) > 0 and welch(sevens, [0.2, 0.2, 0.2]).value is None
+    # one group without variation: Welch's test stands on the other's variance alone, exactly (scipy warned of
+    # catastrophic cancellation and let the constant group's rounding noise in)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scipy's RuntimeWarning, shown under every report of such data
+        one_sided = welch([0.7] * 5, [1.0, 2.0, 3.0])
+    t = (0.7 - 2.0) / np.sqrt(np.var([1.0, 2.0, 3.0], ddof=1) / 3)
+    assert one_sided.value == pytest.approx(t, rel=1e-12) and one_sided.extra["df"] == pytest.approx(2.0)
+    assert one_sided.p == pytest.approx(2 * sp.t.sf(abs(t), 2), rel=1e-12)
     assert bias(noisy, [0.0, 0.0, 0.0]).extra == {"ci_low": pytest.approx(0.3), "ci_high": pytest.approx(0.3)}
     assert paired_t([1.0, 2.0, 4.0], [0.0, 0.0, 0.0]).p is not None  # real variation is still tested
     for correlation in (ag.pearson, ag.spearman, ag.kendall_tau):  # scipy: r = -0.5, tau = -0.82 here

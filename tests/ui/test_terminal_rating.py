@@ -35,6 +35,8 @@ def test_correcting_two_questions_of_a_complete_item_stays_on_it(tmp_path):
         app.wait_text("▶ [5] relevance")
         app.keys("4")  # the last question: the next item appears
         app.wait_text("item 2/4", "▶ [·] grammaticality")
+        app.keys("q")  # quit waits for every rating to be in the file (closing the terminal may not)
+        assert app.wait_status() == 0
     finally:
         app.close()
     assert ratings_in_force(tmp_path / "s.db", "fixer") == {
@@ -71,6 +73,8 @@ def test_with_reveal_a_correction_reopens_the_reveal_only_after_the_last_questio
         app.wait_text(reveal)
         app.key("Enter")
         app.wait_text("item 2/4", "▶ [·] grammaticality")
+        app.keys("q")
+        assert app.wait_status() == 0
     finally:
         app.close()
     assert ratings_in_force(tmp_path / "s.db", "fixer") == {

@@ -299,10 +299,13 @@ def welch(a: Iterable[float | None], b: Iterable[float | None]) -> Stat:
         return _na(int(xa.size + xb.size), "each group needs at least 2 ratings")
     if no_variation(xa) and no_variation(xb):
         return _na(int(xa.size + xb.size), "no variation in either group")
-    result = sp.ttest_ind(xa, xb, equal_var=False)
-    va, vb = xa.var(ddof=1) / xa.size, xb.var(ddof=1) / xb.size
+    # scipy's ttest_ind(equal_var=False), written out so that a group without variation adds exactly none (its
+    # rounding noise made scipy warn of "catastrophic cancellation" and entered the variance)
+    va, vb = (0.0 if no_variation(x) else float(x.var(ddof=1)) / x.size for x in (xa, xb))
+    t = (float(xa.mean()) - float(xb.mean())) / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1))
-    return Stat(_finite(result.statistic), int(xa.size + xb.size), p=_finite(result.pvalue), extra={"df": float(df)})
+    p = float(2 * sp.t.sf(abs(t), df))
+    return Stat(_finite(t), int(xa.size + xb.size), p=_finite(p), extra={"df": float(df)})
 
 
 def paired_t(a: npt.ArrayLike, b: npt.ArrayLike) -> Stat:
