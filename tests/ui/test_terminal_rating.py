@@ -13,6 +13,15 @@ from tests.ui.tmux import TmuxApp, annotate_command, flat, needs_tmux, ratings_i
 pytestmark = [pytest.mark.terminal, needs_tmux]
 
 
+# what both correction tests leave in the file: item s0 as corrected, nothing twice
+CORRECTED = {
+    ("s0", "grammaticality"): 2.0,
+    ("s0", "cohesiveness"): 1.0,
+    ("s0", "likability"): 2.0,
+    ("s0", "relevance"): 4.0,
+}
+
+
 def test_correcting_two_questions_of_a_complete_item_stays_on_it(tmp_path):
     """README: "rate the focused question and move on; after the last question the next item appears". Going
     back to a complete item to fix two questions threw the annotator onto the next item after the first one;
@@ -39,12 +48,7 @@ def test_correcting_two_questions_of_a_complete_item_stays_on_it(tmp_path):
         assert app.wait_status() == 0
     finally:
         app.close()
-    assert ratings_in_force(tmp_path / "s.db", "fixer") == {
-        ("s0", "grammaticality"): 2.0,
-        ("s0", "cohesiveness"): 1.0,
-        ("s0", "likability"): 2.0,
-        ("s0", "relevance"): 4.0,
-    }
+    assert ratings_in_force(tmp_path / "s.db", "fixer") == CORRECTED
 
 
 def test_with_reveal_a_correction_reopens_the_reveal_only_after_the_last_question(tmp_path):
@@ -77,12 +81,7 @@ def test_with_reveal_a_correction_reopens_the_reveal_only_after_the_last_questio
         assert app.wait_status() == 0
     finally:
         app.close()
-    assert ratings_in_force(tmp_path / "s.db", "fixer") == {
-        ("s0", "grammaticality"): 2.0,
-        ("s0", "cohesiveness"): 1.0,
-        ("s0", "likability"): 2.0,
-        ("s0", "relevance"): 4.0,
-    }
+    assert ratings_in_force(tmp_path / "s.db", "fixer") == CORRECTED
 
 
 PAIRS = [
