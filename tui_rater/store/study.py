@@ -47,13 +47,19 @@ class Rater:
 # undo retracts. Samples are a judge's repeated readings: a person rates an item once (sample 0), and
 # a person's rating under another sample (earlier versions' import-ratings took them) is never in force -- else every
 # table would keep one of the two, by row order (``stray_human_samples`` counts them, the report says so).
-HUMAN_RATERS = "SELECT id FROM raters WHERE kind = 'human'"
-RATINGS_IN_FORCE = f"""ratings r
-    JOIN (SELECT max(id) AS id FROM ratings WHERE retracted = 0 AND retest_of IS NULL
-                 AND (sample = 0 OR rater_id NOT IN ({HUMAN_RATERS}))
+def ratings_in_force(of_one_item: bool = False) -> str:
+    """The FROM clause; ``of_one_item``: only the item bound to its first ``?`` (the reveal reads one item:
+    grouping the whole table costs 0.1 s at 100k ratings)."""
+    item = "item_key = ? AND " if of_one_item else ""
+    return f"""ratings r
+    JOIN (SELECT max(id) AS id FROM ratings WHERE {item}retracted = 0 AND retest_of IS NULL
+                 AND (sample = 0 OR rater_id NOT IN (SELECT id FROM raters WHERE kind = 'human'))
           GROUP BY item_key, attribute, rater_id, presentation, sample) latest ON latest.id = r.id
     JOIN items i ON i.key = r.item_key
     JOIN raters ra ON ra.id = r.rater_id"""
+
+
+RATINGS_IN_FORCE = ratings_in_force()
 
 
 # what ``Study.change_marker`` returns: compared with ==, never looked into
