@@ -56,7 +56,13 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         description="judgements: every judge rating with its whole record (reply, earlier replies, seed, "
         "answered letter, pair order, distribution, scale mass, top-k, parse status, finish reason, judge label).",
     )
-    p.add_argument("--what", choices=("items", "ratings", "wide", "judgements"), default="ratings")
+    p.add_argument(
+        "--what",
+        choices=("items", "ratings", "wide", "judgements", "notes"),
+        default="ratings",
+        help="notes: every skip, flag, comment, reveal review and adjudication, with who and when (a flag taken "
+        "back or a comment edited keeps its row, in_force false)",
+    )
     p.add_argument("--task", help="only this task")
     p.add_argument("--out", required=True, type=Path, help="the file to write: .csv, .tsv, .jsonl or .parquet")
     p.set_defaults(run=cmd_export)
@@ -142,6 +148,13 @@ def cmd_export(args, settings) -> int:
 
         count = write_judgements(study, args.out, args.task)
         say(f"wrote {count} rows of judgements to {args.out}")
+        return 0
+    if args.what == "notes":
+        from tui_rater.store.notes import notes_frame
+
+        frame = notes_frame(study, args.task)
+        write_frame(frame, args.out, like=study.path)
+        say(f"wrote {frame.height} rows of notes to {args.out}")
         return 0
     frame = {"items": items_frame, "ratings": ratings_frame, "wide": wide_frame}[args.what](study, args.task)
     write_frame(frame, args.out, like=study.path)

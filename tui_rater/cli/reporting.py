@@ -59,6 +59,14 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         help="the alt-test's cost-benefit margin ε in [0, 1): how much worse than a human the judge may be "
         "and still replace one (default: from --raters)",
     )
+    p.add_argument(
+        "--reference",
+        choices=("humans", "adjudicated"),
+        default="humans",
+        help="the humans' score of an item that the judges are compared with: their ratings combined (default), or "
+        "adjudicated: the value `tui-rater adjudicate` decided, where there is one (the adjudicator is never "
+        "counted as a rater)",
+    )
     p.add_argument("--out", type=Path, help="write to this file instead of the terminal")
     p.set_defaults(run=cmd_report)
 
@@ -116,7 +124,10 @@ def cmd_report(args, settings) -> int:
             "out of every table: a person rates an item once (sample 0)",
             err=True,
         )
-    reports = {} if args.format == "html" else build_reports(study, tasks, tau, verdict)
+    if args.reference == "adjudicated":
+        _say_adjudicated(study, tasks)
+    reference = args.reference
+    reports = {} if args.format == "html" else build_reports(study, tasks, tau, verdict, reference)
     if args.format == "table" and not args.out:
         console = make_console()
         for name, records in reports.items():
@@ -129,7 +140,7 @@ def cmd_report(args, settings) -> int:
     elif args.format == "html":
         from tui_rater.stats.html import to_html  # imports matplotlib: only here
 
-        text = to_html(built_reports(study, tasks, tau, verdict), str(study.path))
+        text = to_html(built_reports(study, tasks, tau, verdict, reference), str(study.path))
     elif args.format == "markdown":
         text = "\n".join(render.to_markdown(records, name) for name, records in reports.items())
     else:
@@ -145,6 +156,19 @@ def cmd_report(args, settings) -> int:
         # stdout is a terminal, or a pipe that usually ends in one (`| less -R`): literal, no escapes
         sys.stdout.write(safe_text(text) + ("" if text.endswith("\n") else "\n"))
     return 0
+
+
+def _say_adjudicated(study, tasks: list[str] | None) -> None:
+    """How many decided values stand in for the humans' (on stderr: the report itself is unchanged in form)."""
+    from tui_rater.store.adjudication import adjudicated_values
+
+    for task in tasks or study.item_task_names():
+        count = sum(len(items) for items in adjudicated_values(study, study.task(task).name).values())
+        say(
+            f"note: {task}: the humans' score is the adjudicated value on {count} item question(s)"
+            + ("" if count else " (none adjudicated yet: `tui-rater adjudicate`)"),
+            err=True,
+        )
 
 
 def cmd_spa_setup(args, settings) -> int:

@@ -48,8 +48,9 @@ class Report(ReportData):
         spa_tau: float | None = 1.1,
         readings: pl.DataFrame | None = None,
         verdict: VerdictSettings | None = None,
+        reference: str = HUMANS,
     ) -> None:
-        super().__init__(study, task, frame, spa_tau, readings, verdict)
+        super().__init__(study, task, frame, spa_tau, readings, verdict, reference)
 
     def sections(self) -> list[tuple[str, list[Attribute]]]:
         """(section name, the questions whose protocol names it), in report order."""

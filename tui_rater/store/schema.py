@@ -149,6 +149,50 @@ def _judge_labels(conn: sqlite3.Connection) -> None:
     )
 
 
+RATER_KINDS = ("human", "llm", "adjudicator")
+
+
+def _adjudication(conn: sqlite3.Connection) -> None:
+    """6: an adjudicator's decisions are ratings of their own kind; notes can be taken back or replaced.
+
+    ``raters.kind`` gains 'adjudicator' (``tui-rater adjudicate``): the decided value of an item where the
+    raters disagree, stored beside their ratings, which stay as they were, and never counted as a person's
+    rating. SQLite cannot change a CHECK constraint in place: the table is rebuilt from its own stored
+    definition (any column added by another migration kept), with every row, id, label and index as they
+    were (``migrate`` runs this with foreign keys off and checks them before it commits).
+
+    ``notes.retracted_at``: when a flag was taken back, or a comment replaced by its edit; ``notes.supersedes``:
+    the comment an edit replaces. Nothing is deleted: the history of a note is in the file.
+    """
+    (definition,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'raters'").fetchone()
+    old_check = re.search(r"CHECK\s*\(\s*kind\s+IN\s*\([^)]*\)\s*\)", definition)
+    if old_check is None:
+        raise RuntimeError("the raters table has no CHECK of its kinds to widen")
+    kinds = ", ".join(f"'{kind}'" for kind in RATER_KINDS)
+    widened = definition[: old_check.start()] + f"CHECK (kind IN ({kinds}))" + definition[old_check.end() :]
+    widened = re.sub(r'^CREATE TABLE\s+"?raters"?', "CREATE TABLE raters_v6", widened)
+    indexes = [
+        sql
+        for (sql,) in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'raters' AND sql IS NOT NULL"
+        )
+    ]
+    columns = ", ".join(f'"{row[1]}"' for row in conn.execute("PRAGMA table_info('raters')"))
+    conn.execute(widened)
+    conn.execute(f"INSERT INTO raters_v6 ({columns}) SELECT {columns} FROM raters")
+    conn.execute("DROP TABLE raters")
+    conn.execute("ALTER TABLE raters_v6 RENAME TO raters")
+    for sql in indexes:  # (the UNIQUE columns' own indexes come with the table)
+        conn.execute(sql)
+    run_script(
+        conn,
+        """
+        ALTER TABLE notes ADD COLUMN retracted_at TEXT;        -- a flag taken back, a comment replaced by its edit
+        ALTER TABLE notes ADD COLUMN supersedes INTEGER REFERENCES notes (id);  -- the comment this edit replaces
+        """,
+    )
+
+
 def _config(text: str | None) -> dict[str, Any] | None:
     try:
         config = json.loads(text) if text else None
@@ -295,6 +339,8 @@ MIGRATIONS: list[Migration] = [
     """,
     # 5: raters' short labels; where each judge's replies came from (model file, server, its fingerprint)
     _judge_labels,
+    # 6: the adjudicator rater kind (a CHECK widened: the raters table rebuilt); notes taken back or replaced
+    _adjudication,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

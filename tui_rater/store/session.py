@@ -25,7 +25,7 @@ from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.protocols import derive_seed
 from tui_rater.domain.tasks import Task
-from tui_rater.store.db import BUSY_TIMEOUT_S
+from tui_rater.store.db import BUSY_TIMEOUT_S, utc_now, write
 from tui_rater.store.plans import Showing, load_plan, save_plan
 from tui_rater.store.retest import (
     RETEST_NOTE,
@@ -62,6 +62,32 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc) or "busy" in str(exc)
 
 
+def commit_change(conn: sqlite3.Connection, change: Callable[[], T], lock_wait: float) -> T:
+    """Run ``change`` as one transaction, committed before this returns (``AnnotationSession.save``).
+
+    The write lock is waited for at most ``lock_wait`` seconds (else ``StudyLocked``); any failure rolls back.
+    """
+    if conn.in_transaction:  # left open by a failed COMMIT: a new change must never join it
+        conn.execute("ROLLBACK")
+    conn.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if _is_busy(exc):
+            raise StudyLocked(str(exc)) from None
+        raise
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    try:
+        result = change()  # its store calls join this transaction (``db.write`` nests)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return result
+
+
 @dataclass
 class OtherRating:
     rater: str
@@ -96,6 +122,8 @@ class AnnotationSession:
     retested: Ratings = field(default_factory=dict)
     skipped: set[ShowingKey] = field(default_factory=set)
     flagged: set[ShowingKey] = field(default_factory=set)
+    # item key -> (note id, text) of this annotator's comment in force on the item
+    comments: dict[int, tuple[int, str]] = field(default_factory=dict)
     undo_stack: list[Undo] = field(default_factory=list)
     uncertain_plan: int | None = None  # the stored plan of --order uncertain this session follows
     rater: Rater = field(init=False)  # set by ``open``
@@ -208,11 +236,14 @@ class AnnotationSession:
         }
         self.retested = {(item, a): (rating_id, value) for rating_id, item, a, value, of in rows if of is not None}
         notes = self.study.db.conn.execute(
-            "SELECT item_key, kind, text FROM notes WHERE rater_id = ? AND kind IN ('skip', 'flag')", [self.rater.id]
+            "SELECT id, item_key, kind, text FROM notes WHERE rater_id = ? AND kind IN ('skip', 'flag', 'comment') "
+            "AND retracted_at IS NULL ORDER BY id",  # a flag taken back, a comment replaced by its edit: not in force
+            [self.rater.id],
         ).fetchall()
-        keys = [(RetestShowing(k) if text == RETEST_NOTE else k, kind) for k, kind, text in notes]
+        keys = [(RetestShowing(k) if text == RETEST_NOTE else k, kind) for _id, k, kind, text in notes]
         self.skipped = {key for key, kind in keys if kind == "skip"}
         self.flagged = {key for key, kind in keys if kind == "flag"}
+        self.comments = {k: (note_id, text or "") for note_id, k, kind, text in notes if kind == "comment"}
 
     # --- where we are --------------------------------------------------------------------
 
@@ -284,28 +315,12 @@ class AnnotationSession:
         and leaves this session's view (its ratings, undo stack, notes) as it was: the same change can be
         tried again as it is, and nothing uncommitted is ever reported as saved.
         """
-        conn = self.study.db.conn
-        if conn.in_transaction:  # left open by a failed COMMIT: a new change must never join it
-            conn.execute("ROLLBACK")
         before = (dict(self.mine), dict(self.retested), list(self.undo_stack), set(self.skipped), set(self.flagged))
-        conn.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
         try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if _is_busy(exc):
-                raise StudyLocked(str(exc)) from None
-            raise
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        try:
-            result = change()  # its store calls join this transaction (``db.write`` nests)
-            conn.execute("COMMIT")
+            return commit_change(self.study.db.conn, change, lock_wait)
         except BaseException:
             self.mine, self.retested, self.undo_stack, self.skipped, self.flagged = before
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
             raise
-        return result
 
     def rate(
         self, index: int, attribute: str, value: float, seconds: float | None = None, revises: int | None = None
@@ -355,6 +370,39 @@ class AnnotationSession:
             self.skipped.add(self.key(index))
         elif kind == "flag":
             self.flagged.add(self.key(index))
+
+    def unflag(self, index: int) -> int:
+        """Take back this showing's flag: the note stays in the file, marked when it was taken back
+        (``retracted_at``); a flag of the item's retest showing is another showing's. Returns how many."""
+        retest = self.is_retest[index]
+        with write(self.study.db) as conn:
+            cur = conn.execute(
+                "UPDATE notes SET retracted_at = ? WHERE rater_id = ? AND item_key = ? AND kind = 'flag' "
+                f"AND retracted_at IS NULL AND {'text = ?' if retest else '(text IS NULL OR text != ?)'}",
+                [utc_now(), self.rater.id, self.items[index].key, RETEST_NOTE],
+            )
+        self.flagged.discard(self.key(index))
+        return cur.rowcount
+
+    def comment(self, index: int, text: str) -> int | None:
+        """Comment on the item, or edit the comment in force: the edit is a new note that names the one it
+        replaces (``supersedes``), which is kept, marked replaced (``retracted_at``). An empty edit removes the
+        comment (only marked). Returns the new note's id (None: removed)."""
+        item_key = self.items[index].key
+        previous = self.comments.get(item_key)
+        note_id = None
+        with write(self.study.db) as conn:
+            if previous is not None:
+                conn.execute("UPDATE notes SET retracted_at = ? WHERE id = ?", [utc_now(), previous[0]])
+            if text:
+                note_id = self.study.add_note(
+                    item_key, self.rater.id, "comment", text, supersedes=previous[0] if previous else None
+                )
+        if note_id is None:
+            self.comments.pop(item_key, None)
+        else:
+            self.comments[item_key] = (note_id, text)
+        return note_id
 
     # --- reveal mode (Chiang & Lee App. C.3.2) ---------------------------------------------
 

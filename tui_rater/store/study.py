@@ -60,6 +60,7 @@ def ratings_in_force(of_one_item: bool = False) -> str:
 
 
 RATINGS_IN_FORCE = ratings_in_force()
+ADJUDICATOR_SUFFIX = " (adjudicator)"  # an adjudicator's rater is NAME (adjudicator): ``Study.adjudicator``
 
 
 # what ``Study.change_marker`` returns: compared with ==, never looked into
@@ -226,6 +227,13 @@ class Study:
     def judge(self, name: str, config: dict[str, Any]) -> Rater:
         return self._rater(name, "llm", config)
 
+    def adjudicator(self, name: str) -> Rater:
+        """Whom ``tui-rater adjudicate`` stores NAME's decisions under: ``NAME (adjudicator)``, a rater of its own
+        kind, apart from NAME's own ratings as an annotator (and never counted as one)."""
+        if not name or not name.strip():
+            raise UserError("an adjudicator needs a non-empty name")
+        return self._rater(name.strip() + ADJUDICATOR_SUFFIX, "adjudicator", None)
+
     def _rater(self, name: str, kind: str, config: dict[str, Any] | None) -> Rater:
         if not name or not name.strip():
             raise UserError("a rater needs a non-empty name")
@@ -322,12 +330,14 @@ class Study:
         text: str | None = None,
         attribute: str | None = None,
         rating_id: int | None = None,
+        supersedes: int | None = None,
     ) -> int:
+        """``supersedes``: the note this one replaces (an edited comment; ``AnnotationSession.comment``)."""
         with write(self.db) as conn:
             cur = conn.execute(
-                "INSERT INTO notes (item_key, rater_id, kind, attribute, rating_id, text, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [item_key, rater_id, kind, attribute, rating_id, text, utc_now()],
+                "INSERT INTO notes (item_key, rater_id, kind, attribute, rating_id, text, created_at, supersedes) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [item_key, rater_id, kind, attribute, rating_id, text, utc_now(), supersedes],
             )
             return inserted_id(cur)
 

@@ -377,6 +377,21 @@ class EvaluationProtocol:
         finite = [v for v in values if v is not None and math.isfinite(v)]
         return float(np.mean(finite)) if finite else None
 
+    def spread(self, attribute: Attribute, values: Sequence[float]) -> float:
+        """How far apart an item's raters are, in the scale's units: the range of their values (``adjudicate``)."""
+        finite = [v for v in values if v is not None and math.isfinite(v)]
+        return float(max(finite) - min(finite)) if finite else 0.0
+
+    def disagrees(self, attribute: Attribute, values: Sequence[float], margin: float) -> bool:
+        """Do an item's raters disagree beyond ``margin`` (``adjudicate --margin``)? Numbers: their range exceeds it."""
+        return self.spread(attribute, values) > margin
+
+    def spread_share(self, attribute: Attribute, values: Sequence[float]) -> float:
+        """The spread as a share of the largest possible one (0 all agree .. 1): orders the adjudication queue
+        across questions of different scales, most disagreeing first."""
+        width = attribute.scale.high - attribute.scale.low
+        return min(1.0, self.spread(attribute, values) / width) if width > 0 else 0.0
+
     def compared_fields(self, attribute: Attribute) -> tuple[str, ...]:
         """The fields a comparison shows side by side (and swaps between presentations); none here."""
         return ()

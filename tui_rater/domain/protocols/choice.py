@@ -12,6 +12,7 @@ reasons first and is sampled five times with top-p, the samples voted. Greedy de
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -60,6 +61,19 @@ class ChoiceAnswer(EvaluationProtocol):
     def combine_presentations(self, values: Sequence[float]) -> float | None:
         """The same answer in every presentation, else none (a category has no middle)."""
         return float(values[0]) if values and all(v == values[0] for v in values) else None
+
+    def spread(self, attribute: Attribute, values: Sequence[float]) -> float:
+        """Categories have no distance: how many answers besides one were given (0: all agree)."""
+        return float(max(0, len({v for v in values if v is not None}) - 1))
+
+    def disagrees(self, attribute: Attribute, values: Sequence[float], margin: float) -> bool:
+        """Any two different answers: a margin is a distance, and a category has none."""
+        return self.spread(attribute, values) > 0
+
+    def spread_share(self, attribute: Attribute, values: Sequence[float]) -> float:
+        """The share of the raters outside the most given answer (0: all agree)."""
+        answers = [v for v in values if v is not None]
+        return 1.0 - Counter(answers).most_common(1)[0][1] / len(answers) if answers else 0.0
 
     def format_value(self, attribute: Attribute, value: float | None) -> str:
         if value is None:

@@ -22,7 +22,11 @@ from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.stats import agreement as ag
 from tui_rater.stats.records import ALL, HUMANS, Record
 from tui_rater.stats.sections.settings import VerdictSettings
+from tui_rater.store.adjudication import ADJUDICATED, adjudicated_values
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
+
+# what the humans' per-item score is (``report --reference``): their ratings combined, or the adjudicated value
+REFERENCES = (HUMANS, ADJUDICATED)
 
 _FRAME_SCHEMA = {
     "item_key": pl.Int64,
@@ -45,7 +49,8 @@ _READINGS_SCHEMA = {
 
 
 def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(the ratings in force with a value, one row per (item, attribute, rater, presentation, sample);
+    """(the ratings in force with a value, one row per (item, attribute, rater, presentation, sample), of the
+    people and the judges (an adjudicator's decision is never a rater's rating: see ``ReportData.reference``);
     every judge reading in force, failed or not, with its parse status and, for a distribution pass,
     its scale mass) -- in one pass over the ratings."""
     rows = study.db.conn.execute(
@@ -53,7 +58,7 @@ def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
                    r.value, r.id, r.parse_status,
                    CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"mass"%' AND json_valid(r.details)
                         THEN json_extract(r.details, '$.mass') END
-            FROM {RATINGS_IN_FORCE} WHERE i.task = ?""",
+            FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND ra.kind IN ('human', 'llm')""",
         [task],
     ).fetchall()
     frame = pl.DataFrame([row[:9] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row")
@@ -99,6 +104,7 @@ class ReportData:
         spa_tau: float | None = 1.1,
         readings: pl.DataFrame | None = None,
         verdict: VerdictSettings | None = None,
+        reference: str = HUMANS,
     ) -> None:
         self.study, self.task, self.spa_tau = study, task, spa_tau
         self.verdict = verdict or VerdictSettings()  # the alt-test's ε, how the human-rated items were drawn
@@ -119,6 +125,12 @@ class ReportData:
         # "all systems" where there are several; the one system otherwise
         self.overall = ALL if len(self.systems) > 1 else (self.systems[0] if self.systems else ALL)
         self.extra: dict[str, Any] = {}  # what one section computes for another (judge readiness)
+        # the humans' score of an item: their ratings combined, or (``report --reference adjudicated``) the
+        # adjudicator's decided value where there is one; never a rater of its own in any statistic
+        if reference not in REFERENCES:
+            raise ValueError(f"unknown reference {reference!r}")
+        self.reference = reference
+        self.adjudicated = adjudicated_values(study, task.name) if reference == ADJUDICATED else {}
 
     # --- who and what --------------------------------------------------------------------
 
@@ -195,9 +207,14 @@ class ReportData:
         if key not in self._values_cache:
             per_presentation = self.presentation_values(evaluator, attribute, system)
             width = len(self.keys(system))
-            self._values_cache[key] = _across_presentations(
-                self.protocol(attribute), list(per_presentation.values()), width
-            )
+            values = _across_presentations(self.protocol(attribute), list(per_presentation.values()), width)
+            decided = self.adjudicated.get(attribute.name) if evaluator == HUMANS else None
+            if decided:
+                values = values.copy()
+                for position, item_key in enumerate(self.keys(system).tolist()):
+                    if item_key in decided:
+                        values[position] = decided[item_key]
+            self._values_cache[key] = values
         return self._values_cache[key]
 
     def presentation_values(self, evaluator: str, attribute: Attribute, system: str) -> dict[str, np.ndarray]:
