@@ -138,6 +138,8 @@ class RaterApp(QuitWhenSaved):
         self.index_of = {session.key(i): i for i in range(len(session.items))}
         # items fully rated in the file, kept up to date on each commit (no recount over every item per key)
         self.completed = {i for i in range(len(session.items)) if self.saved_complete(i)}
+        # item key -> this annotator's comment on it, as typed (``c`` shows it to edit)
+        self.comments = {item_key: text for item_key, (_id, text) in session.comments.items()}
 
     def get_driver_class(self) -> type[Driver]:
         # a dropped SSH connection (SIGHUP, then SIGCONT) must not keep the process from exiting
@@ -358,7 +360,11 @@ class RaterApp(QuitWhenSaved):
         unsaved_notes = self.view.unsaved_notes(key)
         marks = []
         for note, word in (("flag", "flagged"), ("skip", "skipped")):
-            if key in (self.view.flagged if note == "flag" else self.view.skipped):
+            if note == "flag":  # taken back with f again: flagged as the last unsaved flag / unflag says
+                if self.view.is_flagged(key):
+                    pending = "flag" in unsaved_notes or "unflag" in unsaved_notes
+                    marks.append(word + (self.view.mark() if pending else ""))
+            elif key in self.view.skipped:
                 marks.append(word)
             elif note in unsaved_notes:
                 marks.append(word + self.view.mark())
@@ -627,23 +633,34 @@ class RaterApp(QuitWhenSaved):
         self.show_item(index + 1)
 
     def action_flag(self) -> None:
+        """Flag the item; on a flagged item, take the flag back (kept in the file, marked taken back)."""
         index, session = self.index, self.session
-        self.save_note(index, "flag", lambda: session.note(index, "flag"), lambda _: self.notify("Flagged"))
+        if self.view.is_flagged(session.key(index)):
+            done = lambda _: self.notify("Flag taken back (f flags it again)")
+            self.save_note(index, "unflag", lambda: session.unflag(index), done)
+        else:
+            self.save_note(index, "flag", lambda: session.note(index, "flag"), lambda _: self.notify("Flagged"))
         self.refresh_status()
 
     def action_comment(self) -> None:
+        """A comment on the item; on an item with one, it is shown to edit (the edit replaces it, kept in the file;
+        an empty line removes it)."""
         index, session = self.index, self.session
+        item_key = session.items[index].key
+        current = self.comments.get(item_key, "")
 
         def save(text: str | None) -> None:
-            if text:
-                self.save_note(
-                    index,
-                    "comment",
-                    lambda: session.note(index, "comment", text),
-                    lambda _: self.notify("Comment saved"),
-                )
+            if text is None or text == current:
+                return  # Esc, or nothing changed
+            self.comments[item_key] = text
+            said = "Comment removed" if not text else "Comment changed" if current else "Comment saved"
+            self.save_note(index, "comment", lambda: session.comment(index, text), lambda _: self.notify(said))
 
-        self.push_screen(InputScreen("Comment on this item:"), save)
+        if current:
+            prompt = "Your comment on this item (edit it; an empty line removes it, Esc keeps it):"
+            self.push_screen(InputScreen(prompt, value=current), save)
+        else:
+            self.push_screen(InputScreen("Comment on this item:"), save)
 
     def action_goto(self) -> None:
         def go(query: str | None) -> None:

@@ -44,6 +44,14 @@ class SaveView:
     def unsaved_notes(self, item_key: ShowingKey) -> list[str]:
         return [c.note for c in self.unsaved if c.kind == "note" and c.item_key == item_key and c.note]
 
+    def is_flagged(self, item_key: ShowingKey) -> bool:
+        """Flagged on screen: in the file, as changed by the unsaved flags and take-backs (``f`` twice)."""
+        flagged = item_key in self.flagged
+        for change in self.unsaved:
+            if change.kind == "note" and change.item_key == item_key and change.note in ("flag", "unflag"):
+                flagged = change.note == "flag"
+        return flagged
+
     def unsaved_keys(self) -> set[ShowingKey]:
         return {key for key, _ in self._overlay}
 
@@ -70,6 +78,8 @@ class SaveView:
                 self.skipped.add(change.item_key)
             elif change.note == "flag":
                 self.flagged.add(change.item_key)
+            elif change.note == "unflag":
+                self.flagged.discard(change.item_key)
         self.stalled = None  # the next change reports again if it waits too
         self._recompute()
 

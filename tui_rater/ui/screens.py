@@ -45,15 +45,17 @@ class HelpScreen(ModalScreen[None]):
 class InputScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "cancel", id="input.cancel")]
 
-    def __init__(self, prompt: str, placeholder: str = ""):
+    def __init__(self, prompt: str, placeholder: str = "", value: str = ""):
+        """``value``: the text to edit (a comment reopened)."""
         super().__init__()
         self.prompt = prompt
         self.placeholder = placeholder
+        self.value = value
 
     def compose(self) -> ComposeResult:
         with Vertical(id="input-box"):
             yield Static(Text(safe_text(self.prompt, inline=True), style="bold"))  # prompts quote attribute names
-            yield Input(placeholder=self.placeholder, id="input-line")
+            yield Input(value=self.value, placeholder=self.placeholder, id="input-line")
         yield Footer()
 
     def on_mount(self) -> None:
