@@ -55,7 +55,8 @@ class InputScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="input-box"):
             yield Static(Text(safe_text(self.prompt, inline=True), style="bold"))  # prompts quote attribute names
-            yield Input(value=self.value, placeholder=self.placeholder, id="input-line")
+            # a text to edit: the cursor at its end, nothing selected (a first key must not replace it all)
+            yield Input(value=self.value, placeholder=self.placeholder, id="input-line", select_on_focus=False)
         yield Footer()
 
     def on_mount(self) -> None:
