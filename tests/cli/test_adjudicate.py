@@ -234,3 +234,25 @@ def test_export_notes_field_by_field(tmp_path):
         ).fetchone()[0]
         == 48
     )  # the decisions left the ratings as they were
+
+
+def test_the_report_lists_flagged_items_and_comments_in_force(tmp_path):
+    db = _study(tmp_path)
+    study = Study.open(db)
+    keys = {item.id: item.key for item in study.items("story")}
+    alice, bob = study.human("alice"), study.human("bob")
+    study.add_note(keys["s2"], alice.id, "flag")
+    taken_back = study.add_note(keys["s3"], bob.id, "flag")
+    old = study.add_note(keys["s4"], bob.id, "comment", "first thought")
+    conn = study.db.conn
+    conn.execute("UPDATE notes SET retracted_at = '2026-11-25T06:00:00' WHERE id IN (?, ?)", [taken_back, old])
+    study.add_note(keys["s4"], bob.id, "comment", "[red]not markup[/red] | a pipe", supersedes=old)
+    study.add_note(keys["s5"], alice.id, "skip")
+    study.close()
+    records, _ = _report(db)
+    notes = [(r["statistic"], r["evaluator_b"], r["evaluator"], r["note"]) for r in records if r["table"] == "notes"]
+    assert notes == [("flag", "s2", "alice", ""), ("comment", "s4", "bob", "[red]not markup[/red] | a pipe")]
+    done = run_cli_process("report", "--db", db, "--task", "story", "--format", "markdown")
+    assert "## Notes — flagged items and comments in force" in done.stdout
+    assert "| s4 | gpt2 | bob | comment |  | [red]not markup[/red] \\| a pipe |" in done.stdout
+    assert "first thought" not in done.stdout and "| s3 |" not in done.stdout

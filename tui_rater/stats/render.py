@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from tui_rater.stats import render_verdict
+from tui_rater.stats import render_notes, render_verdict
 from tui_rater.stats.records import ALL, HUMANS, SCHEMA, Record, as_dicts
 
 TITLES = {
@@ -39,6 +39,7 @@ TITLES = {
     ),
     "judges": "Judges — the labels above: rater id and name; `tui-rater judges` lists each one's full provenance",
     **render_verdict.TITLES,
+    **render_notes.TITLES,
 }
 NOT_READY_MARK = " ⚠ not agreement-ready"
 Table = tuple[str, list[str], list[list[str]]]
@@ -124,6 +125,7 @@ def named_tables(records: list[Record]) -> list[tuple[str, Table]]:
         _readings,
         _extremes,
         _judges,
+        *render_notes.BUILDERS,
     ]
     for build in builders:
         table = build(records, by, who)

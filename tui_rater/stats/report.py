@@ -19,6 +19,7 @@ from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.stats.records import ALL, HUMANS, SCHEMA, Record, as_dicts
 from tui_rater.stats.sections import ALWAYS, ORDER, SECTIONS
 from tui_rater.stats.sections.data import ReportData, load, reference_system
+from tui_rater.stats.sections.notes import notes
 from tui_rater.stats.sections.readings import mark_not_ready
 from tui_rater.stats.sections.settings import VerdictSettings
 from tui_rater.store.study import Study
@@ -74,6 +75,7 @@ class Report(ReportData):
             for always in ALWAYS.values():
                 always(self, list(self.task.attributes))
         mark_not_ready(self)
+        notes(self)  # the flagged items and comments, whatever the questions (issue 21)
         return self.records
 
 

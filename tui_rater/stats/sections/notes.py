@@ -1,0 +1,34 @@
+"""The notes people left: the flagged items and the comments in force (issue 21: notes are data).
+
+One record per flag (``statistic`` "flag") and per comment ("comment", its words in ``note``); ``evaluator``
+is who left it, ``evaluator_b`` the item's id, ``value`` the item's key, ``attribute`` the question a note is
+on ("*": the whole item). A flag taken back and a comment replaced by its edit are not in force: left out
+here, kept in ``export --what notes`` with their history.
+"""
+
+from __future__ import annotations
+
+from tui_rater.stats.sections.data import ReportData
+
+
+def notes(data: ReportData) -> None:
+    rows = data.study.db.conn.execute(
+        """SELECT n.kind, i.key, i.id, coalesce(i.system, '-'), ra.label, n.attribute, n.text
+           FROM notes n JOIN items i ON i.key = n.item_key JOIN raters ra ON ra.id = n.rater_id
+           WHERE i.task = ? AND n.kind IN ('flag', 'comment') AND n.retracted_at IS NULL
+             AND (n.kind = 'flag' OR coalesce(n.text, '') != '')
+           ORDER BY n.kind DESC, i.position, n.id""",
+        [data.task.name],
+    ).fetchall()
+    for kind, item_key, item_id, system, rater, attribute, text in rows:
+        data.add(
+            "notes",
+            attribute or "*",
+            system,
+            rater,
+            kind,
+            value=float(item_key),
+            n=1,
+            evaluator_b=item_id,
+            note=text if kind == "comment" else "",
+        )
