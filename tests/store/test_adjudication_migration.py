@@ -7,7 +7,9 @@ import sqlite3
 
 import pytest
 
-from tui_rater.store.schema import MIGRATIONS, SCHEMA_VERSION, _adjudication, run_script
+from tui_rater.domain.errors import UserError
+from tui_rater.store.db import open_readonly
+from tui_rater.store.schema import MIGRATIONS, READABLE_FROM, SCHEMA_VERSION, _adjudication, run_script
 from tui_rater.store.study import Study
 
 NOW = "2026-11-01T00:00:00.000+00:00"
@@ -96,3 +98,12 @@ def test_the_raters_table_is_rebuilt_with_every_row_id_label_and_index(tmp_path)
     again = Study.open(path)  # opening again is a no-op
     assert again.db.conn.execute("SELECT count(*) FROM raters").fetchone()[0] == 3
     again.close()
+
+
+def test_a_file_before_it_that_cannot_be_written_asks_for_one_upgrade(tmp_path):
+    """The reading queries (notes in force, the report's Notes) need ``notes.retracted_at``."""
+    path = tmp_path / "before.db"
+    _file_before_adjudication(path)
+    with pytest.raises(UserError, match=f"has schema {BEFORE} and must be upgraded once"):
+        open_readonly(path)
+    assert READABLE_FROM == BEFORE + 1

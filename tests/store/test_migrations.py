@@ -157,4 +157,4 @@ def test_a_schema_4_file_that_cannot_be_written_asks_for_one_upgrade(tmp_path):
     conn.close()
     with pytest.raises(UserError, match="has schema 4 and must be upgraded once"):
         open_readonly(path)  # the reading queries use schema 5's labels (READABLE_FROM)
-    assert READABLE_FROM == 5
+    assert READABLE_FROM >= 5

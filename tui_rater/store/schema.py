@@ -347,5 +347,5 @@ SCHEMA_VERSION = len(MIGRATIONS)
 # files written before the application id: recognised by their exact tables (``db.recognise``)
 LEGACY_VERSIONS = (1, 2)
 # the oldest schema whose tables this version can read without migrating (a read-only file): the
-# reading queries use schema 4's retest column and schema 5's rater labels
-READABLE_FROM = 5
+# reading queries use schema 4's retest column, schema 5's rater labels and schema 6's notes.retracted_at
+READABLE_FROM = MIGRATIONS.index(_adjudication) + 1
