@@ -232,3 +232,25 @@ def test_a_continuous_scale_has_no_distribution():
     attribute = task_from_definition(_custom({"scale": {"kind": "continuous"}})).attributes[0]
     assert protocols.of(attribute).options(attribute, "plain") is None
     assert attribute.scale == Scale("continuous", 0, 100)
+
+
+@pytest.mark.parametrize(
+    ("task", "values", "margin", "spread", "disagrees", "share"),
+    [
+        (STORY, [1, 5, 3], 0, 4, True, 1.0),  # Likert 1-5: the range
+        (STORY, [2, 3], 1, 1, False, 0.25),  # a range of 1 is not beyond a margin of 1
+        (STORY, [2, 4], 1, 2, True, 0.5),
+        (STORY, [3, 3, 3], 0, 0, False, 0.0),
+        (STORY_EXPLICIT, [10, 35], 20, 25, True, 0.25),  # 0-100
+        (STORY_EXPLICIT, [10, 35], 25, 25, False, 0.25),
+        (STORY_PAIRWISE, [0, 2], 100, 1, True, 0.5),  # A and tie: a category has no distance, any two disagree
+        (STORY_PAIRWISE, [1, 1, 0], 0, 1, True, 1 / 3),
+        (STORY_PAIRWISE, [1, 1], 5, 0, False, 0.0),
+    ],
+)
+def test_disagreement_is_the_protocols(task, values, margin, spread, disagrees, share):
+    attribute = task.attributes[0]
+    protocol = protocols.of(attribute)
+    assert protocol.spread(attribute, values) == spread
+    assert protocol.disagrees(attribute, values, margin) is disagrees
+    assert protocol.spread_share(attribute, values) == pytest.approx(share)

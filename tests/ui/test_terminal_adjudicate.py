@@ -133,3 +133,26 @@ def test_a_comment_is_reopened_edited_and_a_flag_taken_back(tmp_path):
     finally:
         app.close()
     assert conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 3
+
+
+def test_a_pairwise_disagreement_is_decided_with_the_choice_letters(tmp_path):
+    db = tmp_path / "pairs.db"
+    items = tmp_path / "pairs.csv"
+    items.write_text("id,prompt,story_a,story_b\np1,P,The first story.,The second story.\n")
+    assert run_cli_process("import", items, "--task", "story-pairwise", "--db", db).returncode == 0
+    ratings = tmp_path / "r.csv"
+    ratings.write_text("item,rater,attribute,value\np1,alice,preference,0\np1,bob,preference,1\n")
+    assert run_cli_process("import-ratings", ratings, "--db", db).returncode == 0
+    command = [sys.executable, "-m", "tui_rater.cli", "adjudicate", "--db", str(db), "--task", "story-pairwise"]
+    app = TmuxApp([*command, "--adjudicator", "lead", "--margin", "3"], tmp_path, size=(80, 24))
+    try:
+        app.wait_text("1. p1")
+        app.key("Enter")
+        app.wait_text("preference alice A · bob B", "decide: a = Storyline-1")
+        app.keys("t")  # the tie, as in annotate
+        app.wait_text("▶ [C] preference", "1/1 decided")
+        app.keys("q")
+        assert app.wait_status() == 0
+    finally:
+        app.close()
+    assert _decisions(db) == [("p1", "preference", 2.0, "lead (adjudicator)", "adjudicator")]
