@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tests.support import run_cli_process, story_study
-from tests.ui.tmux import TmuxApp, annotate_command, flat, needs_tmux
+from tests.ui.tmux import LockHolder, TmuxApp, annotate_command, flat, needs_tmux
 
 pytestmark = [pytest.mark.terminal, needs_tmux]
 
@@ -70,7 +70,7 @@ def test_adjudicate_a_disagreement_at_80x24_and_quit(tmp_path):
         app.key("Left")
         app.wait_text("item 1/2", "▶ [3] grammaticality")
         app.key("Escape")
-        app.wait_text("1/2 decided", "1. s0 grammaticality ±4 1/1 decided")
+        app.wait_text("1/2 decided", "1. s0 grammaticality 1/5 1/1 decided")
         app.keys("q")
         assert app.wait_status() == 0
     finally:
@@ -156,3 +156,27 @@ def test_a_pairwise_disagreement_is_decided_with_the_choice_letters(tmp_path):
     finally:
         app.close()
     assert _decisions(db) == [("p1", "preference", 2.0, "lead (adjudicator)", "adjudicator")]
+
+
+def test_a_decision_made_while_another_process_holds_the_file_is_saved_before_quitting(tmp_path):
+    """The screen never waits on SQLite: the decision shows as unsaved, q waits for it, and it is in the file."""
+    db = _study(tmp_path)
+    command = [sys.executable, "-m", "tui_rater.cli", "adjudicate", "--db", str(db), "--task", "story"]
+    app = TmuxApp([*command, "--adjudicator", "lead"], tmp_path, size=(80, 24))
+    try:
+        app.wait_text("1. s0")
+        app.key("Enter")
+        app.wait_text("item 1/2", "grammaticality: alice 1 · bob 5")
+        with LockHolder(db) as lock:
+            app.keys("4")
+            app.wait_text("item 2/2")  # on at once, the decision not in the file yet
+            app.key("Left")
+            app.wait_text("▶ [4…] grammaticality")
+            app.keys("q")
+            app.wait_text("saving 1 rating before quitting", "waiting for the study file")
+            assert app.running() and _decisions(db) == []
+            lock.release()
+            assert app.wait_status() == 0
+    finally:
+        app.close()
+    assert _decisions(db) == [("s0", "grammaticality", 4.0, "lead (adjudicator)", "adjudicator")]

@@ -27,7 +27,7 @@ from textual.widgets.option_list import Option
 from tui_rater.domain import protocols
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.tasks import Task
-from tui_rater.service.adjudication import Disagreement
+from tui_rater.service.adjudication import Disagreement, Split
 from tui_rater.store.adjudication import Adjudication, ItemNote, Voice, item_notes, item_voices
 from tui_rater.ui.quitting import QuitWhenSaved
 from tui_rater.ui.render import format_value, item_text, scale_hint
@@ -53,7 +53,10 @@ class DetailReady(Message):
 class QueueScreen(Screen):
     """The list: one line per item, most disagreeing first; Enter opens it."""
 
-    BINDINGS = [Binding("q", "app.quit", "quit", id="adjudicate.quit")]
+    BINDINGS = [
+        Binding("enter", "open", "open", id="adjudicate.open"),
+        Binding("q", "app.quit", "quit", id="adjudicate.quit"),
+    ]
 
     def compose(self) -> ComposeResult:
         yield Static(id="adj-status")
@@ -73,6 +76,13 @@ class QueueScreen(Screen):
         queue.add_options([Option(app.queue_line(i), id=str(i)) for i in range(len(app.queue))])
         queue.highlighted = highlighted if highlighted is not None else 0
         self.query_one("#adj-status", Static).update(app.status_line(None))
+
+    def action_open(self) -> None:  # (the list's own Enter selects: this names it in the footer)
+        highlighted = self.query_one(OptionList).highlighted
+        if highlighted is not None:
+            app = self.app
+            assert isinstance(app, AdjudicateApp)
+            app.open_item(highlighted)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         app = self.app
@@ -345,9 +355,15 @@ class AdjudicateApp(QuitWhenSaved):
         decided = sum(self.decided(index, split.attribute) for split in found.splits)
         line = Text(f"{index + 1:>3}. ")
         line.append(safe_text(found.item.id, inline=True)[:24], style="bold")
-        line.append("  " + ", ".join(f"{safe_text(s.attribute, inline=True)} ±{s.spread:g}" for s in found.splits))
+        line.append("  " + ", ".join(self.answers(split) for split in found.splits))
         line.append(f"  {decided}/{len(found.splits)} decided" if decided else "", style="bold")
         return line
+
+    def answers(self, split: Split) -> str:
+        """A question in dispute and the answers given, each once: ``grammaticality 1/3/5``, ``preference A/C``."""
+        attribute = self.rating_task.attribute(split.attribute)
+        given = sorted({value for _, value in split.values})
+        return f"{safe_text(split.attribute, inline=True)} " + "/".join(format_value(attribute, v) for v in given)
 
     def status_line(self, index: int | None) -> Text:
         total = len(self.queue)
