@@ -53,10 +53,7 @@ class DetailReady(Message):
 class QueueScreen(Screen):
     """The list: one line per item, most disagreeing first; Enter opens it."""
 
-    BINDINGS = [
-        Binding("enter", "open", "open", id="adjudicate.open"),
-        Binding("q", "app.quit", "quit", id="adjudicate.quit"),
-    ]
+    BINDINGS = [Binding("q", "app.quit", "quit", id="adjudicate.quit")]
 
     def compose(self) -> ComposeResult:
         yield Static(id="adj-status")
@@ -76,13 +73,6 @@ class QueueScreen(Screen):
         queue.add_options([Option(app.queue_line(i), id=str(i)) for i in range(len(app.queue))])
         queue.highlighted = highlighted if highlighted is not None else 0
         self.query_one("#adj-status", Static).update(app.status_line(None))
-
-    def action_open(self) -> None:  # (the list's own Enter selects: this names it in the footer)
-        highlighted = self.query_one(OptionList).highlighted
-        if highlighted is not None:
-            app = self.app
-            assert isinstance(app, AdjudicateApp)
-            app.open_item(highlighted)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         app = self.app
@@ -373,6 +363,7 @@ class AdjudicateApp(QuitWhenSaved):
         if index is None:
             judges = " +judges" if self.with_judges else ""
             head.append(f" · {done}/{total} decided · margin {self.margin:g}{judges}", style="bold")
+            head.append(" · ↑↓ Enter: open an item")
         else:
             head.append(f" · item {index + 1}/{total} · {done}/{total} decided", style="bold")
         return head
