@@ -140,6 +140,30 @@ async def test_skip_flag_and_undo_on_a_retest_showing_leave_the_first_showing_al
     assert again.index == first_retest + 1  # the skipped retest is not asked again
 
 
+async def test_taking_back_a_retest_showings_flag_leaves_the_first_showings_flag(tmp_path):
+    study = titles(tmp_path)
+    app = open_app(study)
+    session = app.session
+    retest = session.is_retest.index(True)
+    key = session.items[retest].key
+    first = session.items.index(session.items[retest])  # the item's first showing
+    shown: list = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        await rate_through(app, pilot, shown, limit=retest)
+        await pilot.press("f")  # the retest showing
+        app.show_item(first)
+        await pilot.press("f")  # the first showing
+        await settle(app, pilot)
+        app.show_item(retest)
+        await pilot.press("f")  # again on the retest showing: its flag taken back
+        await settle(app, pilot)
+        assert not app.view.is_flagged(RetestShowing(key)) and app.view.is_flagged(key)
+    notes = study.db.conn.execute("SELECT kind, text, retracted_at IS NOT NULL FROM notes ORDER BY id").fetchall()
+    assert notes == [("flag", "retest", 1), ("flag", None, 0)]
+    again = open_app(study)
+    assert key in again.session.flagged and RetestShowing(key) not in again.session.flagged
+
+
 async def test_a_retest_of_an_item_not_rated_is_passed_over(tmp_path):
     study = titles(tmp_path)
     app = open_app(study)
