@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 from tests.support import digest, run_cli_process, story_study
+from tui_rater.domain.errors import UserError
 from tui_rater.store.adjudication import Adjudication
 from tui_rater.store.study import Study
 
@@ -256,3 +257,16 @@ def test_the_report_lists_flagged_items_and_comments_in_force(tmp_path):
     assert "## Notes — flagged items and comments in force" in done.stdout
     assert "| s4 | gpt2 | bob | comment |  | [red]not markup[/red] \\| a pipe |" in done.stdout
     assert "first thought" not in done.stdout and "| s3 |" not in done.stdout
+
+
+def test_an_adjudicator_is_never_a_person_nor_a_person_an_adjudicator(tmp_path):
+    db = _study(tmp_path)
+    study = Study.open(db)
+    lead = Adjudication(study, "story", "alice").rater  # alice rates, and also adjudicates: two raters
+    assert (lead.name, lead.kind) == ("alice (adjudicator)", "adjudicator")
+    assert study.human("alice").kind == "human"
+    with pytest.raises(UserError, match="already exists, of kind 'adjudicator'"):
+        study.human("alice (adjudicator)")
+    study.close()
+    done = run_cli_process("annotate", "--db", db, "--task", "story", "--annotator", "alice (adjudicator)")
+    assert done.returncode == 2 and "of kind 'adjudicator', not 'human'" in done.stderr

@@ -255,7 +255,7 @@ class Study:
                 )
                 return Rater(inserted_id(cur), name, kind, config, label)
             if row[1] != kind:
-                raise UserError(f"rater {name!r} already exists as a {row[1]} rater, not {kind}")
+                raise UserError(f"rater {name!r} already exists, of kind {row[1]!r}, not {kind!r}")
             return Rater(row[0], name, kind, config, row[3])
 
     @staticmethod
