@@ -78,7 +78,8 @@ def cmd_adjudicate(args, settings) -> int:
     from tui_rater.ui.run import run_app
 
     adjudication = Adjudication(study, task.name, adjudicator)
-    return run_app(AdjudicateApp(task, adjudication, queue, args.margin, args.with_judges))  # type: ignore[arg-type]
+    # run_app: signals, and the decisions still unsaved when the screen closes (as for annotate)
+    return run_app(AdjudicateApp(task, adjudication, queue, args.margin, args.with_judges))
 
 
 def _print_table(task, queue, margin: float, who: str) -> None:

@@ -331,7 +331,7 @@ class AdjudicateApp(QuitWhenSaved):
     def decided(self, index: int, attribute: str) -> bool:
         return self.view.shown((self.queue[index].item.key, attribute))[0] is not None
 
-    def first_undecided(self, index: int, after: int | None = None) -> int | None:  # type: ignore[return]
+    def first_undecided(self, index: int, after: int | None = None) -> int | None:
         """The first question in dispute not decided yet (after ``after``); with ``after`` None, 0 when all are."""
         splits = self.queue[index].splits
         start = 0 if after is None else after + 1
