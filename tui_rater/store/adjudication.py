@@ -104,9 +104,13 @@ def note_text(kind: str, text: str | None) -> str:
 
 def adjudicated_values(study: Study, task: str) -> dict[str, dict[int, float]]:
     """attribute -> item key -> the decided value in force (the latest decision, whoever took it)."""
+    # the latest by id of each (item, question) is the latest of each adjudicator's in force (RATINGS_IN_FORCE),
+    # read without grouping every rating of the study (0.3 s at 120k ratings)
     rows = study.db.conn.execute(
-        f"""SELECT r.attribute, r.item_key, r.value FROM {RATINGS_IN_FORCE}
-            WHERE i.task = ? AND ra.kind = 'adjudicator' AND r.value IS NOT NULL ORDER BY r.id""",
+        """SELECT r.attribute, r.item_key, r.value FROM ratings r JOIN items i ON i.key = r.item_key
+           JOIN raters ra ON ra.id = r.rater_id
+           WHERE i.task = ? AND ra.kind = 'adjudicator' AND r.retracted = 0 AND r.retest_of IS NULL
+             AND r.value IS NOT NULL ORDER BY r.id""",
         [task],
     ).fetchall()
     decided: dict[str, dict[int, float]] = {}
