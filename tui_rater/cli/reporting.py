@@ -8,7 +8,7 @@ import math
 import sys
 from pathlib import Path
 
-from tui_rater.cli.common import common_flags, data, make_console, open_study, say
+from tui_rater.cli.common import MAX_SEED, common_flags, data, make_console, open_study, real, say, whole
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.errors import UserError
 
@@ -41,7 +41,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--spa-tau",
-        type=float,
+        type=real(0, 2),
         default=1.1,
         help="SPA: exclude annotators with P[X>Y] + P[Y>X] above this (default 1.1)",
     )
@@ -75,9 +75,14 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         "setup", parents=[common_flags(nested=True)], help="create SPA packets from the study's stories"
     )
     q.add_argument("--systems", required=True, help="comma-separated systems (the items' `system` values)")
-    q.add_argument("--m", type=int, default=5, help="prompts per packet (default 5; the paper: m >= 4)")
-    q.add_argument("--packets", type=int, default=1, help="packets to create, one per annotator (default 1)")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--m", type=whole(2, 1000), default=5, help="prompts per packet (default 5; the paper: m >= 4)")
+    q.add_argument(
+        "--packets",
+        type=whole(1, 10**9),
+        default=1,
+        help="packets to create, one per annotator (default 1, at most 10,000)",
+    )
+    q.add_argument("--seed", type=whole(0, MAX_SEED), default=0)
     q.add_argument("--source-task", default="story", help="the task whose prompt + story items to use")
     q.add_argument("--name", default="spa", help="the SPA task's name (default: spa)")
     q.add_argument(

@@ -114,14 +114,10 @@ class JudgeSpec:
 
 
 def check_judge_name(name: str) -> None:
+    from tui_rater.domain.display import check_name
     from tui_rater.store.labels import MAX_JUDGE_NAME
 
-    if not name.strip():
-        raise UserError("--judge-name must not be empty")
-    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in name):
-        raise UserError("--judge-name must be one line of text, without control characters")
-    if len(name) > MAX_JUDGE_NAME:
-        raise UserError(f"--judge-name is {len(name)} characters long; give at most {MAX_JUDGE_NAME}")
+    check_name(name, "--judge-name", MAX_JUDGE_NAME)
 
 
 # query parameters that say which API version is spoken, not who speaks: kept in the provenance

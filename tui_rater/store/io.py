@@ -311,6 +311,13 @@ def import_ratings(study: Study, path: str | Path, default_kind: str = "human") 
         if rater_kinds.setdefault(rater, kind) != kind:
             raise UserError(f"{where}, column 'kind': rater {rater!r} is already a {rater_kinds[rater]} rater")
         sample = _sample(where, row.get("sample"))
+        points = task.attribute(attribute_name).scale.points
+        if kind == "human" and points and value not in points:
+            # a judge's x.5 is kept (Chiang & Lee App. D.2.1); a person answers on the scale's points
+            raise UserError(
+                f"{where}, column 'value': {row.get('value')} for human rater {rater!r}; a person's rating on "
+                f"this scale is one of its points ({', '.join(f'{p:g}' for p in points)})"
+            )
         if kind == "human" and sample != 0:
             # samples are a judge's repeated readings (Chiang & Lee §3.2); a human's second rating of
             # an item would be a second annotator under one name, and the reports would keep only one
