@@ -154,6 +154,21 @@ def real(low: float, high: float, *, low_open: bool = False) -> Callable[[str], 
     return convert
 
 
+RAW_CSV_HELP = (
+    "CSV/TSV: write cells that start like a spreadsheet formula (=, +, -, @) as they are; by default they get "
+    "a leading ' so a spreadsheet shows them as text instead of running them (OWASP's CSV injection rule)"
+)
+
+
+def formula_note(neutralised: int) -> None:
+    if neutralised:
+        say(
+            f"note: {neutralised} CSV cell(s) that a spreadsheet would run as a formula were written with a "
+            "leading ' (--raw-csv writes them as they are)",
+            err=True,
+        )
+
+
 def judge_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("judge")
     g.add_argument(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tui_rater.cli.common import data, db_exists, make_console, new_table, open_study, say
+from tui_rater.cli.common import RAW_CSV_HELP, data, db_exists, formula_note, make_console, new_table, open_study, say
 from tui_rater.domain.display import safe_text
 
 
@@ -59,6 +59,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--what", choices=("items", "ratings", "wide", "judgements"), default="ratings")
     p.add_argument("--task", help="only this task")
     p.add_argument("--out", required=True, type=Path, help="the file to write: .csv, .tsv, .jsonl or .parquet")
+    p.add_argument("--raw-csv", action="store_true", help=RAW_CSV_HELP)
     p.set_defaults(run=cmd_export)
 
     p = sub.add_parser("info", parents=[common], help="counts of items, raters, ratings and queued jobs")
@@ -140,12 +141,14 @@ def cmd_export(args, settings) -> int:
     if args.what == "judgements":
         from tui_rater.store.judgements import write_judgements
 
-        count = write_judgements(study, args.out, args.task)
+        count, neutralised = write_judgements(study, args.out, args.task, raw=args.raw_csv)
         say(f"wrote {count} rows of judgements to {args.out}")
+        formula_note(neutralised)
         return 0
     frame = {"items": items_frame, "ratings": ratings_frame, "wide": wide_frame}[args.what](study, args.task)
-    write_frame(frame, args.out, like=study.path)
+    neutralised = write_frame(frame, args.out, like=study.path, raw=args.raw_csv)
     say(f"wrote {frame.height} rows of {args.what} to {args.out}")
+    formula_note(neutralised)
     return 0
 
 

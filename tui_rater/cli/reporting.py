@@ -8,7 +8,18 @@ import math
 import sys
 from pathlib import Path
 
-from tui_rater.cli.common import MAX_SEED, common_flags, data, make_console, open_study, real, say, whole
+from tui_rater.cli.common import (
+    MAX_SEED,
+    RAW_CSV_HELP,
+    common_flags,
+    data,
+    formula_note,
+    make_console,
+    open_study,
+    real,
+    say,
+    whole,
+)
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.errors import UserError
 
@@ -60,6 +71,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         "and still replace one (default: from --raters)",
     )
     p.add_argument("--out", type=Path, help="write to this file instead of the terminal")
+    p.add_argument("--raw-csv", action="store_true", help=RAW_CSV_HELP)
     p.set_defaults(run=cmd_report)
 
     p = sub.add_parser(
@@ -130,7 +142,8 @@ def cmd_report(args, settings) -> int:
     if args.format == "json":
         text = render.to_json(reports, str(study.path))  # ensure_ascii: control characters as \u001b
     elif args.format == "csv":
-        text = render.to_csv(reports)
+        text, neutralised = render.to_csv(reports, raw=args.raw_csv)
+        formula_note(neutralised)
     elif args.format == "html":
         from tui_rater.stats.html import to_html  # imports matplotlib: only here
 
