@@ -206,3 +206,31 @@ def test_two_spa_setups_at_once_one_wins_and_the_other_is_refused(tmp_path):
     assert packets == (3, 5)[winner]
     loser = results[1 - winner]
     assert "already has" in loser[2] and "0 packets" not in loser[1]
+
+
+def test_a_study_with_a_second_name_is_refused(study, tmp_path):
+    # SQLite keeps a -wal per name: two annotators on s.db and hard.db each saved into their own WAL
+    # and one's 15 ratings (and rater row) were gone after both quit with exit 0
+    hard = tmp_path / "hard.db"
+    os.link(study, hard)
+    before = digest(study)
+    for name in (study, hard):
+        for words in (["info"], ["annotate", "--annotator", "amy", "--task", "hanna"], ["report", "--task", "hanna"]):
+            error = one_sentence(run_cli_process(*words, "--db", name))
+            assert "has 2 names (hard links)" in error, error
+    assert digest(study) == before
+    hard.unlink()
+    link = tmp_path / "soft.db"
+    link.symlink_to(study)  # one real name: SQLite resolves the link, so this is the same study
+    assert run_cli_process("info", "--db", link).returncode == 0
+
+
+def test_a_foreign_sqlite_file_holding_only_a_view_is_not_taken_for_a_study(tmp_path):
+    foreign = tmp_path / "views.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE VIEW answer AS SELECT 42 AS value")
+    conn.close()
+    before = digest(foreign)
+    error = one_sentence(run_cli_process("info", "--db", foreign))
+    assert "not a tui-rater database" in error and "1 other schema object" in error, error
+    assert digest(foreign) == before

@@ -113,8 +113,15 @@ def cmd_import(args, settings) -> int:
     else:
         study, task = None, TaskRegistry.with_files([*settings.task_files, *args.task_file]).get(args.task)
     items = prepare_items(args.file, task, parse_mapping(args.map), ignore_extra=args.ignore_extra)
-    study = study or open_study(args, settings)
-    added, skipped = study.add_items(task, items, source=str(args.file))
+    if study is not None:
+        added, skipped = study.add_items(task, items, source=str(args.file))
+    else:
+        study = open_study(args, settings)
+        try:
+            added, skipped = study.add_items(task, items, source=str(args.file))
+        except BaseException:
+            study.discard_if_empty()  # a failed first import leaves no empty study behind
+            raise
     say(f"{args.file}: {added} new items for task {args.task}, {skipped} already present -> {study.path}")
     return 0
 

@@ -119,6 +119,20 @@ class Study:
     def close(self) -> None:
         self.db.conn.close()
 
+    def discard_if_empty(self) -> None:
+        """Close, and remove the file when it holds nothing (no item, rater or task): what a failed first
+        import created. A file with anything in it, perhaps another process's, is left as it is."""
+        try:
+            held = self.db.conn.execute(
+                "SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM raters) + (SELECT count(*) FROM tasks)"
+            ).fetchone()[0]
+        except sqlite3.Error:
+            held = 1
+        self.close()
+        if held == 0 and str(self.path) != ":memory:":
+            for name in (str(self.path), f"{self.path}-wal", f"{self.path}-shm"):
+                Path(name).unlink(missing_ok=True)
+
     # --- tasks ---------------------------------------------------------------------------
 
     @property
