@@ -97,7 +97,21 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="run an LLM judge in the background (a .gguf path or api:<model>; repeatable)",
     )
-    p.add_argument("--base-url", help="API judges: the server URL")
+    p.add_argument(
+        "--base-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="the server of each API --judge (api:<model>), in the same order; one per API judge",
+    )
+    p.add_argument(
+        "--api-key-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="the variable holding each API judge's key, in the same order (default: $OPENAI_API_KEY, which is "
+        "sent to api.openai.com only)",
+    )
     p.add_argument(
         "--judge-name",
         action="append",
@@ -166,12 +180,13 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
     if getattr(args, "judge", []):  # checked before anything is stored (one sentence), started by the app
         from tui_rater.service.judging import JudgeOptions, resolve_spec
 
-        base_url = getattr(args, "base_url", None)
         names = getattr(args, "judge_name", []) or [None] * len(args.judge)
+        servers = _per_api_judge(args.judge, "--base-url", getattr(args, "base_url", []))
+        variables = _per_api_judge(args.judge, "--api-key-env", getattr(args, "api_key_env", []))
         tasks = [study.task(task)]
         specs = tuple(
-            resolve_spec(JudgeOptions(m, base_url=base_url, judge_name=name), tasks, settings.judge)
-            for m, name in zip(args.judge, names)
+            resolve_spec(JudgeOptions(m, base_url=url, api_key_env=variable, judge_name=name), tasks, settings.judge)
+            for m, name, url, variable in zip(args.judge, names, servers, variables)
         )
         for spec in specs:
             if spec.is_api:
@@ -203,3 +218,15 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
 
     # signals (SIGHUP, SIGTERM, SIGINT) and the saves still unsaved when the screen closes: see ui/run.py
     return run_app(make_app(session, options))
+
+
+def _per_api_judge(judges: list[str], flag: str, values: list[str]) -> list[str | None]:
+    """A per-judge flag's values matched to the API judges (api:<model>) in order: each judge gets its
+    own server and key, never another judge's (a key goes only where the user sent it)."""
+    api = [spec.startswith("api:") for spec in judges]
+    if values and len(values) != sum(api):
+        raise UserError(
+            f"give one {flag} per API judge ({sum(api)}), in the order of their --judge, or none; {len(values)} given"
+        )
+    given = iter(values)
+    return [next(given, None) if is_api else None for is_api in api]

@@ -166,9 +166,14 @@ class ApiBackend:
         try:
             text = self.client.post(path, body=body, cast_to=str)
         except openai.AuthenticationError:
-            raise self._error(
-                "auth", f"the server at {self._where()} refused the API key (401); check ${self.spec.api_key_env}"
-            ) from None
+            if self._key == NO_KEY:
+                hint = (
+                    "it wants a key: name the variable holding it with --api-key-env NAME "
+                    f"(${self.spec.key_variable} is sent to api.openai.com only)"
+                )
+            else:
+                hint = f"check ${self.spec.key_variable}"
+            raise self._error("auth", f"the server at {self._where()} refused the request (401); {hint}") from None
         except openai.PermissionDeniedError:
             raise self._error("auth", f"the server at {self._where()} denied access (403)") from None
         except openai.NotFoundError:

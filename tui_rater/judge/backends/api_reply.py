@@ -9,8 +9,11 @@ anything but ``JudgeError``.
 
 from __future__ import annotations
 
+import functools
+import html
 import json
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -32,11 +35,26 @@ def malformed(detail: str) -> JudgeError:
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret (the API key, a password in the URL) replaced."""
+    """``text`` with every secret (the API key, a password in the URL) replaced, in whatever form a
+    server echoes it: as sent, percent-encoded (either case of hex, ``+`` for spaces), JSON- or HTML-escaped."""
     for secret in secrets:
-        if len(secret) >= SECRET_MIN_LENGTH and secret in text:
-            text = text.replace(secret, HIDDEN)
+        if len(secret) < SECRET_MIN_LENGTH:
+            continue
+        for form in sorted(_forms(secret), key=len, reverse=True):
+            if form in text:
+                text = text.replace(form, HIDDEN)
     return text
+
+
+@functools.cache
+def _forms(secret: str) -> frozenset[str]:
+    from urllib.parse import quote, quote_plus, unquote
+
+    forms = {secret, unquote(secret), quote(secret, safe=""), quote(secret, safe="/"), quote_plus(secret)}
+    forms |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), form) for form in forms}
+    escaped = {json.dumps(form)[1:-1] for form in forms}
+    forms |= escaped | {form.replace("/", "\\/") for form in escaped} | {html.escape(form) for form in forms}
+    return frozenset(form for form in forms if len(form) >= SECRET_MIN_LENGTH)
 
 
 def parse_body(text: str) -> dict[str, Any]:
