@@ -22,6 +22,8 @@ from tui_rater.judge.errors import JudgeError
 
 # the largest reply read (a judge's reply, even with top-20 logprobs, is a few kilobytes)
 MAX_BODY_BYTES = 8 << 20
+# the longest reply text stored (--max-tokens 128 gives a few hundred characters; 4,096 tokens ~20,000)
+MAX_REPLY_CHARS = 64 << 10
 # log-probabilities a hair above 0 are float rounding (0 is a certainty); more is not a logprob
 LOGPROB_SLACK = 1e-4
 # the listed probabilities of distinct tokens cannot add up to more than 1 (+ rounding)
@@ -107,6 +109,12 @@ def message_text(body: dict[str, Any], secrets: Iterable[str]) -> tuple[str, str
         content = refusal if isinstance(refusal, str) else ""
     if not isinstance(content, str):
         raise malformed(f"choices[0].message.content is {_kind(content)}, not text")
+    if len(content) > MAX_REPLY_CHARS:
+        # a judge's reply is bounded by its reply budget; megabytes of it would be stored with every retry
+        raise malformed(
+            f"the reply is {len(content):,} characters long (more than {MAX_REPLY_CHARS:,}): the server ignored "
+            "the reply budget (max_tokens)"
+        )
     finish = choice.get("finish_reason")
     if finish is None:
         finish = "stop"
