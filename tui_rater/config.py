@@ -45,7 +45,8 @@ class JudgeDefaults:
     max_tokens: int = 128
     max_retries: int = 3
     base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    # None: $OPENAI_API_KEY, sent to OpenAI only; a name given here or with --api-key-env is sent to base_url
+    api_key_env: str | None = None
     n_ctx: int = 4096
     n_gpu_layers: int = 0
 
@@ -143,7 +144,7 @@ def _judge_from(raw: object, path: Path) -> JudgeDefaults:
         if key not in types:
             raise UserError(f"config file {path}: unknown [judge] setting {key!r} {_suggest(key, [*types, 'api_key'])}")
         expected = types[key]
-        if key == "base_url":
+        if key in ("base_url", "api_key_env"):
             expected = str
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
@@ -163,11 +164,27 @@ def _usable_keys(settings: Settings) -> tuple[Settings, list[str]]:
     return replace(settings, keys=usable), problems
 
 
-def api_key_from_config(path: Path | None = None) -> str | None:
-    """The key in [judge] api_key, if the user keeps one there (the environment is preferred)."""
+def api_key_from_config(for_url: str | None = None, path: Path | None = None) -> str | None:
+    """The key in [judge] api_key, if the user keeps one there (the environment is preferred), for a
+    request to ``for_url``: the key goes to OpenAI or to the [judge] base_url of the same file, nowhere else."""
     path = path or config_path()
     if not path.exists():
         return None
     judge = _read_toml(path).get("judge", {})
-    key = judge.get("api_key") if isinstance(judge, dict) else None
+    if not isinstance(judge, dict):
+        return None
+    key = judge.get("api_key")
+    if for_url and not is_openai_url(for_url) and judge.get("base_url") != for_url:
+        return None
     return key if isinstance(key, str) and key else None
+
+
+def is_openai_url(url: str) -> bool:
+    """A URL of OpenAI's own API, where $OPENAI_API_KEY belongs."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    return urlsplit(url).scheme == "https" and host == "api.openai.com"

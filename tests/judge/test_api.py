@@ -21,7 +21,9 @@ PLANTED_KEY = "sk-test-PLANTED-0123456789abcdef"
 def test_text_mode_through_the_real_server(story_study, llama_server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
     rater, _progress, rows = judge(
-        story_study, JudgeSpec("api:tiny", base_url=llama_server, max_tokens=12, samples=1), workers=4
+        story_study,
+        JudgeSpec("api:tiny", api_key_env="OPENAI_API_KEY", base_url=llama_server, max_tokens=12, samples=1),
+        workers=4,
     )
     assert len(rows) == 16 and len({r["raw"] for r in rows}) > 1  # the model's sampled replies, each its own
     task = story_study.task("story")
@@ -54,7 +56,10 @@ def test_text_mode_through_the_real_server(story_study, llama_server, monkeypatc
 
 
 def test_constrained_mode_falls_back_to_a_grammar(story_study, llama_server):
-    _, _, rows = judge(story_study, JudgeSpec("api:tiny", base_url=llama_server, mode="constrained", samples=1))
+    _, _, rows = judge(
+        story_study,
+        JudgeSpec("api:tiny", api_key_env="OPENAI_API_KEY", base_url=llama_server, mode="constrained", samples=1),
+    )
     assert len(rows) == 16
     assert all(r["parse_status"] == "ok" and r["value"] in (1, 2, 3, 4, 5) for r in rows)
     assert all(r["value"] == float(r["raw"]) for r in rows)  # the digit the grammar let the model write
@@ -62,7 +67,9 @@ def test_constrained_mode_falls_back_to_a_grammar(story_study, llama_server):
 
 def test_distribution_mode_from_top_logprobs(story_study, llama_server):
     # the random model puts ~0.1 % of its mass on "1".."5" (low_mass at the default --min-mass): 0 reads it
-    spec = JudgeSpec("api:tiny", base_url=llama_server, mode="distribution", samples=3, min_mass=0)
+    spec = JudgeSpec(
+        "api:tiny", api_key_env="OPENAI_API_KEY", base_url=llama_server, mode="distribution", samples=3, min_mass=0
+    )
     _rater, _progress, rows = judge(story_study, spec)
     # the random model's top-20 next tokens rarely include a digit: each is asked for on its own
     # (logit_bias), so every option is scored -- never a made-up number, never a renormalised guess
@@ -83,7 +90,9 @@ def test_conversation_sends_each_question_after_the_earlier_turns(story_study, f
     ..., question k, in the task's order, each reply the one the server gave to that turn."""
     said = [f"Rating: {1 + (3 * k) % 5}" for k in range(16)]  # the server's answers, in the order asked
     script = Script([(200, {}, ok_body(text), 0) for text in said])
-    spec = JudgeSpec("api:m", base_url=fake_server(script), samples=1, conversation=True, max_retries=0)
+    spec = JudgeSpec(
+        "api:m", api_key_env="OPENAI_API_KEY", base_url=fake_server(script), samples=1, conversation=True, max_retries=0
+    )
     _rater, _progress, rows = judge(story_study, spec)
     task, items = story_study.task("story"), story_study.items("story")
     sent = [body["messages"] for body in script.bodies]
@@ -114,7 +123,10 @@ def test_each_job_sends_its_own_seed_and_the_same_judge_the_same_seeds(tmp_path,
         study = Study.open(tmp_path / f"{name}.db")
         study.add_items(study.task("story"), STORIES[:2])
         behaviour.requests.clear()
-        _, _, rows = judge(study, JudgeSpec("api:zoo", base_url=url, **{"samples": 2, "seed": 3, **changes}))
+        _, _, rows = judge(
+            study,
+            JudgeSpec("api:zoo", api_key_env="OPENAI_API_KEY", base_url=url, **{"samples": 2, "seed": 3, **changes}),
+        )
         task, items = study.task("story"), {item.key: item for item in study.items()}
         stored = {
             (items[r["item_key"]].id, r["attribute"], r["sample"]): json.loads(r["details"])["seed"] for r in rows
@@ -151,7 +163,7 @@ def run_one(study, spec, n_items=1):
 def test_final_errors_fail_fast_with_a_typed_failure(story_study, fake_server, status, kind, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
     url = fake_server(Script([(status, {}, ERR, 0)]))
-    _rater, progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1))
+    _rater, progress = run_one(story_study, JudgeSpec("api:m", api_key_env="OPENAI_API_KEY", base_url=url, samples=1))
     failed = queue.failures(story_study)
     assert [f["error_kind"] for f in failed] == [kind]
     assert failed[0]["attempts"] == 1  # not retried
@@ -163,7 +175,7 @@ def test_final_errors_fail_fast_with_a_typed_failure(story_study, fake_server, s
 def test_429_with_retry_after_is_honoured(story_study, fake_server):
     script = Script([(429, {"retry-after": "1"}, ERR, 0), (200, {}, ok_body(), 0)])
     url = fake_server(script)
-    rater, _progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1))
+    rater, _progress = run_one(story_study, JudgeSpec("api:m", api_key_env="OPENAI_API_KEY", base_url=url, samples=1))
     assert queue.counts(story_study, rater.id)["done"] == 1
     assert script.times[1] - script.times[0] >= 0.95  # waited as asked
     value = story_study.db.conn.execute("SELECT value FROM ratings WHERE rater_id = ?", [rater.id]).fetchone()[0]
@@ -181,7 +193,9 @@ def test_429_with_retry_after_is_honoured(story_study, fake_server):
 def test_transient_errors_are_retried_then_succeed(story_study, fake_server, answer):
     script = Script([answer, (200, {}, ok_body("5"), 0)])
     url = fake_server(script)
-    rater, progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1, timeout_s=1.0))
+    rater, progress = run_one(
+        story_study, JudgeSpec("api:m", api_key_env="OPENAI_API_KEY", base_url=url, samples=1, timeout_s=1.0)
+    )
     assert queue.counts(story_study, rater.id)["done"] == 1
     assert progress.retried == 1
     assert story_study.db.conn.execute("SELECT value FROM ratings").fetchone()[0] == 5
@@ -191,7 +205,9 @@ def test_connection_refused_ends_as_failed_after_retries(story_study, monkeypatc
     monkeypatch.setattr(queue, "BACKOFF_BASE_S", 0.01)
     monkeypatch.setattr(queue, "MAX_ATTEMPTS", 3)
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens here
-    _rater, _progress = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1, timeout_s=2))
+    _rater, _progress = run_one(
+        story_study, JudgeSpec("api:m", api_key_env="OPENAI_API_KEY", base_url=url, samples=1, timeout_s=2)
+    )
     failed = queue.failures(story_study)
     assert [(f["error_kind"], f["attempts"]) for f in failed] == [("connection", 3)]
 
@@ -199,7 +215,9 @@ def test_connection_refused_ends_as_failed_after_retries(story_study, monkeypatc
 def test_refusals_are_regenerated_then_recorded(story_study, fake_server):
     refusal = ok_body("I am an AI and I do not have the ability to experience enjoyment.")
     url = fake_server(Script([(200, {}, refusal, 0)]))
-    _rater, _ = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1, max_retries=2))
+    _rater, _ = run_one(
+        story_study, JudgeSpec("api:m", api_key_env="OPENAI_API_KEY", base_url=url, samples=1, max_retries=2)
+    )
     row = story_study.db.conn.execute("SELECT value, parse_status, details FROM ratings").fetchone()
     assert row[0] is None and row[1] == "refusal"
     assert json.loads(row[2])["attempts"] == 3

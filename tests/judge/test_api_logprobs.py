@@ -28,7 +28,7 @@ def story_prompts(tmp_path) -> list[list[dict]]:
 
 
 def test_options_outside_the_top_20_are_scored_exactly(llama_server, tmp_path):
-    backend = ApiBackend(JudgeSpec("api:tiny", base_url=llama_server).validate())
+    backend = ApiBackend(JudgeSpec("api:tiny", api_key_env="OPENAI_API_KEY", base_url=llama_server).validate())
     left_out = 0
     for messages in story_prompts(tmp_path):
         listed = {e["token"] for e in ask(llama_server, messages, temperature=0, top_logprobs=20)[0]["top_logprobs"]}

@@ -44,7 +44,8 @@ def judge(db: Path, url: str, *flags: str, timeout: float = 240):
     env = {**os.environ, "OPENAI_API_KEY": zoo.KEY}
     began = time.monotonic()
     result = run_cli_process(
-        "judge", "--db", db, "--model", "api:zoo", "--base-url", url, "--samples", "1", "--max-retries", "0",
+        "judge", "--db", db, "--model", "api:zoo", "--base-url", url, "--api-key-env", "OPENAI_API_KEY",
+        "--samples", "1", "--max-retries", "0",
         *flags, env=env, timeout=timeout,
     )  # fmt: skip
     return result, time.monotonic() - began
@@ -236,7 +237,7 @@ def _ask(case: str) -> list[dict]:
 @pytest.mark.parametrize("bias,verdict", [("after", "after"), ("ignored", "ignored"), ("reject", "rejected")])
 def test_a_logit_bias_that_cannot_be_trusted_leaves_options_unscored(serve_zoo, bias, verdict):
     behaviour, url = serve_zoo(bias=bias)
-    backend = ApiBackend(JudgeSpec("api:zoo", base_url=url).validate())
+    backend = ApiBackend(JudgeSpec("api:zoo", api_key_env="OPENAI_API_KEY", base_url=url).validate())
     found = backend.option_probabilities(_ask("truncated"), list("12345"))
     assert set(found.unscored) == set("12345") and [found.probabilities[d] for d in "2345"] == [0.0] * 4
     weights = zoo.weights_of("truncated")
@@ -250,7 +251,7 @@ def test_a_logit_bias_that_cannot_be_trusted_leaves_options_unscored(serve_zoo, 
 
 def test_a_server_that_refuses_llama_cpp_sampler_fields(serve_zoo):
     behaviour, url = serve_zoo(strict=True)
-    backend = ApiBackend(JudgeSpec("api:zoo", base_url=url).validate())
+    backend = ApiBackend(JudgeSpec("api:zoo", api_key_env="OPENAI_API_KEY", base_url=url).validate())
     found = backend.option_probabilities(_ask("eos"), list("12345"))  # greedy: end-of-text; then sampled
     weights = zoo.weights_of("eos")
     total = sum(weights.values())

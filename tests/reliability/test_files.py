@@ -299,3 +299,13 @@ def test_disk_full_during_import_and_export_is_one_sentence(small_disk, tmp_path
     error = one_sentence(run_cli_process("export", "--what", "items", "--db", db, "--out", small_disk / "items.csv"))
     assert "cannot write" in error
     assert not [p for p in small_disk.iterdir() if p.name.endswith(".partial") or p.name == "items.csv"]
+
+
+def test_a_failed_first_import_leaves_no_empty_study_behind(small_disk, tmp_path):
+    db = small_disk / "new-study.db"
+    big = tmp_path / "big.csv"
+    rows = "".join(f"i{i},s,{'p' * 50},{'story text ' * 40}\n" for i in range(3000))
+    big.write_text("id,system,prompt,story\n" + rows)
+    error = one_sentence(run_cli_process("import", big, "--task", "story", "--db", db), 1)
+    assert "the disk is full" in error
+    assert not [p.name for p in small_disk.iterdir() if p.name.startswith("new-study.db")]

@@ -137,7 +137,9 @@ def test_the_control_a_raw_printf_does_change_title_and_clipboard(tmp_path):
 def test_the_app_shows_every_name_and_reply_literally(study, tmp_path):
     db = tmp_path / "copy.db"
     shutil.copy(study.db, db)  # the other tests read the original
-    command = annotate_command(db, "ann" + hostile.EVIL, hostile.TASK_NAME, "--reveal", "--no-blind")
+    # the annotator's own name is plain: `--annotator` refuses control characters (as --judge-name does);
+    # every other name on screen came from files and servers and carries the escapes
+    command = annotate_command(db, "ann", hostile.TASK_NAME, "--reveal", "--no-blind")
     app = TmuxApp(command, tmp_path, size=(120, 45), conf=CLIPBOARD_ON)
     try:
         title_before = _terminal_state(app)[0]
@@ -170,5 +172,5 @@ def test_the_app_shows_every_name_and_reply_literally(study, tmp_path):
         assert "Traceback" not in app.printed()
     finally:
         app.close()
-    saved = ratings_in_force(db, "ann" + hostile.EVIL)
+    saved = ratings_in_force(db, "ann")
     assert saved == {(hostile.ITEM_ID, hostile.ATTRIBUTE): 4.0, (hostile.ITEM_ID, "plain"): 4.0}

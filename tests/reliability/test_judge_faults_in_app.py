@@ -22,7 +22,9 @@ async def test_failing_judge_does_not_stop_the_person(tmp_path, fake_server):
     study = Study.open(tmp_path / "f.db")
     study.add_items(study.task("story"), STORIES)
     url = fake_server(Script([(401, {}, ERR, 0)]))
-    runner = BackgroundJudges(study, "story", [JudgeSpec("api:m", base_url=url, samples=1).validate()])
+    runner = BackgroundJudges(
+        study, "story", [JudgeSpec("api:m", api_key_env="OPENAI_API_KEY", base_url=url, samples=1).validate()]
+    )
     app = make_app(AnnotationSession.open(study.reopen(), "story", "alice"), judges=runner)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: "stopped: auth" in runner.summary(), "the judge stopped")
@@ -70,7 +72,9 @@ def _study_of_cases(tmp_path, cases) -> Path:
 
 
 def _annotate_with_judge(tmp_path, db, url) -> TmuxApp:
-    command = annotate_command(db, "alice", "story", "--judge", "api:zoo", "--base-url", url)
+    command = annotate_command(
+        db, "alice", "story", "--judge", "api:zoo", "--base-url", url, "--api-key-env", "OPENAI_API_KEY"
+    )
     return TmuxApp(command, tmp_path, env=f"OPENAI_API_KEY={zoo.KEY}")
 
 

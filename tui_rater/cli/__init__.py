@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any, NoReturn
 
 from tui_rater.cli import adjudicating, annotating, data, judges, judging, reporting
 from tui_rater.cli.common import close_all, common_flags, say, settings_for, version
@@ -16,9 +17,24 @@ from tui_rater.cli.failures import failure_sentence
 from tui_rater.domain.errors import UserError
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad flag is one sentence (and where to look), not the whole usage block, and exit status 2.
+
+    No abbreviated flags: ``import-ratings --task X`` silently became ``--task-file X``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        say(f"tui-rater: error: {message} (see `{self.prog} --help`)", err=True)
+        sys.exit(2)
+
+
 def _parser() -> argparse.ArgumentParser:
     common = common_flags()
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tui-rater",
         description="Rate texts with the keyboard while LLM judges rate the same texts; compare them.",
         epilog="Run `tui-rater COMMAND --help` for a command's flags. Data stays in one SQLite file.",
@@ -31,8 +47,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _not_utf8(argv: list[str]) -> str | None:
+    """The first argument that is not valid UTF-8 (Python carries its bytes as lone surrogates)."""
+    for arg in argv:
+        if any("\udc80" <= c <= "\udcff" for c in arg):
+            return arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
+    bad = _not_utf8(sys.argv[1:] if argv is None else argv)
+    if bad is not None:  # a file name, model path or name that cannot be stored or shown as text
+        say(f"tui-rater: error: the argument {bad!r} is not valid UTF-8; rename it or give it in UTF-8", err=True)
+        return 2
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
         parser.print_help()

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tui_rater.cli.common import open_study, say
+from tui_rater.cli.common import MAX_SEED, open_study, say, whole
 from tui_rater.cli.data import import_items_file, print_info
 from tui_rater.domain.errors import UserError
+
+# a person's name labels their ratings in every table: a line, not a paragraph
+MAX_ANNOTATOR_NAME = 80
 
 REPO_SAMPLE_DATA = Path(__file__).resolve().parent.parent.parent / "sample_data"
 
@@ -51,7 +54,9 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="--order uncertain: the judge whose uncertainty orders the items (default: the task's only judge)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed for --order random / uncertain and --retest")
+    p.add_argument(
+        "--seed", type=whole(0, MAX_SEED), default=0, help="seed for --order random / uncertain and --retest"
+    )
     p.add_argument(
         "--retest",
         type=float,
@@ -62,7 +67,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--retest-spacing",
-        type=int,
+        type=whole(0, 100_000),
         default=10,
         metavar="N",
         help="--retest: an item never comes back within the last N items you saw (default: 10)",
@@ -92,7 +97,21 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="run an LLM judge in the background (a .gguf path or api:<model>; repeatable)",
     )
-    p.add_argument("--base-url", help="API judges: the server URL")
+    p.add_argument(
+        "--base-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="the server of each API --judge (api:<model>), in the same order; one per API judge",
+    )
+    p.add_argument(
+        "--api-key-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="the variable holding each API judge's key, in the same order (default: $OPENAI_API_KEY, which is "
+        "sent to api.openai.com only)",
+    )
     p.add_argument(
         "--judge-name",
         action="append",
@@ -141,7 +160,10 @@ def cmd_annotate(args, settings) -> int:
 
 
 def _run_app(args, settings, study, task: str, annotator: str) -> int:
+    from tui_rater.domain.display import check_name
     from tui_rater.store.session import AnnotationSession
+
+    check_name(annotator, "--annotator", MAX_ANNOTATOR_NAME)
 
     order, seed = getattr(args, "order", "imported"), getattr(args, "seed", 0)
     retest, replan = getattr(args, "retest", None), getattr(args, "replan", False)
@@ -154,6 +176,21 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
         raise UserError(f"give one --judge-name per --judge ({len(judges)}), or none; {len(names)} given")
     if getattr(args, "uncertain_judge", None) and order != "uncertain":
         raise UserError("--uncertain-judge goes with --order uncertain")
+    specs: tuple = ()
+    if getattr(args, "judge", []):  # checked before anything is stored (one sentence), started by the app
+        from tui_rater.service.judging import JudgeOptions, resolve_spec
+
+        names = getattr(args, "judge_name", []) or [None] * len(args.judge)
+        servers = _per_api_judge(args.judge, "--base-url", getattr(args, "base_url", []))
+        variables = _per_api_judge(args.judge, "--api-key-env", getattr(args, "api_key_env", []))
+        tasks = [study.task(task)]
+        specs = tuple(
+            resolve_spec(JudgeOptions(m, base_url=url, api_key_env=variable, judge_name=name), tasks, settings.judge)
+            for m, name, url, variable in zip(args.judge, names, servers, variables)
+        )
+        for spec in specs:
+            if spec.is_api:
+                spec.api_key()
     if order == "uncertain":  # drawn (or read back) before the screen opens: one sentence if it cannot be
         from tui_rater.service.planning import plan_uncertain_order
 
@@ -168,20 +205,6 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
         spacing=getattr(args, "retest_spacing", 10),
         replan=replan,
     )
-    specs: tuple = ()
-    if getattr(args, "judge", []):  # checked now (one sentence, before the screen opens), started by the app
-        from tui_rater.service.judging import JudgeOptions, resolve_spec
-
-        base_url = getattr(args, "base_url", None)
-        names = getattr(args, "judge_name", []) or [None] * len(args.judge)
-        tasks = [study.task(task)]
-        specs = tuple(
-            resolve_spec(JudgeOptions(m, base_url=base_url, judge_name=name), tasks, settings.judge)
-            for m, name in zip(args.judge, names)
-        )
-        for spec in specs:
-            if spec.is_api:
-                spec.api_key()
     from tui_rater.ui.app import AppOptions, make_app
 
     options = AppOptions(
@@ -195,3 +218,15 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
 
     # signals (SIGHUP, SIGTERM, SIGINT) and the saves still unsaved when the screen closes: see ui/run.py
     return run_app(make_app(session, options))
+
+
+def _per_api_judge(judges: list[str], flag: str, values: list[str]) -> list[str | None]:
+    """A per-judge flag's values matched to the API judges (api:<model>) in order: each judge gets its
+    own server and key, never another judge's (a key goes only where the user sent it)."""
+    api = [spec.startswith("api:") for spec in judges]
+    if values and len(values) != sum(api):
+        raise UserError(
+            f"give one {flag} per API judge ({sum(api)}), in the order of their --judge, or none; {len(values)} given"
+        )
+    given = iter(values)
+    return [next(given, None) if is_api else None for is_api in api]

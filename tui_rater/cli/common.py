@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -115,6 +117,58 @@ def say(message: str, *, err: bool = False) -> None:
     print(safe_text(message, inline=True), file=sys.stderr if err else sys.stdout)
 
 
+# seeds are handed to llama.cpp and to servers as unsigned 32-bit integers
+MAX_SEED = 2**32 - 1
+
+
+def whole(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in [low, high] (``--limit -1`` or a 23-digit seed is refused)."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range: give a whole number from {low} to {high}")
+        return value
+
+    return convert
+
+
+def real(low: float, high: float, *, low_open: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number in [low, high] (``(low, high]`` with ``low_open``); nan and inf refused."""
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text} is not a finite number")
+        if value < low or value > high or (low_open and value == low):
+            opening = "(" if low_open else "["
+            raise argparse.ArgumentTypeError(f"{value:g} is out of range: give a number in {opening}{low:g}, {high:g}]")
+        return value
+
+    return convert
+
+
+RAW_CSV_HELP = (
+    "CSV/TSV: write cells that start like a spreadsheet formula (=, +, -, @) as they are; by default they get "
+    "a leading ' so a spreadsheet shows them as text instead of running them (OWASP's CSV injection rule)"
+)
+
+
+def formula_note(neutralised: int) -> None:
+    if neutralised:
+        say(
+            f"note: {neutralised} CSV cell(s) that a spreadsheet would run as a formula were written with a "
+            "leading ' (--raw-csv writes them as they are)",
+            err=True,
+        )
+
+
 def judge_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("judge")
     g.add_argument(
@@ -136,29 +190,31 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help="plain | persona | explain (Chiang & Lee §3.3.2); v1..v5 for the Chen et al. tasks",
     )
-    g.add_argument("--samples", type=int, help="samples per question (default 3, as in the paper)")
-    g.add_argument("--temperature", type=float, help="default 1.0")
-    g.add_argument("--top-p", type=float, help="nucleus sampling p (default 0.9)")
-    g.add_argument("--seed", type=int, default=0, help="base seed; sample k uses seed + k")
+    g.add_argument("--samples", type=whole(1, 1000), help="samples per question (default 3, as in the paper)")
+    g.add_argument("--temperature", type=real(0, 100), help="default 1.0")
+    g.add_argument("--top-p", type=real(0, 1, low_open=True), help="nucleus sampling p (default 0.9)")
+    g.add_argument("--seed", type=whole(0, MAX_SEED), default=0, help="base seed; sample k uses seed + k")
     g.add_argument(
         "--conversation",
         action="store_true",
         help="ask all of an item's questions in one chat, in order (the paper's ChatGPT setting)",
     )
-    g.add_argument("--max-tokens", type=int, help="reply length limit (default 128)")
-    g.add_argument("--max-retries", type=int, help="regenerations of a reply that does not parse (default 3)")
+    g.add_argument("--max-tokens", type=whole(1, 1_000_000), help="reply length limit (default 128)")
+    g.add_argument("--max-retries", type=whole(0, 100), help="regenerations of a reply that does not parse (default 3)")
     g.add_argument(
         "--min-mass",
-        type=float,
+        type=real(0, 1),
         help="distribution: below this next-token probability on the scale's options a pass is stored as "
         "low_mass, not as a rating (default 0.5)",
     )
     g.add_argument("--n-ctx", type=int, help="local: context window in tokens (default 4096)")
-    g.add_argument("--n-gpu-layers", type=int, help="local: layers to offload to CUDA/Metal (-1 = all)")
+    g.add_argument("--n-gpu-layers", type=whole(-1, 100_000), help="local: layers to offload to CUDA/Metal (-1 = all)")
     g.add_argument("--chat-template", metavar="FILE", help="local: a Jinja chat template (default: the GGUF's)")
     g.add_argument("--base-url", help="API: the server, e.g. http://127.0.0.1:8080/v1 (default: OpenAI)")
     g.add_argument("--api-key-env", help="API: the environment variable holding the key (default OPENAI_API_KEY)")
-    g.add_argument("--timeout", type=float, default=120.0, help="API: seconds to wait for a reply")
+    g.add_argument(
+        "--timeout", type=real(0, 86_400, low_open=True), default=120.0, help="API: seconds to wait for a reply"
+    )
     g.add_argument(
         "--judge-name",
         metavar="NAME",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tui_rater.cli.common import data, db_exists, make_console, new_table, open_study, say
+from tui_rater.cli.common import RAW_CSV_HELP, data, db_exists, formula_note, make_console, new_table, open_study, say
 from tui_rater.domain.display import safe_text
 
 
@@ -65,6 +65,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--task", help="only this task")
     p.add_argument("--out", required=True, type=Path, help="the file to write: .csv, .tsv, .jsonl or .parquet")
+    p.add_argument("--raw-csv", action="store_true", help=RAW_CSV_HELP)
     p.set_defaults(run=cmd_export)
 
     p = sub.add_parser("info", parents=[common], help="counts of items, raters, ratings and queued jobs")
@@ -118,8 +119,15 @@ def cmd_import(args, settings) -> int:
     else:
         study, task = None, TaskRegistry.with_files([*settings.task_files, *args.task_file]).get(args.task)
     items = prepare_items(args.file, task, parse_mapping(args.map), ignore_extra=args.ignore_extra)
-    study = study or open_study(args, settings)
-    added, skipped = study.add_items(task, items, source=str(args.file))
+    if study is not None:
+        added, skipped = study.add_items(task, items, source=str(args.file))
+    else:
+        study = open_study(args, settings)
+        try:
+            added, skipped = study.add_items(task, items, source=str(args.file))
+        except BaseException:
+            study.discard_if_empty()  # a failed first import leaves no empty study behind
+            raise
     say(f"{args.file}: {added} new items for task {args.task}, {skipped} already present -> {study.path}")
     return 0
 
@@ -146,8 +154,9 @@ def cmd_export(args, settings) -> int:
     if args.what == "judgements":
         from tui_rater.store.judgements import write_judgements
 
-        count = write_judgements(study, args.out, args.task)
+        count, neutralised = write_judgements(study, args.out, args.task, raw=args.raw_csv)
         say(f"wrote {count} rows of judgements to {args.out}")
+        formula_note(neutralised)
         return 0
     if args.what == "notes":
         from tui_rater.store.notes import notes_frame
@@ -157,8 +166,9 @@ def cmd_export(args, settings) -> int:
         say(f"wrote {frame.height} rows of notes to {args.out}")
         return 0
     frame = {"items": items_frame, "ratings": ratings_frame, "wide": wide_frame}[args.what](study, args.task)
-    write_frame(frame, args.out, like=study.path)
+    neutralised = write_frame(frame, args.out, like=study.path, raw=args.raw_csv)
     say(f"wrote {frame.height} rows of {args.what} to {args.out}")
+    formula_note(neutralised)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from tui_rater.cli.common import data, judge_flags, judge_options, make_console, new_table, open_study, say
+from tui_rater.cli.common import data, judge_flags, judge_options, make_console, new_table, open_study, say, whole
 from tui_rater.domain.errors import UserError
 
 
@@ -21,18 +21,20 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--task", help="only this task (default: every task in the study)")
     p.add_argument(
         "--workers",
-        type=int,
+        type=whole(1, 256),
         default=None,
         help="parallel workers (default: 8 API; a local model: 16 sequences decoded together in one copy of it)",
     )
-    p.add_argument("--limit", type=int, help="only the first N items of each task")
+    p.add_argument("--limit", type=whole(1, 10**12), help="only the first N items of each task")
     p.add_argument(
         "--check",
         action="store_true",
         help="pre-flight: show the first items' prompts as the model reads them (tokens, BOS, the scale's "
         "tokens, the next-token mass on the scale) and a verdict; stores nothing. Exit 0 only when ready",
     )
-    p.add_argument("--check-items", type=int, default=2, metavar="N", help="--check: items per task (default 2)")
+    p.add_argument(
+        "--check-items", type=whole(1, 1000), default=2, metavar="N", help="--check: items per task (default 2)"
+    )
     p.add_argument("--format", choices=("text", "json"), default="text", help="--check: output format")
     p.set_defaults(run=cmd_judge)
 

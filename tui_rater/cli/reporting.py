@@ -8,7 +8,18 @@ import math
 import sys
 from pathlib import Path
 
-from tui_rater.cli.common import common_flags, data, make_console, open_study, say
+from tui_rater.cli.common import (
+    MAX_SEED,
+    RAW_CSV_HELP,
+    common_flags,
+    data,
+    formula_note,
+    make_console,
+    open_study,
+    real,
+    say,
+    whole,
+)
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.errors import UserError
 
@@ -41,7 +52,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--spa-tau",
-        type=float,
+        type=real(0, 2),
         default=1.1,
         help="SPA: exclude annotators with P[X>Y] + P[Y>X] above this (default 1.1)",
     )
@@ -68,6 +79,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         "counted as a rater)",
     )
     p.add_argument("--out", type=Path, help="write to this file instead of the terminal")
+    p.add_argument("--raw-csv", action="store_true", help=RAW_CSV_HELP)
     p.set_defaults(run=cmd_report)
 
     p = sub.add_parser(
@@ -83,9 +95,14 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         "setup", parents=[common_flags(nested=True)], help="create SPA packets from the study's stories"
     )
     q.add_argument("--systems", required=True, help="comma-separated systems (the items' `system` values)")
-    q.add_argument("--m", type=int, default=5, help="prompts per packet (default 5; the paper: m >= 4)")
-    q.add_argument("--packets", type=int, default=1, help="packets to create, one per annotator (default 1)")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--m", type=whole(2, 1000), default=5, help="prompts per packet (default 5; the paper: m >= 4)")
+    q.add_argument(
+        "--packets",
+        type=whole(1, 10**9),
+        default=1,
+        help="packets to create, one per annotator (default 1, at most 10,000)",
+    )
+    q.add_argument("--seed", type=whole(0, MAX_SEED), default=0)
     q.add_argument("--source-task", default="story", help="the task whose prompt + story items to use")
     q.add_argument("--name", default="spa", help="the SPA task's name (default: spa)")
     q.add_argument(
@@ -136,7 +153,8 @@ def cmd_report(args, settings) -> int:
     if args.format == "json":
         text = render.to_json(reports, str(study.path))  # ensure_ascii: control characters as \u001b
     elif args.format == "csv":
-        text = render.to_csv(reports)
+        text, neutralised = render.to_csv(reports, raw=args.raw_csv)
+        formula_note(neutralised)
     elif args.format == "html":
         from tui_rater.stats.html import to_html  # imports matplotlib: only here
 

@@ -54,3 +54,38 @@ def safe_text(text: object, *, inline: bool = False) -> str:
     if inline:
         return _UNSAFE_INLINE.sub(_placeholder, text.replace("\r\n", "\n"))
     return _UNSAFE.sub(_placeholder, text.replace("\r\n", "\n"))
+
+
+def check_name(name: str, flag: str, longest: int) -> None:
+    """A name a person gives (``--annotator``, ``--judge-name``): one line of text, no control characters.
+
+    Such a name labels ratings in every table and report, so it is checked where it comes in, once, the
+    same way for people and judges; anything shown later still goes through ``safe_text``.
+    """
+    from tui_rater.domain.errors import UserError
+
+    if not name.strip():
+        raise UserError(f"{flag} must not be empty")
+    if _UNSAFE_INLINE.search(name):
+        raise UserError(f"{flag} must be one line of text, without control characters")
+    if len(name) > longest:
+        raise UserError(f"{flag} is {len(name)} characters long; give at most {longest}")
+
+
+# OWASP's CSV injection rule: a cell that starts with one of these is run by a spreadsheet as a formula
+# (=HYPERLINK(...), +cmd|' /C calc'!A0, @SUM(...)); the full-width forms are read the same way
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "＝", "＋", "－", "＠")
+
+
+def spreadsheet_safe(cell: str) -> str:
+    """A CSV cell a spreadsheet shows as text: one that would start a formula gets a leading ``'``.
+
+    A plain number ("-3", "+1.5e-2") is no formula and stays as it is.
+    """
+    if not cell.startswith(FORMULA_STARTS):
+        return cell
+    try:
+        float(cell)
+    except ValueError:
+        return "'" + cell
+    return cell

@@ -426,3 +426,22 @@ class TaskRegistry:
         for path in paths or []:
             extra.extend(load_task_file(path))
         return cls(extra)
+
+
+def definition_change(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """The first difference between two stored definitions of a task, in words (for a refusal)."""
+    old_attrs = {a.get("name"): a for a in old.get("attributes", []) if isinstance(a, dict)}
+    new_attrs = {a.get("name"): a for a in new.get("attributes", []) if isinstance(a, dict)}
+    if gone := [name for name in old_attrs if name not in new_attrs]:
+        return f"question {gone[0]!r} is missing from the new one"
+    if added := [name for name in new_attrs if name not in old_attrs]:
+        return f"the new one adds question {added[0]!r}"
+    for name, attribute in old_attrs.items():
+        for key in sorted(set(attribute) | set(new_attrs[name])):
+            if attribute.get(key) != new_attrs[name].get(key):
+                was, now = attribute.get(key), new_attrs[name].get(key)
+                return f"question {name!r}: {key} was {was!r}, now {now!r}"
+    for key in sorted((set(old) | set(new)) - {"attributes"}):
+        if old.get(key) != new.get(key):
+            return f"{key} was {old.get(key)!r}, now {new.get(key)!r}"
+    return "the definitions differ"

@@ -17,7 +17,7 @@ import threading
 from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 from tui_rater.domain.errors import UserError
 
@@ -51,7 +51,8 @@ class JudgeSpec:
     chat_template: str | None = None  # None: the GGUF's own template, if it has one
     # API
     base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    # None: $OPENAI_API_KEY, which is sent to OpenAI only (never to another --base-url unless named)
+    api_key_env: str | None = None
     timeout_s: float = 120.0
     extra: dict = field(default_factory=dict)
     # the user's name for this configuration (--judge-name): part of its identity, so two servers
@@ -99,30 +100,38 @@ class JudgeSpec:
         return self
 
     def api_key(self) -> str:
-        """The key, from the environment or the config file; a placeholder for keyless local servers."""
-        key = os.environ.get(self.api_key_env)
-        if key:
-            return key
-        from tui_rater.config import api_key_from_config
+        """The key, from the environment or the config file; a placeholder for keyless local servers.
 
-        key = api_key_from_config()
+        A key goes only where the user sent it: $OPENAI_API_KEY to OpenAI, or to another server only
+        when its variable is named (``--api-key-env``); the config file's key to OpenAI or its own base_url.
+        """
+        from tui_rater.config import api_key_from_config, is_openai_url
+
+        foreign = bool(self.base_url) and not is_openai_url(self.base_url or "")
+        if self.api_key_env is not None or not foreign:
+            key = os.environ.get(self.key_variable)
+            if key:
+                return key
+        key = api_key_from_config(self.base_url)
         if key:
             return key
         if self.base_url:
             return NO_KEY  # llama.cpp server, Ollama, vLLM on loopback: no key needed
-        raise UserError(f"no API key: set ${self.api_key_env} (or --api-key-env NAME, or [judge] api_key)")
+        raise UserError(f"no API key: set ${self.key_variable} (or --api-key-env NAME, or [judge] api_key)")
+
+    @property
+    def key_variable(self) -> str:
+        return self.api_key_env or DEFAULT_KEY_VARIABLE
 
 
 def check_judge_name(name: str) -> None:
+    from tui_rater.domain.display import check_name
     from tui_rater.store.labels import MAX_JUDGE_NAME
 
-    if not name.strip():
-        raise UserError("--judge-name must not be empty")
-    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in name):
-        raise UserError("--judge-name must be one line of text, without control characters")
-    if len(name) > MAX_JUDGE_NAME:
-        raise UserError(f"--judge-name is {len(name)} characters long; give at most {MAX_JUDGE_NAME}")
+    check_name(name, "--judge-name", MAX_JUDGE_NAME)
 
+
+DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
 
 # query parameters that say which API version is spoken, not who speaks: kept in the provenance
 PUBLIC_QUERY = frozenset({"api-version", "api_version"})
@@ -155,18 +164,26 @@ def strip_credentials(url: str) -> str:
 
 
 def url_secrets(url: str | None) -> list[str]:
-    """What a URL carries that must never appear in a stored reply: its password (or a user name
-    that is a token, with no password) and secret query values. Short ones (a user name such as
-    "alice") are left alone: replacing them would change the replies' words."""
+    """What a URL carries that must never appear in a stored reply: its password (or a user name that
+    is a token, with no password) and secret query values, each as written in the URL and decoded (a
+    server may echo either; ``api_reply.scrub`` also tries their other encodings). A user name alone
+    shorter than 8 characters ("alice") is left alone: replacing it would change the replies' words."""
     if not url:
         return []
     try:
         parts = urlsplit(url)
     except ValueError:
         return [url]
-    found = [parts.password or parts.username or ""]
-    found += [value for name, value in parse_qsl(parts.query) if name.lower() not in PUBLIC_QUERY]
-    return [secret for secret in found if len(secret) >= URL_SECRET_MIN_LENGTH]
+    found = []
+    if parts.password:
+        found.append(parts.password)
+    elif parts.username and len(unquote(parts.username)) >= URL_SECRET_MIN_LENGTH:
+        found.append(parts.username)
+    for pair in parts.query.split("&"):
+        name, _, value = pair.partition("=")
+        if value and unquote_plus(name).lower() not in PUBLIC_QUERY:
+            found.append(value)
+    return sorted({form for secret in found for form in (secret, unquote(secret), unquote_plus(secret)) if form})
 
 
 # --- a local model, checked before llama.cpp loads it -----------------------------------------

@@ -59,6 +59,13 @@ def _sized_factory(factory: BackendFactory, spec: JudgeSpec, workers: int, backg
     return factory
 
 
+# failures that say the server did not answer at all (no status, no reply)
+UNANSWERED = frozenset({"timeout", "connection"})
+# that many different jobs unanswered in a row, over all of a judge's workers, and the run stops with one
+# sentence instead of retrying every remaining job (a silent server took ~12 minutes a job: 6 attempts)
+UNANSWERED_TO_STOP = 8
+
+
 @dataclass
 class Progress:
     """Shared between workers and whoever shows progress (a Rich bar, the app)."""
@@ -69,6 +76,9 @@ class Progress:
     retried: int = 0
     cached: int = 0
     fatal: JudgeError | None = None
+    # the jobs whose requests went unanswered since the last answer (over all workers): a run stops when
+    # UNANSWERED_TO_STOP different jobs are in it (a few jobs' retries alone never stop it)
+    unanswered: set[int] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
     lock: threading.Lock = field(default_factory=threading.Lock)
     changed: threading.Condition = field(default_factory=threading.Condition)
@@ -198,7 +208,24 @@ class Worker(threading.Thread):
                 self.progress.fatal = exc
                 self.stop_event.set()
                 return False
+            if exc.kind in UNANSWERED:
+                with self.progress.lock:
+                    self.progress.unanswered.add(job.id)
+                    streak = len(self.progress.unanswered)
+                if streak >= UNANSWERED_TO_STOP:  # a silent server: each job would wait out its retries
+                    if self.stop_event.is_set():  # another worker said so first
+                        return False
+                    self._stop_judge(
+                        JudgeError(
+                            "server_unusable",
+                            f"{streak} jobs in a row got no answer (the last: {exc.kind}: {exc.message}); "
+                            "stopping the run: check the server, then run the same command again to continue",
+                        )
+                    )
+                    return False
             return True
+        with self.progress.lock:
+            self.progress.unanswered.clear()
         replies, self.replies = self.replies, {}
         if queue.complete(study, job, self.owner, results, replies):
             self.progress.add(done=1, parse_failures=sum(r.parse_status != "ok" for r in results))

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tui_rater.domain.display import spreadsheet_safe
 from tui_rater.stats import render_notes, render_verdict
 from tui_rater.stats.records import ALL, HUMANS, SCHEMA, Record, as_dicts
 
@@ -532,10 +533,18 @@ CSV_FIELDS = [
 ]
 
 
-def to_csv(reports: dict[str, list[Record]]) -> str:
+def to_csv(reports: dict[str, list[Record]], *, raw: bool = False) -> tuple[str, int]:
+    """The records as CSV, and how many text cells got a leading ``'`` so that a spreadsheet shows them
+    instead of running them as formulas (task, rater and system names come from data); none with ``raw``."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS)
     writer.writeheader()
+    neutralised = 0
     for records in reports.values():
-        writer.writerows(as_dicts(records))
-    return buffer.getvalue()
+        for row in as_dicts(records):
+            if not raw:
+                safe = {k: spreadsheet_safe(v) if isinstance(v, str) else v for k, v in row.items()}
+                neutralised += sum(safe[k] != row[k] for k in row)
+                row = safe
+            writer.writerow(row)
+    return buffer.getvalue(), neutralised

@@ -80,6 +80,7 @@ def connect(
             pass  # another process created it first
         except OSError as exc:
             raise UserError(f"cannot create database {path}: {exc.strerror}") from None
+    _one_name(path)
     recognise(path)
     why_not = _why_not_writable(path)
     if readonly and why_not:
@@ -95,6 +96,21 @@ def connect(
         with contextlib.suppress(OSError):
             os.chmod(path, os.stat(path).st_mode | 0o060)
     return _open_writable(path, durable)
+
+
+def _one_name(path: Path) -> None:
+    """Refuse a study file with a second name (a hard link): SQLite keeps a -wal file per *name*, so two
+    people opening one study by two names each commit into their own WAL and one's work is lost when
+    the other's checkpoint runs. A symbolic link is fine: SQLite resolves it to the one real name."""
+    try:
+        links = os.stat(path).st_nlink
+    except OSError:
+        return  # not there (yet): the open says why
+    if links > 1:
+        raise UserError(
+            f"{path} has {links} names (hard links); SQLite keeps one journal per name, so work saved through "
+            "one name can be lost through another: keep one name (rm the others) or use a symbolic link"
+        )
 
 
 def _open_writable(path: Path, durable: bool) -> sqlite_utils.Database:
@@ -157,8 +173,9 @@ def _expected_tables(version: int) -> dict[str, tuple[str, ...]]:
         conn.close()
 
 
-def _inspect(path: Path) -> tuple[int, int, dict[str, tuple[str, ...]]]:
-    """(application id, user version, tables) read without changing the file or creating -wal/-shm.
+def _inspect(path: Path) -> tuple[int, int, dict[str, tuple[str, ...]], int]:
+    """(application id, user version, tables, schema objects of any kind) read without changing the file
+    or creating -wal/-shm.
 
     Without a -wal file the main file is the whole database, so ``immutable=1`` reads it without
     creating anything; with one, a read-only connection reads the WAL's pages too.
@@ -177,7 +194,8 @@ def _inspect(path: Path) -> tuple[int, int, dict[str, tuple[str, ...]]]:
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            return app_id, version, _fingerprint(conn)
+            objects = conn.execute("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchone()[0]
+            return app_id, version, _fingerprint(conn), objects
         except sqlite3.DatabaseError as exc:
             last = exc
         finally:
@@ -195,7 +213,7 @@ def recognise(path: Path) -> None:
     """
     if path.stat().st_size == 0:
         return  # a new file (ours, or `touch`ed): nothing in it to protect
-    app_id, version, tables = _inspect(path)
+    app_id, version, tables, objects = _inspect(path)
     if app_id == APPLICATION_ID:
         return  # ours; a newer schema is refused by ``migrate`` / ``open_readonly``
     if app_id != 0:
@@ -203,11 +221,11 @@ def recognise(path: Path) -> None:
             f"{path} is another application's SQLite file (application id {app_id:#x}), "
             "not a tui-rater database; nothing was changed"
         )
-    if app_id == 0 and version == 0 and not tables:
-        return  # an empty SQLite database: becomes a study
+    if app_id == 0 and version == 0 and not objects:
+        return  # an empty SQLite database (no table, view, index or trigger): becomes a study
     if app_id == 0 and version in LEGACY_VERSIONS and tables == _expected_tables(version):
         return  # a study written before schema 3; migration 3 marks it
-    what = f"tables: {', '.join(sorted(tables))}" if tables else "no tables"
+    what = f"tables: {', '.join(sorted(tables))}" if tables else f"no tables but {objects} other schema object(s)"
     raise UserError(
         f"{path} is an SQLite file but not a tui-rater database "
         f"(application id {app_id:#x}, user_version {version}, {what}); nothing was changed"

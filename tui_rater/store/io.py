@@ -17,6 +17,7 @@ from typing import Any, Literal, SupportsFloat, SupportsIndex, overload
 import polars as pl
 
 from tui_rater.domain import protocols
+from tui_rater.domain.display import spreadsheet_safe
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.store.db import write
@@ -311,6 +312,13 @@ def import_ratings(study: Study, path: str | Path, default_kind: str = "human") 
         if rater_kinds.setdefault(rater, kind) != kind:
             raise UserError(f"{where}, column 'kind': rater {rater!r} is already a {rater_kinds[rater]} rater")
         sample = _sample(where, row.get("sample"))
+        points = task.attribute(attribute_name).scale.points
+        if kind == "human" and points and value not in points:
+            # a judge's x.5 is kept (Chiang & Lee App. D.2.1); a person answers on the scale's points
+            raise UserError(
+                f"{where}, column 'value': {row.get('value')} for human rater {rater!r}; a person's rating on "
+                f"this scale is one of its points ({', '.join(f'{p:g}' for p in points)})"
+            )
         if kind == "human" and sample != 0:
             # samples are a judge's repeated readings (Chiang & Lee §3.2); a human's second rating of
             # an item would be a second annotator under one name, and the reports would keep only one
@@ -434,11 +442,34 @@ def wide_frame(study: Study, task: str | None = None) -> pl.DataFrame:
     return base.join(wide, on=keys, how="left").rename({"item": "id"})
 
 
-def write_frame(frame: pl.DataFrame, out: str | Path, like: str | Path | None = None) -> None:
+def spreadsheet_safe_frame(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The frame with every text cell and column name that a spreadsheet would run as a formula
+    written with a leading ``'`` (``display.spreadsheet_safe``), and how many were changed."""
+    changed = 0
+    names = []
+    for name in frame.columns:
+        safe = spreadsheet_safe(name)
+        changed += safe != name
+        names.append(safe)
+    columns = []
+    for series in frame.get_columns():
+        if series.dtype == pl.Utf8:
+            safe_series = series.map_elements(spreadsheet_safe, return_dtype=pl.Utf8, skip_nulls=True)
+            changed += int((safe_series != series).sum() or 0)
+            series = safe_series
+        columns.append(series)
+    return pl.DataFrame(columns).rename(dict(zip(frame.columns, names))) if frame.columns else frame, changed
+
+
+def write_frame(frame: pl.DataFrame, out: str | Path, like: str | Path | None = None, *, raw: bool = False) -> int:
     """Write an export atomically, with the permissions of ``like`` (the study file); never over a
-    study or any SQLite file (``outputs.write_output``)."""
+    study or any SQLite file (``outputs.write_output``). CSV and TSV cells that a spreadsheet would
+    run as formulas get a leading ``'`` unless ``raw``; returns how many did."""
     out = Path(out)
     fmt = file_format(out)
+    changed = 0
+    if fmt in ("csv", "tsv") and not raw:
+        frame, changed = spreadsheet_safe_frame(frame)
 
     def write(path: Path) -> None:
         try:
@@ -454,3 +485,4 @@ def write_frame(frame: pl.DataFrame, out: str | Path, like: str | Path | None = 
             raise OSError(f"{str(exc).splitlines()[0]}") from None
 
     write_output(out, write, like)
+    return changed

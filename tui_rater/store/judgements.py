@@ -212,16 +212,16 @@ def judgements_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(flat, schema=COLUMNS)
 
 
-def write_judgements(study: Study, out: str | Path, task: str | None = None) -> int:
-    """Write the judgements (format by the file's extension) atomically, with the study file's mode; the row count."""
+def write_judgements(study: Study, out: str | Path, task: str | None = None, *, raw: bool = False) -> tuple[int, int]:
+    """Write the judgements (format by the file's extension) atomically, with the study file's mode; the row
+    count, and how many CSV cells were kept from running as formulas (``io.write_frame``)."""
     out = Path(out)
     fmt = file_format(out)
     rows = judgement_rows(study, task)
     if fmt == "jsonl":
         text = "".join(json.dumps(_finite(row), ensure_ascii=False, allow_nan=False) + "\n" for row in rows)
         write_output(out, text.encode("utf-8"), like=study.path)
-        return len(rows)
+        return len(rows), 0
     from tui_rater.store.io import write_frame
 
-    write_frame(judgements_frame(rows), out, like=study.path)
-    return len(rows)
+    return len(rows), write_frame(judgements_frame(rows), out, like=study.path, raw=raw)

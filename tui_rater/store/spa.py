@@ -20,6 +20,9 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import task_from_definition
 from tui_rater.store.study import Study
 
+# one packet per annotator: a million asked for 19.5 GB of packets (the CLI's help says 10,000 too)
+MAX_PACKETS = 10_000
+
 # §5.2 step 2, with "system" -> "writer" as in the paper's own study (writers A-E, App. A)
 SPA_QUESTION = (
     "Based on what you've read, from 0 to 100, what is the % chance that writer {x} is a better writer than writer {y}?"
@@ -86,8 +89,8 @@ def setup(
         raise UserError("SPA compares at most 26 systems")
     if m < 1:
         raise UserError("--m must be at least 1 (the paper recommends m = 5, at least 4)")
-    if packets < 1:
-        raise UserError("--packets must be at least 1")
+    if not 1 <= packets <= MAX_PACKETS:
+        raise UserError(f"--packets must be from 1 to {MAX_PACKETS:,} (one packet per annotator)")
     task = study.task(source_task)
     if "story" not in task.fields or "prompt" not in task.fields:
         raise UserError(f"task {source_task!r} has no prompt and story columns to build SPA packets from")
@@ -145,7 +148,7 @@ def setup(
                 "packet": json.dumps(packet, ensure_ascii=False),
             }
         )
-    added, _ = study.add_items(spa_task, rows, source=f"spa setup --systems {','.join(systems)}")
+    added, _ = study.add_items(spa_task, rows, source=f"spa setup --systems {','.join(systems)}", new_task=True)
     return {
         "task": name,
         "packets": added,

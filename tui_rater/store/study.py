@@ -17,7 +17,7 @@ from typing import Any
 import sqlite_utils
 
 from tui_rater.domain.errors import UserError
-from tui_rater.domain.tasks import Task, TaskRegistry, load_task_file, task_from_definition
+from tui_rater.domain.tasks import Task, TaskRegistry, definition_change, load_task_file, task_from_definition
 from tui_rater.store.db import connect, inserted_id, utc_now, write
 from tui_rater.store.labels import is_configured, judge_label
 
@@ -120,6 +120,20 @@ class Study:
     def close(self) -> None:
         self.db.conn.close()
 
+    def discard_if_empty(self) -> None:
+        """Close, and remove the file when it holds nothing (no item, rater or task): what a failed first
+        import created. A file with anything in it, perhaps another process's, is left as it is."""
+        try:
+            held = self.db.conn.execute(
+                "SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM raters) + (SELECT count(*) FROM tasks)"
+            ).fetchone()[0]
+        except sqlite3.Error:
+            held = 1
+        self.close()
+        if held == 0 and str(self.path) != ":memory:":
+            for name in (str(self.path), f"{self.path}-wal", f"{self.path}-shm"):
+                Path(name).unlink(missing_ok=True)
+
     # --- tasks ---------------------------------------------------------------------------
 
     @property
@@ -137,9 +151,24 @@ class Study:
         return self.tasks.get(name)
 
     def remember_task(self, task: Task) -> None:
-        """Store a custom task's definition with the items that use it."""
+        """Store a custom task's definition with the items that use it (inside the caller's write).
+
+        A stored definition that differs is replaced only while nobody has rated the task: ratings of
+        5 must never end up on a 1-3 scale, nor a renamed question's ratings vanish from the report.
+        """
         if task.builtin or task.definition is None:
             return
+        row = self.db.conn.execute("SELECT definition FROM tasks WHERE name = ?", [task.name]).fetchone()
+        if row is not None and json.loads(row[0]) != task.definition:
+            rated = self.db.conn.execute(
+                "SELECT count(*) FROM ratings WHERE item_key IN (SELECT key FROM items WHERE task = ?)", [task.name]
+            ).fetchone()[0]
+            if rated:
+                change = definition_change(json.loads(row[0]), task.definition)
+                raise UserError(
+                    f"task {task.name!r} in the study has {rated} rating(s) under another definition ({change}); "
+                    "keep its task file as it was, or give the changed task a new name (nothing was imported)"
+                )
         self.db.conn.execute(
             "INSERT INTO tasks (name, definition, created_at) VALUES (?, ?, ?) "
             "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition",
@@ -172,16 +201,22 @@ class Study:
     def item_task_names(self) -> list[str]:
         return [r["task"] for r in self.db.query("SELECT DISTINCT task FROM items ORDER BY task")]
 
-    def add_items(self, task: Task, rows: Iterable[dict[str, Any]], source: str = "") -> tuple[int, int]:
+    def add_items(
+        self, task: Task, rows: Iterable[dict[str, Any]], source: str = "", *, new_task: bool = False
+    ) -> tuple[int, int]:
         """Insert validated item rows atomically; return (added, already present).
 
         Each row has ``id`` (or None), ``system`` (or None) and the task's fields. Re-adding an
         identical item is a no-op; the same id with different text is refused, whole file.
+        ``new_task``: the task must have no items yet, checked inside the write (two ``spa setup``
+        runs at once: the second is refused rather than overwriting the first one's definition).
         """
         rows = list(rows)
         added = skipped = 0
         now = utc_now()
         with write(self.db) as conn:
+            if new_task and conn.execute("SELECT 1 FROM items WHERE task = ? LIMIT 1", [task.name]).fetchone():
+                raise UserError(f"the study already has items in task {task.name!r}; choose another name")
             self.remember_task(task)
             position = conn.execute(
                 "SELECT coalesce(max(position), -1) + 1 FROM items WHERE task = ?", [task.name]

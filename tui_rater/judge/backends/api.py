@@ -14,17 +14,14 @@ import hashlib
 import json
 import math
 import random
-import sys
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC
-from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from tui_rater.domain.protocols.base import MAX_UNSCORED_SHARE
-from tui_rater.judge.backends import api_logprobs, api_reply
+from tui_rater.judge.backends import api_logprobs, api_reply, http_limits
 from tui_rater.judge.backends.api_reply import MAX_BODY_BYTES, Listing
 from tui_rater.judge.backends.base import Completion, Message, OptionProbabilities, TokenCounts, spellings
 from tui_rater.judge.errors import JudgeError
@@ -61,48 +58,6 @@ def _retry_after(response) -> float | None:
             return None
 
 
-class _BodyTooLarge(Exception):
-    pass
-
-
-class _BodyTooSlow(Exception):
-    pass
-
-
-_CAPPED: dict[type, type] = {}
-
-
-def _capped_stream(base: type) -> type:
-    """A byte stream (of the openai client's httpx) that stops at MAX_BODY_BYTES and at a deadline."""
-    if base not in _CAPPED:
-
-        class CappedStream(base):  # type: ignore[valid-type,misc]
-            def __init__(self, stream, deadline: float):
-                self.stream, self.deadline = stream, deadline
-
-            def __iter__(self):
-                size = 0
-                for chunk in self.stream:
-                    size += len(chunk)
-                    if size > MAX_BODY_BYTES:
-                        raise _BodyTooLarge()
-                    if time.monotonic() > self.deadline:  # a server that drips bytes defeats a read timeout
-                        raise _BodyTooSlow()
-                    yield chunk
-
-            def close(self) -> None:
-                self.stream.close()
-
-        _CAPPED[base] = CappedStream
-    return _CAPPED[base]
-
-
-def _cap_body(timeout_s: float, response) -> None:
-    """httpx response hook: the body is read through a counter (headers are in, the body not yet)."""
-    module = sys.modules[type(response).__module__.partition(".")[0]]
-    response.stream = _capped_stream(module.SyncByteStream)(response.stream, time.monotonic() + timeout_s)
-
-
 _CLIENTS: dict[tuple, object] = {}
 _CLIENTS_LOCK = threading.Lock()
 
@@ -121,10 +76,7 @@ def _shared_client(openai, base_url: str | None, key: str, timeout: float):
         ident = (base_url, key, timeout)
         if ident not in _CLIENTS:
             url, query = _split_query(base_url)
-            http = openai.DefaultHttpxClient(
-                event_hooks={"response": [partial(_cap_body, timeout)]},
-                headers={"accept-encoding": "identity"},  # the size cap counts what is decoded
-            )
+            http = http_limits.http_client(openai, timeout)  # total deadline, decoded-size cap
             _CLIENTS[ident] = openai.OpenAI(
                 base_url=url, api_key=key, max_retries=0, timeout=timeout, default_query=query or None, http_client=http
             )
@@ -164,11 +116,17 @@ class ApiBackend:
         """POST ``body``; the reply's JSON object, or a typed failure (never another exception)."""
         openai = self._openai
         try:
-            text = self.client.post(path, body=body, cast_to=str)
+            with http_limits.deadline(self.spec.timeout_s):  # headers dripped a byte a second: still bounded
+                text = self.client.post(path, body=body, cast_to=str)
         except openai.AuthenticationError:
-            raise self._error(
-                "auth", f"the server at {self._where()} refused the API key (401); check ${self.spec.api_key_env}"
-            ) from None
+            if self._key == NO_KEY:
+                hint = (
+                    "it wants a key: name the variable holding it with --api-key-env NAME "
+                    f"(${self.spec.key_variable} is sent to api.openai.com only)"
+                )
+            else:
+                hint = f"check ${self.spec.key_variable}"
+            raise self._error("auth", f"the server at {self._where()} refused the request (401); {hint}") from None
         except openai.PermissionDeniedError:
             raise self._error("auth", f"the server at {self._where()} denied access (403)") from None
         except openai.NotFoundError:
@@ -193,10 +151,12 @@ class ApiBackend:
         except openai.APIStatusError as exc:
             kind = "server_error" if exc.status_code >= 500 else "bad_request"
             raise self._error(kind, f"HTTP {exc.status_code}", _retry_after(exc.response)) from None
-        except _BodyTooLarge:
+        except http_limits.BodyTooLarge:
             raise self._error("malformed", f"the server's answer is larger than {MAX_BODY_BYTES >> 20} MB") from None
-        except _BodyTooSlow:
+        except http_limits.BodyTooSlow:
             raise self._error("timeout", f"the answer took longer than {self.spec.timeout_s:g} s to arrive") from None
+        except http_limits.BadEncoding as exc:
+            raise self._error("malformed", f"the server's answer could not be read: {exc}") from None
         except openai.OpenAIError as exc:  # e.g. a response the client cannot decode
             raise self._error("malformed", f"the server's answer could not be read ({type(exc).__name__})") from None
         return api_reply.parse_body(text)

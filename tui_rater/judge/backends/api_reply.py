@@ -9,8 +9,11 @@ anything but ``JudgeError``.
 
 from __future__ import annotations
 
+import functools
+import html
 import json
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +22,8 @@ from tui_rater.judge.errors import JudgeError
 
 # the largest reply read (a judge's reply, even with top-20 logprobs, is a few kilobytes)
 MAX_BODY_BYTES = 8 << 20
+# the longest reply text stored (--max-tokens 128 gives a few hundred characters; 4,096 tokens ~20,000)
+MAX_REPLY_CHARS = 64 << 10
 # log-probabilities a hair above 0 are float rounding (0 is a certainty); more is not a logprob
 LOGPROB_SLACK = 1e-4
 # the listed probabilities of distinct tokens cannot add up to more than 1 (+ rounding)
@@ -32,11 +37,26 @@ def malformed(detail: str) -> JudgeError:
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret (the API key, a password in the URL) replaced."""
+    """``text`` with every secret (the API key, a password in the URL) replaced, in whatever form a
+    server echoes it: as sent, percent-encoded (either case of hex, ``+`` for spaces), JSON- or HTML-escaped."""
     for secret in secrets:
-        if len(secret) >= SECRET_MIN_LENGTH and secret in text:
-            text = text.replace(secret, HIDDEN)
+        if len(secret) < SECRET_MIN_LENGTH:
+            continue
+        for form in sorted(_forms(secret), key=len, reverse=True):
+            if form in text:
+                text = text.replace(form, HIDDEN)
     return text
+
+
+@functools.cache
+def _forms(secret: str) -> frozenset[str]:
+    from urllib.parse import quote, quote_plus, unquote
+
+    forms = {secret, unquote(secret), quote(secret, safe=""), quote(secret, safe="/"), quote_plus(secret)}
+    forms |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), form) for form in forms}
+    escaped = {json.dumps(form)[1:-1] for form in forms}
+    forms |= escaped | {form.replace("/", "\\/") for form in escaped} | {html.escape(form) for form in forms}
+    return frozenset(form for form in forms if len(form) >= SECRET_MIN_LENGTH)
 
 
 def parse_body(text: str) -> dict[str, Any]:
@@ -89,6 +109,12 @@ def message_text(body: dict[str, Any], secrets: Iterable[str]) -> tuple[str, str
         content = refusal if isinstance(refusal, str) else ""
     if not isinstance(content, str):
         raise malformed(f"choices[0].message.content is {_kind(content)}, not text")
+    if len(content) > MAX_REPLY_CHARS:
+        # a judge's reply is bounded by its reply budget; megabytes of it would be stored with every retry
+        raise malformed(
+            f"the reply is {len(content):,} characters long (more than {MAX_REPLY_CHARS:,}): the server ignored "
+            "the reply budget (max_tokens)"
+        )
     finish = choice.get("finish_reason")
     if finish is None:
         finish = "stop"
