@@ -49,7 +49,7 @@ class QuitWhenSaved(App[None]):
         quits = [active.binding for active in self.active_bindings.values() if active.binding.action == "quit"]
         quits.sort(key=lambda binding: binding.id != "quit")  # the app's own quit key (`q`) before Textual's ^q
         shown = self.get_key_display(quits[0]) if quits else "q"
-        self.notify(f"Ctrl-C does not quit: press {shown} to quit (once every rating is saved)", timeout=4)
+        self.notify(f"Press {shown} to quit (not Ctrl-C).", timeout=4)  # one line in the toast at 80 columns
 
     def _quitting_key(self, key: str) -> bool:
         """Keys while quitting: y confirms quitting without the unsaved changes, Esc goes back to rating,
