@@ -212,8 +212,6 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
 
 def next_steps(db: str, task: str, annotator: str) -> list[str]:
     """What to do after rating, as exact commands for this study file and task (printed on quitting)."""
-    import shlex
-
     where = ["--db", db, "--task", task]
     return [
         "",

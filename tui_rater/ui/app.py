@@ -320,8 +320,9 @@ class RaterApp(QuitWhenSaved):
         if human.kind == "number":
             return f"{attribute.scale.low:g}-{attribute.scale.high:g}"
         keys = human.keys
-        digits = all(k.isdigit() for k in keys) and [int(k) for k in keys] == list(range(int(keys[0]), int(keys[-1]) + 1))
-        return f"{keys[0]}-{keys[-1]}" if digits and len(keys) > 2 else "/".join(keys)
+        numbers = [int(k) for k in keys if k.isdigit()]
+        consecutive = len(numbers) == len(keys) > 2 and numbers == list(range(numbers[0], numbers[0] + len(keys)))
+        return f"{keys[0]}-{keys[-1]}" if consecutive else "/".join(keys)
 
     def keymap_here(self) -> dict[str, str]:
         """The config file's [keys] less the focused question's choice letters. ``RatingScreen`` keeps those from

@@ -79,8 +79,8 @@ class RevealScreen(ModalScreen[None]):
     BINDINGS = [
         # priority: the scrolling list has the focus and would take ↑/↓ to scroll, leaving ▶ (and so every
         # review and revision) on the first question; it scrolls to keep ▶ in view instead
-        Binding("up", "move(-1)", "prev q", priority=True, id="reveal.up"),
-        Binding("down", "move(1)", "next q", priority=True, id="reveal.down"),
+        Binding("up", "move(-1)", "question", key_display="↑↓", priority=True, id="reveal.up"),
+        Binding("down", "move(1)", "next question", show=False, priority=True, id="reveal.down"),
         Binding("y", "verdict('agree')", "agree", id="reveal.agree"),
         Binding("x", "verdict('disagree')", "disagree", id="reveal.disagree"),
         Binding("c", "comment", "comment", id="reveal.comment"),
@@ -117,7 +117,7 @@ class RevealScreen(ModalScreen[None]):
         if not self.is_attached:
             return
         text = Text("Other raters' ratings of this item\n", style="bold")
-        text.append("↑↓ question · y agree · x disagree · c comment · r revise · Enter next item\n\n", style="dim")
+        text.append("↑↓ move ▶ · y agree · x disagree · c comment · r revise · ⏎ next\n\n", style="dim")
         blocks = [self._block(position, attribute) for position, attribute in enumerate(self.rating_task.attributes)]
         widget = self.query_one("#reveal-text", Static)
         width = widget.content_region.width or max(20, self.size.width - 4)
