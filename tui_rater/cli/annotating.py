@@ -226,20 +226,37 @@ def next_steps(db: str, task: str, annotator: str) -> list[str]:
 
 
 def _command(words: list[str], width: int = 78) -> list[str]:
-    """``tui-rater WORDS`` quoted for the shell, broken with backslashes to fit 80 columns (a line the terminal
-    wraps pastes as it reads; a continued one pastes whole)."""
+    """The command quoted for the shell, broken with backslashes to fit 80 columns (a line the terminal wraps
+    pastes as it reads; a continued one pastes whole); a flag stays on the line of its value."""
     import shlex
 
-    parts = [shlex.quote(word) for word in words]
-    lines, line = [], "    tui-rater"
-    for i, part in enumerate(parts):
-        flag_pair = part.startswith("--") and i + 1 < len(parts) and not parts[i + 1].startswith("--")
-        piece = f"{part} {parts[i + 1]}" if flag_pair else part
-        if i > 0 and parts[i - 1].startswith("--") and not part.startswith("--"):
-            continue  # written with its flag
+    pieces: list[str] = []
+    for word in map(shlex.quote, words):
+        if pieces and pieces[-1].startswith("--") and " " not in pieces[-1] and not word.startswith("--"):
+            pieces[-1] += " " + word
+        else:
+            pieces.append(word)
+    lines, line = [], "    " + program()
+    for piece in pieces:
         if len(line) + 1 + len(piece) > width - 2:
             lines.append(line + " \\")
             line = "      " + piece
         else:
             line += " " + piece
     return [*lines, line]
+
+
+def program() -> str:
+    """How to run tui-rater again from here: ``tui-rater`` when that is on the PATH (or when run as ``python -m``),
+    else the path it was started by (the README's ``.venv/bin/tui-rater``)."""
+    import shlex
+    import shutil
+    import sys
+
+    started = Path(sys.argv[0])
+    if started.name != "tui-rater":
+        return "tui-rater"
+    found = shutil.which("tui-rater")
+    if found and Path(found).resolve() == started.resolve():
+        return "tui-rater"
+    return shlex.quote(sys.argv[0])
