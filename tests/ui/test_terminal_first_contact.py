@@ -152,6 +152,8 @@ def test_reveal_arrows_move_the_marker_and_the_review_applies_to_the_marked_ques
         app.keys("5")
         app.key("Enter")
         app.wait_text("engagement you: 5")
+        app.key("Down", "Down")  # past the last question, back to the first: the list's top again
+        app.wait_text("Other raters' ratings of this item", "▶ relevance")
         app.key("Enter")  # the next item
         app.wait_text("item 2/96")
         app.keys("q")
@@ -193,8 +195,8 @@ def test_the_end_of_the_task_is_said_on_screen(tmp_path):
         app.keys("5")
         app.wait_text("item 2/3")
         app.keys("2")
-        screen = app.wait_text("All 3 items of title-fluency are rated: the end of the task.", "3/3 rated")
-        assert "q: quit (then the report and judge commands are printed)" in flat(screen)
+        screen = app.wait_text("Done: all 3 items of title-fluency are rated.", "3/3 rated")
+        assert "q quits and prints the report and judge commands" in flat(screen)
         app.keys("q")
         assert app.wait_status() == 0
         assert "Next steps (copy and paste):" in app.printed()

@@ -410,8 +410,8 @@ class RaterApp(QuitWhenSaved):
         line = None
         if total and rated >= total:
             line = (
-                f"All {total} items of {safe_text(self.task_.name, inline=True)} are rated: the end of the task. "
-                "a: how the judges agree with the humans · q: quit (then the report and judge commands are printed)"
+                f"Done: all {total} items of {safe_text(self.task_.name, inline=True)} are rated. Next: a shows the "
+                "agreement; q quits and prints the report and judge commands."
             )
         elif self.index == last and self.item_complete(last):
             first = next((i for i in range(total) if not self.item_complete(i)), None)

@@ -130,6 +130,8 @@ class RevealScreen(ModalScreen[None]):
             text.append_text(block)
         widget.update(text)
         pane = self.query_one("#reveal", VerticalScroll)
+        if self.focus_row == 0:  # the first question: the header too
+            top, height = 0, top + height
         region = Region(0, top, width, max(1, height))
         pane.call_after_refresh(lambda: pane.scroll_to_region(region, animate=False, immediate=True))
 
