@@ -113,7 +113,7 @@ def test_the_pairwise_footer_names_the_key_that_opens_the_agreement_pane(tmp_pat
         line = footer(screen)
         assert "^a stat" in line and "a stat" not in line.replace("^a stat", ""), line
         app.key("C-a")
-        app.wait_text("back to rating")
+        app.wait_text("judge queue:")  # the agreement pane
         app.key("Escape")
         app.wait_text("item 1/3", "q quit")
         app.keys("a")
@@ -174,7 +174,7 @@ def test_the_footer_follows_the_focused_question_in_a_task_mixing_pairwise_and_l
         app.keys("b")  # answers B, then the focus is on fluency
         app.wait_screen(lambda s: "▶ [·] fluency" in s and " a stat" in footer(s))
         app.keys("a")  # on the Likert question `a` is the agreement pane's key
-        app.wait_text("back to rating")
+        app.wait_text("judge queue:")  # the agreement pane
     finally:
         app.close()
     assert ratings_in_force(tmp_path / "m.db", "mixer") == {("p0", "preference"): 1.0}

@@ -80,7 +80,11 @@ class TmuxApp:
 
     def printed(self) -> str:
         """The screen and what scrolled off it: what the process printed once the app had closed."""
-        return flat(self._tmux("capture-pane", "-p", "-S", "-200", "-t", "app"))
+        return flat(self.transcript())
+
+    def transcript(self) -> str:
+        """``printed``, line by line as the terminal shows them (commands to paste, with their line breaks)."""
+        return self._tmux("capture-pane", "-p", "-S", "-200", "-t", "app")
 
     def wait_screen(self, predicate, timeout: float = 20.0) -> str:
         """The first screen for which ``predicate(screen)`` holds; fails with the last one seen."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tui_rater.cli.common import MAX_SEED, open_study, say, whole
+from tui_rater.cli.common import MAX_SEED, db_path, open_study, say, whole
 from tui_rater.cli.data import import_items_file, print_info
 from tui_rater.domain.errors import UserError
 
@@ -13,6 +13,10 @@ from tui_rater.domain.errors import UserError
 MAX_ANNOTATOR_NAME = 80
 
 REPO_SAMPLE_DATA = Path(__file__).resolve().parent.parent.parent / "sample_data"
+
+# the demo opens where the comparison is alive: HANNA's three humans and a real LLM's ratings of the same stories,
+# so the agreement pane (a) has numbers on the first screen (the stories have no judge ratings until one is run)
+DEMO_TASK = "hanna"
 
 # what `tui-rater demo` imports: (file, task, column mapping, ignore extra columns)
 SAMPLE_IMPORTS = (
@@ -24,7 +28,11 @@ SAMPLE_IMPORTS = (
 
 
 def add_parsers(sub, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("demo", parents=[common], help="import the bundled sample data and open the app on it")
+    p = sub.add_parser(
+        "demo",
+        parents=[common],
+        help=f"import the bundled sample data and open the app on {DEMO_TASK} (humans and an LLM already rated it)",
+    )
     p.add_argument("--annotator", help="your rater name (default: $TUI_RATER_ANNOTATOR, config, or $USER)")
     p.add_argument("--no-app", action="store_true", help="only import and print what the file holds")
     p.set_defaults(run=cmd_demo)
@@ -140,7 +148,8 @@ def cmd_demo(args, settings) -> int:
     import getpass
 
     annotator = args.annotator or settings.annotator or getpass.getuser() or "annotator"
-    return _run_app(args, settings, study, "story", annotator)
+    say(f"opening task {DEMO_TASK}: stories rated by 3 people and an LLM (key a: how they agree)")
+    return _run_app(args, settings, study, DEMO_TASK, annotator)
 
 
 def cmd_annotate(args, settings) -> int:
@@ -217,7 +226,63 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
     from tui_rater.ui.run import run_app
 
     # signals (SIGHUP, SIGTERM, SIGINT) and the saves still unsaved when the screen closes: see ui/run.py
-    return run_app(make_app(session, options))
+    code = run_app(make_app(session, options))
+    if code == 0:  # quit with everything saved: what to do next, as commands to paste
+        for line in next_steps(db_path(args, settings), task, annotator):
+            say(line)  # (the file, task and annotator names are data: printed literally)
+    return code
+
+
+def next_steps(db: str, task: str, annotator: str) -> list[str]:
+    """What to do after rating, as exact commands for this study file and task (printed on quitting)."""
+    where = ["--db", db, "--task", task]
+    return [
+        "",
+        "Next steps (copy and paste):",
+        "  the papers' tables, and whether a judge may replace the human raters:",
+        *_command(["report", *where]),
+        "  add an LLM judge, 20 items first (--model: a .gguf file, or api:NAME):",
+        *_command(["judge", *where, "--model", "PATH/TO/MODEL.gguf", "--mode", "constrained", "--limit", "20"]),
+        "  rate on (it continues at your first unrated item):",
+        *_command(["annotate", *where, "--annotator", annotator]),
+    ]
+
+
+def _command(words: list[str], width: int = 78) -> list[str]:
+    """The command quoted for the shell, broken with backslashes to fit 80 columns (a line the terminal wraps
+    pastes as it reads; a continued one pastes whole); a flag stays on the line of its value."""
+    import shlex
+
+    pieces: list[str] = []
+    for word in map(shlex.quote, words):
+        if pieces and pieces[-1].startswith("--") and " " not in pieces[-1] and not word.startswith("--"):
+            pieces[-1] += " " + word
+        else:
+            pieces.append(word)
+    lines, line = [], "    " + program()
+    for piece in pieces:
+        if len(line) + 1 + len(piece) > width - 2:
+            lines.append(line + " \\")
+            line = "      " + piece
+        else:
+            line += " " + piece
+    return [*lines, line]
+
+
+def program() -> str:
+    """How to run tui-rater again from here: ``tui-rater`` when that is on the PATH (or when run as ``python -m``),
+    else the path it was started by (the README's ``.venv/bin/tui-rater``)."""
+    import shlex
+    import shutil
+    import sys
+
+    started = Path(sys.argv[0])
+    if started.name != "tui-rater":
+        return "tui-rater"
+    found = shutil.which("tui-rater")
+    if found and Path(found).resolve() == started.resolve():
+        return "tui-rater"
+    return shlex.quote(sys.argv[0])
 
 
 def _per_api_judge(judges: list[str], flag: str, values: list[str]) -> list[str | None]:

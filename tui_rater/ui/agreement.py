@@ -25,6 +25,29 @@ if TYPE_CHECKING:  # the statistics stack (polars, scipy: ~0.8 s) is imported in
     from tui_rater.stats.live import AttributePane, JudgeRow, PaneData
 
 SHADES = " ░▒▓█"
+NAME_WIDTH = 30  # the judge column: the table is 75 characters wide, for 80 columns
+
+
+def fit_label(label: str, width: int = NAME_WIDTH) -> str:
+    """A judge's label in ``width`` characters, abbreviated where it says least: ``J1 qwen2.5-0.5b-instr… constrained``
+    keeps the judge's number and its mode (the last word) and cuts the model's name in the middle, marked "…"
+    (a plain cut left ``J1 tiny-qwen2.5-0.5b-instruct constra``). The pane lists the full labels it cut."""
+    label = safe_text(label, inline=True)
+    if len(label) <= width:
+        return label
+    head, _, rest = label.partition(" ")
+    middle, _, tail = rest.rpartition(" ")
+    room = width - len(head) - len(tail) - 3  # two spaces and "…"
+    if head and middle and tail and room >= 4:
+        return f"{head} {middle[:room]}… {tail}"
+    return label[: width - 1] + "…"
+
+
+def _full_labels(text: Text, names: list[str], width: int = NAME_WIDTH) -> None:
+    """The labels the table abbreviated, whole: each judge stays identifiable at 80 columns."""
+    cut = [name for name in names if len(safe_text(name, inline=True)) > width]
+    for name in cut:
+        text.append(f"  {fit_label(name, width)} = {safe_text(name, inline=True)}\n", style="dim")
 
 
 def _f(stat, digits=2, suffix="") -> str:
@@ -48,7 +71,7 @@ def _judge_rows(text: Text, pane: AttributePane) -> None:
             style="bold",
         )
     for row in pane.rows:
-        name = safe_text(row.judge, inline=True)[:30]
+        name = fit_label(row.judge)
         ready = "yes" if row.ready else "NO ⚠"
         if pane.nominal:
             line = f"{name:<30} {_f(row.kappa):>6} {_f(row.alpha):>6} {_f(row.exact, 0, '%'):>6} {row.n:>4} "
@@ -61,6 +84,7 @@ def _judge_rows(text: Text, pane: AttributePane) -> None:
         text.append(f"{ready:>5}\n", style="" if row.ready else "bold")
         if not row.ready and row.readings is not None:
             text.append(f"  ⚠ not agreement-ready: {safe_text(row.readings.reason, inline=True)}\n", style="italic")
+    _full_labels(text, [row.judge for row in pane.rows])
 
 
 def _verdicts(text: Text, pane: AttributePane) -> None:
@@ -78,7 +102,7 @@ def _verdicts(text: Text, pane: AttributePane) -> None:
         verdict = row.verdict
         if verdict is None:
             continue
-        name = safe_text(row.judge)[:30]
+        name = fit_label(row.judge)
         if verdict.passed is None or verdict.winning_rate is None or verdict.advantage_probability is None:
             line = f"{name:<30} no verdict: {safe_text(verdict.note)}"
         else:
@@ -97,7 +121,7 @@ def _confusion(text: Text, pane: AttributePane) -> None:
     if pane.confusion is None:
         return
     text.append(
-        f"\nconfusion: humans (rows) × {safe_text(pane.confusion_judge or '', inline=True)[:30]} (columns)\n",
+        f"\nconfusion: humans (rows) × {safe_text(pane.confusion_judge or '', inline=True)} (columns)\n",
         style="bold",
     )
     top = max(1, int(pane.confusion.max()))
@@ -122,13 +146,20 @@ def _distributions(text: Text, pane: AttributePane) -> None:
             shares = "  ".join(
                 f"{name} {100 * c / total:3.0f}%" if total else f"{name}   –" for name, c in zip(names, counts)
             )
-            text.append(f"{safe_text(evaluator, inline=True)[:16]:<16} {shares}  (n {total})\n")
+            text.append(_evaluator(evaluator) + f"{shares}  (n {total})\n")
         return
     text.append("\nrating distributions\n", style="bold")
     for evaluator, counts in pane.distributions.items():
         total = max(1, sum(counts))
         bars = " ".join(f"{name}:{'█' * round(8 * c / total):<8}" for name, c in zip(names, counts))
-        text.append(f"{safe_text(evaluator, inline=True)[:16]:<16} {bars}\n")
+        text.append(_evaluator(evaluator) + f"{bars}\n")
+
+
+def _evaluator(name: str, width: int = 16) -> str:
+    """The distributions' first column: a name that does not fit has a line of its own, whole, and its bars
+    go on the next line (a judge's label cut at 16 characters lost its mode and often its number)."""
+    name = safe_text(name, inline=True)
+    return f"{name:<{width}} " if len(name) <= width else f"{name}\n{'':<{width}} "
 
 
 def _gaps(text: Text, pane: AttributePane, selected_gap: int) -> None:
@@ -182,12 +213,13 @@ class AgreementScreen(Screen[int | None]):
     """Dismisses with the index of an item to re-read, or None."""
 
     BINDINGS = [
-        Binding("a,escape", "close", "back to rating", id="agreement.close"),
-        Binding("up", "attribute(-1)", "attribute", id="agreement.up"),
-        Binding("down", "attribute(1)", "attribute", show=False, id="agreement.down"),
-        Binding("j", "gap(1)", "next gap", id="agreement.next_gap"),
-        Binding("k", "gap(-1)", "prev gap", id="agreement.prev_gap"),
-        Binding("enter", "jump", "jump to item", id="agreement.jump"),
+        # short words: every key, `q quit` last, fits the footer at 80 columns
+        Binding("a,escape", "close", "back", id="agreement.close"),
+        Binding("up", "attribute(-1)", "question", key_display="↑↓", id="agreement.up"),
+        Binding("down", "attribute(1)", "question", show=False, id="agreement.down"),
+        Binding("j", "gap(1)", "gap", key_display="j/k", id="agreement.next_gap"),
+        Binding("k", "gap(-1)", "prev gap", show=False, id="agreement.prev_gap"),
+        Binding("enter", "jump", "go to item", id="agreement.jump"),
         Binding("x", "queue('cancel')", "cancel jobs", id="agreement.cancel"),
         Binding("r", "queue('retry')", "retry failed", id="agreement.retry"),
     ]

@@ -94,7 +94,7 @@ class RaterApp(QuitWhenSaved):
     ENABLE_COMMAND_PALETTE = False
 
     BINDINGS = [
-        Binding("1", "digit('1')", "rate", key_display="0-9", id="rate"),
+        Binding("1", "digit('1')", "rate", id="rate"),  # shown as the focused question's keys
         *[Binding(d, f"digit('{d}')", "rate", show=False) for d in DIGITS if d != "1"],
         Binding("enter", "enter", "enter", show=False, id="enter"),
         Binding("backspace", "backspace", "delete digit", show=False, id="backspace"),
@@ -105,8 +105,9 @@ class RaterApp(QuitWhenSaved):
         Binding("u,ctrl+z", "undo", "undo", id="undo"),
         Binding("s", "skip", "skip", id="skip"),
         Binding("f", "flag", "flag", id="flag"),
-        Binding("c", "comment", "note", id="comment"),
-        Binding("g", "goto", "go", id="goto"),
+        Binding("c", "comment", "comment", id="comment"),
+        # not in the footer (the help lists it): with `c comment` and a 0-100 scale's keys, `q quit` stays in view
+        Binding("g", "goto", "go", show=False, id="goto"),
         Binding("pageup", "scroll(-1)", "scroll", show=False, id="scroll_up"),
         Binding("pagedown", "scroll(1)", "scroll", show=False, id="scroll_down"),
         Binding("home", "scroll_edge(0)", "top", show=False, id="scroll_home"),
@@ -127,6 +128,7 @@ class RaterApp(QuitWhenSaved):
         self.index = session.resume_index()
         self.focus_attr = session.first_unrated_attribute(self.index)
         self.answer_letters = self.choice_letters()  # what the footer was last drawn for
+        self.rate_keys = self.answer_keys()  # the footer's "1-5 rate": the focused question's keys
         self.typed = ""
         self.shown_at = time.monotonic()
         self.writer: StoreWriter | None = None
@@ -158,6 +160,7 @@ class RaterApp(QuitWhenSaved):
         with VerticalScroll(id="item", can_focus=False):
             yield Static(id="item-text")
         yield Static(id="saving")
+        yield Static(id="end")  # the task's end: what is done, what next
         yield Static(id="questions")
         yield Footer(compact=True)
 
@@ -311,6 +314,18 @@ class RaterApp(QuitWhenSaved):
         human = protocols.of(attribute).human_input(attribute)
         return tuple(key for key in human.keys if not key.isdigit()) if human.kind == "key" else ()
 
+    def answer_keys(self) -> str:
+        """The focused question's answer keys in a few characters, as the footer and messages name them: "1-5",
+        "0-100" (typed, then Enter), "a/b/t"."""
+        attribute = self.task_.attributes[self.focus_attr]
+        human = protocols.of(attribute).human_input(attribute)
+        if human.kind == "number":
+            return f"{attribute.scale.low:g}-{attribute.scale.high:g}"
+        keys = human.keys
+        numbers = [int(k) for k in keys if k.isdigit()]
+        consecutive = len(numbers) == len(keys) > 2 and numbers == list(range(numbers[0], numbers[0] + len(keys)))
+        return f"{keys[0]}-{keys[-1]}" if consecutive else "/".join(keys)
+
     def keymap_here(self) -> dict[str, str]:
         """The config file's [keys] less the focused question's choice letters. ``RatingScreen`` keeps those from
         the default bindings, but Textual applies the keymap after that filter: a remapped key (``next_attribute =
@@ -325,10 +340,14 @@ class RaterApp(QuitWhenSaved):
     def refresh_questions(self, screen_width: int | None = None) -> None:
         if self.choice_letters() != self.answer_letters:  # a task mixing pairwise and other questions
             self.answer_letters = self.choice_letters()
+            self.rate_keys = self.answer_keys()
             if self.options.keymap:
                 self.set_keymap(self.keymap_here())  # (refreshes the bindings)
             else:
                 self.refresh_bindings()  # the footer: `a` or ^a for the agreement pane
+        elif self.answer_keys() != self.rate_keys:  # questions on different scales: the footer names this one's
+            self.rate_keys = self.answer_keys()
+            self.refresh_bindings()
         shown = {a: self.shown(self.index, a) for a in self.task_.attribute_names}
         values = {a: value for a, (value, _mark) in shown.items()}
         marks = {a: mark for a, (_value, mark) in shown.items() if mark}
@@ -387,6 +406,26 @@ class RaterApp(QuitWhenSaved):
         filled = int(width * done / total) if total else 0
         head.append("█" * filled + "░" * (width - filled))
         self.query_one("#status", Static).update(head + tail)
+        self.refresh_end(done + saving)
+
+    def refresh_end(self, rated: int) -> None:
+        """Reaching the end of the task says so on screen, with what comes next (a newcomer at the last item
+        saw the same item stay put, and nothing else)."""
+        total, last = len(self.session.items), len(self.session.items) - 1
+        widget = self.query_one("#end", Static)
+        line = None
+        if total and rated >= total:
+            line = (
+                f"Done: all {total} items of {safe_text(self.task_.name, inline=True)} are rated. Next: a shows the "
+                "agreement; q quits and prints the report and judge commands."
+            )
+        elif self.index == last and self.item_complete(last):
+            first = next((i for i in range(total) if not self.item_complete(i)), None)
+            where = f"; the first is item {first + 1} (g goes to it)" if first is not None else ""
+            line = f"That was the last item: {total - rated} of {total} are not rated yet{where}. q: quit"
+        widget.display = line is not None
+        if line is not None:
+            widget.update(Text(line, style="bold"))
 
     def refresh_saving(self) -> None:
         line = self.view.line(self.quitting, self.confirming)
@@ -510,8 +549,9 @@ class RaterApp(QuitWhenSaved):
             self.refresh_questions()
         elif digit in human.keys:
             self.answer(human.values[human.keys.index(digit)])
-        else:
+        else:  # a digit that answers nothing here: say so (a silent key reads as a broken one)
             self.bell()
+            self.notify(f"{digit} is not on this scale ({self.answer_keys().replace('-', '–')})", timeout=3)
 
     def action_enter(self) -> None:
         if not self.typed:
@@ -710,6 +750,8 @@ class RaterApp(QuitWhenSaved):
         )
 
     def get_key_display(self, binding: Binding) -> str:
+        if binding.id == "rate" and "rate" not in (self.options.keymap or {}):
+            return self.rate_keys  # the focused question's keys, not every digit: "1-5 rate" on a 1-5 scale
         # keys may come from the config file's [keys] table (data): shown literally in the footer
         return safe_text(super().get_key_display(binding), inline=True)
 
@@ -721,8 +763,8 @@ class RaterApp(QuitWhenSaved):
         if keys is None:
             if binding is None:
                 return "?"
-            if binding_id == "rate":  # one binding per digit: "0-9" names the family
-                return binding.key_display or binding.key
+            if binding_id == "rate":  # one binding per digit: the focused question's keys name the family
+                return self.rate_keys
             keys = binding.key
         return " ".join(self.get_key_display(Binding(key.strip(), "")) for key in keys.split(",") if key.strip())
 

@@ -43,8 +43,13 @@ class QuitWhenSaved(App[None]):
     def action_help_quit(self) -> None:
         if self.quitting:  # Ctrl-C while saving before quitting: as a second q
             self.request_quit()
-        else:
-            super().action_help_quit()
+            return
+        # Textual's own hint is markup ("Press [b]ctrl+q[/b]"), shown literally by the app's notify, and names
+        # ctrl+q, which this app does not use: name the key that quits here
+        quits = [active.binding for active in self.active_bindings.values() if active.binding.action == "quit"]
+        quits.sort(key=lambda binding: binding.id != "quit")  # the app's own quit key (`q`) before Textual's ^q
+        shown = self.get_key_display(quits[0]) if quits else "q"
+        self.notify(f"Press {shown} to quit (not Ctrl-C).", timeout=4)  # one line in the toast at 80 columns
 
     def _quitting_key(self, key: str) -> bool:
         """Keys while quitting: y confirms quitting without the unsaved changes, Esc goes back to rating,

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.geometry import Region
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 
@@ -79,8 +80,10 @@ class RevealScreen(ModalScreen[None]):
     """
 
     BINDINGS = [
-        Binding("up", "move(-1)", "prev q", id="reveal.up"),
-        Binding("down", "move(1)", "next q", id="reveal.down"),
+        # priority: the scrolling list has the focus and would take ↑/↓ to scroll, leaving ▶ (and so every
+        # review and revision) on the first question; it scrolls to keep ▶ in view instead
+        Binding("up", "move(-1)", "question", key_display="↑↓", priority=True, id="reveal.up"),
+        Binding("down", "move(1)", "next question", show=False, priority=True, id="reveal.down"),
         Binding("y", "verdict('agree')", "agree", id="reveal.agree"),
         Binding("x", "verdict('disagree')", "disagree", id="reveal.disagree"),
         Binding("c", "comment", "comment", id="reveal.comment"),
@@ -116,28 +119,46 @@ class RevealScreen(ModalScreen[None]):
     def refresh_text(self) -> None:
         if not self.is_attached:
             return
-        task = self.rating_task
         text = Text("Other raters' ratings of this item\n", style="bold")
-        text.append("y agree · x disagree · c comment · r revise your rating · Enter next item\n\n", style="dim")
-        for position, attribute in enumerate(task.attributes):
-            focused = position == self.focus_row
-            mine, mark = self.shown(self.index, attribute.name)
-            name = safe_text(attribute.name, inline=True)
-            text.append(("▶ " if focused else "  ") + name, style="bold reverse" if focused else "bold")
-            text.append(f"  you: {format_value(attribute, mine)}{mark}")
-            verdict = self.verdicts.get(attribute.name)
-            if verdict:
-                text.append(f"  [{verdict}{self.review_mark(self.index, attribute.name)}]", style="bold")
-            text.append("\n")
-            ratings = self.others.get(attribute.name, [])
-            if not ratings:
-                text.append("    no other ratings yet\n", style="dim")
-            for other in ratings:
-                who = safe_text(other.rater, inline=True) + (f" (sample {other.sample})" if other.kind == "llm" else "")
-                text.append(f"    {who}: {format_value(attribute, other.value)}\n")
-                if other.explanation:
-                    text.append(f"      {safe_text(other.explanation.strip())[:400]}\n", style="italic")
-        self.query_one("#reveal-text", Static).update(text)
+        text.append("↑↓ move ▶ · y agree · x disagree · c comment · r revise · ⏎ next\n\n", style="dim")
+        blocks = [self._block(position, attribute) for position, attribute in enumerate(self.rating_task.attributes)]
+        widget = self.query_one("#reveal-text", Static)
+        width = widget.content_region.width or max(20, self.size.width - 4)
+        # where the marked question's block lies once wrapped: the list scrolls to keep it in view
+        top = len(text.wrap(self.app.console, width)) - 1  # (the header ends in a blank line, not a new one)
+        for block in blocks[: self.focus_row]:
+            top += len(block.wrap(self.app.console, width)) - 1
+        height = len(blocks[self.focus_row].wrap(self.app.console, width)) - 1 if blocks else 0
+        for block in blocks:
+            text.append_text(block)
+        widget.update(text)
+        pane = self.query_one("#reveal", VerticalScroll)
+        if self.focus_row == 0:  # the first question: the header too
+            top, height = 0, top + height
+        region = Region(0, top, width, max(1, height))
+        pane.call_after_refresh(lambda: pane.scroll_to_region(region, animate=False, immediate=True))
+
+    def _block(self, position: int, attribute) -> Text:
+        """One question's lines: ▶ on the marked one, your rating and review, the others' ratings."""
+        block = Text()
+        focused = position == self.focus_row
+        mine, mark = self.shown(self.index, attribute.name)
+        name = safe_text(attribute.name, inline=True)
+        block.append(("▶ " if focused else "  ") + name, style="bold reverse" if focused else "bold")
+        block.append(f"  you: {format_value(attribute, mine)}{mark}")
+        verdict = self.verdicts.get(attribute.name)
+        if verdict:
+            block.append(f"  [{verdict}{self.review_mark(self.index, attribute.name)}]", style="bold")
+        block.append("\n")
+        ratings = self.others.get(attribute.name, [])
+        if not ratings:
+            block.append("    no other ratings yet\n", style="dim")
+        for other in ratings:
+            who = safe_text(other.rater, inline=True) + (f" (sample {other.sample})" if other.kind == "llm" else "")
+            block.append(f"    {who}: {format_value(attribute, other.value)}\n")
+            if other.explanation:
+                block.append(f"      {safe_text(other.explanation.strip())[:400]}\n", style="italic")
+        return block
 
     def _attribute(self):
         return self.rating_task.attributes[self.focus_row]
