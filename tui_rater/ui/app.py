@@ -131,6 +131,7 @@ class RaterApp(QuitWhenSaved):
         self.rate_keys = self.answer_keys()  # the footer's "1-5 rate": the focused question's keys
         self.typed = ""
         self.shown_at = time.monotonic()
+        self._item_shown: object = None  # the stacked item text on screen (None: columns, or nothing yet)
         self.writer: StoreWriter | None = None
         # what is in the file (changed only by reported commits) and what is not yet
         self.view = SaveView(session.saved_values(), set(session.skipped), set(session.flagged))
@@ -285,18 +286,21 @@ class RaterApp(QuitWhenSaved):
         if layout == "pair" and width >= 100:
             # Chen et al.'s pairwise comparison: the two texts side by side when there is room
             self.query_one("#item-text", Static).update(pairwise_columns(self.task_, item, attribute))
-            self.item_layout = "columns"
+            self.item_layout, self._item_shown = "columns", None
             return
         if layout == "writers":
             columns = spa_columns(self.task_, item, width)
             if columns is not None:  # SPA: each writer's continuations in a column of its own
                 self.query_one("#item-text", Static).update(columns)
-                self.item_layout = "columns"
+                self.item_layout, self._item_shown = "columns", None
                 return
         self.item_layout = "stacked"
         text = item_text(
             self.task_, item, attribute, show_system=not self.options.blind, prompt_always=self.options.prompt_always
         )
+        if text == self._item_shown:  # the next question shows the same fields: no new layout (it costs)
+            return
+        self._item_shown = text
         self.query_one("#item-text", Static).update(text)
 
     def on_resize(self, event) -> None:

@@ -39,8 +39,39 @@ def item_text(task: Task, item: Item, attribute: Attribute, *, show_system: bool
             intro = next((a.intro for a in task.attributes if name in a.shows and a.intro), "")
             if intro and name in extra:
                 text.append(safe_text(intro) + "\n", style="italic")
-            text.append(safe_text(value) + "\n\n")
+            text.append(safe_text(shown_part(value)) + "\n\n")
+            if len(value) > len(shown_part(value)):
+                text.append(cut_notice(value) + "\n\n", style="bold reverse")
     return text
+
+
+# the most of one field the app lays out (Rich wraps ~25,000 lines a second: an item of 50,000 lines froze
+# the app for 9-16 s a key); past it the field is cut, visibly, and the stored item is untouched
+MAX_SHOWN_LINES = 600
+MAX_SHOWN_CHARS = 40_000
+
+
+def shown_part(value: str) -> str:
+    """The start of a field that the app shows: at most MAX_SHOWN_LINES lines and MAX_SHOWN_CHARS characters."""
+    if len(value) <= MAX_SHOWN_CHARS and value.count("\n") < MAX_SHOWN_LINES:
+        return value
+    part = value[:MAX_SHOWN_CHARS]
+    cut = -1
+    for _ in range(MAX_SHOWN_LINES):
+        cut = part.find("\n", cut + 1)
+        if cut < 0:
+            return part
+    return part[:cut]
+
+
+def cut_notice(value: str) -> str:
+    shown = shown_part(value)
+    rest_lines = value.count("\n") - shown.count("\n")
+    rest = f"{rest_lines:,} more lines" if rest_lines > 0 else f"{len(value) - len(shown):,} more characters"
+    return (
+        f"⟨… {rest} not shown: this field is too long to show here whole; "
+        "`tui-rater export --what items` has all of it⟩"
+    )
 
 
 def scale_hint(attribute: Attribute, width: int | None = None) -> str:
