@@ -215,6 +215,26 @@ async def test_hostile_text_is_shown_literally(app_for, study):
     assert stored == hostile  # the data itself is untouched
 
 
+async def test_a_huge_item_is_shown_cut_with_a_notice(app_for, study):
+    from tui_rater.ui.render import MAX_SHOWN_LINES
+
+    story = "\n".join(f"line {i}" for i in range(50_000))
+    study.add_items(study.task("story"), [{"id": "huge", "system": "x", "prompt": "P", "story": story}])
+    app = app_for()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("g", *"huge", "enter")
+        await pilot.pause()
+        text = app.query_one("#item-text").render().plain
+        assert f"line {MAX_SHOWN_LINES - 1}\n" in text and f"line {MAX_SHOWN_LINES}\n" not in text
+        assert f"⟨… {50_000 - MAX_SHOWN_LINES:,} more lines not shown" in text
+        assert "export --what items` has all of it⟩" in text
+        shown = app.query_one("#item-text")
+        await pilot.press("3")  # the next question shows the same fields: the item is not laid out again
+        await pilot.pause()
+        assert app.query_one("#item-text") is shown and app.query_one("#item-text").render().plain == text
+    assert study.item_by_id("story", "huge")[0].fields["story"] == story  # stored whole
+
+
 async def test_agreement_pane_updates_and_jumps(app_for, study):
     from tui_rater.ui.agreement import AgreementScreen
 
