@@ -23,6 +23,7 @@ from tui_rater.stats import agreement as ag
 from tui_rater.stats.records import ALL, HUMANS, Record
 from tui_rater.stats.sections.settings import VerdictSettings
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
+from tui_rater.store.team import has_team_tables
 
 _FRAME_SCHEMA = {
     "item_key": pl.Int64,
@@ -44,6 +45,11 @@ _READINGS_SCHEMA = {
 }
 
 
+# gold (attention) items score the annotators (``tui-rater progress``); their ratings are kept out of every
+# agreement statistic and verdict (``cli/reporting.py`` says how many)
+NOT_GOLD = " AND r.item_key NOT IN (SELECT item_key FROM gold)"
+
+
 def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the ratings in force with a value, one row per (item, attribute, rater, presentation, sample);
     every judge reading in force, failed or not, with its parse status and, for a distribution pass,
@@ -53,7 +59,7 @@ def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
                    r.value, r.id, r.parse_status,
                    CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"mass"%' AND json_valid(r.details)
                         THEN json_extract(r.details, '$.mass') END
-            FROM {RATINGS_IN_FORCE} WHERE i.task = ?""",
+            FROM {RATINGS_IN_FORCE} WHERE i.task = ?{NOT_GOLD if has_team_tables(study) else ""}""",
         [task],
     ).fetchall()
     frame = pl.DataFrame([row[:9] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row")
