@@ -35,7 +35,7 @@ def items_file(path: Path, regular: int = 60, gold: int = 4, gold_values=None) -
 @pytest.fixture
 def study_file(tmp_path):
     db = tmp_path / "team.db"
-    code, out, err = cli("import", items_file(tmp_path / "items.csv"), "--task", TASK, "--db", db)
+    code, _out, err = cli("import", items_file(tmp_path / "items.csv"), "--task", TASK, "--db", db)
     assert code == 0, err
     return db
 
@@ -253,7 +253,7 @@ def independent(db: Path, name: str) -> dict:
     for key, value, who in rows(
         db,
         "SELECT r.item_key, r.value, r.rater_id FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
-        "WHERE ra.kind = 'human' AND r.retracted = 0 ORDER BY r.id",  # fmt: skip
+        "WHERE ra.kind = 'human' AND r.retracted = 0 ORDER BY r.id",
     ):
         if who != rid:
             people.setdefault((key, who), []).append(value)
