@@ -37,7 +37,7 @@ from tui_rater.store.plans import (
     save_plan,
 )
 from tui_rater.store.study import Rater, Study
-from tui_rater.store.team import assignments, gold_keys, load_team_plan
+from tui_rater.store.team import assignments, check_member, gold_keys, load_team_plan
 
 UNCERTAIN = "uncertain"
 
@@ -101,6 +101,9 @@ def plan_uncertain_order(
     task = study.task(task_name)
     if protocols.one_item_per_annotator(task):
         raise UserError(f"--order uncertain does not apply to task {task.name!r}: each annotator rates one packet")
+    team = load_team_plan(study, task.name)
+    if team is not None:
+        check_member(team, annotator)
     rater = _existing_human(study, annotator)  # created only once the plan is drawn: a refusal writes nothing
     stored = load_plan(study, rater.id, task.name, UNCERTAIN) if rater is not None else None
     if stored is not None and not replan:

@@ -37,7 +37,7 @@ from tui_rater.store.retest import (
     retested_items,
 )
 from tui_rater.store.study import Item, Rater, Study, ratings_in_force
-from tui_rater.store.team import TeamPlan, assignments, claim, gold_keys, load_team_plan, raters_of
+from tui_rater.store.team import TeamPlan, assignments, check_member, claim, gold_keys, load_team_plan, raters_of
 
 T = TypeVar("T")
 
@@ -136,7 +136,7 @@ class AnnotationSession:
             raise UserError(f"{what} does not apply to task {task.name!r}: each annotator rates one packet of it")
         plan = load_team_plan(study, task.name)
         if plan is not None:
-            _check_member(plan, annotator)  # before the rater is created: a refusal writes nothing
+            check_member(plan, annotator)  # before the rater is created: a refusal writes nothing
         session = cls(study, task, annotator, order, seed, retest, spacing)
         session.team_plan = plan
         session.rater = study.human(annotator)
@@ -442,15 +442,6 @@ class AnnotationSession:
         """Record agree / disagree (+ comment) with the revealed ratings of one attribute."""
         text = json.dumps({"verdict": verdict, "comment": comment})
         self.note(index, "review", text, attribute, self.rating_id(index, attribute))
-
-
-def _check_member(plan: TeamPlan, annotator: str) -> None:
-    team = plan.settings.get("annotators") or []
-    if team and annotator not in team:
-        raise UserError(
-            f"{annotator!r} is not in the plan for {plan.task!r} (its annotators: {', '.join(team)}); a lead can "
-            f"add them with `tui-rater assign --task {plan.task} --add {annotator}`"
-        )
 
 
 def _with_gold(items: list[Item], gold: list[tuple[Item, float]]) -> list[Item]:

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from tui_rater.domain.errors import UserError
 from tui_rater.store.db import utc_now, write
 from tui_rater.store.study import Study
 
@@ -113,6 +114,15 @@ def assignments(study: Study, task: str, rater_id: int | None = None) -> list[As
         params,
     ).fetchall()
     return [Assignment(r, k, bool(g), s) for r, k, g, s in rows]
+
+
+def check_member(plan: TeamPlan, annotator: str) -> None:
+    team = plan.settings.get("annotators") or []
+    if team and annotator not in team:
+        raise UserError(
+            f"{annotator!r} is not in the plan for {plan.task!r} (its annotators: {', '.join(team)}); a lead can "
+            f"add them with `tui-rater assign --task {plan.task} --add {annotator}`"
+        )
 
 
 def team_members(study: Study, task: str) -> list[str]:
