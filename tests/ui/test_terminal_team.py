@@ -151,6 +151,15 @@ def test_an_annotator_who_drops_mid_item_loses_nothing_saved_and_their_lease_exp
     # her lease has run out; everything she saved is still there, and nobody else rated her stories
     assert rows(db, "SELECT count(*), count(DISTINCT rater_id) FROM ratings") == [(6, 1)]
 
+    alice = TmuxApp(annotate_command(db, "alice", "story"), tmp_path, env="env TERM=xterm")
+    try:  # a restart continues: her second story, at its first unanswered question
+        screen = alice.wait_text("item 2/4", "▶ [·] likability")
+        assert "[3] grammaticality" in screen and "[1] cohesiveness" in screen
+        alice.keys("q")
+        assert alice.wait_status() == 0
+    finally:
+        alice.close()
+
 
 def test_cancelling_the_judges_queue_asks_first_and_names_how_many_jobs(tmp_path):
     db = story_study(tmp_path / "s.db")

@@ -190,6 +190,8 @@ def cmd_progress(args, settings) -> int:
         for row in t.annotators:
             for mark in row.marks:
                 say(f"  ! {row.annotator}: {mark}")
+            if row.retest_gap is not None:
+                say(f"  {row.annotator} against themselves (retest): ±{row.retest_gap:.2f} on {row.retested} ratings")
         say(
             "  of: items planned; s/item: median seconds; gold: share right; ±ppl / ±jdg: mean distance (scale "
             "points) from the other people's / the judges' mean, gold items aside"

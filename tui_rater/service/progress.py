@@ -47,6 +47,8 @@ class AnnotatorProgress:
     shared_people: int
     gap_judges: float | None  # the same against the judges' mean
     shared_judges: int
+    retest_gap: float | None  # mean |second - first rating| of the items shown again (``annotate --retest``)
+    retested: int
     marks: list[str] = field(default_factory=list)
 
 
@@ -167,6 +169,13 @@ def _annotator(
             gaps_people.append(abs(value - _mean(people)))
         if judges:
             gaps_judges.append(abs(value - _mean(judges)))
+    again = study.db.conn.execute(
+        "SELECT abs(second.value - first.value) FROM ratings second JOIN ratings first ON first.id = second.retest_of "
+        "JOIN items i ON i.key = second.item_key WHERE i.task = ? AND second.value IS NOT NULL "
+        "AND first.value IS NOT NULL AND second.id IN (SELECT max(id) FROM ratings WHERE rater_id = ? "
+        "AND retest_of IS NOT NULL AND retracted = 0 GROUP BY item_key, attribute)",  # the retest in force
+        [task.name, rater_id],
+    ).fetchall()
     return AnnotatorProgress(
         annotator=name,
         task=task.name,
@@ -183,6 +192,8 @@ def _annotator(
         shared_people=len(gaps_people),
         gap_judges=_mean(gaps_judges) if gaps_judges else None,
         shared_judges=len(gaps_judges),
+        retest_gap=_mean([gap for (gap,) in again]) if again else None,
+        retested=len(again),
     )
 
 

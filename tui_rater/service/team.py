@@ -108,6 +108,8 @@ def check_design(study: Study, task: str, design: Design, items: int) -> None:
             )
     if not 0 <= design.gold_rate <= MAX_GOLD_RATE:
         raise UserError(f"--gold-rate must be between 0 and {MAX_GOLD_RATE:g}, not {design.gold_rate:g}")
+    if design.gold_rate and not names:
+        raise UserError("--gold-rate mixes gold items into each named annotator's stream: name the team (--annotators)")
     if design.gold_rate and not gold_keys(study, task):
         raise UserError(
             f"--gold-rate {design.gold_rate:g}: task {task!r} has no gold items; import items with "

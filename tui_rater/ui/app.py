@@ -426,8 +426,9 @@ class RaterApp(QuitWhenSaved):
         task_name, annotator = safe_text(session.task.name, inline=True), safe_text(session.annotator, inline=True)
         head.append(f"{task_name} · {annotator} · item {self.index + 1}/{total} ", style="bold")
         tail = Text(f" {done}/{total} rated")
-        if self.team_share is not None:
-            tail = Text(f" your {done}/{total} · team {self.team_share:.0%}")
+        if self.team_share is not None:  # (dynamic mode: the items others got first are not yours to count)
+            yours = total - sum(1 for i in range(total) if session.items[i].key in self.taken) if self.taken else total
+            tail = Text(f" your {done}/{yours} · team {self.team_share:.0%}")
         if saving:
             tail.append(f" (+{saving} saving{self.view.mark()})", style="bold")
         if marks:
