@@ -5,6 +5,7 @@ judges' queue asks first."""
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import time
@@ -208,3 +209,60 @@ def test_cancelling_the_judges_queue_asks_first_and_names_how_many_jobs(tmp_path
         app.keys("q")
     finally:
         app.close()
+
+
+def test_a_three_person_study_end_to_end_two_of_them_at_the_same_time(tmp_path):
+    """The issue's study: 3 annotators, K = 2 with a 3-person subset, 5 % gold; alice and bob rate at the same
+    time, carol after them; `progress` and `report` then read what the app saved."""
+    db = titles_study(tmp_path, 15, gold=2)
+    cli_ok(
+        "assign", "--db", db, "--task", TASK, "--annotators", "alice,bob,carol", "--per-item", "2",
+        "--overlap", "0.2:3", "--gold-rate", "0.05",
+    )  # fmt: skip
+    planned = dict(
+        rows(db, "SELECT ra.name, count(*) FROM assignments a JOIN raters ra ON ra.id = a.rater_id GROUP BY 1")
+    )
+    alice = TmuxApp(annotate_command(db, "alice", TASK), tmp_path, env="env TERM=xterm")
+    bob = TmuxApp(annotate_command(db, "bob", TASK), tmp_path, env="env TERM=xterm")
+    try:
+        alice.wait_text("q quit")
+        bob.wait_text("q quit")
+        for n in range(1, max(planned["alice"], planned["bob"]) + 1):  # key for key, at the same time
+            for app, name, key in ((alice, "alice", "4"), (bob, "bob", "3")):
+                if n <= planned[name]:
+                    app.keys(key)
+            for app, name in ((alice, "alice"), (bob, "bob")):
+                if n <= planned[name]:
+                    app.wait_screen(lambda s, n=n: bool(HEADER.search(flat(s))) and int(HEADER.search(flat(s))[3]) >= n)
+        alice.keys("q")
+        bob.keys("q")
+        assert alice.wait_status() == 0 and bob.wait_status() == 0
+    finally:
+        alice.close()
+        bob.close()
+    carol = TmuxApp(annotate_command(db, "carol", TASK), tmp_path, env="env TERM=xterm")
+    try:
+        carol.wait_text("q quit")
+        rate_through(carol, planned["carol"], "4")
+        carol.wait_text("team 100%")
+        carol.keys("q")
+        assert carol.wait_status() == 0
+    finally:
+        carol.close()
+
+    (task,) = json.loads(cli_ok("progress", "--db", db, "--format", "json"))
+    for row in task["annotators"]:
+        assert row["done"] == row["assigned"] == planned[row["annotator"]] and row["remaining"] == 0
+        assert row["gold_answered"] >= 1
+    assert task["team_share"] == 1.0
+    per_item = [n for (n,) in rows(db, "SELECT count(DISTINCT rater_id) FROM ratings WHERE item_key NOT IN "
+                                       "(SELECT item_key FROM gold) GROUP BY item_key")]  # fmt: skip
+    assert len(per_item) == 15 and sorted(per_item).count(3) == 3 and sorted(per_item).count(2) == 12
+    gold_ratings, gold_items = rows(
+        db, "SELECT count(*), count(DISTINCT item_key) FROM ratings WHERE item_key IN (SELECT item_key FROM gold)"
+    )[0]
+    proc = run_cli_process("report", "--db", db, "--task", TASK, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert f"note: {gold_ratings} rating(s) of {gold_items} gold item(s) of {TASK} are left out" in proc.stderr
+    records = json.loads(proc.stdout)["tasks"][TASK]
+    assert any(r["evaluator"] == "humans" for r in records)

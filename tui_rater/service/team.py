@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.protocols import derive_seed
 from tui_rater.stats import alt_test as at
@@ -225,7 +226,8 @@ def regular_keys(study: Study, task: str) -> tuple[list[int], list[int]]:
 
 def plan_team(study: Study, task: str, design: Design, *, dry_run: bool, replace: bool) -> list[str]:
     """Check, describe and (unless ``dry_run``) store a task's plan. Returns the lines to print."""
-    study.task(task)  # an unknown task: one sentence
+    if protocols.one_item_per_annotator(study.task(task)):  # (an unknown task: one sentence)
+        raise UserError(f"task {task!r} gives each annotator one packet (`spa setup`); it takes no assign plan")
     keys, gold = regular_keys(study, task)
     existing = load_team_plan(study, task)
     check_design(study, task, design, len(keys))
