@@ -153,6 +153,7 @@ class RaterApp(QuitWhenSaved):
         # asked for, and those K others got first (never shown again)
         self.team_share: float | None = None
         self.claiming: set[int] = set()
+        self.deferred: list[float] = []  # answers typed while a lease was being asked for
         self.taken: set[int] = set(session.taken)
 
     def get_driver_class(self) -> type[Driver]:
@@ -240,14 +241,17 @@ class RaterApp(QuitWhenSaved):
 
         def done(granted: bool) -> None:
             self.claiming.discard(key)
+            typed, self.deferred = self.deferred, []
             if granted:
+                for value in typed:  # the keys typed while the lease was asked for
+                    self.answer(value)
                 return
             self.taken.add(key)
             self.notify(f"item {index + 1} already has {session.per_item} people on it: on to the next one")
             if self.index == index:
                 self.show_item(index + 1 if index + 1 < len(session.items) else index)
 
-        self.save(Change("note", lambda: session.claim(index), session.key(index), done=done))
+        self.save(Change("lease", lambda: session.claim(index), session.key(index), done=done))
 
     def on_judge_progress(self, message: JudgeProgress) -> None:
         self.judge_summary, self.judge_compact = message.summary, message.compact
@@ -611,8 +615,11 @@ class RaterApp(QuitWhenSaved):
         thrown onto the next item after the first, nor shown the reveal again after each."""
         index, position = self.index, self.focus_attr
         key = self.session.items[index].key
-        if key in self.claiming or key in self.taken:  # dynamic mode: not ours (yet)
-            self.notify("a moment: checking that this item still needs a rating")
+        if key in self.claiming:  # dynamic mode: answered once the lease is ours (milliseconds), in order
+            self.deferred.append(value)
+            return
+        if key in self.taken:
+            self.notify(f"item {index + 1} already has {self.session.per_item} people on it")
             return
         attribute = self.task_.attributes[position].name
         correcting = self.item_complete(index)
