@@ -180,6 +180,8 @@ def test_roles_refuse_others_study_wide_actions(study_file):
     code, _out, err = cli("assign", "--db", study_file, "--task", TASK, "--annotators", "a,b", "--as", "bob")
     assert code == 2 and err.count("\n") == 1
     assert "only the study's leads (lena) may assign annotators; 'bob' is not one" in err
+    code, _out, err = cli("queue", "--db", study_file, "--cancel", "--as", "bob")
+    assert code == 2 and "only the study's leads (lena) may cancel the judges' queue" in err
     code, _out, err = cli("roles", "--db", study_file, "--leads", "bob", "--as", "bob")
     assert code == 2 and "may change the leads" in err
     assert digest(study_file) == before
