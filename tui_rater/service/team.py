@@ -273,6 +273,8 @@ def add_annotators(study: Study, task: str, names: list[str]) -> list[str]:
             f"task {task!r} has no plan yet; make one with `tui-rater assign --task {task} --annotators ...`"
         )
     design = design_of(plan)
+    if not design.annotators:
+        raise UserError(f"the dynamic plan for {task!r} is open to anyone: {', '.join(names)} can start rating now")
     for name in names:
         check_name(study, name)
         if name in design.annotators:
@@ -302,8 +304,9 @@ def _take_over(study: Study, task: str, new_rater: int, team: int) -> int:
         (rater, key)
         for rater, key in study.db.conn.execute(
             "SELECT DISTINCT r.rater_id, r.item_key FROM ratings r JOIN items i ON i.key = r.item_key "
-            "WHERE i.task = ? AND r.retracted = 0",
-            [task],
+            "WHERE i.task = ? AND r.retracted = 0 UNION SELECT n.rater_id, n.item_key FROM notes n "
+            "JOIN items i ON i.key = n.item_key WHERE i.task = ?",  # a skip or a flag is work done too
+            [task, task],
         )
     }
     target = math.floor(len(regular) / team)
