@@ -166,7 +166,9 @@ def cmd_progress(args, settings) -> int:
             f"{t.task}: {t.items} items + {t.gold_items} gold, {plan}{team}",
             ["who", "of", "done", "left", "skip", "flag", "s/item", "gold", "±ppl", "±jdg", "last"],
         )
-        table.box, table.padding = box.SIMPLE_HEAD, (0, 1)  # 80 columns
+        table.box, table.padding = box.SIMPLE_HEAD, (0, 1, 0, 0)  # 80 columns: one space and the divider
+        for column in table.columns[1:]:
+            column.no_wrap = True
         for row in t.annotators:
             table.add_row(
                 *(
@@ -179,7 +181,9 @@ def cmd_progress(args, settings) -> int:
                         row.skipped,
                         row.flagged,
                         _num(row.median_seconds, 1),
-                        f"{_pct(row.gold_accuracy)}" + (f" of {row.gold_answered}" if row.gold_answered else ""),
+                        f"{round((row.gold_accuracy or 0) * row.gold_answered)}/{row.gold_answered}"
+                        if row.gold_answered
+                        else "-",
                         _num(row.gap_people),
                         _num(row.gap_judges),
                         (row.last_activity or "-")[5:16].replace("T", " ") or "-",
@@ -192,8 +196,6 @@ def cmd_progress(args, settings) -> int:
                 say(f"  ! {row.annotator}: {mark}")
             if row.retest_gap is not None:
                 say(f"  {row.annotator} against themselves (retest): ±{row.retest_gap:.2f} on {row.retested} ratings")
-        say(
-            "  of: items planned; s/item: median seconds; gold: share right; ±ppl / ±jdg: mean distance (scale "
-            "points) from the other people's / the judges' mean, gold items aside"
-        )
+        say("  of: items planned · s/item: median seconds per item · gold: answers right / gold items answered")
+        say("  ±ppl / ±jdg: mean distance (scale points) from the other people's / the judges' mean")
     return 0
