@@ -196,6 +196,6 @@ def cmd_progress(args, settings) -> int:
                 say(f"  ! {row.annotator}: {mark}")
             if row.retest_gap is not None:
                 say(f"  {row.annotator} against themselves (retest): ±{row.retest_gap:.2f} on {row.retested} ratings")
-        say("  of: items planned · s/item: median seconds per item · gold: answers right / gold items answered")
-        say("  ±ppl / ±jdg: mean distance (scale points) from the other people's / the judges' mean")
+        say("  of: items planned · s/item: median seconds · gold: right / answered")
+        say("  ±ppl, ±jdg: mean distance from the others' / the judges' mean (scale points)")
     return 0
