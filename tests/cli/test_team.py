@@ -298,6 +298,7 @@ def independent(db: Path, name: str) -> dict:
         "retested": len(retests),
         "retest_gap": statistics.fmean(abs(v - first_value[f]) for f, v in retests) if retests else None,
         "gap_judges": statistics.fmean(abs(latest[k] - statistics.fmean(judge[k])) for k in latest if k not in gold),
+        "shared_judges": sum(1 for k in latest if k not in gold and k in judge),
     }
 
 

@@ -107,6 +107,10 @@ def test_two_annotators_at_once_in_the_dynamic_mode_never_put_more_than_k_on_an_
         )
     )  # (on the last item, a key left over corrects it: more ratings than items, never more items than 8)
     assert by.get("alice", 0) >= 1 and by.get("bob", 0) >= 1 and by["alice"] + by["bob"] == 8
+    (task,) = json.loads(cli_ok("progress", "--db", db, "--format", "json"))
+    assert task["mode"] == "dynamic" and task["team_share"] == 1.0
+    for row in task["annotators"]:  # nothing is left for anyone: every item has its K = 1
+        assert row["done"] == by[row["annotator"]] and row["remaining"] == 0 and row["assigned"] is None
 
 
 def test_an_annotator_who_drops_mid_item_loses_nothing_saved_and_their_lease_expires(tmp_path):
