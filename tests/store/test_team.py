@@ -49,3 +49,16 @@ def test_require_lead_refuses_others_only_once_a_list_is_set(study):
         require_lead(study, None, "adjudicate")
     set_leads(study, [])
     require_lead(study, "bob", "adjudicate")
+
+
+def test_the_whole_task_count_matches_the_per_item_count(study):
+    from tui_rater.store.team import others_per_item, raters_of
+
+    keys = [item.key for item in study.items("title-fluency")]
+    a, b, c = (study.human(name).id for name in ("a", "b", "c"))
+    claim(study, keys[0], b, per_item=3, lease_s=10, now=100.0)
+    claim(study, keys[1], c, per_item=3, lease_s=10, now=50.0)  # ran out at 60
+    study.add_rating(keys[1], "fluency", b, 2.0, parse_status="human")
+    study.add_rating(keys[2], "fluency", a, 2.0, parse_status="human")  # a's own: not counted for a
+    whole = others_per_item(study, "title-fluency", a, now=100.0)
+    assert whole == {k: n for k in keys if (n := raters_of(study, k, a, now=100.0))} == {keys[0]: 1, keys[1]: 1}

@@ -37,7 +37,7 @@ from tui_rater.store.retest import (
     retested_items,
 )
 from tui_rater.store.study import Item, Rater, Study, ratings_in_force
-from tui_rater.store.team import TeamPlan, assignments, check_member, claim, gold_keys, load_team_plan, raters_of
+from tui_rater.store.team import TeamPlan, assignments, check_member, claim, gold_keys, load_team_plan, others_per_item
 
 T = TypeVar("T")
 
@@ -165,12 +165,11 @@ class AnnotationSession:
             return [item for item in items if item.key in assigned], gold
         self.per_item, self.lease_s = plan.per_item, plan.lease_s
         started = {key for key, _attribute in self.mine} | {k for k in self.skipped if isinstance(k, int)}
-        now = time.time()
+        others = others_per_item(self.study, self.task.name, self.rater.id, time.time())
         regular = [
             item
             for item in items
-            if item.key not in gold_items
-            and (item.key in started or raters_of(self.study, item.key, self.rater.id, now) < plan.per_item)
+            if item.key not in gold_items and (item.key in started or others.get(item.key, 0) < plan.per_item)
         ]
         return regular, gold
 

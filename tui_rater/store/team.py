@@ -189,6 +189,23 @@ def raters_of(study: Study, item_key: int, rater_id: int, now: float) -> int:
     return int(row[0])
 
 
+def others_per_item(study: Study, task: str, rater_id: int, now: float) -> dict[int, int]:
+    """``raters_of`` for every item of a task at once (a session's start in the dynamic mode)."""
+    rows = study.db.conn.execute(
+        """SELECT item_key, count(DISTINCT rater_id) FROM (
+               SELECT r.item_key, r.rater_id FROM ratings r JOIN items i ON i.key = r.item_key
+               JOIN raters ra ON ra.id = r.rater_id
+               WHERE i.task = ? AND r.rater_id != ? AND ra.kind = 'human' AND r.retracted = 0
+                     AND r.retest_of IS NULL
+               UNION
+               SELECT l.item_key, l.rater_id FROM leases l JOIN items i ON i.key = l.item_key
+               WHERE i.task = ? AND l.rater_id != ? AND l.until > ?)
+           GROUP BY item_key""",
+        [task, rater_id, task, rater_id, now],
+    ).fetchall()
+    return {key: int(n) for key, n in rows}
+
+
 def claim(study: Study, item_key: int, rater_id: int, per_item: int, lease_s: float, now: float | None = None) -> bool:
     """Take (or renew) this rater's lease on an item, if fewer than ``per_item`` others are on it.
 
