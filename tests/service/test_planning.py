@@ -140,3 +140,21 @@ def test_the_report_weights_the_uncertain_orders_ratings_by_their_probabilities(
         [judge_value[k] for k in order], [human.get(k, np.nan) for k in order], [pi[k] for k in order]
     )
     assert ppi["ppi_mean"].value == pytest.approx(expected.estimate)
+
+
+def test_with_a_team_plan_the_uncertain_order_is_drawn_from_the_annotators_own_items(tmp_path):
+    """Route human effort where the judge is least sure, within the plan: alice's order holds her assigned
+    items only, and someone outside the plan is refused before anything is written."""
+    from tui_rater.service.team import Design, plan_team
+    from tui_rater.store.team import assignments
+
+    study = titles_with_judge(tmp_path / "t.db")
+    plan_team(study, "title-fluency", Design(["alice", "bob", "carol"], per_item=1), dry_run=False, replace=False)
+    alice = next(r for r in study.raters("human") if r.name == "alice")
+    hers = {a.item_key for a in assignments(study, "title-fluency", alice.id)}
+    assert 0 < len(hers) < N
+    plan = plan_uncertain_order(study, "title-fluency", "alice", seed=3)
+    assert sorted(s.item_key for s in plan.showings) == sorted(hers)
+    with pytest.raises(UserError, match="'mallory' is not in the plan"):
+        plan_uncertain_order(study, "title-fluency", "mallory", seed=3)
+    assert all(r.name != "mallory" for r in study.raters("human"))

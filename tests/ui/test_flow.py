@@ -272,7 +272,10 @@ async def test_cancel_and_retry_jobs_from_the_app(app_for, study):
     app = app_for()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("a")
-        await pilot.press("x")
+        await pilot.press("x")  # asks first, naming how many jobs (tests/ui/test_terminal_team.py)
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", "the question")
+        assert queue.counts(study, judge.id)["queued"] == 4
+        await pilot.press("y")
         await wait_until(pilot, lambda: queue.counts(study, judge.id)["cancelled"] == 4, "4 jobs cancelled")
         await pilot.press("r")
         await wait_until(pilot, lambda: queue.counts(study, judge.id)["queued"] == 4, "4 jobs queued again")

@@ -39,12 +39,11 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
 
 
 def check_may_adjudicate(study, task: str, adjudicator: str) -> None:
-    """ROLES (issue 21 item 6): the one place where the study's list of leads is asked before a decision is stored.
+    """The study's list of leads (``tui-rater roles --leads``) is asked before a decision is stored: once it
+    names any, only they may adjudicate (a stated list, not authentication)."""
+    from tui_rater.store.roles import require_lead
 
-    At merge, with the `team` branch's roles: ``from tui_rater.store.roles import require_lead`` and
-    ``require_lead(study, adjudicator, "adjudicate")``. Until then anyone may adjudicate.
-    """
-    return None
+    require_lead(study, adjudicator, "adjudicate")
 
 
 def cmd_adjudicate(args, settings) -> int:

@@ -42,7 +42,8 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="rate items with the keyboard (the annotation app)",
         description="Open the annotation app. Keys: 1-5 rate, up/down question, left/right item, "
-        "u undo, s skip, f flag, c comment, g go to, ? help, q quit.",
+        "u undo, s skip, f flag, c comment, g go to, ? help, q quit. With a team plan (`tui-rater assign`) "
+        "it serves only your items.",
     )
     p.add_argument("--annotator", help="your rater name (default: $TUI_RATER_ANNOTATOR or 'annotator' in config)")
     p.add_argument("--task", help="the task to rate (default: the study's only task, or 'story')")

@@ -42,6 +42,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--cancel", action="store_true", help="cancel queued and leased jobs")
     p.add_argument("--retry", action="store_true", help="queue failed and cancelled jobs again")
     p.add_argument("--rater", help="only this judge: its label or name (as `queue` and `judges` list it)")
+    p.add_argument("--as", dest="as_name", metavar="NAME", help="who cancels (when the study names its leads)")
     p.set_defaults(run=cmd_queue)
 
     p = sub.add_parser("reparse", parents=[common], help="re-apply the reply parser to stored judge replies")
@@ -156,6 +157,10 @@ def cmd_queue(args, settings) -> int:
             raise UserError(f"no judge named {args.rater!r} in {study.path}")
         rater_id = matches[0].id
     if args.cancel:
+        from tui_rater.cli.team import identity
+        from tui_rater.store.roles import require_lead
+
+        require_lead(study, identity(args, settings), "cancel the judges' queue")
         say(f"cancelled {judging.cancel_jobs(study, rater_id)} jobs")
     if args.retry:
         say(f"queued {judging.retry_jobs(study, rater_id)} jobs again")

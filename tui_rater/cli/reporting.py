@@ -141,6 +141,14 @@ def cmd_report(args, settings) -> int:
             "out of every table: a person rates an item once (sample 0)",
             err=True,
         )
+    from tui_rater.store.team import gold_left_out
+
+    for task_name, (items, ratings) in gold_left_out(study, args.task).items():
+        say(
+            f"note: {ratings} rating(s) of {items} gold item(s) of {task_name} are left out of agreement and "
+            "verdicts (they score the annotators: `tui-rater progress`)",
+            err=True,
+        )
     if args.reference == "adjudicated":
         _say_adjudicated(study, tasks)
     reference = args.reference

@@ -232,6 +232,12 @@ def cancel_jobs(study: Study, rater_id: int | None = None) -> int:
     return queue.cancel(study, rater_id)
 
 
+def waiting_jobs(study: Study) -> int:
+    """The study's judge jobs still to do (queued, or leased by a worker): what cancelling would stop."""
+    row = study.db.conn.execute("SELECT count(*) FROM jobs WHERE status IN ('queued', 'leased')").fetchone()
+    return int(row[0])
+
+
 def retry_jobs(study: Study, rater_id: int | None = None) -> int:
     return queue.retry(study, rater_id)
 

@@ -37,6 +37,7 @@ from tui_rater.store.plans import (
     save_plan,
 )
 from tui_rater.store.study import Rater, Study
+from tui_rater.store.team import assignments, check_member, gold_keys, load_team_plan
 
 UNCERTAIN = "uncertain"
 
@@ -100,6 +101,9 @@ def plan_uncertain_order(
     task = study.task(task_name)
     if protocols.one_item_per_annotator(task):
         raise UserError(f"--order uncertain does not apply to task {task.name!r}: each annotator rates one packet")
+    team = load_team_plan(study, task.name)
+    if team is not None:
+        check_member(team, annotator)
     rater = _existing_human(study, annotator)  # created only once the plan is drawn: a refusal writes nothing
     stored = load_plan(study, rater.id, task.name, UNCERTAIN) if rater is not None else None
     if stored is not None and not replan:
@@ -117,7 +121,7 @@ def plan_uncertain_order(
             f"judge {name!r} gave no distribution and fewer than two samples per question of {task.name!r}, so its "
             "uncertainty is unknown; judge again with --mode distribution or --samples 2 or more"
         )
-    keys = sorted(uncertainty)
+    keys = sorted(uncertainty.keys() & _streamed(study, task.name, rater))
     u = np.array([np.nan if uncertainty[k] is None else uncertainty[k] for k in keys], dtype=float)
     rng = np.random.default_rng(derive_seed(seed, annotator, task.name, UNCERTAIN))
     order, draws = active.sequential_order(u, rng, active.UNIFORM_SHARE)
@@ -127,6 +131,20 @@ def plan_uncertain_order(
     settings = {"judge": name, "seed": seed, "uniform_share": active.UNIFORM_SHARE}
     rater_id = rater.id if rater is not None else study.human(annotator).id
     return save_plan(study, rater_id, task.name, UNCERTAIN, settings, showings)
+
+
+def _streamed(study: Study, task: str, rater: Rater | None) -> set[int]:
+    """The items an uncertain order is drawn from: with a team plan, this annotator's assigned items (fixed)
+    or every item (dynamic), gold items aside; without one, every item."""
+    keys = {item.key for item in study.items(task)}
+    plan = load_team_plan(study, task)
+    if plan is None:
+        return keys
+    keys -= gold_keys(study, task)
+    if plan.mode == "fixed":
+        mine = assignments(study, task, rater.id) if rater is not None else []
+        keys &= {a.item_key for a in mine if not a.gold}
+    return keys
 
 
 def _existing_human(study: Study, name: str) -> Rater | None:

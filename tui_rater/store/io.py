@@ -201,7 +201,8 @@ def prepare_items(
             f"{path}: missing column {missing[0]} needed by task {task.name!r} "
             f"(the file has: {', '.join(columns)}; use --map NAME=COLUMN to rename)"
         )
-    extra = [c for c in columns if c not in wanted.values()]
+    gold_columns = {f"{GOLD_PREFIX}{a.name}": a for a in task.attributes}
+    extra = [c for c in columns if c not in wanted.values() and c not in gold_columns]
     if extra and not ignore_extra:
         raise UserError(
             f"{path}: unknown column {extra[0]!r} for task {task.name!r} "
@@ -216,6 +217,13 @@ def prepare_items(
             if column in columns
         }
         item["_row"] = row["_row"]
+        gold = {
+            attribute.name: _gold(path, row, column, attribute)
+            for column, attribute in gold_columns.items()
+            if column in columns and not _blank(row.get(column))
+        }
+        if gold:
+            item["_gold"] = gold
         if item.get("id") is not None:
             item["id"] = item["id"].strip()
             if not item["id"]:
@@ -231,13 +239,25 @@ def prepare_items(
     return items
 
 
+GOLD_PREFIX = "gold_"  # a column gold_<question>: the item is a gold item with that known answer
+
+
+def _blank(raw: object) -> bool:
+    return raw is None or (isinstance(raw, str) and not raw.strip())
+
+
+def _gold(path: Path, row: dict[str, Any], column: str, attribute: Attribute) -> float:
+    """A gold item's known answer, on the question's scale (one sentence naming the cell otherwise)."""
+    return _value(path, {"value": row.get(column), "_row": row["_row"]}, attribute, column)
+
+
 # --- ratings --------------------------------------------------------------------------------
 
 
-def _value(path: Path, row: dict[str, Any], attribute: Attribute) -> float:
+def _value(path: Path, row: dict[str, Any], attribute: Attribute, column: str = "value") -> float:
     raw = row.get("value")
     scale = attribute.scale
-    where = f"{path}, row {row['_row']}, column 'value'"
+    where = f"{path}, row {row['_row']}, column {column!r}"
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         raise UserError(f"{where}: the value is missing")
     if isinstance(raw, str):  # a choice may be written as its key ("A")

@@ -341,6 +341,41 @@ MIGRATIONS: list[Migration] = [
     _judge_labels,
     # 6: the adjudicator rater kind (a CHECK widened: the raters table rebuilt); notes taken back or replaced
     _adjudication,
+    # 7: team studies (``store/team.py``, ``store/roles.py``): a task's plan of who rates what, fixed
+    # assignments, the leases of the dynamic mode, gold items' known answers, the study's leads
+    """
+    CREATE TABLE team_plans (
+        task TEXT PRIMARY KEY,
+        mode TEXT NOT NULL CHECK (mode IN ('fixed', 'dynamic')),
+        settings TEXT NOT NULL,            -- JSON: per_item, overlap, gold_rate, seed, lease_s, annotators
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE assignments (
+        task TEXT NOT NULL,
+        rater_id INTEGER NOT NULL REFERENCES raters (id),
+        item_key INTEGER NOT NULL REFERENCES items (key),
+        gold INTEGER NOT NULL DEFAULT 0,   -- 1: a gold item mixed into this annotator's stream
+        slot REAL NOT NULL DEFAULT 0,      -- a gold item's place in the stream (share of the way through)
+        PRIMARY KEY (task, rater_id, item_key)
+    );
+    CREATE INDEX assignments_item ON assignments (item_key);
+    CREATE TABLE leases (
+        item_key INTEGER NOT NULL REFERENCES items (key),
+        rater_id INTEGER NOT NULL REFERENCES raters (id),
+        until REAL NOT NULL,               -- unix time the lease expires
+        PRIMARY KEY (item_key, rater_id)
+    );
+    CREATE TABLE gold (
+        item_key INTEGER NOT NULL REFERENCES items (key),
+        attribute TEXT NOT NULL,
+        value REAL NOT NULL,               -- the known answer
+        PRIMARY KEY (item_key, attribute)
+    );
+    CREATE TABLE leads (
+        name TEXT PRIMARY KEY,             -- who may run study-wide actions (a stated list, not authentication)
+        created_at TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -17,6 +17,7 @@ import hashlib
 import json
 import random
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -36,6 +37,7 @@ from tui_rater.store.retest import (
     retested_items,
 )
 from tui_rater.store.study import Item, Rater, Study, ratings_in_force
+from tui_rater.store.team import TeamPlan, assignments, check_member, claim, gold_keys, load_team_plan, others_per_item
 
 T = TypeVar("T")
 
@@ -126,6 +128,12 @@ class AnnotationSession:
     comments: dict[int, tuple[int, str]] = field(default_factory=dict)
     undo_stack: list[Undo] = field(default_factory=list)
     uncertain_plan: int | None = None  # the stored plan of --order uncertain this session follows
+    # a team plan (``tui-rater assign``): this annotator's gold items; in the dynamic mode, K and the lease
+    per_item: int = 0  # 0: not the dynamic mode
+    lease_s: float = 0.0
+    gold: set[int] = field(default_factory=set)
+    taken: set[int] = field(default_factory=set)  # dynamic: items K others got first (not shown any more)
+    team_plan: TeamPlan | None = None
     rater: Rater = field(init=False)  # set by ``open``
 
     @classmethod
@@ -154,16 +162,61 @@ class AnnotationSession:
         if protocols.one_item_per_annotator(task) and (retest or order == "uncertain"):
             what = "--retest" if retest else "--order uncertain"
             raise UserError(f"{what} does not apply to task {task.name!r}: each annotator rates one packet of it")
+        plan = load_team_plan(study, task.name)
+        if plan is not None:
+            check_member(plan, annotator)  # before the rater is created: a refusal writes nothing
         session = cls(study, task, annotator, order, seed, retest, spacing)
+        session.team_plan = plan
         session.rater = study.human(annotator)
         session.reload()
+        gold: list[tuple[Item, float]] = []
+        if plan is not None:
+            items, gold = session._team_stream(plan, items)
         if protocols.one_item_per_annotator(task):
             items = [session._spa_packet(items)]
-        items = session._ordered(items)
+        items = _with_gold(session._ordered(items), gold)
         showings = session._with_retests(items, replan) if retest else [(item, False) for item in items]
         session.items = [item for item, _ in showings]
         session.is_retest = [again for _, again in showings]
         return session
+
+    def _team_stream(self, plan: TeamPlan, items: list[Item]) -> tuple[list[Item], list[tuple[Item, float]]]:
+        """A team plan's items for this annotator: their assigned items (fixed), or every item still short of
+        K raters (dynamic); and their gold items with each one's place in the stream."""
+        mine = assignments(self.study, self.task.name, self.rater.id)
+        by_key = {item.key: item for item in items}
+        gold = [(by_key[a.item_key], a.slot) for a in mine if a.gold and a.item_key in by_key]
+        gold_items = gold_keys(self.study, self.task.name)
+        self.gold = {item.key for item, _slot in gold}
+        if plan.mode == "fixed":
+            assigned = {a.item_key for a in mine if not a.gold}
+            return [item for item in items if item.key in assigned], gold
+        self.per_item, self.lease_s = plan.per_item, plan.lease_s
+        started = {key for key, _attribute in self.mine} | {k for k in self.skipped if isinstance(k, int)}
+        others = others_per_item(self.study, self.task.name, self.rater.id, time.time())
+        regular = [
+            item
+            for item in items
+            if item.key not in gold_items and (item.key in started or others.get(item.key, 0) < plan.per_item)
+        ]
+        return regular, gold
+
+    @property
+    def dynamic(self) -> bool:
+        return self.per_item > 0
+
+    def claim(self, index: int) -> bool:
+        """Dynamic mode: take (or renew) the lease on this showing's item; False when K others are on it.
+        Run it as a change (``save``): its transaction decides between two annotators' claims."""
+        key = self.items[index].key
+        if not self.dynamic or key in self.gold:
+            return True
+        granted = claim(self.study, key, self.rater.id, self.per_item, self.lease_s)
+        if granted:
+            self.taken.discard(key)
+        else:
+            self.taken.add(key)
+        return granted
 
     def _spa_packet(self, items: list[Item]) -> Item:
         """SPA gives each annotator one packet: theirs if begun, else one nobody has rated yet."""
@@ -329,6 +382,8 @@ class AnnotationSession:
         if not scale.contains(value):
             raise UserError(f"{value:g} is off the scale ({scale.describe()})")
         item = self.items[index]
+        if self.dynamic and item.key not in self.gold:  # each rating renews the lease (work is kept either way)
+            claim(self.study, item.key, self.rater.id, self.per_item, self.lease_s)
         ratings, retest_of = self._ratings(index), None
         if self.is_retest[index]:
             first = self.mine.get((item.key, attribute))
@@ -434,6 +489,14 @@ class AnnotationSession:
         """Record agree / disagree (+ comment) with the revealed ratings of one attribute."""
         text = json.dumps({"verdict": verdict, "comment": comment})
         self.note(index, "review", text, attribute, self.rating_id(index, attribute))
+
+
+def _with_gold(items: list[Item], gold: list[tuple[Item, float]]) -> list[Item]:
+    """Gold items mixed into the stream, each at its drawn place (a share of the way through)."""
+    stream = list(items)
+    for offset, (item, slot) in enumerate(sorted(gold, key=lambda g: g[1])):
+        stream.insert(min(len(stream), int(slot * (len(items) + 1)) + offset), item)
+    return stream
 
 
 def _planned(items: list[Item], keys: list[int]) -> list[Item]:

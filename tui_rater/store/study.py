@@ -252,6 +252,16 @@ class Study:
                 )
                 position += 1
                 added += 1
+            gold = [(row, content_hash(task.name, row.get("system"), {n: row[n] for n in task.fields})) for row in rows]
+            for row, digest in gold:
+                if row.get("_gold"):  # a gold item's known answers (``store/team.py``), apart from any rating
+                    (key,) = conn.execute(
+                        "SELECT key FROM items WHERE task = ? AND id = ?", [task.name, row.get("id") or digest[:12]]
+                    ).fetchone()
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO gold (item_key, attribute, value) VALUES (?, ?, ?)",
+                        [(key, attribute, value) for attribute, value in row["_gold"].items()],
+                    )
         return added, skipped
 
     # --- raters --------------------------------------------------------------------------

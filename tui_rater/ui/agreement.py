@@ -19,6 +19,7 @@ from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
 from tui_rater.ui.retest import retest_text
+from tui_rater.ui.screens import ConfirmScreen
 
 if TYPE_CHECKING:  # the statistics stack (polars, scipy: ~0.8 s) is imported in the workers, never on the UI thread
     from tui_rater.service.retest import RetestSummary
@@ -340,9 +341,46 @@ class AgreementScreen(Screen[int | None]):
             if gaps:
                 self.dismiss(self.item_index_of(gaps[self.selected_gap].item_key))
 
-    @work(thread=True, group="queue")
     def action_queue(self, what: str) -> None:
-        """Cancel the judges' waiting jobs, or queue failed and cancelled ones again."""
+        """Cancel the judges' waiting jobs (after asking, naming how many), or queue failed and cancelled ones
+        again."""
+        if what == "cancel":
+            self._ask_cancel()
+        else:
+            self._run_queue("retry")
+
+    @work(thread=True, group="queue")
+    def _ask_cancel(self) -> None:
+        from tui_rater.domain.errors import UserError
+        from tui_rater.service.judging import waiting_jobs
+        from tui_rater.store.roles import require_lead
+
+        study = self.study.reopen()
+        try:
+            try:
+                require_lead(study, self.annotator, "cancel the judges' queue")
+            except UserError as exc:
+                self.app.call_from_thread(self.notify, str(exc), severity="error")
+                return
+            waiting = waiting_jobs(study)
+        finally:
+            study.close()
+        if waiting == 0:
+            self.app.call_from_thread(self.notify, "no judge jobs are waiting: nothing to cancel")
+            return
+        question = (
+            f"Cancel the study's {waiting} waiting judge job{'s' if waiting != 1 else ''}? This stops every "
+            "judge's queued work for every annotator of this file (r queues cancelled jobs again)."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._run_queue("cancel")
+
+        self.app.call_from_thread(self.app.push_screen, ConfirmScreen(question), answered)
+
+    @work(thread=True, group="queue")
+    def _run_queue(self, what: str) -> None:
         from tui_rater.service.judging import cancel_jobs, retry_jobs
 
         study = self.study.reopen()

@@ -72,6 +72,17 @@ class JudgeProgress(Message):
         return isinstance(message, JudgeProgress)
 
 
+class TeamProgress(Message):
+    """From the team watcher thread: the share of a team plan's work done. A newer one replaces a waiting one."""
+
+    def __init__(self, share: float):
+        super().__init__()
+        self.share = share
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, TeamProgress)
+
+
 class RevealReady(Message):
     def __init__(self, index: int, others: dict[str, list[OtherRating]], error: str | None = None):
         super().__init__()
@@ -143,6 +154,12 @@ class RaterApp(QuitWhenSaved):
         self.completed = {i for i in range(len(session.items)) if self.saved_complete(i)}
         # item key -> this annotator's comment on it, as typed (``c`` shows it to edit)
         self.comments = {item_key: text for item_key, (_id, text) in session.comments.items()}
+        # a team plan: the team's share done (from the watcher thread); dynamic items whose lease is being
+        # asked for, and those K others got first (never shown again)
+        self.team_share: float | None = None
+        self.claiming: set[int] = set()
+        self.deferred: list[float] = []  # answers typed while a lease was being asked for
+        self.taken: set[int] = set(session.taken)
 
     def get_driver_class(self) -> type[Driver]:
         # a dropped SSH connection (SIGHUP, then SIGCONT) must not keep the process from exiting
@@ -176,6 +193,9 @@ class RaterApp(QuitWhenSaved):
         # after the first screen: import the statistics stack and start the judges off the UI thread,
         # so the first `a` and a large study's judge jobs never freeze a keypress
         self.call_after_refresh(self._in_background)
+        if self.session.team_plan is not None:
+            self.call_after_refresh(self._watch_team)
+        self._claim(self.index)
         ready_file = os.environ.get("TUI_RATER_READY_FILE")
         if ready_file:  # for scripts timing start-up: when the first item is on screen
             self.call_after_refresh(lambda: Path(ready_file).write_text(f"{time.time()}\n"))
@@ -196,6 +216,48 @@ class RaterApp(QuitWhenSaved):
             self.post_message(JudgeProgress(self.judges.summary(), self.judges.summary(compact=True)))
             if self.closing.wait(1.0):
                 break
+
+    @work(thread=True, group="team", exit_on_error=False)
+    def _watch_team(self) -> None:
+        from tui_rater.store.team import team_share
+
+        plan = self.session.team_plan
+        assert plan is not None
+        study = self.session.study.reopen()
+        try:
+            while True:  # the others' ratings come from their own processes: read again every few seconds
+                self.post_message(TeamProgress(team_share(study, plan)))
+                if self.closing.wait(2.0):
+                    break
+        finally:
+            study.close()
+
+    def on_team_progress(self, message: TeamProgress) -> None:
+        self.team_share = message.share
+        self.refresh_status()
+
+    def _claim(self, index: int) -> None:
+        """Dynamic mode: ask for the lease on the item now shown; rating waits for the answer (milliseconds),
+        and an item K others got first is left for the next one."""
+        session = self.session
+        key = session.items[index].key
+        if not session.dynamic or key in session.gold or key in self.claiming:
+            return
+        self.claiming.add(key)
+
+        def done(granted: bool) -> None:
+            self.claiming.discard(key)
+            typed, self.deferred = self.deferred, []
+            if granted:
+                for value in typed:  # the keys typed while the lease was asked for
+                    self.answer(value)
+                return
+            self.taken.add(key)
+            self.notify(f"item {index + 1} already has {session.per_item} people on it: on to the next one")
+            if self.index == index:
+                self.show_item(index + 1 if index + 1 < len(session.items) else index)
+
+        self.save(Change("lease", lambda: session.claim(index), session.key(index), done=done))
 
     def on_judge_progress(self, message: JudgeProgress) -> None:
         self.judge_summary, self.judge_compact = message.summary, message.compact
@@ -261,6 +323,8 @@ class RaterApp(QuitWhenSaved):
     def showable(self, index: int) -> bool:
         """A retest showing only once its item is rated (on screen): nobody is asked to repeat what they
         have not rated. (Dictionary look-ups only: this runs on every move.)"""
+        if self.session.items[index].key in self.taken:
+            return False
         if not self.session.is_retest[index]:
             return True
         key = self.session.items[index].key
@@ -395,6 +459,9 @@ class RaterApp(QuitWhenSaved):
         task_name, annotator = safe_text(session.task.name, inline=True), safe_text(session.annotator, inline=True)
         head.append(f"{task_name} · {annotator} · item {self.index + 1}/{total} ", style="bold")
         tail = Text(f" {done}/{total} rated")
+        if self.team_share is not None:  # (dynamic mode: the items others got first are not yours to count)
+            yours = total - sum(1 for i in range(total) if session.items[i].key in self.taken) if self.taken else total
+            tail = Text(f" your {done}/{yours} · team {self.team_share:.0%}")
         if saving:
             tail.append(f" (+{saving} saving{self.view.mark()})", style="bold")
         if marks:
@@ -497,6 +564,7 @@ class RaterApp(QuitWhenSaved):
         self.shown_at = time.monotonic()
         self.query_one("#item", VerticalScroll).scroll_home(animate=False)
         self.refresh_all()
+        self._claim(self.index)
 
     def _nearest_showable(self, index: int, direction: int) -> int:
         """``index``, or the nearest showable showing from it in ``direction`` (else the other way)."""
@@ -596,6 +664,13 @@ class RaterApp(QuitWhenSaved):
         (README: "after the last question the next item appears"): an annotator fixing two questions is not
         thrown onto the next item after the first, nor shown the reveal again after each."""
         index, position = self.index, self.focus_attr
+        key = self.session.items[index].key
+        if key in self.claiming:  # dynamic mode: answered once the lease is ours (milliseconds), in order
+            self.deferred.append(value)
+            return
+        if key in self.taken:
+            self.notify(f"item {index + 1} already has {self.session.per_item} people on it")
+            return
         attribute = self.task_.attributes[position].name
         correcting = self.item_complete(index)
         now = time.monotonic()

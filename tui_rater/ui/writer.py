@@ -35,7 +35,7 @@ class Change:
     """One thing to commit. ``run`` is called on the store thread inside one transaction;
     ``done`` on the UI thread with its result once committed."""
 
-    kind: str  # "rating", "undo" or "note"
+    kind: str  # "rating", "undo", "note" or "lease" (a team plan's dynamic mode: an item claimed)
     run: Callable[[], Any]
     item_key: ShowingKey | None = None  # the showing it belongs to (``AnnotationSession.key``)
     attribute: str | None = None

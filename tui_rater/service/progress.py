@@ -1,0 +1,226 @@
+"""``tui-rater progress``: per annotator and task, how far they are and how well they rate.
+
+Every number is read from the ratings and notes tables (and the plan's assignments), so it is the
+same whatever process wrote them. Gold items count for the gold accuracy only: the gaps to the other
+people and to the judges are measured on the other items, as the report's statistics are.
+
+An annotator is marked, with the figure that marks them, when their gold accuracy is low, their
+median time per item is far below the others', or they give the same answer nearly every time
+(straight-lining): signs of rating without reading that a lead should look at, not verdicts.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from tui_rater.domain.errors import UserError
+from tui_rater.domain.questions import Scale
+from tui_rater.domain.tasks import Task
+from tui_rater.store.retest import RETEST_NOTE
+from tui_rater.store.study import RATINGS_IN_FORCE, Study
+from tui_rater.store.team import TeamPlan, assignments, complete_pairs, gold_answers, load_team_plan, team_share
+
+GOLD_ACCURACY_MIN = 0.7  # below this share of gold answers right (with at least GOLD_MIN answers)
+GOLD_MIN = 3
+FAST_RATIO = 1 / 3  # a median time per item under a third of the others' median
+FAST_MIN_ITEMS = 5
+SAME_ANSWER_SHARE = 0.9  # the same value in this share of their ratings (with at least SAME_ANSWER_MIN)
+SAME_ANSWER_MIN = 10
+CONTINUOUS_TOLERANCE = 0.1  # a 0-100 gold answer counts as right within a tenth of the scale
+
+
+@dataclass
+class AnnotatorProgress:
+    annotator: str
+    task: str
+    assigned: int | None  # None: a dynamic plan, or no plan
+    done: int
+    remaining: int | None
+    skipped: int
+    flagged: int
+    median_seconds: float | None
+    last_activity: str | None
+    gold_answered: int
+    gold_accuracy: float | None
+    gap_people: float | None  # mean |their value - the other people's mean| on shared items, scale points
+    shared_people: int
+    gap_judges: float | None  # the same against the judges' mean
+    shared_judges: int
+    retest_gap: float | None  # mean |second - first rating| of the items shown again (``annotate --retest``)
+    retested: int
+    marks: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TaskProgress:
+    task: str
+    mode: str | None  # fixed, dynamic, or None without a plan
+    items: int
+    gold_items: int
+    team_share: float | None
+    annotators: list[AnnotatorProgress]
+
+
+def task_progress(study: Study, task_name: str) -> TaskProgress:
+    task = study.task(task_name)
+    plan = load_team_plan(study, task.name)
+    gold = gold_answers(study, task.name)
+    keys = [item.key for item in study.items(task.name)]
+    members = list(plan.settings.get("annotators", [])) if plan is not None else []
+    rated_by = [
+        name
+        for (name,) in study.db.conn.execute(
+            "SELECT DISTINCT ra.name FROM ratings r JOIN items i ON i.key = r.item_key JOIN raters ra ON "
+            "ra.id = r.rater_id WHERE i.task = ? AND ra.kind = 'human' ORDER BY ra.name",
+            [task.name],
+        )
+    ]
+    names = members + [n for n in rated_by if n not in members]
+    raters = {r.name: r.id for r in study.raters("human")}
+    pairs = complete_pairs(study, task.name)
+    values = _values(study, task.name)
+    rows = [_annotator(study, task, plan, name, raters.get(name), pairs, values, gold, keys) for name in names]
+    _mark(rows, values)
+    share = team_share(study, plan) if plan is not None else None
+    return TaskProgress(task.name, plan.mode if plan else None, len(keys) - len(gold), len(gold), share, rows)
+
+
+def _values(study: Study, task: str) -> Values:
+    """(item, question) -> rater name -> their values in force (a person: one; a judge: its samples)."""
+    found: dict[tuple[int, str], dict[str, list[float]]] = {}
+    for key, attribute, name, kind, value in study.db.conn.execute(
+        f"SELECT r.item_key, r.attribute, ra.name, ra.kind, r.value FROM {RATINGS_IN_FORCE} "
+        "WHERE i.task = ? AND r.value IS NOT NULL",
+        [task],
+    ):
+        found.setdefault((key, attribute), {}).setdefault(("" if kind == "human" else "\x00") + name, []).append(value)
+    return found
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+Values = dict[tuple[int, str], dict[str, list[float]]]
+
+
+def _annotator(
+    study: Study,
+    task: Task,
+    plan: TeamPlan | None,
+    name: str,
+    rater_id: int | None,
+    pairs: set[tuple[int, int]],
+    values: Values,
+    gold: dict[int, dict[str, float]],
+    keys: list[int],
+) -> AnnotatorProgress:
+    done_keys = {key for rater, key in pairs if rater == rater_id}
+    notes = study.db.conn.execute(
+        "SELECT n.kind, n.item_key, n.text FROM notes n JOIN items i ON i.key = n.item_key "
+        "WHERE i.task = ? AND n.rater_id = ? AND n.kind IN ('skip', 'flag') AND n.retracted_at IS NULL",
+        [task.name, rater_id],
+    ).fetchall()
+    skipped = {key for kind, key, text in notes if kind == "skip" and text != RETEST_NOTE}
+    flagged = {key for kind, key, _text in notes if kind == "flag"}
+    assigned = remaining = None
+    if plan is not None and plan.mode == "fixed":
+        mine = {a.item_key for a in assignments(study, task.name, rater_id)} if rater_id is not None else set()
+        assigned, remaining = len(mine), len(mine - done_keys - skipped)
+    elif plan is not None:
+        mine_gold = {a.item_key for a in assignments(study, task.name, rater_id) if a.gold} if rater_id else set()
+        per_item: dict[int, int] = {}
+        for _rater, key in pairs:
+            per_item[key] = per_item.get(key, 0) + 1
+        open_items = {k for k in keys if k not in gold and per_item.get(k, 0) < plan.per_item}
+        remaining = len((open_items | mine_gold) - done_keys - skipped)
+    seconds = {}
+    for key, total in study.db.conn.execute(
+        "SELECT r.item_key, sum(r.seconds) FROM ratings r JOIN items i ON i.key = r.item_key WHERE i.task = ? "
+        "AND r.rater_id = ? AND r.retracted = 0 AND r.retest_of IS NULL AND r.seconds IS NOT NULL "
+        "GROUP BY r.item_key",
+        [task.name, rater_id],
+    ):
+        seconds[key] = total
+    timed = [seconds[k] for k in done_keys if k in seconds]
+    (last,) = study.db.conn.execute(
+        "SELECT max(t) FROM (SELECT max(r.created_at) AS t FROM ratings r JOIN items i ON i.key = r.item_key "
+        "WHERE i.task = ? AND r.rater_id = ? UNION ALL SELECT max(n.created_at) FROM notes n "
+        "JOIN items i ON i.key = n.item_key WHERE i.task = ? AND n.rater_id = ?)",
+        [task.name, rater_id, task.name, rater_id],
+    ).fetchone()
+    right = answered = 0
+    gaps_people: list[float] = []
+    gaps_judges: list[float] = []
+    for (key, attribute), by_rater in values.items():
+        own = by_rater.get(name)
+        if not own:
+            continue
+        value = own[-1]
+        if key in gold:
+            if attribute in gold[key]:
+                answered += 1
+                right += _right(task.attribute(attribute).scale, value, gold[key][attribute])
+            continue
+        people = [v for n, vs in by_rater.items() if n and not n.startswith("\x00") and n != name for v in vs]
+        judges = [_mean(vs) for n, vs in by_rater.items() if n.startswith("\x00")]
+        if people:
+            gaps_people.append(abs(value - _mean(people)))
+        if judges:
+            gaps_judges.append(abs(value - _mean(judges)))
+    again = study.db.conn.execute(
+        "SELECT abs(second.value - first.value) FROM ratings second JOIN ratings first ON first.id = second.retest_of "
+        "JOIN items i ON i.key = second.item_key WHERE i.task = ? AND second.value IS NOT NULL "
+        "AND first.value IS NOT NULL AND second.id IN (SELECT max(id) FROM ratings WHERE rater_id = ? "
+        "AND retest_of IS NOT NULL AND retracted = 0 GROUP BY item_key, attribute)",  # the retest in force
+        [task.name, rater_id],
+    ).fetchall()
+    return AnnotatorProgress(
+        annotator=name,
+        task=task.name,
+        assigned=assigned,
+        done=len(done_keys),
+        remaining=remaining,
+        skipped=len(skipped),
+        flagged=len(flagged),
+        median_seconds=statistics.median(timed) if timed else None,
+        last_activity=last,
+        gold_answered=answered,
+        gold_accuracy=right / answered if answered else None,
+        gap_people=_mean(gaps_people) if gaps_people else None,
+        shared_people=len(gaps_people),
+        gap_judges=_mean(gaps_judges) if gaps_judges else None,
+        shared_judges=len(gaps_judges),
+        retest_gap=_mean([gap for (gap,) in again]) if again else None,
+        retested=len(again),
+    )
+
+
+def _right(scale: Scale, value: float, answer: float) -> bool:
+    if scale.points:
+        return bool(value == answer)
+    return abs(value - answer) <= CONTINUOUS_TOLERANCE * (scale.high - scale.low)
+
+
+def _mark(rows: list[AnnotatorProgress], values: Values) -> None:
+    for row in rows:
+        if row.gold_accuracy is not None and row.gold_answered >= GOLD_MIN and row.gold_accuracy < GOLD_ACCURACY_MIN:
+            row.marks.append(f"gold {row.gold_accuracy:.0%} right ({row.gold_answered} answers)")
+        others = [r.median_seconds for r in rows if r is not row and r.median_seconds is not None]
+        if row.median_seconds is not None and others and row.done >= FAST_MIN_ITEMS:
+            typical = statistics.median(others)
+            if row.median_seconds < FAST_RATIO * typical:
+                row.marks.append(f"fast: {row.median_seconds:.1f} s per item, the others {typical:.1f} s")
+        own = [vs[-1] for by_rater in values.values() if (vs := by_rater.get(row.annotator))]
+        if len(own) >= SAME_ANSWER_MIN:
+            top = max(own.count(v) for v in set(own)) / len(own)
+            if top >= SAME_ANSWER_SHARE:
+                row.marks.append(f"same answer {top:.0%} of {len(own)} ratings")
+
+
+def study_progress(study: Study, task: str | None) -> list[TaskProgress]:
+    names = [task] if task else study.item_task_names()
+    if not names:
+        raise UserError(f"{study.path} holds no items yet")
+    return [task_progress(study, name) for name in names]
