@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from tui_rater.cli import annotating, data, judges, judging, reporting
+from tui_rater.cli import annotating, data, judges, judging, reporting, serving
 from tui_rater.cli.common import close_all, common_flags, say, settings_for, version
 from tui_rater.cli.failures import failure_sentence
 from tui_rater.domain.errors import UserError
@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    for group in (annotating, data, judging, judges, reporting):
+    for group in (annotating, data, judging, judges, reporting, serving):
         group.add_parsers(sub, common)
     return parser
 
