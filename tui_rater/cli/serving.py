@@ -34,7 +34,9 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         help="comma-separated rater names, one link each (alice,bob); links of anyone else do not open",
     )
     p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this host only)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the port (default: {DEFAULT_PORT}; 0: any free one)")
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"the port (default: {DEFAULT_PORT}; 0: any free one)"
+    )
     p.add_argument(
         "--public",
         action="store_true",
@@ -87,6 +89,35 @@ def annotate_command(db: Path, task: str, annotator: str, task_files: list[str])
     return shlex.join([*words, "--annotator", annotator])
 
 
+def say_now(line: str) -> None:
+    say(line)
+    sys.stdout.flush()  # a log read as it is written (a pipe, a file)
+
+
+def announce(args, db: Path, port: int, annotators: list[str], made: dict, existing: dict) -> None:
+    """What the lead needs: where it serves, each link made now (shown only now), how to reach it."""
+    shown_host = f"[{args.host}]" if ":" in args.host else args.host
+    base = f"http://{shown_host}:{port}"
+    say(f"serving task {args.task} of {db} on {base}")
+    for name in annotators:
+        if name in made:
+            say(f"  {name}: {base}/a/{made[name].token}")
+        else:
+            say(
+                f"  {name}: link made {existing[name].created_at[:16].replace('T', ' ')} UTC (shown only then; "
+                "lost? --new-links replaces it)"
+            )
+    if made:
+        say("Send each person their link; it is shown only now (the study keeps a hash of it).")
+    if is_loopback(args.host, port):
+        say(
+            f"From another computer: ssh -N -L {port}:127.0.0.1:{port} {socket.gethostname()}, "
+            "then open the link there as it is."
+        )
+    say("Ctrl-C stops the server; every open session saves its ratings first.")
+    sys.stdout.flush()
+
+
 def cmd_serve(args, settings: Settings) -> int:
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port takes 0 to 65535, not {args.port}")
@@ -111,27 +142,6 @@ def cmd_serve(args, settings: Settings) -> int:
     by_hash = annotators_by_hash(study, annotators)
     study.close()  # the server only reads tokens' hashes, kept in memory; each app opens the study itself
 
-    shown_host = f"[{args.host}]" if ":" in args.host else args.host
-    base = f"http://{shown_host}:{port}"
-    say(f"serving task {args.task} of {db} on {base}")
-    for name in annotators:
-        if name in made:
-            say(f"  {name}: {base}/a/{made[name].token}")
-        else:
-            say(
-                f"  {name}: link made {existing[name].created_at[:16].replace('T', ' ')} UTC (shown only then; "
-                "lost? --new-links replaces it)"
-            )
-    if made:
-        say("Send each person their link; it is shown only now (the study keeps a hash of it).")
-    if is_loopback(args.host, port):
-        say(
-            f"From another computer: ssh -N -L {port}:127.0.0.1:{port} {socket.gethostname()}, "
-            "then open the link there as it is."
-        )
-    say("Ctrl-C stops the server; every open session saves its ratings first.")
-    sys.stdout.flush()
-
     import asyncio
 
     from tui_rater.ui.web import LinkServer
@@ -142,6 +152,8 @@ def cmd_serve(args, settings: Settings) -> int:
         title=f"tui-rater · {args.task}",
         host=args.host,
         port=port,
+        note=say_now,
     )
-    asyncio.run(server.serve_on(sock))
+    # announced once it accepts connections and Ctrl-C / SIGTERM stop it cleanly
+    asyncio.run(server.serve_on(sock, ready=lambda: announce(args, db, port, annotators, made, existing)))
     return 0

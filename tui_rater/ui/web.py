@@ -47,7 +47,10 @@ PRIVATE_HEADERS = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"
 
 def refused(reason: str) -> web.Response:
     return web.Response(
-        status=403, text=REFUSED_PAGE.format(reason=html.escape(reason)), content_type="text/html", headers=PRIVATE_HEADERS
+        status=403,
+        text=REFUSED_PAGE.format(reason=html.escape(reason)),
+        content_type="text/html",
+        headers=PRIVATE_HEADERS,
     )
 
 
@@ -66,11 +69,12 @@ class LinkServer(Server):
         title: str,
         host: str = "127.0.0.1",
         port: int = 8000,
+        note: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(command="tui-rater annotate", host=host, port=port, title=title)
         self.annotators = dict(annotators)
         self.command_for = command_for
-        self.started: list[str] = []  # the annotator of every app process started, in order
+        self.note = note or (lambda line: None)  # one line per session started and ended
         self._sockets: weakref.WeakSet[web.WebSocketResponse] = weakref.WeakSet()
 
     def annotator(self, request: web.Request) -> str | None:
@@ -130,8 +134,7 @@ class LinkServer(Server):
                 download_manager=self.download_manager,
                 debug=self.debug,
             )
-            self.started.append(annotator)
-            log.info("started the app for %s", annotator)
+            self.note(f"{annotator}: session started")
             await app_service.start(width, height)
             await self._process_messages(websocket, app_service)
         except asyncio.CancelledError:
@@ -141,6 +144,7 @@ class LinkServer(Server):
         finally:
             if app_service is not None:  # asks the app to quit, and waits until it has (it saves first)
                 await app_service.stop()
+                self.note(f"{annotator}: session ended")
         return websocket
 
     async def on_shutdown(self, app: web.Application) -> None:
