@@ -132,3 +132,28 @@ def test_a_wrong_link_shows_the_403_page_in_the_browser_and_starts_no_app(tmp_pa
         assert "session started" not in server.output()
     finally:
         assert server.stop() == 0, server.output()
+
+
+def test_stopping_the_server_with_a_page_open_saves_that_page_s_ratings(tmp_path, chromium):
+    db = story_study(tmp_path / "s.db")
+    server = ServeProcess(db, "--task", "story", "--annotators", "bob")
+    page = chromium.new_page(viewport={"width": 1100, "height": 700})
+    page.set_default_timeout(TIMEOUT_MS)
+    terminal = Terminal(page)
+    page.goto(server.links()["bob"])
+    terminal.wait_text("bob", "item 1/4", "Story 0.", "grammaticality")
+    page.click("#terminal")
+    terminal.keys("5555")
+    terminal.wait_text("item 2/4")
+    terminal.keys("21")  # two questions of item 2, then SIGTERM: the app is told to quit, saves, exits
+    terminal.wait_text("[1")  # the app has the key: "[1…]" while saving, "[1]" once in the file
+    assert server.stop(timeout=TIMEOUT_MS / 1000) == 0, server.output()
+    assert "bob: session ended" in server.lines
+    assert ratings_in_force(db, "bob") == {
+        ("s0", "grammaticality"): 5.0,
+        ("s0", "cohesiveness"): 5.0,
+        ("s0", "likability"): 5.0,
+        ("s0", "relevance"): 5.0,
+        ("s1", "grammaticality"): 2.0,
+        ("s1", "cohesiveness"): 1.0,
+    }
