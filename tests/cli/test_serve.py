@@ -8,6 +8,7 @@ import http.client
 import sqlite3
 import urllib.error
 import urllib.request
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from tests.serving import ServeProcess, children
@@ -39,6 +40,22 @@ def websocket_status(url: str) -> int:
     code = conn.getresponse().status
     conn.close()
     return code
+
+
+def test_the_app_command_rates_under_the_name_exactly_whatever_it_holds(tmp_path):
+    """The command runs in a shell (textual-serve starts it so): a name is one quoted word, read back by the
+    real parser as it was given, even when it looks like a flag or holds shell syntax."""
+    import shlex
+
+    from tui_rater.cli import _parser
+    from tui_rater.cli.serving import annotate_command
+
+    for name in ("alice", "-x", "o'brien; touch pwned", "$(id) `id` && |", "zoë smith"):
+        words = shlex.split(annotate_command(tmp_path / "s.db", "story", name, ["tasks.toml"]))
+        assert words[1:4] == ["-m", "tui_rater.cli", "annotate"]
+        args = _parser().parse_args(words[3:])
+        assert (args.annotator, args.task, args.db) == (name, "story", str(tmp_path / "s.db"))
+        assert args.task_file == [str(Path("tasks.toml").resolve())]
 
 
 def test_a_public_address_needs_public(tmp_path):

@@ -67,6 +67,13 @@ def is_loopback(host: str, port: int) -> bool:
     return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in found)
 
 
+def is_unspecified(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:  # a host name
+        return False
+
+
 def listen(host: str, port: int) -> socket.socket:
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     sock = socket.socket(family, kind, proto)
@@ -86,7 +93,7 @@ def annotate_command(db: Path, task: str, annotator: str, task_files: list[str])
     words = [sys.executable, "-m", "tui_rater.cli", "annotate", "--db", str(db), "--task", task]
     for task_file in task_files:
         words += ["--task-file", str(Path(task_file).resolve())]
-    return shlex.join([*words, "--annotator", annotator])
+    return shlex.join([*words, f"--annotator={annotator}"])  # one word, even for a name such as "-x"
 
 
 def say_now(line: str) -> None:
@@ -96,7 +103,10 @@ def say_now(line: str) -> None:
 
 def announce(args, db: Path, port: int, annotators: list[str], made: dict, existing: dict) -> None:
     """What the lead needs: where it serves, each link made now (shown only now), how to reach it."""
-    shown_host = f"[{args.host}]" if ":" in args.host else args.host
+    host = args.host
+    if is_unspecified(host):  # 0.0.0.0 / ::, every interface: the links name this host
+        host = socket.gethostname()
+    shown_host = f"[{host}]" if ":" in host else host
     base = f"http://{shown_host}:{port}"
     say(f"serving task {args.task} of {db} on {base}")
     for name in annotators:
@@ -109,9 +119,15 @@ def announce(args, db: Path, port: int, annotators: list[str], made: dict, exist
             )
     if made:
         say("Send each person their link; it is shown only now (the study keeps a hash of it).")
-    if is_loopback(args.host, port):
+    if args.public and not is_loopback(args.host, port):
         say(
-            f"From another computer: ssh -N -L {port}:127.0.0.1:{port} {socket.gethostname()}, "
+            "Plain HTTP on an address others can reach: anyone who can watch the network can read the links "
+            "and the ratings; put a TLS proxy in front, or serve on 127.0.0.1 through SSH tunnels."
+        )
+    else:
+        tunnel_host = f"[{args.host}]" if ":" in args.host else args.host
+        say(
+            f"From another computer: ssh -N -L {port}:{tunnel_host}:{port} {socket.gethostname()}, "
             "then open the link there as it is."
         )
     say("Ctrl-C stops the server; every open session saves its ratings first.")
