@@ -157,3 +157,33 @@ def test_stopping_the_server_with_a_page_open_saves_that_page_s_ratings(tmp_path
         ("s1", "grammaticality"): 2.0,
         ("s1", "cohesiveness"): 1.0,
     }
+
+
+def test_two_annotators_at_once_each_rate_under_their_own_name(tmp_path, chromium):
+    """Two pages open at the same time, one app process each: every rating lands under the link's owner."""
+    db = story_study(tmp_path / "s.db")
+    server = ServeProcess(db, "--task", "story", "--annotators", "alice,bob")
+    try:
+        links = server.links()
+        pages = {}
+        for name in ("alice", "bob"):
+            page = chromium.new_page(viewport={"width": 1100, "height": 700})
+            page.set_default_timeout(TIMEOUT_MS)
+            pages[name] = (page, Terminal(page))
+            page.goto(links[name])
+        for name, (page, terminal) in pages.items():
+            terminal.wait_text(name, "item 1/4", "Story 0.", "grammaticality")
+        assert len(children(server.process.pid)) == 2  # both apps running
+        for name, keys in (("alice", "1111"), ("bob", "5555")):
+            page, terminal = pages[name]
+            page.click("#terminal")
+            terminal.keys(keys)
+            terminal.wait_text("item 2/4")
+        for page, _ in pages.values():
+            page.close()
+        assert server.wait_line(lambda line: line.endswith(": session ended"), timeout=TIMEOUT_MS / 1000, count=2)
+    finally:
+        assert server.stop() == 0, server.output()
+    attributes = ("grammaticality", "cohesiveness", "likability", "relevance")
+    assert ratings_in_force(db, "alice") == {("s0", attribute): 1.0 for attribute in attributes}
+    assert ratings_in_force(db, "bob") == {("s0", attribute): 5.0 for attribute in attributes}
