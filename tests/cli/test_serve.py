@@ -52,8 +52,8 @@ def test_the_app_command_rates_under_the_name_exactly_whatever_it_holds(tmp_path
 
     for name in ("alice", "-x", "o'brien; touch pwned", "$(id) `id` && |", "zoë smith"):
         words = shlex.split(annotate_command(tmp_path / "s.db", "story", name, ["tasks.toml"]))
-        assert words[1:4] == ["-m", "tui_rater.cli", "annotate"]
-        args = _parser().parse_args(words[3:])
+        assert words[0] == "exec" and words[2:5] == ["-m", "tui_rater.cli", "annotate"]
+        args = _parser().parse_args(words[4:])
         assert (args.annotator, args.task, args.db) == (name, "story", str(tmp_path / "s.db"))
         assert args.task_file == [str(Path("tasks.toml").resolve())]
 

@@ -33,18 +33,21 @@ class Terminal:
 
     def __init__(self, page):
         self.page = page
-        self.frames: list[str] = []
+        self.screens: list[list[str]] = []  # per websocket: a (re)load opens a new one, a new app, a new screen
         page.on("websocket", self._watch)
 
     def _watch(self, websocket) -> None:
-        self.frames.clear()  # a (re)load opens a new websocket: a new app, a new screen
-        websocket.on("framereceived", self._received)
+        frames: list[str] = []
+        self.screens.append(frames)
+        websocket.on("framereceived", lambda payload: frames.append(self._text(payload)))
 
-    def _received(self, payload) -> None:
-        self.frames.append(payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload)
+    @staticmethod
+    def _text(payload) -> str:
+        return payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
 
     def text(self) -> str:
-        return "".join(self.frames)
+        """What the latest websocket brought (never the last words of the app a reload replaced)."""
+        return "".join(self.screens[-1]) if self.screens else ""
 
     def wait_text(self, *texts: str, timeout: float = TIMEOUT_MS / 1000) -> None:
         deadline = time.monotonic() + timeout
@@ -171,7 +174,7 @@ def test_two_annotators_at_once_each_rate_under_their_own_name(tmp_path, chromiu
             page.set_default_timeout(TIMEOUT_MS)
             pages[name] = (page, Terminal(page))
             page.goto(links[name])
-        for name, (page, terminal) in pages.items():
+        for name, (_page, terminal) in pages.items():
             terminal.wait_text(name, "item 1/4", "Story 0.", "grammaticality")
         assert len(children(server.process.pid)) == 2  # both apps running
         for name, keys in (("alice", "1111"), ("bob", "5555")):

@@ -93,7 +93,8 @@ def annotate_command(db: Path, task: str, annotator: str, task_files: list[str])
     words = [sys.executable, "-m", "tui_rater.cli", "annotate", "--db", str(db), "--task", task]
     for task_file in task_files:
         words += ["--task-file", str(Path(task_file).resolve())]
-    return shlex.join([*words, f"--annotator={annotator}"])  # one word, even for a name such as "-x"
+    # (one word for the name, even one such as "-x"; `exec`: the shell textual-serve starts becomes the app)
+    return "exec " + shlex.join([*words, f"--annotator={annotator}"])
 
 
 def say_now(line: str) -> None:
