@@ -190,3 +190,22 @@ def test_two_annotators_at_once_each_rate_under_their_own_name(tmp_path, chromiu
     attributes = ("grammaticality", "cohesiveness", "likability", "relevance")
     assert ratings_in_force(db, "alice") == {("s0", attribute): 1.0 for attribute in attributes}
     assert ratings_in_force(db, "bob") == {("s0", attribute): 5.0 for attribute in attributes}
+
+
+def test_an_app_that_cannot_start_ends_the_session_in_the_browser_and_says_why_in_serve_s_output(tmp_path, chromium):
+    """The study file moved away after `serve` started: the app exits with its one sentence. The page says
+    "Session ended" (with a restart button) instead of staying blank, and the lead reads why."""
+    db = story_study(tmp_path / "s.db")
+    server = ServeProcess(db, "--task", "story", "--annotators", "alice")
+    try:
+        db.rename(tmp_path / "moved.db")
+        page = chromium.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(server.links()["alice"])
+        page.wait_for_selector("body.-closed")
+        assert page.locator(".closed-dialog .message").inner_text() == "Session ended."
+        assert server.wait_line(lambda line: line == "alice: session ended", timeout=TIMEOUT_MS / 1000)
+        assert "does not exist" in server.output()
+        assert children(server.process.pid) == []
+    finally:
+        assert server.stop() == 0, server.output()

@@ -45,6 +45,19 @@ Ask the person who runs the study for yours; if it was lost, they make a new one
 PRIVATE_HEADERS = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
 
 
+class AppSession(AppService):
+    """textual-serve's app process, whose end (``q``, a crash, an error before the screen opened) also ends
+    the page's websocket: the browser says "Session ended" and offers a restart instead of a blank page.
+    (textual-serve closes it only when the app says it exits.) The app's messages go to serve's output."""
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            with contextlib.suppress(Exception):
+                await self.remote_close()
+
+
 def refused(reason: str) -> web.Response:
     return web.Response(
         status=403,
@@ -126,7 +139,7 @@ class LinkServer(Server):
         try:
             await websocket.prepare(request)
             self._sockets.add(websocket)
-            app_service = AppService(
+            app_service = AppSession(
                 self.command_for(annotator),
                 write_bytes=websocket.send_bytes,
                 write_str=websocket.send_str,
