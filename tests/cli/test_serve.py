@@ -68,6 +68,21 @@ def test_a_public_address_needs_public(tmp_path):
     assert digest(db) == before  # no link made
 
 
+def test_a_busy_port_is_one_sentence_and_makes_no_link(tmp_path):
+    import socket
+
+    db = story_study(tmp_path / "s.db")
+    before = digest(db)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = run_cli_process("serve", "--db", db, "--task", "story", "--annotators", "alice", "--port", port)
+    assert result.returncode == 2
+    assert result.stderr == f"tui-rater: error: cannot listen on 127.0.0.1 port {port}: Address already in use\n"
+    assert digest(db) == before
+
+
 def test_bad_annotators_and_tasks_are_one_sentence(tmp_path):
     db = story_study(tmp_path / "s.db")
     before = digest(db)
