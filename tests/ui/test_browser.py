@@ -49,10 +49,13 @@ class Terminal:
         """What the latest websocket brought (never the last words of the app a reload replaced)."""
         return "".join(self.screens[-1]) if self.screens else ""
 
-    def wait_text(self, *texts: str, timeout: float = TIMEOUT_MS / 1000) -> None:
+    def wait_text(self, *texts: str, timeout: float = TIMEOUT_MS / 1000, any_of: bool = False) -> None:
+        """Wait for all ``texts`` (``any_of``: one of them). Playwright's own wait, not a sleep: frames arrive
+        only while Playwright runs."""
+        found = any if any_of else all
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if all(text in self.text() for text in texts):
+            if found(text in self.text() for text in texts):
                 return
             self.page.wait_for_timeout(100)
         raise AssertionError(f"not on the screen: {[t for t in texts if t not in self.text()]}")
@@ -140,17 +143,22 @@ def test_a_wrong_link_shows_the_403_page_in_the_browser_and_starts_no_app(tmp_pa
 def test_stopping_the_server_with_a_page_open_saves_that_page_s_ratings(tmp_path, chromium):
     db = story_study(tmp_path / "s.db")
     server = ServeProcess(db, "--task", "story", "--annotators", "bob")
-    page = chromium.new_page(viewport={"width": 1100, "height": 700})
-    page.set_default_timeout(TIMEOUT_MS)
-    terminal = Terminal(page)
-    page.goto(server.links()["bob"])
-    terminal.wait_text("bob", "item 1/4", "Story 0.", "grammaticality")
-    page.click("#terminal")
-    terminal.keys("5555")
-    terminal.wait_text("item 2/4")
-    terminal.keys("21")  # two questions of item 2, then SIGTERM: the app is told to quit, saves, exits
-    terminal.wait_text("[1")  # the app has the key: "[1…]" while saving, "[1]" once in the file
-    assert server.stop(timeout=TIMEOUT_MS / 1000) == 0, server.output()
+    try:
+        page = chromium.new_page(viewport={"width": 1100, "height": 700})
+        page.set_default_timeout(TIMEOUT_MS)
+        terminal = Terminal(page)
+        page.goto(server.links()["bob"])
+        terminal.wait_text("bob", "item 1/4", "Story 0.", "grammaticality")
+        page.click("#terminal")
+        terminal.keys("5555")
+        terminal.wait_text("item 2/4")
+        terminal.keys("21")  # two questions of item 2, then SIGTERM: the app is told to quit, saves, exits
+        # the app has the key: "[1…]" while saving, "[1]" once in the file (never a bare "[1": escape sequences hold it)
+        terminal.wait_text("[1…]", "[1]", any_of=True)
+        code = server.stop(timeout=TIMEOUT_MS / 1000)  # SIGTERM with bob's page open
+    finally:
+        server.stop()  # (already stopped: its exit status again)
+    assert code == 0, server.output()
     assert "bob: session ended" in server.lines
     assert ratings_in_force(db, "bob") == {
         ("s0", "grammaticality"): 5.0,

@@ -57,6 +57,11 @@ class AppSession(AppService):
             with contextlib.suppress(Exception):
                 await self.remote_close()
 
+    async def exited(self) -> int | None:
+        """Wait until the app process has exited (it may still be saving after its screen closed)."""
+        process = getattr(self, "_process", None)  # textual-serve's handle on the process
+        return None if process is None else await process.wait()
+
 
 def refused(reason: str) -> web.Response:
     return web.Response(
@@ -135,7 +140,7 @@ class LinkServer(Server):
         websocket = web.WebSocketResponse(heartbeat=15)
         width = to_int(request.query.get("width", "80"), 80)
         height = to_int(request.query.get("height", "24"), 24)
-        app_service: AppService | None = None
+        app_service: AppSession | None = None
         try:
             await websocket.prepare(request)
             self._sockets.add(websocket)
@@ -157,6 +162,7 @@ class LinkServer(Server):
         finally:
             if app_service is not None:  # asks the app to quit, and waits until it has (it saves first)
                 await app_service.stop()
+                await app_service.exited()
                 self.note(f"{annotator}: session ended")
         return websocket
 
