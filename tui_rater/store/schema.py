@@ -376,6 +376,15 @@ MIGRATIONS: list[Migration] = [
         created_at TEXT NOT NULL
     );
     """,
+    # 8: `serve`: each annotator's personal browser link, kept only as the SHA-256 of its token (the token
+    # itself is printed once, when it is made; a lost link is replaced with `serve --new-links`)
+    """
+    CREATE TABLE web_links (
+        annotator TEXT PRIMARY KEY,        -- the rater name the link rates under
+        token_sha256 TEXT NOT NULL UNIQUE, -- hex SHA-256 of the URL's token; never the token
+        created_at TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
