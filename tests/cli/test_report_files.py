@@ -45,3 +45,72 @@ def test_a_format_that_contradicts_the_extension_is_one_sentence(demo, tmp_path)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.startswith("tui-rater: error: --format csv contradicts --out") and out.stderr.count("\n") == 1
     assert "html" in out.stderr and not target.exists() and os.listdir(tmp_path) == []
+
+
+BOX = "│┃"
+LAYOUT_TOKENS = {"·", "–"}  # what a stacked row adds between the cells it joins
+
+
+def _report(demo: Path, columns: int) -> str:
+    env = {**os.environ, "COLUMNS": str(columns), "LINES": "24"}
+    out = run_cli_process("report", "--db", demo, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip()[1:-1].replace("┃", "│").split("│")]
+
+
+def _tokens(text: str) -> set[str]:
+    words = {token for line in text.splitlines() for token in line.translate({ord(c): " " for c in BOX}).split()}
+    return {word for word in words if not all("\u2500" <= c <= "\u257f" for c in word)}  # not the frame
+
+
+def _body_rows(text: str) -> list[tuple[list[str], bool]]:
+    """Each box-drawn table row as the lines it takes, and whether its table frames rows (├ between them);
+    in a table without frames every line is a row of its own."""
+    rows: list[tuple[list[str], bool]] = []
+    table: list[list[str]] = []
+    block: list[str] | None = None
+    framed = False
+    for line in text.splitlines():
+        if line.startswith("┡"):
+            block, table, framed = [], [], False
+        elif block is not None and line.startswith("│"):
+            block.append(line)
+        elif block is not None:
+            table.append(block)
+            framed = framed or line.startswith("├")
+            block = [] if line.startswith("├") else None
+            if block is None and framed:
+                rows += [(lines, True) for lines in table]
+            elif block is None:
+                rows += [([line], False) for lines in table for line in lines]
+    return rows
+
+
+def test_every_table_fits_80_columns_without_a_word_a_line(demo):
+    narrow, wide = _report(demo, 80), _report(demo, 1000)
+    assert "Can the judge replace the humans?" in narrow and "hanna-human-3 0.000✓" in narrow
+    lines = narrow.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    # no word is broken: every word printed at 80 columns is a word of the unwrapped report
+    assert _tokens(narrow) - _tokens(wide) <= LAYOUT_TOKENS, sorted(_tokens(narrow) - _tokens(wide))[:20]
+    # header cells: at most two lines a header (it read "attribut / e", "per / human: / BY-adjust / ed p, …")
+    header: list[str] = []
+    for line in lines:
+        if line.startswith("┃"):
+            header.append(line)
+        elif header:
+            assert len(header) <= 2, "\n".join(header)
+            header = []
+    # a table row takes at most 3 lines (PPI notes took 13, a word a line); a row split over lines is
+    # framed (├) so that it reads as one row: unframed, every line starts a row (its first cell is filled)
+    rows = _body_rows(narrow)
+    assert len(rows) > 30 and any(framed for _, framed in rows)
+    for block, framed in rows:
+        assert len(block) <= (3 if framed else 1), "\n".join(block)
+        assert _cells(block[0])[0], block[0]
+    # a table laid out as stacked rows keeps its fields one a line, each value wrapped between words
+    assert "  per human: BY-adjusted" in narrow and "  note " in narrow
