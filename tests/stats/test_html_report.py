@@ -121,7 +121,7 @@ def test_offline_no_script_and_data_only_as_text(page):
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in text and "<script" not in text
     # and never in an attribute: attributes hold only fixed strings and the images
     values = [value or "" for _, attrs in parsed.tags for value in attrs.values()]
-    fixed = {"en", "utf-8", "viewport", "width=device-width, initial-scale=1", "meta", "empty"}
+    fixed = {"en", "utf-8", "viewport", "width=device-width, initial-scale=1", "meta", "empty", "caveats"}
     others = [v for v in values if not v.startswith("data:image/svg+xml;base64,") and not v.startswith("figure ")]
     assert set(others) <= fixed
 

@@ -12,7 +12,7 @@ import html
 from collections.abc import Callable, Mapping
 
 from tui_rater import __version__
-from tui_rater.stats import figures, plots, render
+from tui_rater.stats import figures, plots, render, render_verdict
 from tui_rater.stats.records import Record
 from tui_rater.stats.report import Report
 
@@ -30,6 +30,7 @@ th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: left; vertical-al
 th { background: #f3f3f3; } tr:nth-child(even) td { background: #fafafa; }
 figure { margin: 1em 0 2em; } figure img { max-width: 100%; height: auto; }
 figcaption { color: #555; font-size: 12.5px; } .meta, .empty { color: #666; }
+.caveats { background: #fff6e0; border-left: 4px solid #e0a000; padding: .2em 1em; margin: 0 0 1.5em; max-width: 1200px; }
 """
 
 
@@ -79,6 +80,7 @@ def _task(task: str, report: Report, figure: _Figures) -> list[str]:
         return [*out, "<p class=empty>No ratings yet.</p>"]
     named = render.named_tables(records)
     out += _part("Can the judge stand in for the raters?", named, VERDICT_TABLES)
+    out += _caveats(records)
     out += _verdict_curves(records, figure)
     out += _part("System scores, bias-corrected", named, PPI_TABLES)
     out += _ppi_curves(records, figure)
@@ -93,6 +95,20 @@ def _part(heading: str, named: list[tuple[str, render.Table]], names: tuple[str,
     if not shown:
         return []
     return [f"<h3>{e(heading)}</h3>", *(_table(*table) for table in shown)]
+
+
+def _caveats(records: list[Record]) -> list[str]:
+    """Beside the verdict table: each verdict's caveats (the humans barely agree; the verdict has not settled)."""
+    by = {(r.table, r.attribute, r.system, r.evaluator, r.evaluator_b, r.statistic): r for r in records}
+    keys = dict.fromkeys((r.attribute, r.evaluator) for r in records if r.table == "verdict")
+    items = [
+        f"<li><strong>{e(attribute)} · {e(judge)}</strong>: {e(caveat.removeprefix('⚠ '))}</li>"
+        for attribute, judge in keys
+        for caveat in render_verdict.caveats(by, attribute, judge)
+    ]
+    if not items:
+        return []
+    return ["<div class=caveats><p><strong>⚠ Read the verdicts above with these caveats</strong></p><ul>", *items, "</ul></div>"]
 
 
 def _table(title: str, header: list[str], rows: list[list[str]]) -> str:
