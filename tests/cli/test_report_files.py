@@ -114,3 +114,38 @@ def test_every_table_fits_80_columns_without_a_word_a_line(demo):
         assert _cells(block[0])[0], block[0]
     # a table laid out as stacked rows keeps its fields one a line, each value wrapped between words
     assert "  per human: BY-adjusted" in narrow and "  note " in narrow
+
+
+def test_the_html_report_shows_its_progress_on_stderr(demo, tmp_path):
+    # not a terminal: plain lines, about one a tenth of the figures
+    out = run_cli_process("report", "--db", demo, "--out", tmp_path / "r.html", timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.splitlines()
+    assert lines[0] == "report: computing the tables …" and lines[1] == "report: drawing 30 figures …"
+    assert "report: 30/30 figures drawn" in lines and 5 <= len(lines) <= 14 and "\r" not in out.stderr
+    # a terminal: one line rewritten in place, naming the figure being drawn
+    import pty
+    import subprocess
+    import sys
+
+    parent, child = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui_rater.cli", "report", "--db", demo, "--out", tmp_path / "t.html"],
+        stdout=subprocess.PIPE,
+        stderr=child,
+    )
+    os.close(child)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(parent, 4096)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        shown += chunk
+    assert process.wait(timeout=300) == 0
+    os.close(parent)
+    text = shown.decode("utf-8")
+    assert "\r\x1b[Kreport: figure 1/30 relevance" in text and "report: 30 figures drawn" in text
+    assert text.count("\n") <= 3  # the tables line, the last figure line (a terminal turns \n into \r\n)

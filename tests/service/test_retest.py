@@ -163,9 +163,7 @@ def test_a_retested_choice_gets_agreement_statistics_only(tmp_path, cli):
     alice = study.human("alice")
     first = [0.0, 1.0, 2.0] * 4
     again = [0.0, 1.0, 2.0, 2.0, 1.0, 0.0, 0.0, 1.0, 2.0, 0.0, 1.0, 2.0]  # codes that "shift" by -1/6 on average
-    ids = [
-        study.add_rating(item.key, attribute, alice.id, v, parse_status="human") for item, v in zip(items, first)
-    ]
+    ids = [study.add_rating(item.key, attribute, alice.id, v, parse_status="human") for item, v in zip(items, first)]
     for item, v, of in zip(items, again, ids):
         study.add_rating(item.key, attribute, alice.id, v, parse_status="human", retest_of=of)
     found = retest_summary(study, "story-pairwise", "alice").attribute(attribute)

@@ -63,7 +63,10 @@ def test_every_demo_verdict_says_the_humans_barely_agree(demo):
         assert caveat["value"] == pytest.approx(_human_alpha(demo, attribute))
         assert caveat["value"] < 0.2 and caveat["n"] == 96
         assert f"the humans' own α is {caveat['value']:.2f}, below {LOW_HUMAN_ALPHA}" in caveat["note"]
-        assert "Krippendorff 2004" in caveat["note"] and f"its τ with the humans is {taus[attribute]:.2f}" in caveat["note"]
+        assert (
+            "Krippendorff 2004" in caveat["note"]
+            and f"its τ with the humans is {taus[attribute]:.2f}" in caveat["note"]
+        )
 
 
 def test_a_verdict_that_flipped_as_items_arrived_says_it_has_not_settled(demo):

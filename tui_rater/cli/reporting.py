@@ -150,9 +150,11 @@ def cmd_report(args, settings) -> int:
     elif args.format == "csv":
         text = render.to_csv(reports)
     elif args.format == "html":
+        say("report: computing the tables …", err=True)
+        built = built_reports(study, tasks, tau, verdict)
         from tui_rater.stats.html import to_html  # imports matplotlib: only here
 
-        text = to_html(built_reports(study, tasks, tau, verdict), str(study.path))
+        text = to_html(built, str(study.path), progress=_html_progress(sys.stderr.isatty()))
     elif args.format == "markdown":
         text = "\n".join(render.to_markdown(records, name) for name, records in reports.items())
     else:
@@ -168,6 +170,24 @@ def cmd_report(args, settings) -> int:
         # stdout is a terminal, or a pipe that usually ends in one (`| less -R`): literal, no escapes
         sys.stdout.write(safe_text(text) + ("" if text.endswith("\n") else "\n"))
     return 0
+
+
+def _html_progress(terminal: bool):
+    """The HTML report's figures as they are drawn, on stderr: one line rewritten in place on a terminal, else
+    a plain line at the start and about every tenth of the figures (a log stays short)."""
+
+    def progress(done: int, total: int, what: str) -> None:
+        if terminal:
+            line = safe_text(f"report: figure {min(done + 1, total)}/{total} {what}", inline=True)[:78]
+            end = "\n" if done == total else ""
+            sys.stderr.write(f"\r\x1b[K{line if done < total else f'report: {total} figures drawn'}{end}")
+            sys.stderr.flush()
+            return
+        step = max(1, total // 10)
+        if done == total or done % step == 0:
+            say(f"report: {done}/{total} figures drawn" if done else f"report: drawing {total} figures …", err=True)
+
+    return progress
 
 
 def cmd_spa_setup(args, settings) -> int:

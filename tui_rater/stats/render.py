@@ -507,8 +507,7 @@ def layout(header: list[str], rows: list[list[str]], width: int) -> str:
     if sum(natural) + frame <= width:
         return "grid"
     least = [
-        min(full, max(WRAP_MIN, max(_longest_word(cell) for cell in column)))
-        for full, column in zip(natural, columns)
+        min(full, max(WRAP_MIN, max(_longest_word(cell) for cell in column))) for full, column in zip(natural, columns)
     ]
     return "wrap" if sum(least) + frame <= width else "stack"
 

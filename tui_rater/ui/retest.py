@@ -31,8 +31,11 @@ def retest_text(summary: RetestSummary, attribute: str) -> Text | None:
         text.append(f", with {safe_text(judge.judge)} at α {_f(judge.agreement.alpha)} ({judge.agreement.pairs} items)")
     text.append("\n")
     shift = reliability.shift
-    shown = "" if reliability.level == "nominal" else (  # a choice's codes have no mean
-        f" · shift {'n/a' if shift.value is None else f'{shift.value:+.2f}'}"
+    shown = (
+        ""
+        if reliability.level == "nominal"
+        # a choice's codes have no mean
+        else (f" · shift {'n/a' if shift.value is None else f'{shift.value:+.2f}'}")
     )
     text.append(
         f"  yourself: κ {_f(overall.kappa)} · identical {_f(overall.exact, 0, '%')}{shown} · without your first "

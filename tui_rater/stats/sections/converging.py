@@ -93,7 +93,9 @@ def _verdict_curve(data: ReportData, attribute: Attribute) -> None:
             add("verdict", value=passed, n=point.rated, note=point.note)
         value, caveat = settled(points)
         if points:
-            data.add("verdict", attribute.name, ALL, judge, "verdict_settled", value=value, n=points[-1].rated, note=caveat)
+            data.add(
+                "verdict", attribute.name, ALL, judge, "verdict_settled", value=value, n=points[-1].rated, note=caveat
+            )
 
 
 def settled(points: Sequence[cv.AltTestPoint]) -> tuple[float | None, str]:

@@ -103,7 +103,9 @@ def verdict(data: ReportData, attributes: Sequence[Attribute]) -> None:
             continue
         ranked = at.rank_judges(humans, judges, level=levels[attribute.name], epsilon=eps, alpha=FDR)
         rhos = [r.advantage_probability for r in ranked if r.advantage_probability is not None]
-        human_alpha = ag.alpha(data.matrix(HUMANS, attribute.name, ALL), levels[attribute.name], attribute.scale.points or None)
+        human_alpha = ag.alpha(
+            data.matrix(HUMANS, attribute.name, ALL), levels[attribute.name], attribute.scale.points or None
+        )
         for result in ranked:
             _records(data, attribute.name, result, source, rhos)
             _agreement_caveat(data, attribute.name, result.judge, human_alpha)
