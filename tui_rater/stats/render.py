@@ -154,6 +154,10 @@ def _table1(records: list[Record], by: Index, who: _Who) -> Table | None:
                 a_i = by.get(("table1", attribute, system, evaluator, None, "alpha_interval"))
                 exact = by.get(("table1", attribute, system, evaluator, None, "percent_exact"))
                 cell += f" α {_value(a_o)}/{_value(a_i)} {_value(exact, 0)}%"
+                shared = by.get(("table1", attribute, system, evaluator, None, "mean_on_shared_items"))
+                humans = by.get(("table1", attribute, system, evaluator, None, "humans_mean_on_shared_items"))
+                if shared is not None and humans is not None:  # the judge rated other items than the humans
+                    cell += f"; on the {shared.n} items both rated: {_value(shared)} vs humans {_value(humans)}"
                 row.append(cell)
             rows.append(row)
     title = TITLES["table1"] + " (* Welch p<.05 vs the reference system)"

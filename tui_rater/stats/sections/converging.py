@@ -76,7 +76,8 @@ def _verdict_curve(data: ReportData, attribute: Attribute) -> None:
         ratings = judge_ratings(data, judge, attribute)
         if not ratings:
             continue
-        order = rating_order(data).get(attribute.name, [])
+        # the items the judge rated too: n counts items both rated (a judge of 32 items ran to n = 96)
+        order = [k for k in rating_order(data).get(attribute.name, []) if k in ratings]
         points = cv.alt_test_convergence(
             humans,
             ratings,
@@ -136,7 +137,8 @@ def _ppi_curves(data: ReportData, attribute: Attribute) -> None:
             y = data.item_values(HUMANS, attribute, system) if data.humans else np.full(f.shape, np.nan)
             judge_by_item: dict[Hashable, float] = dict(zip(keys, f.tolist()))
             human_by_item: dict[Hashable, float] = {k: v for k, v in zip(keys, y.tolist()) if not np.isnan(v)}
-            mine: list[Hashable] = [k for k in order if k in human_by_item]
+            # items the judge rated too (PPI leaves the others out): n counts items both rated
+            mine: list[Hashable] = [k for k in order if k in human_by_item and not np.isnan(judge_by_item[k])]
             if not mine:
                 add("ppi_mean", value=None, note="no human ratings of this system yet")
                 continue
