@@ -434,6 +434,8 @@ def _readings(records: list[Record], by: Index, who: _Who) -> Table | None:
         )
         ready = mine.get("agreement_ready")
         verdict = "yes" if ready is not None and ready.value == 1 else f"NO: {ready.note}" if ready else "n/a"
+        if "implicit_no_outside_top5" in mine:  # the paper's formula, shown as a warning
+            verdict += f"; {mine['implicit_no_outside_top5'].note}"
         rows.append(
             [
                 judge,
