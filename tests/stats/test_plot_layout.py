@@ -28,6 +28,8 @@ def _check(figure) -> None:
     for box in panels:
         inside = box.x0 >= frame.x0 - 1 and box.x1 <= frame.x1 + 1 and box.y0 >= frame.y0 - 1 and box.y1 <= frame.y1 + 1
         assert inside, f"a panel's text leaves the figure: {box} outside {frame.bounds}"
+    for k, box in enumerate(panels):  # panels clear of each other (the figures laid out by hand too)
+        assert not any(box.overlaps(other) for other in panels[k + 1 :]), "two panels' texts overlap"
     title = figure._suptitle
     if title is not None and title.get_text():
         top = title.get_window_extent(renderer)

@@ -49,7 +49,10 @@ def label(text: str) -> str:
     return shown.replace("$", r"\$")
 
 
-def _figure(panels: int, width: float = PANEL[0], height: float = PANEL[1]) -> tuple[Figure, list[Axes]]:
+def _figure(
+    panels: int, width: float = PANEL[0], height: float = PANEL[1], fixed: bool = False
+) -> tuple[Figure, list[Axes]]:
+    """The figure and its panels; ``fixed``: laid out by ``_fixed_layout`` once drawn on (else constrained)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -57,7 +60,7 @@ def _figure(panels: int, width: float = PANEL[0], height: float = PANEL[1]) -> t
 
     columns = min(COLUMNS, max(1, panels))
     rows = (panels + columns - 1) // columns
-    figure = Figure(figsize=(width * columns, height * rows), layout="constrained")
+    figure = Figure(figsize=(width * columns, height * rows), layout=None if fixed else "constrained")
     axes = figure.subplots(rows, columns, squeeze=False).ravel().tolist()
     for extra in axes[panels:]:
         extra.set_visible(False)
@@ -120,7 +123,9 @@ def _bubbles(axes: Axes, x: np.ndarray, y: np.ndarray) -> int:
 
 
 def scatter_figure(question: QuestionFigures) -> Figure | None:
-    return _panels(question.scatters, lambda axes, p: _scatter_panel(axes, p, question), "human vs judge per item")
+    return _panels(
+        question.scatters, lambda axes, p: _scatter_panel(axes, p, question), "human vs judge per item", True
+    )
 
 
 def _scatter_panel(axes: Axes, paired: Paired, question: QuestionFigures) -> None:
@@ -136,6 +141,7 @@ def calibration_figure(question: QuestionFigures) -> Figure | None:
         question.calibrations,
         lambda axes, p: _calibration_panel(axes, p, question),
         "calibration: expected score vs humans",
+        True,
     )
 
 
@@ -181,14 +187,56 @@ def _confusion_panel(axes: Axes, found: Confusion, question: QuestionFigures) ->
     axes.set_title(fitted(label(question.attribute), PANEL[0] * 0.8), fontsize="medium")
 
 
-def _panels(items: Sequence[Any], draw: Callable[[Axes, Any], None], title: str) -> Figure | None:
+def _panels(
+    items: Sequence[Any], draw: Callable[[Axes, Any], None], title: str, numeric_ticks: bool = False
+) -> Figure | None:
     if not items:
         return None
-    figure, axes = _figure(len(items))
+    figure, axes = _figure(len(items), fixed=numeric_ticks)
     for ax, item in zip(axes, items):
         draw(ax, item)
     figure.suptitle(fitted(title, PANEL[0] * min(COLUMNS, len(items)) * 0.9, 12))
+    if numeric_ticks:
+        _fixed_layout(figure, axes)
     return figure
+
+
+LINE = 0.18  # inches of a line of 10-point text, with its leading
+TICK_LABEL = 0.45  # inches of a numeric tick label on the y axis (up to 5 characters)
+
+
+def _lines(text: str) -> int:
+    return text.count("\n") + 1 if text.strip() else 0
+
+
+def _fixed_layout(figure: Figure, axes: Sequence[Axes]) -> None:
+    """Margins computed from the figure's own texts instead of the constrained layout, which measures
+    every text in two passes and doubled the time of a figure. Only for panels whose tick labels are
+    numbers (their width is known): the labels and titles have been wrapped to fit (``fitted``), so their
+    line counts give the room they take. tests/stats/test_plot_layout.py measures the drawn result."""
+    width, height = figure.get_size_inches()
+    ncols = min(COLUMNS, len(axes))
+    nrows = (len(axes) + ncols - 1) // ncols
+    title = figure.get_suptitle()
+    ylabel = max(_lines(ax.get_ylabel()) for ax in axes)
+    xlabel = max(_lines(ax.get_xlabel()) for ax in axes)
+    panel_title = max(_lines(ax.get_title()) for ax in axes)
+    left = 0.15 + TICK_LABEL + ylabel * LINE + 0.1
+    right = 0.25
+    bottom = 0.15 + LINE + xlabel * LINE + 0.1
+    top = 0.12 + _lines(title) * LINE * 1.25 + panel_title * LINE + 0.12
+    gap_w = left + 0.1
+    gap_h = bottom + panel_title * LINE + 0.15
+    axes_w = (width - left - right - (ncols - 1) * gap_w) / ncols
+    axes_h = (height - top - bottom - (nrows - 1) * gap_h) / nrows
+    figure.subplots_adjust(
+        left=left / width,
+        right=1 - right / width,
+        bottom=bottom / height,
+        top=1 - top / height,
+        wspace=gap_w / axes_w,
+        hspace=gap_h / axes_h if nrows > 1 else 0.2,
+    )
 
 
 # --- convergence --------------------------------------------------------------------------------------
@@ -199,7 +247,7 @@ def verdict_curves_figure(attribute: str, found: Sequence[Curve]) -> Figure | No
     drawn = [c for c in found if len(c.series("winning_rate")[0]) >= MIN_POINTS]
     if not drawn:
         return None
-    figure, (omega, rho) = _figure(2)
+    figure, (omega, rho) = _figure(2, fixed=True)
     for c in drawn:
         omega.plot(*c.series("winning_rate"), marker="o", label=label(c.judge))
         rho.plot(*c.series("advantage_probability"), marker="o", label=label(c.judge))
@@ -212,6 +260,7 @@ def verdict_curves_figure(attribute: str, found: Sequence[Curve]) -> Figure | No
         ax.set_xlabel("rated items")
         ax.legend(fontsize="small")
     figure.suptitle(fitted(f"{label(attribute)}: the alt-test as ratings arrive", PANEL[0] * 2 * 0.9, 12))
+    _fixed_layout(figure, [omega, rho])
     return figure
 
 
@@ -219,7 +268,7 @@ def ppi_curves_figure(attribute: str, judge: str, found: Sequence[Curve]) -> Fig
     shown = [c for c in found if max(len(c.series("ppi_mean")[0]), len(c.series("classical_mean")[0])) >= MIN_POINTS]
     if not shown:  # (a single point would sit alone on an axis of its own, 9.6 to 10.4 rated items)
         return None
-    figure, axes = _figure(len(shown))
+    figure, axes = _figure(len(shown), fixed=True)
     for ax, c in zip(axes, shown):
         for prefix, colour, name in (("classical", "C1", "humans only"), ("ppi", "C0", "prediction-powered")):
             ns, means = c.series(f"{prefix}_mean")
@@ -236,6 +285,7 @@ def ppi_curves_figure(attribute: str, judge: str, found: Sequence[Curve]) -> Fig
         ax.legend(fontsize="small")
     width = PANEL[0] * min(COLUMNS, len(shown)) * 0.9
     figure.suptitle(fitted(f"{label(attribute)} · {label(judge)}: system means as ratings arrive", width, 12))
+    _fixed_layout(figure, axes)
     return figure
 
 
