@@ -37,10 +37,14 @@ def _check(figure) -> None:
         assert not any(top.overlaps(box) for box in panels), "the suptitle runs into a panel's text"
 
 
-def _question(judges: int) -> QuestionFigures:
+POINTS = ["1", "2", "3", "4", "5"]
+CHOICES = ["A: the first story is better", "B: the second one", "C: a tie", "D", "E: neither of them, really"]
+
+
+def _question(judges: int, points: list[str] = POINTS) -> QuestionFigures:
     rng = np.random.default_rng(0)
     names = [f"{LONG[:-1]}{k}" for k in range(judges)]
-    q = QuestionFigures(QUESTION, "ordinal", 1, 5, ["1", "2", "3", "4", "5"])
+    q = QuestionFigures(QUESTION, "ordinal", 1, 5, points)
     q.distributions = [Distribution(n, [int(c) for c in rng.integers(0, 9, 5)]) for n in ["humans", *names]]
     human = rng.integers(1, 6, 40).astype(float)
     q.scatters = [Paired(n, human, rng.integers(1, 6, 40).astype(float)) for n in names]
@@ -50,8 +54,9 @@ def _question(judges: int) -> QuestionFigures:
 
 
 @pytest.mark.parametrize("judges", [1, 2, 4])
-def test_no_text_leaves_a_figure_or_runs_into_its_title(judges):
-    q = _question(judges)
+@pytest.mark.parametrize("points", [POINTS, CHOICES], ids=["numbers", "long names"])
+def test_no_text_leaves_a_figure_or_runs_into_its_title(judges, points):
+    q = _question(judges, points)
     for build in (plots.distributions_figure, plots.scatter_figure, plots.confusion_figure, plots.calibration_figure):
         _check(build(q))
 

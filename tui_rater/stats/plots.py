@@ -29,6 +29,7 @@ COLUMNS = 3  # panels per row
 SCATTER_MAX = 4000  # distinct points drawn in a scatter (more would make a slow, huge SVG)
 PANEL = (4.2, 3.4)  # inches of one panel: width, height
 CHAR_WIDTH = 0.62  # a character's average width, in units of the font size (DejaVu Sans, generous)
+SHORT_NAME = 5  # characters: scale points named no longer than this are laid out like numbers
 MIN_POINTS = 2  # a convergence curve is drawn from two points on (one point on an axis of its own is noise)
 
 
@@ -85,14 +86,16 @@ def distributions_figure(question: QuestionFigures) -> Figure | None:
     shown = [d for d in question.distributions if sum(d.counts) or d.values]
     if not shown:
         return None
-    figure, (axes,) = _figure(1, width=7.0, height=3.6)
+    short = _short_names(question)
+    figure, (axes,) = _figure(1, width=7.0, height=3.6, fixed=short)
     if question.label_names and any(d.counts for d in shown):
         x = np.arange(len(question.label_names))
         width = 0.8 / len(shown)
         for i, d in enumerate(shown):
             total = max(1, sum(d.counts))
             axes.bar(x + i * width - 0.4 + width / 2, np.array(d.counts) / total, width, label=label(d.evaluator))
-        axes.set_xticks(x, [label(name) for name in question.label_names])
+        across = max(0.6, 6.0 / len(question.label_names))  # inches a point's name may take
+        axes.set_xticks(x, [fitted(label(name), across, 9) for name in question.label_names], fontsize=9)
         axes.set_ylabel("share of " + ("item verdicts" if question.nominal else "ratings"))
     else:
         bins = np.linspace(question.low, question.high, 21).tolist()
@@ -101,7 +104,14 @@ def distributions_figure(question: QuestionFigures) -> Figure | None:
         axes.set_ylabel("density")
     axes.set_title(fitted(f"{label(question.attribute)}: rating distributions", 6.6, 12))
     axes.legend(fontsize="small")
+    if short:
+        _fixed_layout(figure, [axes])
     return figure
+
+
+def _short_names(question: QuestionFigures) -> bool:
+    """Are the scale's point names as short as numbers (the figure can then be laid out by hand)?"""
+    return all(len(label(name)) <= SHORT_NAME for name in question.label_names)
 
 
 def _diagonal(axes: Axes, low: float, high: float) -> None:
@@ -166,7 +176,10 @@ def _calibration_panel(axes: Axes, paired: Paired, question: QuestionFigures) ->
 
 def confusion_figure(question: QuestionFigures) -> Figure | None:
     return _panels(
-        question.confusions, lambda axes, c: _confusion_panel(axes, c, question), "confusion: humans × judge"
+        question.confusions,
+        lambda axes, c: _confusion_panel(axes, c, question),
+        "confusion: humans × judge",
+        _short_names(question),
     )
 
 
@@ -175,8 +188,9 @@ def _confusion_panel(axes: Axes, found: Confusion, question: QuestionFigures) ->
     axes.imshow(counts, cmap="Blues", vmin=0)
     ticks = np.arange(len(question.label_names))
     names = [label(name) for name in question.label_names]
-    axes.set_xticks(ticks, names)
-    axes.set_yticks(ticks, names)
+    upright = _short_names(question)  # long names stand on end under their column, wrapped
+    axes.set_xticks(ticks, [fitted(name, 1.0, 8) for name in names], fontsize=8, rotation=0 if upright else 90)
+    axes.set_yticks(ticks, [fitted(name, 1.0, 8) for name in names], fontsize=8)
     top = max(1, int(counts.max()))
     for (row, column), count in np.ndenumerate(counts):
         if count:
@@ -224,9 +238,9 @@ def _fixed_layout(figure: Figure, axes: Sequence[Axes]) -> None:
     left = 0.15 + TICK_LABEL + ylabel * LINE + 0.1
     right = 0.25
     bottom = 0.15 + LINE + xlabel * LINE + 0.1
-    top = 0.12 + _lines(title) * LINE * 1.25 + panel_title * LINE + 0.12
+    top = 0.12 + _lines(title) * LINE * 1.25 + panel_title * LINE * 1.25 + 0.12
     gap_w = left + 0.1
-    gap_h = bottom + panel_title * LINE + 0.15
+    gap_h = bottom + panel_title * LINE * 1.25 + 0.15
     axes_w = (width - left - right - (ncols - 1) * gap_w) / ncols
     axes_h = (height - top - bottom - (nrows - 1) * gap_h) / nrows
     figure.subplots_adjust(
