@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tui_rater.service.retest import retest_summary
+from tui_rater.stats.retest import retest_reliability
 from tui_rater.store.study import Study
 
 N = 80
@@ -150,3 +151,31 @@ def test_the_report_has_a_retest_table_equal_to_the_summary(titles, cli):
     assert human_mean["value"] == pytest.approx(float(truth.mean())) and human_mean["n"] == N
     code, text, _ = cli("report", "--db", study.path, "--task", "title-fluency")
     assert code == 0 and "Test–retest" in text and "alice" in text
+
+
+def test_a_retested_choice_gets_agreement_statistics_only(tmp_path, cli):
+    """A choice's codes are categories: no mean shift (it read `retest_shift -0.25`) and no drift of codes."""
+    study = Study.open(tmp_path / "c.db")
+    pairs = [{"id": f"p{i}", "prompt": "P", "story_a": f"A{i}.", "story_b": f"B{i}."} for i in range(12)]
+    study.add_items(study.task("story-pairwise"), pairs)
+    items = study.items("story-pairwise")
+    attribute = study.task("story-pairwise").attributes[0].name
+    alice = study.human("alice")
+    first = [0.0, 1.0, 2.0] * 4
+    again = [0.0, 1.0, 2.0, 2.0, 1.0, 0.0, 0.0, 1.0, 2.0, 0.0, 1.0, 2.0]  # codes that "shift" by -1/6 on average
+    ids = [study.add_rating(item.key, attribute, alice.id, v, parse_status="human") for item, v in zip(items, first)]
+    for item, v, of in zip(items, again, ids):
+        study.add_rating(item.key, attribute, alice.id, v, parse_status="human", retest_of=of)
+    found = retest_summary(study, "story-pairwise", "alice").attribute(attribute)
+    assert found is not None and found.reliability.pairs == 12 and found.reliability.level == "nominal"
+    assert found.reliability.shift.value is None and found.reliability.drift == []
+    assert found.reliability.overall.exact.value == pytest.approx(100 * 10 / 12)
+    code, out, err = cli("report", "--db", study.path, "--task", "story-pairwise", "--format", "json")
+    assert code == 0, err
+    records = __import__("json").loads(out)["tasks"]["story-pairwise"]
+    mine = {r["statistic"] for r in records if r["table"] == "retest"}
+    assert {"retest_alpha", "retest_kappa", "retest_exact"} <= mine
+    assert not {s for s in mine if s.startswith(("retest_shift", "retest_drift"))}
+    # the same codes on an ordered scale keep their shift and drift
+    ordered = retest_reliability(first, again, np.arange(12), level="ordinal", labels=[0.0, 1.0, 2.0])
+    assert ordered.shift.value == pytest.approx(np.mean(np.subtract(again, first))) and ordered.drift

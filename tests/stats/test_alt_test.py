@@ -294,3 +294,40 @@ def test_pooling_settings_controls_the_false_discovery_rate_over_all_of_them():
         assert [r.p for r in pooled[name].comparisons] == [r.p for r in alone.comparisons]
         # more hypotheses at once: never more rejections than the setting alone
         assert pooled[name].winning_rate <= alone.winning_rate
+
+
+def test_scores_equal_in_exact_arithmetic_are_a_tie_for_both():
+    """The paper: the judge wins an item when it aligns *at least as well* -- a tie counts for both. With the
+    others at 0.0 and 0.8, a judge at 0.1 and a human at 0.7 are both √0.25 = 0.5 away in exact arithmetic,
+    but floating point gives -0.5 and -0.49999999999999994: the authors' plain >= lets the human win every
+    item. tui-rater counts the tie (docs/VERDICT.md, "Ties"), and the verdict against that human differs."""
+    from fractions import Fraction
+
+    others = [0.0, 0.8]
+    exact = [sum((Fraction(str(o)) - Fraction(str(v))) ** 2 for o in others) for v in (0.1, 0.7)]
+    assert exact[0] == exact[1] and at.neg_rmse(0.1, others) < at.neg_rmse(0.7, others)  # rounding splits them
+    items = range(40)
+    humans = {"h1": dict.fromkeys(items, 0.7), "h2": dict.fromkeys(items, 0.0), "h3": dict.fromkeys(items, 0.8)}
+    judge = dict.fromkeys(items, 0.1)
+    result = at.alt_test(humans, judge, level="interval", epsilon=0.2)
+    h1 = next(c for c in result.comparisons if c.human == "h1")
+    assert h1.rho_judge == 1.0 and h1.rho_human == 1.0 and h1.rejected  # a tie on every item: d = 0 < ε
+
+    # the authors' rule, written out: W^f = [judge >= human] and W^h = [human >= judge] on the raw floats
+    def naive(left_out: str) -> tuple[float, float]:
+        rest = [h for h in humans if h != left_out]
+        wf = [
+            at.neg_rmse(judge[i], [humans[h][i] for h in rest])
+            >= at.neg_rmse(humans[left_out][i], [humans[h][i] for h in rest])
+            for i in items
+        ]
+        wh = [
+            at.neg_rmse(humans[left_out][i], [humans[h][i] for h in rest])
+            >= at.neg_rmse(judge[i], [humans[h][i] for h in rest])
+            for i in items
+        ]
+        return float(np.mean(wf)), float(np.mean(wh))
+
+    assert naive("h1") == (0.0, 1.0)  # their code: the human wins every item, and the judge loses against h1
+    # genuinely different scores are never a tie
+    assert not at._better_or_equal(-0.5, -0.4999)

@@ -363,3 +363,22 @@ def test_pairwise_v4_through_the_judge_is_voted_per_order(tmp_path, seeded_serve
     for code, key in enumerate("ABC"):
         assert shares[f"share_{key}"].value == pytest.approx(np.mean(decided == code))
         assert shares[f"share_{key}"].n == decided.size
+
+
+def test_the_share_note_counts_the_rated_items_without_a_verdict(tmp_path):
+    """Rated by anyone, not by everyone: ~np.isnan(m).any() counted the items every annotator rated ("-51")."""
+    study = Study.open(tmp_path / "note.db")
+    study.add_items(
+        study.task("story-pairwise"),
+        [{"id": f"p{i}", "prompt": f"P{i}", "story_a": f"A{i}", "story_b": f"B{i}"} for i in range(10)],
+    )
+    keys = [item.key for item in study.items("story-pairwise")]
+    h1, h2 = study.human("h1"), study.human("h2")
+    for i, key in enumerate(keys):
+        study.add_rating(key, "preference", h1.id, 0.0)  # A on every pair
+        if i < 4:
+            study.add_rating(key, "preference", h2.id, 1.0)  # B on four: a tied vote, no verdict
+    records = build_report(study, "story-pairwise")
+    (share,) = [r for r in records if (r.table, r.evaluator, r.statistic) == ("nominal", "humans", "share_A")]
+    assert share.n == 6 and share.value == 1.0
+    assert share.note.startswith("4 rated items without a single verdict")

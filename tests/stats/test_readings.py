@@ -102,3 +102,32 @@ def test_imported_judge_ratings_are_read_values(hanna):
     assert ready.value == 1 and index[("readings", "relevance", "all", "llama-13b", None, "ok_share")].value == 1
     assert index[("readings", "relevance", "all", "llama-13b", None, "failures_no_number")].value == 0
     assert NOT_READY not in index[("table2", "relevance", "all", "humans", "llama-13b", "kendall_tau")].note
+
+
+def test_an_implicit_score_of_100_without_a_no_token_is_a_warning(tmp_path, cli):
+    """Chen et al.'s Implicit = max(p(yes), 1 - p(no)): with no "No" among the top 5 tokens p(no) is 0 and the
+    score is 100 whatever p(yes) was (0.47 here). The paper's formula stays; the report warns."""
+    from tui_rater.domain.protocols.scores import ImplicitScore
+
+    study = Study.open(tmp_path / "implicit.db")
+    study.add_items(study.task("story-explicit"), [{**s, "id": f"s{i}"} for i, s in enumerate(STORIES * 3)])
+    attribute = study.task("story-explicit").attributes[0]
+    rater = study.judge("yes-no", {"api_model": "m", "mode": "implicit"})
+    protocol = ImplicitScore()
+    answered = [("Yes", 0.40), ("No", 0.35), ("The", 0.1), ("I", 0.05), ("A", 0.02)]
+    jumped = [("Yes", 0.47), ("The", 0.2), ("I", 0.1), ("A", 0.05), ("It", 0.03)]
+    items = study.items("story-explicit")
+    readings = [protocol.read_top_tokens(jumped if i % 3 == 0 else answered, attribute) for i in range(len(items))]
+    assert readings[0].value == 100.0 and readings[1].value == pytest.approx(65.0)  # the jump, and 1 - 0.35
+    for item, reading in zip(items, readings):
+        insert(study, item.key, attribute.name, rater.id, reading.value, details=reading.details)
+    study.close()
+    records = build_report(Study.open(tmp_path / "implicit.db"), "story-explicit")
+    (warning,) = [r for r in records if r.statistic == "implicit_no_outside_top5"]
+    jumps = sum(1 for i in range(len(items)) if i % 3 == 0)
+    assert warning.value == jumps and warning.n == len(items) and warning.evaluator == "yes-no"
+    assert warning.note.startswith(f"⚠ {jumps} of {len(items)} Implicit Scores are 100 only because")
+    assert "p(yes) as low as 0.47" in warning.note
+    code, out, err = cli("report", "--db", tmp_path / "implicit.db", "--task", "story-explicit")
+    assert code == 0, err
+    assert "Implicit Scores are 100 only because" in " ".join(out.split())

@@ -26,6 +26,17 @@ from tui_rater.domain.errors import UserError
 # the kinds of raters of stats/sections/settings.py (EPSILON_FOR_RATERS), named here so that building the
 # parser imports no statistics (a test checks they agree)
 RATER_KINDS = ("expert", "skilled", "crowd")
+FORMATS = ("table", "markdown", "json", "csv", "html")
+# the report's format named by the extension of --out (as `export` takes its format from the file name)
+FORMAT_OF_SUFFIX = {
+    ".html": "html",
+    ".htm": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".json": "json",
+    ".csv": "csv",
+    ".txt": "table",
+}
 
 
 def add_parsers(sub, common: argparse.ArgumentParser) -> None:
@@ -46,9 +57,9 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--task", help="only this task (default: every task with ratings)")
     p.add_argument(
         "--format",
-        choices=("table", "markdown", "json", "csv", "html"),
-        default="table",
-        help="html: one self-contained file with the tables and plots (works offline; use with --out)",
+        choices=FORMATS,
+        help="default: from the extension of --out (.html/.htm, .md/.markdown, .json, .csv; text tables "
+        "otherwise), else table; html: one self-contained file with the tables and plots (works offline)",
     )
     p.add_argument(
         "--spa-tau",
@@ -124,8 +135,20 @@ def _verdict_settings(args):
     return VerdictSettings(epsilon=args.epsilon, raters=args.raters)
 
 
+def report_format(asked: str | None, out: Path | None) -> str:
+    """The report's format: --format, else the extension of --out, else text tables; never both disagreeing."""
+    named = FORMAT_OF_SUFFIX.get(out.suffix.lower()) if out is not None else None
+    if asked is not None and named is not None and asked != named:
+        raise UserError(
+            f"--format {asked} contradicts --out {out}, whose extension names {named}: "
+            "drop --format or change the file's extension"
+        )
+    return asked or named or "table"
+
+
 def cmd_report(args, settings) -> int:
     verdict = _verdict_settings(args)  # a bad flag is one sentence before the study is opened
+    args.format = report_format(args.format, args.out)
     from tui_rater.service.reports import build_reports, built_reports
     from tui_rater.stats import render
     from tui_rater.store.outputs import check_output_target, write_output
@@ -164,9 +187,11 @@ def cmd_report(args, settings) -> int:
         text, neutralised = render.to_csv(reports, raw=args.raw_csv)
         formula_note(neutralised)
     elif args.format == "html":
+        say("report: computing the tables …", err=True)
+        built = built_reports(study, tasks, tau, verdict, reference)
         from tui_rater.stats.html import to_html  # imports matplotlib: only here
 
-        text = to_html(built_reports(study, tasks, tau, verdict, reference), str(study.path))
+        text = to_html(built, str(study.path), progress=_html_progress(sys.stderr.isatty()))
     elif args.format == "markdown":
         text = "\n".join(render.to_markdown(records, name) for name, records in reports.items())
     else:
@@ -195,6 +220,24 @@ def _say_adjudicated(study, tasks: list[str] | None) -> None:
             + ("" if count else " (none adjudicated yet: `tui-rater adjudicate`)"),
             err=True,
         )
+
+
+def _html_progress(terminal: bool):
+    """The HTML report's figures as they are drawn, on stderr: one line rewritten in place on a terminal, else
+    a plain line at the start and about every tenth of the figures (a log stays short)."""
+
+    def progress(done: int, total: int, what: str) -> None:
+        if terminal:
+            line = safe_text(f"report: figure {min(done + 1, total)}/{total} {what}", inline=True)[:78]
+            end = "\n" if done == total else ""
+            sys.stderr.write(f"\r\x1b[K{line if done < total else f'report: {total} figures drawn'}{end}")
+            sys.stderr.flush()
+            return
+        step = max(1, total // 10)
+        if done == total or done % step == 0:
+            say(f"report: {done}/{total} figures drawn" if done else f"report: drawing {total} figures …", err=True)
+
+    return progress
 
 
 def cmd_spa_setup(args, settings) -> int:

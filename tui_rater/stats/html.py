@@ -2,7 +2,8 @@
 
 It works offline: inline CSS, each plot an SVG image inlined as a ``data:`` URI (an SVG in an ``<img>``
 cannot run script or fetch anything), no script, no font, no link. Every string from the data (names,
-ids, questions, notes) is escaped with ``html.escape`` and appears only as text, never in an attribute.
+ids, questions, notes) is escaped with ``html.escape`` and appears as text, or in an image's alt text
+(escaped with its quotes) that describes the figure.
 """
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
 
 from tui_rater import __version__
-from tui_rater.stats import figures, plots, render
+from tui_rater.domain.display import safe_text
+from tui_rater.stats import figures, plots, render, render_verdict
 from tui_rater.stats.records import Record
 from tui_rater.stats.report import Report
 
@@ -30,6 +34,7 @@ th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: left; vertical-al
 th { background: #f3f3f3; } tr:nth-child(even) td { background: #fafafa; }
 figure { margin: 1em 0 2em; } figure img { max-width: 100%; height: auto; }
 figcaption { color: #555; font-size: 12.5px; } .meta, .empty { color: #666; }
+.caveats { background: #fff6e0; border-left: 4px solid #e0a000; padding: .2em 1em; margin: 0 0 1.5em; }
 """
 
 
@@ -37,28 +42,50 @@ def e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-class _Figures:
-    """Numbers the figures in the page: an image's alt text is its number, never data."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __call__(self, svg: str | None, caption: str) -> list[str]:
-        if svg is None:
-            return []
-        self.count += 1
-        data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-        return [
-            f'<figure><img alt="figure {self.count}" src="data:image/svg+xml;base64,{data}">',
-            f"<figcaption>Figure {self.count}. {e(caption)}</figcaption></figure>",
-        ]
+Progress = Callable[[int, int, str], None]  # (figures drawn, figures in all, the one being drawn)
 
 
-def to_html(reports: Mapping[str, Report], study_path: str) -> str:
-    figure = _Figures()
-    body = [f"<h1>tui-rater report</h1><p class=meta>study {e(study_path)} · tui-rater {e(__version__)}</p>"]
+@dataclass
+class _Job:
+    """A figure still to draw: ``draw()`` gives its SVG or None; ``alt`` describes it for a screen reader."""
+
+    draw: Callable[[], str | None]
+    caption: str
+    alt: str
+    absent: str = ""  # said in its place when there is nothing to draw
+
+
+Part = str | _Job
+
+
+def to_html(reports: Mapping[str, Report], study_path: str, progress: Progress | None = None) -> str:
+    """The page; ``progress`` hears of each figure before it is drawn (drawing is most of the time)."""
+    parts: list[Part] = [
+        f"<h1>tui-rater report</h1><p class=meta>study {e(study_path)} · tui-rater {e(__version__)}</p>"
+    ]
     for task, report in reports.items():
-        body += _task(task, report, figure)
+        parts += _task(task, report)
+    jobs = [part for part in parts if isinstance(part, _Job)]
+    body: list[str] = []
+    number = 0
+    for part in parts:
+        if isinstance(part, str):
+            body.append(part)
+            continue
+        if progress is not None:
+            progress(jobs.index(part), len(jobs), part.caption)
+        drawn = part.draw()
+        if drawn is None:
+            body += [f"<p class=empty>{e(part.absent)}</p>"] if part.absent else []
+            continue
+        number += 1
+        data = base64.b64encode(drawn.encode("utf-8")).decode("ascii")
+        body += [
+            f'<figure><img alt="{e(part.alt)}" src="data:image/svg+xml;base64,{data}">',
+            f"<figcaption>Figure {number}. {e(part.caption)}</figcaption></figure>",
+        ]
+    if progress is not None:
+        progress(len(jobs), len(jobs), "")
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -72,17 +99,18 @@ def to_html(reports: Mapping[str, Report], study_path: str) -> str:
     )
 
 
-def _task(task: str, report: Report, figure: _Figures) -> list[str]:
-    out = [f"<h2>{e(task)}</h2>"]
+def _task(task: str, report: Report) -> list[Part]:
+    out: list[Part] = [f"<h2>{e(task)}</h2>"]
     records = report.records
     if not records:
         return [*out, "<p class=empty>No ratings yet.</p>"]
     named = render.named_tables(records)
     out += _part("Can the judge stand in for the raters?", named, VERDICT_TABLES)
-    out += _verdict_curves(records, figure)
+    out += _caveats(records)
+    out += _verdict_curves(records)
     out += _part("System scores, bias-corrected", named, PPI_TABLES)
-    out += _ppi_curves(records, figure)
-    out += _questions(report, figure)
+    out += _ppi_curves(records)
+    out += _questions(report)
     rest = tuple(name for name, _ in named if name not in (*VERDICT_TABLES, *PPI_TABLES, *NOT_SHOWN))
     out += _part("All tables", named, rest)
     return out
@@ -93,6 +121,24 @@ def _part(heading: str, named: list[tuple[str, render.Table]], names: tuple[str,
     if not shown:
         return []
     return [f"<h3>{e(heading)}</h3>", *(_table(*table) for table in shown)]
+
+
+def _caveats(records: list[Record]) -> list[str]:
+    """Beside the verdict table: each verdict's caveats (the humans barely agree; the verdict has not settled)."""
+    by = {(r.table, r.attribute, r.system, r.evaluator, r.evaluator_b, r.statistic): r for r in records}
+    keys = dict.fromkeys((r.attribute, r.evaluator) for r in records if r.table == "verdict")
+    items = [
+        f"<li><strong>{e(attribute)} · {e(judge)}</strong>: {e(caveat.removeprefix('⚠ '))}</li>"
+        for attribute, judge in keys
+        for caveat in render_verdict.caveats(by, attribute, judge)
+    ]
+    if not items:
+        return []
+    return [
+        "<div class=caveats><p><strong>⚠ Read the verdicts above with these caveats</strong></p><ul>",
+        *items,
+        "</ul></div>",
+    ]
 
 
 def _table(title: str, header: list[str], rows: list[list[str]]) -> str:
@@ -108,36 +154,122 @@ def _by_attribute(found: list[figures.Curve]) -> dict[str, list[figures.Curve]]:
     return grouped
 
 
-def _verdict_curves(records: list[Record], figure: _Figures) -> list[str]:
-    out = []
+def _names(values: list[str]) -> str:
+    shown = [safe_text(v, inline=True) for v in values]
+    if len(shown) < 2:
+        return "".join(shown)
+    return ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def _span(found: list[figures.Curve], statistic: str) -> tuple[int, int]:
+    ns = [n for c in found for n in c.series(statistic)[0]]
+    return (min(ns), max(ns)) if ns else (0, 0)
+
+
+def _verdict_curves(records: list[Record]) -> list[Part]:
+    out: list[Part] = []
     for attribute, found in _by_attribute(figures.curves(records, "verdict_convergence")).items():
         caption = f"{attribute}: the alt-test's ω and ρ recomputed on the first n rated items (in rating order)"
-        out += figure(plots.verdict_curves(attribute, found), caption)
+        low, high = _span(found, "winning_rate")
+        last = "; ".join(
+            f"{safe_text(c.judge, inline=True)} {values[-1]:.2f}"
+            for c in found
+            if (values := c.series("winning_rate")[1])
+        )
+        alt = (
+            f"Two line charts for {safe_text(attribute, inline=True)}: the winning rate ω (left, with the 0.5 line "
+            f"from which a judge may replace the humans) and the advantage probability ρ (right) of "
+            f"{_names([c.judge for c in found])}, recomputed on the first {low} to {high} rated items; "
+            f"ω at {high} items: {last}."
+        )
+        absent = f"{attribute}: no convergence plot yet: " + (
+            f"the alt-test's curve has a single point ({high} rated items; it is drawn from two points on)"
+            if high
+            else "the alt-test has no ω yet on these rated items (the verdict table says why)"
+        )
+        out.append(_Job(partial(plots.verdict_curves, attribute, found), caption, alt, absent))
     return out
 
 
-def _ppi_curves(records: list[Record], figure: _Figures) -> list[str]:
-    out = []
+def _ppi_curves(records: list[Record]) -> list[Part]:
+    out: list[Part] = []
     for attribute, found in _by_attribute(figures.curves(records, "ppi_convergence")).items():
         for judge in dict.fromkeys(c.judge for c in found):
+            mine = [c for c in found if c.judge == judge]
             caption = (
                 f"{attribute} · {judge}: each system's prediction-powered mean and the humans-only mean, with "
                 "their 95% intervals, on the first n rated items"
             )
-            out += figure(plots.ppi_curves(attribute, judge, [c for c in found if c.judge == judge]), caption)
+            low, high = _span(mine, "ppi_mean")
+            finals = "; ".join(
+                f"{safe_text(c.system, inline=True)} {means[-1]:.2f}"
+                for c in mine
+                if (means := c.series("ppi_mean")[1])
+            )
+            alt = (
+                f"Line charts for {safe_text(attribute, inline=True)} and the judge {safe_text(judge, inline=True)}, "
+                f"one per system ({_names([c.system for c in mine])}): the prediction-powered mean and the "
+                f"humans-only mean with their 95% bands on the first {low} to {high} rated items; the "
+                f"prediction-powered mean at the end: {finals}."
+            )
+            absent = f"{attribute} · {judge}: no convergence plot yet: each system's curve has fewer than two points"
+            out.append(_Job(partial(plots.ppi_curves, attribute, judge, mine), caption, alt, absent))
     return out
 
 
-def _questions(report: Report, figure: _Figures) -> list[str]:
-    drawings: list[tuple[Callable[[figures.QuestionFigures], str | None], str]] = [
-        (plots.distributions, "rating distributions per evaluator"),
-        (plots.scatter, "the humans' score of each item against each judge's, with the diagonal of agreement"),
-        (plots.confusion, "confusion counts: the humans' score (rows) against each judge's (columns)"),
-        (plots.calibration, "calibration: the judge's expected score (its distribution's mean) against the humans'"),
-    ]
-    out = []
+def _questions(report: Report) -> list[Part]:
+    out: list[Part] = []
     for question in figures.question_figures(report):
-        shown = [figure(draw(question), f"{question.attribute}: {caption}") for draw, caption in drawings]
-        if any(shown):
-            out += [f"<h3>{e(question.attribute)}</h3>", *(line for lines in shown for line in lines)]
+        jobs = [job for job in _question_jobs(question) if job is not None]
+        if jobs:
+            out += [f"<h3>{e(question.attribute)}</h3>", *jobs]
     return out
+
+
+def _question_jobs(q: figures.QuestionFigures) -> list[_Job | None]:
+    name = safe_text(q.attribute, inline=True)
+    shown = [d.evaluator for d in q.distributions if sum(d.counts) or d.values]
+    points = ", ".join(safe_text(p, inline=True) for p in q.label_names)
+    if q.label_names:
+        what = "item verdicts" if q.nominal else "ratings"
+        spread = f"Bar chart for {name}: the share of {what} at each scale point ({points}) of {_names(shown)}."
+    else:
+        spread = f"Histogram for {name}: the density of the ratings from {q.low:g} to {q.high:g} of {_names(shown)}."
+    scat = [p.judge for p in q.scatters]
+    conf = [c.judge for c in q.confusions]
+    cal = [p.judge for p in q.calibrations]
+
+    def per(kind: str, judges: list[str]) -> str:
+        return f"{kind}{'s' if len(judges) > 1 else ''} for {name}, one per judge ({_names(judges)})"
+
+    return [
+        _Job(partial(plots.distributions, q), f"{q.attribute}: rating distributions per evaluator", spread)
+        if shown
+        else None,
+        _Job(
+            partial(plots.scatter, q),
+            f"{q.attribute}: the humans' score of each item against each judge's, with the diagonal of agreement",
+            per("Scatter plot", scat) + ": the humans' score of each item (across) against the judge's (up), a "
+            "dot's size its count, and the dashed diagonal where they agree; items: "
+            + ", ".join(str(len(p.human)) for p in q.scatters)
+            + ".",
+        )
+        if scat
+        else None,
+        _Job(
+            partial(plots.confusion, q),
+            f"{q.attribute}: confusion counts: the humans' score (rows) against each judge's (columns)",
+            per("Heat map", conf) + f": how many items got each humans' score (rows) and judge's score (columns), "
+            f"over {points}.",
+        )
+        if conf
+        else None,
+        _Job(
+            partial(plots.calibration, q),
+            f"{q.attribute}: calibration: the judge's expected score (its distribution's mean) against the humans'",
+            per("Calibration plot", cal) + ": the judge's expected score of each item (across) against the humans' "
+            "mean (up), the humans' mean per bin of expected score, and the diagonal of a calibrated judge.",
+        )
+        if cal
+        else None,
+    ]

@@ -157,6 +157,10 @@ def _table1(records: list[Record], by: Index, who: _Who) -> Table | None:
                 a_i = by.get(("table1", attribute, system, evaluator, None, "alpha_interval"))
                 exact = by.get(("table1", attribute, system, evaluator, None, "percent_exact"))
                 cell += f" α {_value(a_o)}/{_value(a_i)} {_value(exact, 0)}%"
+                shared = by.get(("table1", attribute, system, evaluator, None, "mean_on_shared_items"))
+                humans = by.get(("table1", attribute, system, evaluator, None, "humans_mean_on_shared_items"))
+                if shared is not None and humans is not None:  # the judge rated other items than the humans
+                    cell += f"; on the {shared.n} items both rated: {_value(shared)} vs humans {_value(humans)}"
                 row.append(cell)
             rows.append(row)
     title = TITLES["table1"] + " (* Welch p<.05 vs the reference system)"
@@ -433,6 +437,8 @@ def _readings(records: list[Record], by: Index, who: _Who) -> Table | None:
         )
         ready = mine.get("agreement_ready")
         verdict = "yes" if ready is not None and ready.value == 1 else f"NO: {ready.note}" if ready else "n/a"
+        if "implicit_no_outside_top5" in mine:  # the paper's formula, shown as a warning
+            verdict += f"; {mine['implicit_no_outside_top5'].note}"
         rows.append(
             [
                 judge,
@@ -476,26 +482,101 @@ def _judges(records: list[Record], by: Index, who: _Who) -> Table | None:
     return (TITLES["judges"], ["judge", "id", "readings", "rater"], rows) if rows else None
 
 
+# the leading columns that name a row (what it is about): a stacked row shows them as its heading
+KEY_COLUMNS = {"attribute", "judge", "evaluator", "LLM", "rater", "raters", "system", "run", "System X", "System Y"}
+WRAP_MIN = 16  # a column that must wrap keeps at least this many characters (or its longest word) a line
+STACK_LABEL = 24  # characters of a field's name in a stacked row
+
+
 def to_rich(records: list[Record], task: str) -> Any:
+    """The tables as Rich renderables, each laid out for the width it is printed at (``Laid``)."""
     from rich.console import Group
-    from rich.table import Table
+
+    return Group(*(Laid(f"{task}: {title}", header, rows) for title, header, rows in tables(records)))
+
+
+def _cell_width(text: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _longest_word(text: str) -> int:
+    return max((_cell_width(word) for word in text.split()), default=0)
+
+
+def layout(header: list[str], rows: list[list[str]], width: int) -> str:
+    """How a table fits in ``width`` columns: ``grid`` (every cell on one line), ``wrap`` (a grid whose long
+    cells wrap between words, each column at least WRAP_MIN wide or as wide as its longest word) or
+    ``stack`` (one block per row, a field a line), when even the wrapped grid would break words or
+    squeeze a column to a word a line."""
+    columns = list(zip(header, *rows))
+    natural = [max(_cell_width(cell) for cell in column) for column in columns]
+    frame = 3 * len(columns) + 1  # a border per column and the last, a space of padding either side of each
+    if sum(natural) + frame <= width:
+        return "grid"
+    least = [
+        min(full, max(WRAP_MIN, max(_longest_word(cell) for cell in column))) for full, column in zip(natural, columns)
+    ]
+    return "wrap" if sum(least) + frame <= width else "stack"
+
+
+class Laid:
+    """One table, laid out when printed, for the console's width (80 columns included): see ``layout``."""
+
+    def __init__(self, title: str, header: list[str], rows: list[list[str]]) -> None:
+        self.title, self.header, self.rows = title, header, rows
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.table import Table
+
+        width = options.max_width
+        how = layout(self.header, self.rows, width)
+        if how == "stack":
+            yield from self._stacked(width)
+            return
+        table = Table(
+            title=_literal(self.title), title_justify="left", show_lines=how == "wrap", collapse_padding=False
+        )
+        columns = list(zip(self.header, *self.rows))
+        for name, column in zip(self.header, columns):
+            least = min(max(_cell_width(c) for c in column), max(WRAP_MIN, max(_longest_word(c) for c in column)))
+            table.add_column(_literal(name), overflow="fold", min_width=least if how == "wrap" else None)
+        for row in self.rows:
+            table.add_row(*(_literal(cell) for cell in row))
+        yield table
+
+    def _stacked(self, width: int) -> Any:
+        from rich.padding import Padding
+        from rich.table import Table
+        from rich.text import Text
+
+        keys = 0
+        while keys < len(self.header) - 1 and self.header[keys] in KEY_COLUMNS:
+            keys += 1
+        keys = max(keys, 1)
+        yield _literal(self.title, style="bold")
+        label = min(STACK_LABEL, max(_cell_width(name) for name in self.header[keys:]))
+        for row in self.rows:
+            heading = " · ".join(cell for cell in row[:keys] if cell)
+            yield _literal(heading or "–", style="bold")
+            grid = Table(box=None, show_header=False, show_edge=False, pad_edge=False, padding=(0, 1))
+            grid.add_column(width=label, overflow="fold", style="dim")
+            grid.add_column(overflow="fold", ratio=1)
+            for name, cell in zip(self.header[keys:], row[keys:]):
+                if cell:
+                    grid.add_row(_literal(name), _literal(cell))
+            yield Padding(grid, (0, 0, 0, 2))
+        yield Text("")
+
+
+def _literal(value: str, style: str = "") -> Any:
     from rich.text import Text
 
     from tui_rater.domain.display import safe_text
 
-    def literal(value: str) -> Text:
-        # names of tasks, systems, raters and attributes come from data: never markup, never escapes
-        return Text(safe_text(value, inline=True))
-
-    parts = []
-    for title, header, rows in tables(records):
-        table = Table(title=literal(f"{task}: {title}"), title_justify="left", show_lines=False)
-        for column in header:
-            table.add_column(literal(column), overflow="fold")
-        for row in rows:
-            table.add_row(*(literal(cell) for cell in row))
-        parts.append(table)
-    return Group(*parts)
+    # names of tasks, systems, raters and attributes come from data: never markup, never escapes
+    return Text(safe_text(value, inline=True), style=style)
 
 
 def to_markdown(records: list[Record], task: str) -> str:

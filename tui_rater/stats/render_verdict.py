@@ -77,6 +77,7 @@ def verdict(records: list[Record], by: Index, who: Who) -> Table | None:
                 who(judge, attribute),
                 _v(tested),
                 cell,
+                "; ".join(caveats(by, attribute, judge)) or "none",
                 rho,
                 str(tested.n) if tested else "0",
                 per_human or "",
@@ -89,12 +90,23 @@ def verdict(records: list[Record], by: Index, who: Who) -> Table | None:
         "judge",
         "ω",
         "verdict",
+        "caveats",
         "ρ (rank)",
         "humans",
         "per human: BY-adjusted p, ✓ judge wins",
         "note",
     ]
     return title, header, rows
+
+
+CAVEATS = ("caveat_human_agreement", "verdict_settled")  # the verdict records whose note is a caveat
+
+
+def caveats(by: Index, attribute: str, judge: str) -> list[str]:
+    """What the verdict row must be read with (the humans barely agree; the verdict has not settled), as
+    ``sections/verdict.py`` and ``sections/converging.py`` wrote it: '⚠ ' and the reason, each."""
+    found = [_get(by, "verdict", attribute, judge, statistic) for statistic in CAVEATS]
+    return [f"⚠ {record.note}" for record in found if record is not None and record.note]
 
 
 def _get(by: Index, table: str, attribute: str, judge: str, statistic: str, human: str | None = None) -> Record | None:

@@ -98,6 +98,9 @@ def drift(difference: ArrayLike, x: ArrayLike, against: str, confidence: float =
     return Drift(against, slope, slope - half, slope + half, p, int(d.size))
 
 
+NO_SHIFT_ON_CHOICES = "a choice's codes are categories: no mean shift, no drift (agreement only)"
+
+
 def retest_reliability(
     first: ArrayLike,
     retest: ArrayLike,
@@ -130,13 +133,18 @@ def retest_reliability(
         start = np.nanmin(seconds) if seconds.size else 0.0  # (no pairs: an empty drift, not an error)
         drifts.append(drift(difference, (seconds - start) / 3600.0, "hours since the first rating"))
     note = "" if x.size else "no item was rated twice"
+    if level == "nominal":  # category codes have no mean: agreement statistics only, no shift, no drift
+        shift = ag.Stat(None, int(x.size), NO_SHIFT_ON_CHOICES)
+        drifts = []
+    else:
+        shift = ag.bias(y, x)
     return RetestReliability(
         level,
         int(x.size),
         _agreement(x, y, level, labels),
         _agreement(x[settled], y[settled], level, labels),
         calibration_items,
-        ag.bias(y, x),
+        shift,
         drifts,
         note,
     )

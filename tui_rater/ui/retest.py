@@ -31,9 +31,14 @@ def retest_text(summary: RetestSummary, attribute: str) -> Text | None:
         text.append(f", with {safe_text(judge.judge)} at α {_f(judge.agreement.alpha)} ({judge.agreement.pairs} items)")
     text.append("\n")
     shift = reliability.shift
+    shown = (
+        ""
+        if reliability.level == "nominal"
+        # a choice's codes have no mean
+        else (f" · shift {'n/a' if shift.value is None else f'{shift.value:+.2f}'}")
+    )
     text.append(
-        f"  yourself: κ {_f(overall.kappa)} · identical {_f(overall.exact, 0, '%')} · shift "
-        f"{'n/a' if shift.value is None else f'{shift.value:+.2f}'} · without your first "
+        f"  yourself: κ {_f(overall.kappa)} · identical {_f(overall.exact, 0, '%')}{shown} · without your first "
         f"{reliability.calibration_items} items: α {_f(calibrated.alpha)} ({calibrated.pairs})"
         f" · α {reliability.level}\n",
         style="dim",

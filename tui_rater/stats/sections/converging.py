@@ -32,6 +32,7 @@ from tui_rater.stats.sections.settings import FDR
 from tui_rater.stats.sections.verdict import judge_ratings, level_of, rated, verdict_humans
 
 VERDICT_POINTS = 12
+SETTLED_POINTS = 3  # points of the verdict curve, from ⅔ of the rated items on, that must agree
 
 
 def rating_order(data: ReportData) -> dict[str, list[int]]:
@@ -75,7 +76,8 @@ def _verdict_curve(data: ReportData, attribute: Attribute) -> None:
         ratings = judge_ratings(data, judge, attribute)
         if not ratings:
             continue
-        order = rating_order(data).get(attribute.name, [])
+        # the items the judge rated too: n counts items both rated (a judge of 32 items ran to n = 96)
+        order = [k for k in rating_order(data).get(attribute.name, []) if k in ratings]
         points = cv.alt_test_convergence(
             humans,
             ratings,
@@ -90,6 +92,33 @@ def _verdict_curve(data: ReportData, attribute: Attribute) -> None:
             add("advantage_probability", value=point.advantage_probability, n=point.rated, note=point.note)
             passed = None if point.passed is None else float(point.passed)
             add("verdict", value=passed, n=point.rated, note=point.note)
+        value, caveat = settled(points)
+        if points:
+            data.add(
+                "verdict", attribute.name, ALL, judge, "verdict_settled", value=value, n=points[-1].rated, note=caveat
+            )
+
+
+def settled(points: Sequence[cv.AltTestPoint]) -> tuple[float | None, str]:
+    """Has the verdict settled? 1.0 when it is the same at every point of the curve's last third (n from ⅔ of
+    the rated items on, at least SETTLED_POINTS points), 0.0 when it changes there, None when the curve has
+    too few points to tell; and the caveat the verdict row shows (or '')."""
+    if not points:
+        return None, ""
+    total = points[-1].rated
+    tail = [p for p in points if p.rated >= 2 * total / 3 and p.passed is not None]
+    if len(tail) < SETTLED_POINTS:
+        return None, (
+            f"with {total} rated items the verdict cannot yet be seen to settle (its curve needs "
+            f"{SETTLED_POINTS} points from ⅔ of the items on): rate more items before relying on it"
+        )
+    if len({p.passed for p in tail}) == 1:
+        return 1.0, ""
+    moves = " → ".join(f"{p.rated}: {p.winning_rate:.2f}" for p in tail if p.winning_rate is not None)
+    return 0.0, (
+        f"the verdict has not settled: it changes over the last third of the rated items (ω at n {moves}); "
+        "rate more items before relying on it"
+    )
 
 
 def _ppi_curves(data: ReportData, attribute: Attribute) -> None:
@@ -108,7 +137,8 @@ def _ppi_curves(data: ReportData, attribute: Attribute) -> None:
             y = data.item_values(HUMANS, attribute, system) if data.humans else np.full(f.shape, np.nan)
             judge_by_item: dict[Hashable, float] = dict(zip(keys, f.tolist()))
             human_by_item: dict[Hashable, float] = {k: v for k, v in zip(keys, y.tolist()) if not np.isnan(v)}
-            mine: list[Hashable] = [k for k in order if k in human_by_item]
+            # items the judge rated too (PPI leaves the others out): n counts items both rated
+            mine: list[Hashable] = [k for k in order if k in human_by_item and not np.isnan(judge_by_item[k])]
             if not mine:
                 add("ppi_mean", value=None, note="no human ratings of this system yet")
                 continue

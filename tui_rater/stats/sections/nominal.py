@@ -45,7 +45,7 @@ def choice_labels(data: ReportData, attribute: Attribute) -> list[tuple[float, s
 
 def shares(data: ReportData, attribute: Attribute, evaluator: str, system: str) -> None:
     verdicts = data.item_values(evaluator, attribute, system)
-    rated = int(np.sum(~np.isnan(data.matrix(evaluator, attribute.name, system)).any(axis=0)))
+    rated = int(np.sum((~np.isnan(data.matrix(evaluator, attribute.name, system))).any(axis=0)))  # rated by any
     decided = verdicts[~np.isnan(verdicts)]
     undecided = rated - decided.size
     note = f"{undecided} rated items without a single verdict (votes tied or an order missing)" if undecided else ""

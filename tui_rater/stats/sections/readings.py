@@ -27,6 +27,7 @@ from tui_rater.domain.protocols import FAILURES
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats.records import ALL, Record
 from tui_rater.stats.sections.data import ReportData
+from tui_rater.store.study import RATINGS_IN_FORCE
 
 READY_MAX_FAILURE_SHARE = 0.10
 READY_MIN_MASS = 0.5
@@ -118,6 +119,44 @@ def readings(data: ReportData, attributes: Sequence[Attribute]) -> None:
             add("mass_mean", value=r.mass_mean, n=r.passes, note="next-token probability on the scale's options")
             add("mass_min", value=r.mass_min, n=r.passes, note=f"{r.low_mass_passes} passes below {READY_MIN_MASS:g}")
         add("agreement_ready", value=1.0 if r.ready else 0.0, n=r.readings, note=r.reason)
+        jumped = implicit_jumps(data).get((judge, attribute))
+        if jumped is not None:
+            count, least_yes = jumped
+            add(
+                "implicit_no_outside_top5",
+                value=float(count),
+                n=r.readings,
+                note=implicit_warning(count, r.readings, least_yes),
+            )
+
+
+def implicit_warning(count: int, readings: int, least_yes: float) -> str:
+    return (
+        f'⚠ {count} of {readings} Implicit Scores are 100 only because no "No" token was among the top 5 '
+        f"(p(yes) as low as {least_yes:.2f}): the paper's formula max(p(yes), 1 − p(no)) reads the missing "
+        '"No" as p(no) = 0 (Chen et al. 2023, Eq. 1); kept as the paper defines it'
+    )
+
+
+def implicit_jumps(data: ReportData) -> dict[tuple[str, str], tuple[int, float]]:
+    """(judge, question) -> (how many of its Implicit Scores had no "No" among the top-5 tokens, the least
+    p(yes) among them): each of those reads 100 whatever p(yes) was (``ImplicitScore.read_top_tokens``)."""
+    if "implicit_jumps" not in data.extra:
+        rows = data.study.db.conn.execute(
+            f"""SELECT ra.label, r.attribute, count(*), min(json_extract(r.details, '$.p_yes'))
+                FROM {RATINGS_IN_FORCE}
+                WHERE i.task = ? AND ra.kind = 'llm' AND r.value IS NOT NULL AND r.details LIKE '%"p_no"%'
+                      AND json_valid(r.details) AND json_type(r.details, '$.p_no') IN ('real', 'integer')
+                      AND json_extract(r.details, '$.p_no') = 0
+                      AND json_type(r.details, '$.p_yes') IN ('real', 'integer')
+                GROUP BY ra.label, r.attribute""",
+            [data.task.name],
+        ).fetchall()
+        data.extra["implicit_jumps"] = {
+            (str(judge), str(attribute)): (int(count), float(least)) for judge, attribute, count, least in rows
+        }
+    found: dict[tuple[str, str], tuple[int, float]] = data.extra["implicit_jumps"]
+    return found
 
 
 def mark_not_ready(data: ReportData) -> None:

@@ -34,7 +34,8 @@ def retest(data: ReportData, attributes: Sequence[Attribute]) -> None:
                 note=f"{reliability.overall.kappa_weights}",
             )
             add("retest_exact", reliability.overall.exact, evaluator_b=person)
-            add("retest_shift", reliability.shift, evaluator_b=person, note="mean retest − first")
+            if reliability.level != "nominal":  # a choice's codes have no mean (stats/retest.py)
+                add("retest_shift", reliability.shift, evaluator_b=person, note="mean retest − first")
             add(
                 "retest_alpha_calibrated",
                 reliability.calibrated.alpha,

@@ -37,7 +37,31 @@ def table1(data: ReportData, attributes: Sequence[Attribute]) -> None:
                 data.add("table1", name, system, evaluator, "alpha_ordinal", ag.alpha(m, "ordinal", domain))
                 data.add("table1", name, system, evaluator, "alpha_interval", ag.alpha(m, "interval"))
                 data.add("table1", name, system, evaluator, "percent_exact", ag.percent_exact(m))
+                if evaluator in data.judges and data.humans:
+                    _shared(data, attribute, evaluator, system)
             _welch(data, attribute, evaluator)
+
+
+def _shared(data: ReportData, attribute: Attribute, judge: str, system: str) -> None:
+    """When the judge and the humans rated different items, both means again on the items both rated (n =
+    those items): a judge's mean over the 32 items it rated beside the humans' over 96 compares unlike."""
+    mine = data.matrix(judge, attribute.name, system)
+    theirs = data.matrix(HUMANS, attribute.name, system)
+    if not mine.size or not theirs.size:
+        return
+    judged, rated = ~np.isnan(mine).all(axis=0), ~np.isnan(theirs).all(axis=0)
+    if np.array_equal(judged, rated):
+        return  # the same items: the means above already compare like with like
+    both = judged & rated
+    n = int(both.sum())
+    for evaluator, m, statistic in (
+        (judge, mine, "mean_on_shared_items"),
+        (judge, theirs, "humans_mean_on_shared_items"),
+    ):
+        values = m[:, both]
+        s = ag.summary(values[~np.isnan(values)].tolist())
+        note = f"on the {n} items the judge and the humans both rated" if n else "no item rated by both"
+        data.add("table1", attribute.name, system, evaluator, statistic, value=s.mean, n=n, note=note)
 
 
 def _no(what: str, value: float | None) -> str:

@@ -26,12 +26,17 @@ from functools import partial
 import numpy as np
 
 from tui_rater.domain.tasks import Attribute
+from tui_rater.stats import agreement as ag
 from tui_rater.stats import alt_test as at
 from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.stats.sections.settings import FDR
 
 Ratings = Mapping[Hashable, float]  # item key -> a rating (the stats functions' own type)
+# Krippendorff (2004, Content Analysis, 2nd ed., §11.4.4): rely on data with α >= .800, draw tentative
+# conclusions from .667 <= α < .800, none below .667. A judge "no worse than the humans" means little when
+# the humans themselves agree less than that: the verdict row says so (``caveat_human_agreement``).
+LOW_HUMAN_ALPHA = 0.667
 Humans = dict[str, Ratings]
 
 
@@ -98,8 +103,12 @@ def verdict(data: ReportData, attributes: Sequence[Attribute]) -> None:
             continue
         ranked = at.rank_judges(humans, judges, level=levels[attribute.name], epsilon=eps, alpha=FDR)
         rhos = [r.advantage_probability for r in ranked if r.advantage_probability is not None]
+        human_alpha = ag.alpha(
+            data.matrix(HUMANS, attribute.name, ALL), levels[attribute.name], attribute.scale.points or None
+        )
         for result in ranked:
             _records(data, attribute.name, result, source, rhos)
+            _agreement_caveat(data, attribute.name, result.judge, human_alpha)
             across.setdefault(result.judge, {})[attribute.name] = (humans, judges[result.judge])
     for judge, settings in across.items():
         if len(settings) > 1:
@@ -141,6 +150,38 @@ def _records(data: ReportData, attribute: str, result: at.AltTest, source: str, 
         note=f"by ρ among {len(rhos)} judge{'s' if len(rhos) != 1 else ''}" if ranked else note,
     )
     _per_human(data, attribute, result)
+
+
+def _agreement_caveat(data: ReportData, attribute: str, judge: str, human_alpha: ag.Stat) -> None:
+    """The humans' own agreement (α at the question's level, every item they rated): below LOW_HUMAN_ALPHA
+    the verdict row carries a caveat, with the judge's τ with the humans where Table 2 has it."""
+    caveat = ""
+    if human_alpha.value is not None and human_alpha.value < LOW_HUMAN_ALPHA:
+        tau = next(
+            (
+                r.value
+                for r in data.records
+                if (r.table, r.attribute, r.system, r.evaluator, r.evaluator_b, r.statistic)
+                == ("table2", attribute, data.overall, HUMANS, judge, "kendall_tau")
+                and r.value is not None
+            ),
+            None,
+        )
+        caveat = (
+            f"the humans' own α is {human_alpha.value:.2f}, below {LOW_HUMAN_ALPHA} (Krippendorff 2004: too "
+            "unreliable for even tentative conclusions): the judge need only be no worse than raters who "
+            "barely agree" + (f"; its τ with the humans is {tau:.2f}" if tau is not None else "")
+        )
+    data.add(
+        "verdict",
+        attribute,
+        ALL,
+        judge,
+        "caveat_human_agreement",
+        value=human_alpha.value,
+        n=human_alpha.n,
+        note=caveat,
+    )
 
 
 def _per_human(data: ReportData, attribute: str, result: at.AltTest) -> None:
