@@ -86,7 +86,7 @@ class Placement:
 
 
 WAIT = "wait"  # another sequence is evaluating a longer prefix of this prompt: place it once that is held
-WAIT_FOR = 32  # ... at least this many tokens longer than what can be had now
+WAIT_FOR = 8  # ... at least this many tokens longer than what can be had now
 
 
 def place(slots: list[Slot], tokens: np.ndarray) -> Placement | str | None:
