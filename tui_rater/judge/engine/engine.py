@@ -58,6 +58,7 @@ class Engine:
         self.counts = TokenCounts()  # written by the engine thread only
         # rows decoded a second time for batch invariance (a generated token's predecessor, a prompt piece's first)
         self.repeated = 0
+        self.repeated_outputs = 0  # rows of logits computed only so that no ubatch has a single one
         # what idle sequences hold stays for later prompts: each sequence has its own KV stream (its cells cost the
         # others nothing), and a later prompt may continue it or copy its prefix
         self.steps = 0
@@ -222,7 +223,7 @@ class Engine:
                 pos0 = slot.n_kv - 1
                 tokens = np.array([slot.kv[pos0], slot.next_token], np.int32)
                 self.ctx.seq_rm(slot.seq, pos0, -1)
-                index = batch.add(tokens, pos0, slot.seq, True, outputs=2)
+                index = batch.add(tokens, pos0, slot.seq, True)
                 slot.runs.append((pos0, tokens))
                 outputs.append((index + 1, slot))
                 self.repeated += 1
@@ -231,6 +232,7 @@ class Engine:
                 break  # a one-token prompt: alone in its batch
         if batch.n == 0:
             return
+        self.repeated_outputs += batch.pair_lone_outputs(streams=self.n_seq > 1)
         self._decode()
         for slot in active:
             self._advance(slot)
@@ -238,7 +240,7 @@ class Engine:
         self.steps += 1
 
     def _schedule_prompt(self, slot: Slot, outputs: list[tuple[int, Slot]]) -> bool:
-        """The prompt's next piece: an even number of rows (``native.NUMERICS``), the last two computing logits.
+        """The prompt's next piece: an even number of rows (``native.NUMERICS``), the last computing logits.
         False when nothing more may join this batch."""
         request, batch = slot.request, self.batch
         assert request is not None
@@ -256,7 +258,7 @@ class Engine:
         tokens = request.tokens[start:end]
         self.ctx.seq_rm(slot.seq, start, -1)
         last = end == len(request.tokens)
-        first = batch.add(tokens, start, slot.seq, last, outputs=2)
+        first = batch.add(tokens, start, slot.seq, last)
         slot.runs.append((start, tokens))
         self.counts.evaluated += end - slot.pos
         self.repeated += slot.pos - start

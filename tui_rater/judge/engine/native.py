@@ -262,9 +262,8 @@ class Batch:
     def clear(self) -> None:
         self.n = 0
 
-    def add(self, tokens: np.ndarray, pos0: int, seq: int, output_last: bool, outputs: int = 1) -> int:
-        """Append consecutive tokens of one sequence; return the index of the first entry. ``output_last``: the
-        last ``outputs`` entries compute logits."""
+    def add(self, tokens: np.ndarray, pos0: int, seq: int, output_last: bool) -> int:
+        """Append consecutive tokens of one sequence; return the index of the first entry."""
         start, k = self.n, len(tokens)
         end = start + k
         self.token[start:end] = tokens
@@ -273,6 +272,45 @@ class Batch:
         self.seq_id[start:end, 0] = seq
         self.output[start:end] = 0
         if output_last and k:
-            self.output[max(start, end - outputs) : end] = 1
+            self.output[end - 1] = 1
         self.n = end
         return start
+
+    def pair_lone_outputs(self, *, streams: bool) -> int:
+        """Give every ubatch that would compute ONE row of logits a second one (the row before it); return how
+        many were added. A one-row product takes another kernel than a product of several rows: the row of
+        logits would then depend on which other sequences' outputs share its ubatch (``NUMERICS``).
+
+        The ubatches are llama.cpp's own split of this batch, followed step by step (``llama_batch_allocr::
+        split_equal`` with per-sequence streams, ``split_simple`` with one): each ubatch takes a run of
+        consecutive sequence ids, in the batch's order, and the same number of rows from each -- the fewest any
+        of them has left (``n_ubatch`` = ``n_batch``: never fewer). Pieces are one per sequence, contiguous,
+        and of even length, so the row before an output is in the output's ubatch.
+        """
+        n = self.n
+        if not streams:  # one stream: the batch is one ubatch
+            outputs = np.flatnonzero(self.output[:n])
+            if outputs.size == 1 and outputs[0] > 0:
+                self.output[outputs[0] - 1] = 1
+                return 1
+            return 0
+        seqs = self.seq_id[:n, 0]
+        starts = np.flatnonzero(np.r_[True, seqs[1:] != seqs[:-1]])
+        pieces = [[int(seqs[a]), int(a), int(b - a)] for a, b in zip(starts, np.r_[starts[1:], n])]  # seq, next, left
+        added = 0
+        while True:
+            run: list[list[int]] = []
+            for piece in pieces:
+                if piece[2] and (not run or piece[0] == run[-1][0] + 1):
+                    run.append(piece)
+            if not run:
+                return added
+            k = min(piece[2] for piece in run)
+            rows = np.concatenate([np.arange(piece[1], piece[1] + k) for piece in run])
+            outputs = rows[self.output[rows] == 1]
+            if outputs.size == 1:
+                self.output[outputs[0] - 1] = 1
+                added += 1
+            for piece in run:
+                piece[1] += k
+                piece[2] -= k
