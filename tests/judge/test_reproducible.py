@@ -105,3 +105,28 @@ def test_a_prompt_in_any_company_gives_the_same_logits(qwen_gguf):
         assert np.array_equal(fresh.engine.probe(longer), cached)
     finally:
         fresh.close()
+
+
+def _outputs_after_pairing(pieces: list[tuple[int, int, bool]], streams: bool = True) -> list[int]:
+    from tui_rater.judge.engine.native import Batch
+
+    batch = Batch(64, 8)
+    for seq, rows, output in pieces:
+        batch.add(np.arange(rows, dtype=np.int32), 0, seq, output)
+    batch.pair_lone_outputs(streams=streams)
+    return [int(i) for i in np.flatnonzero(batch.output[: batch.n])]
+
+
+def test_no_ubatch_computes_a_single_row_of_logits():
+    """llama.cpp splits a batch of several KV streams into ubatches of consecutive sequence ids with equal rows
+    each (split_equal); one whose only output is one row gets the row before it as a second output."""
+    # sequences 0 and 1 share a ubatch of 2 + 2 rows (one output: sequence 0's), then 1's last 2 rows alone
+    assert _outputs_after_pairing([(0, 2, True), (1, 4, True)]) == [0, 1, 4, 5]
+    # 3 and 5 are not consecutive: two ubatches, one output each
+    assert _outputs_after_pairing([(3, 2, True), (5, 2, True)]) == [0, 1, 2, 3]
+    # 1 and 2 are: one ubatch, two outputs, nothing added; a piece without outputs is left alone
+    assert _outputs_after_pairing([(1, 2, True), (2, 2, True), (4, 6, False)]) == [1, 3]
+    # in the batch's order, not the ids': 2 then 1 are two runs
+    assert _outputs_after_pairing([(2, 2, True), (1, 2, True)]) == [0, 1, 2, 3]
+    # one stream (--workers 1): the batch is one ubatch
+    assert _outputs_after_pairing([(0, 4, True)], streams=False) == [2, 3]
