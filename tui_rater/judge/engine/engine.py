@@ -321,7 +321,6 @@ class Engine:
         if slot.sampler is not None:
             slot.sampler.close()
         slot.request, slot.sampler = None, None
-        slot.left_by_probe = request.probe
         self._tick += 1
         slot.last_used = self._tick
         request.future.set_result(result)

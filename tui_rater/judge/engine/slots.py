@@ -51,7 +51,6 @@ class Slot:
         self.next_token = -1  # sampled, not yet in the KV cache
         self.last_used = 0
         self.admitted = 0
-        self.left_by_probe = False  # what it holds was a probe's prompt (no reply to continue)
 
     @property
     def idle(self) -> bool:
