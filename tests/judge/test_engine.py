@@ -389,7 +389,7 @@ def test_a_judge_behind_the_app_decodes_at_a_lower_priority(qwen_gguf, backgroun
 
 
 def test_the_kv_bookkeeping_calls_keep_the_gil_and_are_llama_cpps_own():
-    """seq_rm / seq_cp / the logits pointer take microseconds: called through ctypes.CDLL they release the GIL and
+    """seq_rm and the logits pointer take microseconds: called through ctypes.CDLL they release the GIL and
     must win it back from 16 busy workers (3x their CPU time between two decodes, llama.cpp idle meanwhile). They
     are bound through ctypes.PyDLL to the very same C functions llama-cpp-python calls."""
     import ctypes
@@ -403,7 +403,6 @@ def test_the_kv_bookkeeping_calls_keep_the_gil_and_are_llama_cpps_own():
 
     for held, theirs in (
         (native._seq_rm, lc.llama_memory_seq_rm),
-        (native._seq_cp, lc.llama_memory_seq_cp),
         (native._logits_ith, lc.llama_get_logits_ith),
     ):
         assert held._flags_ & ctypes._FUNCFLAG_PYTHONAPI, held  # type: ignore[attr-defined]
