@@ -194,7 +194,7 @@ class Engine:
     def _start(self, placement, request: Request, sampler: SequenceSampler | None) -> None:
         slot, ctx = placement.target, self.ctx
         if placement.source is not None and placement.copy_to > placement.keep:
-            # llama.cpp copies whole streams between sequences: the source's, cut to the shared prefix
+            # what the source holds, copied cell for cell, then cut to the shared prefix
             ctx.seq_cp(placement.source.seq, slot.seq)
             slot.kv[: placement.copy_to] = request.tokens[: placement.copy_to]
             slot.n_kv = placement.source.n_kv
