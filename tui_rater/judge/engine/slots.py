@@ -2,10 +2,11 @@
 
 A slot remembers which tokens its sequence holds in its KV stream. A new prompt takes an idle slot and starts from
 the longest prefix any sequence already holds: what that sequence holds is copied into the new one's KV stream
-(``Context.seq_cp``: the cells, bit for bit) and cut to the prefix. A prompt whose prefix another sequence is still evaluating waits until it is held
-(``WAIT``), then copies it. An item's instructions + story are thus evaluated once for all its questions and
-samples (Chiang & Lee §3.2: 3 samples of 4 questions per story) -- and bit for bit as a lone prompt's would be:
-each row's numbers do not depend on the batch it was computed in (``native.NUMERICS``).
+(``Context.seq_cp``: the cells, bit for bit) and cut to the prefix. A prompt whose prefix another sequence is
+still evaluating waits until it is held (``WAIT``), then copies it. An item's instructions + story are thus
+evaluated once for all its questions and samples (Chiang & Lee §3.2: 3 samples of 4 questions per story) -- and
+bit for bit as a lone prompt's would be: a row's numbers do not depend on the batch it was computed in
+(``native.NUMERICS``).
 """
 
 from __future__ import annotations
