@@ -41,6 +41,14 @@ def test_text_mode_stores_raw_replies_and_typed_failures(story_study, tiny_gguf)
         "min_mass": 0.5,
         "n_ctx": 4096,  # the tiny model's trained context
         "chat_template": None,
+        # what makes a reading batch-invariant (tui_rater/judge/engine/native.py), part of the judge's identity
+        "numerics": {
+            "flash_attn": False,
+            "kv_unified": False,
+            "type_k": "f16",
+            "type_v": "f16",
+            "rows_per_piece": "even",
+        },
         "base_url": None,
         "extra": {},
     }

@@ -425,6 +425,10 @@ def provenance(spec: JudgeSpec) -> dict:
             config.pop("chat_template")
         # where layers run does not change what the judge is
         config.pop("n_gpu_layers")
+        # how llama.cpp computes, where that changes the stored numbers (issue 26): part of the judge's identity
+        from tui_rater.judge.engine.native import NUMERICS
+
+        config["numerics"] = dict(NUMERICS)
     config["tui_rater_version"] = _version("tui-rater")
     return config
 

@@ -1,8 +1,9 @@
 """A batched llama.cpp engine for local judges: one model, one context, many sequences decoded together.
 
-- ``native``: llama.cpp's low-level API (model, context with a unified KV cache, numpy-backed ``llama_batch``);
+- ``native``: llama.cpp's low-level API (model, context with a KV stream per sequence, numpy-backed ``llama_batch``)
+  and ``NUMERICS``, what makes a reading independent of the batch it was computed in;
 - ``sampling``: each sequence's sampler (grammar, nucleus top-p without top-k, temperature, seeded draw);
-- ``slots``: the sequences and how a new prompt shares the prefix another sequence holds or is evaluating;
+- ``slots``: the sequences and how a new prompt copies the prefix another sequence holds (or waits for it);
 - ``engine``: the thread that admits prompts, builds one batch per step, decodes, samples and answers.
 
 ``tui_rater.judge.backends.local`` is the judge-facing side (chat templates, BOS rule, options).

@@ -2,8 +2,11 @@
 
 Callers (the judge's worker threads) submit a request and block until its result is ready. The engine thread runs
 llama.cpp's server loop in miniature (``tools/server``, ``examples/parallel``): admit waiting prompts into idle
-sequences (continuous batching), put one token of every generating sequence and chunks of the prompts being
+sequences (continuous batching), put the next token of every generating sequence and chunks of the prompts being
 evaluated into one batch, decode it with one ``llama_decode``, then sample each sequence or read its logits.
+
+Batch-invariant: what a sequence computes does not depend on the other sequences in the batch, on how many there
+are or on the order they came in (``native.NUMERICS`` says how; tests/judge/test_reproducible.py shows it).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import numpy as np
 from tui_rater.judge.backends.base import TokenCounts
 from tui_rater.judge.engine.native import Batch, Context, LoadError, Model, lower_thread_priority
 from tui_rater.judge.engine.sampling import SequenceSampler
-from tui_rater.judge.engine.slots import Generated, Request, Slot, place
+from tui_rater.judge.engine.slots import WAIT, Generated, Request, Slot, place
 from tui_rater.judge.errors import JudgeError
 
 _STOP = object()
@@ -33,7 +36,7 @@ class Engine:
         n_ctx: int,
         n_seq: int,
         n_gpu_layers: int = 0,
-        n_batch: int = 2048,
+        n_batch: int = 512,
         n_threads: int | None = None,
         background: bool = False,
     ):
@@ -53,14 +56,12 @@ class Engine:
         self._warm_up()
         self.slots = [Slot(i, n_ctx + 1) for i in range(n_seq)]
         self.counts = TokenCounts()  # written by the engine thread only
-        # what idle sequences keep for later prompts, most recently used first: every cell kept widens every
-        # sequence's attention in the unified cache (a 700-token batch on the test model: 26 ms with nothing else
-        # in the cache, 94 ms beside 6,000 other cells). A reply's sequence may be a conversation's next turn: one
-        # context's worth of them is kept; what a probe (distribution, implicit) leaves is only a shared prefix
-        self.idle_budget = n_ctx
-        self.idle_probe_budget = min(n_ctx, 1024)
+        # rows decoded a second time for batch invariance (a generated token's predecessor, a prompt piece's first)
+        self.repeated = 0
+        self.repeated_outputs = 0  # rows of logits computed only so that no ubatch has a single one
+        # what idle sequences hold stays for later prompts: each sequence has its own KV stream (its cells cost the
+        # others nothing), and a later prompt may continue it or copy its prefix
         self.steps = 0
-        self._finished = False  # a sequence finished in this step: trim what idle sequences keep, once
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._waiting: deque[Request] = deque()
         self._tick = 0
@@ -164,12 +165,16 @@ class Engine:
                 self._fail_all(JudgeError("internal", f"llama.cpp engine: {type(exc).__name__}: {exc}"))
 
     def _admit(self) -> None:
+        kept: deque[Request] = deque()  # prompts waiting for a prefix another sequence is evaluating
         while self._waiting:
             request = self._waiting[0]
             placement = place(self.slots, request.tokens)
             if placement is None:
-                return
+                break
             self._waiting.popleft()
+            if placement == WAIT:
+                kept.append(request)
+                continue
             try:
                 sampler = None
                 if not request.probe:
@@ -184,18 +189,22 @@ class Engine:
                 request.future.set_exception(JudgeError("bad_request", str(exc)))
                 continue
             self._start(placement, request, sampler)
+        self._waiting.extendleft(reversed(kept))  # in their order, before the prompts not yet looked at
 
     def _start(self, placement, request: Request, sampler: SequenceSampler | None) -> None:
         slot, ctx = placement.target, self.ctx
-        if slot.n_kv > placement.keep:
-            ctx.seq_rm(slot.seq, placement.keep, -1)
-        slot.n_kv = placement.keep
-        if placement.source is not None and placement.copy_to > slot.n_kv:
-            ctx.seq_cp(placement.source.seq, slot.seq, slot.n_kv, placement.copy_to)
-            slot.kv[slot.n_kv : placement.copy_to] = request.tokens[slot.n_kv : placement.copy_to]
-            slot.n_kv = placement.copy_to
+        if placement.source is not None and placement.copy_to > placement.keep:
+            # what the source holds, copied cell for cell, then cut to the shared prefix
+            ctx.seq_cp(placement.source.seq, slot.seq)
+            slot.kv[: placement.copy_to] = request.tokens[: placement.copy_to]
+            slot.n_kv = placement.source.n_kv
+            keep = placement.copy_to
+        else:
+            keep = placement.keep
+        # always, even when nothing is freed: the stream's next cells are then found right after the prefix
+        ctx.seq_rm(slot.seq, keep, -1)
+        slot.n_kv = keep
         self.counts.cached += slot.n_kv
-        slot.follow = (placement.source, placement.follow_to) if placement.follow_to > slot.n_kv else None
         slot.request, slot.sampler, slot.pos = request, sampler, slot.n_kv
         slot.generated, slot.next_token = [], -1
         self._tick += 1
@@ -210,49 +219,53 @@ class Engine:
         active = sorted((s for s in self.slots if not s.idle), key=lambda s: s.admitted)
         for slot in active:
             slot.runs = []
-            if not slot.prefilling:  # generating: its last sampled token
-                index = batch.add(np.array([slot.next_token], np.int32), slot.n_kv, slot.seq, True)
-                slot.runs.append((index, slot.n_kv, 1))
-                outputs.append((index, slot))
-        for slot in active:  # admission order: a source before the sequences that follow it
-            if slot.prefilling:
-                self._schedule_prompt(slot, outputs)
+            if not slot.prefilling:  # generating: its last sampled token, after the token before it (two rows)
+                pos0 = slot.n_kv - 1
+                tokens = np.array([slot.kv[pos0], slot.next_token], np.int32)
+                self.ctx.seq_rm(slot.seq, pos0, -1)
+                index = batch.add(tokens, pos0, slot.seq, True)
+                slot.runs.append((pos0, tokens))
+                outputs.append((index + 1, slot))
+                self.repeated += 1
+        for slot in active:
+            if slot.prefilling and not self._schedule_prompt(slot, outputs):
+                break  # a one-token prompt: alone in its batch
         if batch.n == 0:
             return
+        self.repeated_outputs += batch.pair_lone_outputs(streams=self.n_seq > 1)
         self._decode()
         for slot in active:
             self._advance(slot)
         self._outputs(outputs)
         self.steps += 1
 
-    def _schedule_prompt(self, slot: Slot, outputs: list[tuple[int, Slot]]) -> None:
+    def _schedule_prompt(self, slot: Slot, outputs: list[tuple[int, Slot]]) -> bool:
+        """The prompt's next piece: an even number of rows (``native.NUMERICS``), the last computing logits.
+        False when nothing more may join this batch."""
         request, batch = slot.request, self.batch
         assert request is not None
-        if slot.follow is not None:
-            source, until = slot.follow
-            while slot.pos < until:
-                found = source.entry_at(slot.pos)
-                if found is None:
-                    break  # the source has not put that position in this batch: wait for the next step
-                first, left = found
-                count = min(left, until - slot.pos)
-                batch.share(first, first + count, slot.seq)
-                slot.runs.append((first, slot.pos, count))
-                slot.pos += count
-                self.counts.cached += count
-            if slot.pos < until:
-                return
-            slot.follow = None
-        count = min(self.n_batch - batch.n, len(request.tokens) - slot.pos)
-        if count <= 0:
-            return
-        last = slot.pos + count == len(request.tokens)
-        first = batch.add(request.tokens[slot.pos : slot.pos + count], slot.pos, slot.seq, last)
-        slot.runs.append((first, slot.pos, count))
-        slot.pos += count
-        self.counts.evaluated += count
+        room = self.batch.capacity - batch.n
+        start, end = slot.pos, min(len(request.tokens), slot.pos + room)
+        if end <= start:
+            return True
+        if (end - start) % 2:
+            if start > 0 and end - start < room:
+                start -= 1  # one token early: the row before is decoded again, to the same bits
+            elif end - start > 1:
+                end -= 1  # the next piece starts one token early instead
+            elif len(request.tokens) > 1 or batch.n > 0:
+                return True  # no room for two rows in this batch; a one-token prompt is decoded in a batch of its own
+        tokens = request.tokens[start:end]
+        self.ctx.seq_rm(slot.seq, start, -1)
+        last = end == len(request.tokens)
+        first = batch.add(tokens, start, slot.seq, last)
+        slot.runs.append((start, tokens))
+        self.counts.evaluated += end - slot.pos
+        self.repeated += slot.pos - start
+        slot.pos = end
         if last:
-            outputs.append((first + count - 1, slot))
+            outputs.append((first + len(tokens) - 1, slot))
+        return len(tokens) > 1
 
     def _decode(self) -> None:
         code = self.ctx.decode(self.batch)
@@ -267,14 +280,9 @@ class Engine:
 
     def _advance(self, slot: Slot) -> None:
         """After a decode: the sequence holds what was put in the batch for it."""
-        request = slot.request
-        assert request is not None
-        for _first, pos0, count in slot.runs:
-            if slot.generated and pos0 >= len(request.tokens):
-                slot.kv[pos0] = slot.next_token
-            else:
-                slot.kv[pos0 : pos0 + count] = request.tokens[pos0 : pos0 + count]
-            slot.n_kv = pos0 + count
+        for pos0, tokens in slot.runs:
+            slot.kv[pos0 : pos0 + len(tokens)] = tokens
+            slot.n_kv = pos0 + len(tokens)
         slot.runs = []
 
     def _outputs(self, outputs: list[tuple[int, Slot]]) -> None:
@@ -293,9 +301,6 @@ class Engine:
             tokens = [slot.sampler.sample(logits) for slot, logits in drawing]  # type: ignore[union-attr]
         for (slot, _), token in zip(drawing, tokens):
             self._generated(slot, token)
-        if self._finished:
-            self._finished = False
-            self._trim_idle()  # once a step, however many sequences finished in it
 
     def _generated(self, slot: Slot, token: int) -> None:
         request = slot.request
@@ -315,23 +320,10 @@ class Engine:
         assert request is not None
         if slot.sampler is not None:
             slot.sampler.close()
-        slot.request, slot.sampler, slot.follow = None, None, None
-        slot.left_by_probe = request.probe
+        slot.request, slot.sampler = None, None
         self._tick += 1
         slot.last_used = self._tick
         request.future.set_result(result)
-        self._finished = True
-
-    def _trim_idle(self) -> None:
-        """Keep the most recently used idle sequences' tokens within the budgets; forget the rest."""
-        kept = {True: 0, False: 0}  # by "a probe left it"
-        for slot in sorted((s for s in self.slots if s.idle and s.n_kv), key=lambda s: -s.last_used):
-            probe = slot.left_by_probe
-            if kept[probe] + slot.n_kv <= (self.idle_probe_budget if probe else self.idle_budget):
-                kept[probe] += slot.n_kv
-            else:
-                self.ctx.seq_rm(slot.seq, 0, -1)
-                slot.n_kv = 0
 
     def _fail_all(self, error: JudgeError) -> None:
         """Fail every request in flight or waiting, and start again from an empty KV cache."""
@@ -341,7 +333,7 @@ class Engine:
                     slot.sampler.close()
                 if not slot.request.future.done():
                     slot.request.future.set_exception(error)
-            slot.request, slot.sampler, slot.follow, slot.n_kv, slot.runs = None, None, None, 0, []
+            slot.request, slot.sampler, slot.n_kv, slot.runs = None, None, 0, []
         while self._waiting:
             self._waiting.popleft().future.set_exception(error)
         self.ctx.clear()

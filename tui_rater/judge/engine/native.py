@@ -35,7 +35,6 @@ def _holding_the_gil(function):
 
 
 _seq_rm = _holding_the_gil(lc.llama_memory_seq_rm)
-_seq_cp = _holding_the_gil(lc.llama_memory_seq_cp)
 _logits_ith = _holding_the_gil(lc.llama_get_logits_ith)
 
 
@@ -159,22 +158,41 @@ class Model:
             self.ptr = None
 
 
+# What the engine computes with, as far as it changes the numbers a judge stores (recorded in its provenance,
+# ``judge.spec.provenance``). Measured on llama.cpp's CPU backend (tests/judge/test_reproducible.py,
+# bench/judge_repro.py): every matrix product gives each row the same bits whatever the other rows are, except
+# that a product of ONE row takes another kernel (ggml's vec_dot instead of llamafile's sgemm: 1e-7 apart). So:
+# - each sequence has its own KV stream (``kv_unified`` off): its cells are positions 0..n-1 of its own buffer,
+#   and its attention sums run over them in the same lanes whoever else is in the cache;
+# - no flash attention: llama.cpp's CPU kernel picks a tiled path by the batch's row count and splits the KV by
+#   thread for a single-row batch, and so moved a reading by up to 1e-3 with the batch's make-up;
+# - every piece of a sequence put in a batch is an even number (>= 2) of rows, and outputs come in pairs: a
+#   generated token is decoded with the one before it (re-evaluated: the same bits), a prompt piece of odd length
+#   starts one token early. llama.cpp splits a batch of several streams into ubatches of equal rows per sequence,
+#   cut at differences of the pieces' lengths: even lengths never leave a one-row product;
+# - ``n_batch`` = ``n_ubatch``: the engine's batch is never cut elsewhere.
+# Thread count, ubatch size and the order of sequences in a batch do not change a bit (measured).
+NUMERICS = {
+    "flash_attn": False,
+    "kv_unified": False,
+    "type_k": "f16",
+    "type_v": "f16",
+    "rows_per_piece": "even",
+}
+
+
 class Context:
-    """One llama.cpp context: a unified KV cache shared by ``n_seq`` sequences of up to ``n_ctx_seq`` tokens each."""
+    """One llama.cpp context: ``n_seq`` sequences of up to ``n_ctx_seq`` tokens, each in its own KV stream."""
 
     def __init__(self, model: Model, *, n_ctx_seq: int, n_seq: int, n_batch: int, n_threads: int):
         params = lc.llama_context_default_params()
-        # N sequences of n_ctx_seq tokens always fit, whatever they share (the sharing only leaves cells free)
         params.n_ctx = n_ctx_seq * n_seq
-        params.n_batch = n_batch
-        params.n_ubatch = min(512, n_batch)
+        params.n_batch = params.n_ubatch = n_batch
         params.n_seq_max = n_seq
-        params.kv_unified = True  # one cell pool: a copied prefix is shared cells, not copied data
+        params.kv_unified = NUMERICS["kv_unified"]
         params.n_threads = params.n_threads_batch = n_threads
-        # flash attention where llama.cpp supports it (its default; llama-cpp-python's is off): in a unified cache
-        # each sequence attends past the other sequences' cells, which flash attention skips cheaply -- 2-6x faster
-        # prompt evaluation on a CPU; the logits move by ~1e-4 (bench/README.md)
-        params.flash_attn_type = lc.LLAMA_FLASH_ATTN_TYPE_AUTO
+        params.flash_attn_type = lc.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        params.type_k = params.type_v = lc.GGML_TYPE_F16  # llama.cpp's default, said explicitly
         params.no_perf = True
         with quiet_stderr():
             ptr = lc.llama_init_from_model(model.ptr, params)
@@ -186,6 +204,7 @@ class Context:
         self.ptr = ptr
         self.memory = lc.llama_get_memory(ptr)
         self.n_vocab = model.n_vocab
+        self.numerics = dict(NUMERICS)  # what this context was created with
 
     def decode(self, batch: Batch) -> int:
         batch.struct.n_tokens = batch.n
@@ -199,8 +218,18 @@ class Context:
     def seq_rm(self, seq: int, p0: int = 0, p1: int = -1) -> None:
         _seq_rm(self.memory, seq, p0, p1)
 
-    def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
-        _seq_cp(self.memory, src, dst, p0, p1)
+    def seq_cp(self, src: int, dst: int) -> None:
+        """Make ``dst`` hold what ``src`` holds, cell for cell: the same bits at the same cells (0..n-1).
+
+        Through the sequence state API (what ``src`` holds, serialised, then restored into ``dst``), not
+        ``llama_memory_seq_cp``: between KV streams that copies whole streams, ``n_ctx`` cells of every layer
+        whatever is held (a 1B model at 8,192 tokens: ~0.5 GB a copy)."""
+        size = lc.llama_state_seq_get_size(self.ptr, src)
+        buffer = (ctypes.c_uint8 * size)()
+        written = lc.llama_state_seq_get_data(self.ptr, buffer, size, src)
+        self.seq_rm(dst, 0, -1)  # the stream's next cells are then 0, 1, ...
+        if not written or lc.llama_state_seq_set_data(self.ptr, buffer, written, dst) != written:
+            raise RuntimeError(f"llama.cpp could not copy sequence {src} to {dst}")
 
     def clear(self) -> None:
         lc.llama_memory_clear(self.memory, True)
@@ -214,8 +243,7 @@ class Context:
 class Batch:
     """A ``llama_batch`` whose arrays are numpy buffers, filled with vector operations.
 
-    An entry may belong to several sequences (``share``): a prompt prefix that several new sequences need is
-    evaluated once for all of them, as in llama.cpp's ``batched`` example.
+    Every entry belongs to one sequence (llama.cpp's per-sequence KV streams take no shared entries).
     """
 
     def __init__(self, capacity: int, n_seq: int):
@@ -256,8 +284,41 @@ class Batch:
         self.n = end
         return start
 
-    def share(self, start: int, end: int, seq: int) -> None:
-        """Let sequence ``seq`` have entries [start, end) too."""
-        rows = np.arange(start, end)
-        self.seq_id[rows, self.n_seq_id[rows]] = seq
-        self.n_seq_id[rows] += 1
+    def pair_lone_outputs(self, *, streams: bool) -> int:
+        """Give every ubatch that would compute ONE row of logits a second one (the row before it); return how
+        many were added. A one-row product takes another kernel than a product of several rows: the row of
+        logits would then depend on which other sequences' outputs share its ubatch (``NUMERICS``).
+
+        The ubatches are llama.cpp's own split of this batch, followed step by step (``llama_batch_allocr::
+        split_equal`` with per-sequence streams, ``split_simple`` with one): each ubatch takes a run of
+        consecutive sequence ids, in the batch's order, and the same number of rows from each -- the fewest any
+        of them has left (``n_ubatch`` = ``n_batch``: never fewer). Pieces are one per sequence, contiguous,
+        and of even length, so the row before an output is in the output's ubatch.
+        """
+        n = self.n
+        if not streams:  # one stream: the batch is one ubatch
+            outputs = np.flatnonzero(self.output[:n])
+            if outputs.size == 1 and outputs[0] > 0:
+                self.output[outputs[0] - 1] = 1
+                return 1
+            return 0
+        seqs = self.seq_id[:n, 0]
+        starts = np.flatnonzero(np.r_[True, seqs[1:] != seqs[:-1]])
+        pieces = [[int(seqs[a]), int(a), int(b - a)] for a, b in zip(starts, np.r_[starts[1:], n])]  # seq, next, left
+        added = 0
+        while True:
+            run: list[list[int]] = []
+            for piece in pieces:
+                if piece[2] and (not run or piece[0] == run[-1][0] + 1):
+                    run.append(piece)
+            if not run:
+                return added
+            k = min(piece[2] for piece in run)
+            rows = np.concatenate([np.arange(piece[1], piece[1] + k) for piece in run])
+            outputs = rows[self.output[rows] == 1]
+            if outputs.size == 1:
+                self.output[outputs[0] - 1] = 1
+                added += 1
+            for piece in run:
+                piece[1] += k
+                piece[2] -= k

@@ -1,10 +1,12 @@
-"""Sequences of the shared KV cache ("slots", as llama.cpp's server calls them) and how a new prompt gets one.
+"""Sequences of the KV cache ("slots", as llama.cpp's server calls them) and how a new prompt gets one.
 
-A slot remembers which tokens its sequence holds in the KV cache. A new prompt takes an idle slot and starts from
-the longest prefix any sequence already holds or is evaluating: cells that hold it are *shared* with
-``llama_memory_seq_cp`` (in a unified KV cache that is bookkeeping, not a copy), and a prefix another sequence is
-still evaluating is joined entry by entry in the same batches (``follow``). An item's instructions + story are thus
-evaluated once for all its questions and samples (Chiang & Lee §3.2: 3 samples of 4 questions per story).
+A slot remembers which tokens its sequence holds in its KV stream. A new prompt takes an idle slot and starts from
+the longest prefix any sequence already holds: what that sequence holds is copied into the new one's KV stream
+(``Context.seq_cp``: the cells, bit for bit) and cut to the prefix. A prompt whose prefix another sequence is
+still evaluating waits until it is held (``WAIT``), then copies it. An item's instructions + story are thus
+evaluated once for all its questions and samples (Chiang & Lee §3.2: 3 samples of 4 questions per story) -- and
+bit for bit as a lone prompt's would be: a row's numbers do not depend on the batch it was computed in
+(``native.NUMERICS``).
 """
 
 from __future__ import annotations
@@ -44,14 +46,12 @@ class Slot:
         self.n_kv = 0
         self.request: Request | None = None
         self.pos = 0  # next prompt position to put in a batch
-        self.follow: tuple[Slot, int] | None = None  # (source, until): positions taken from the source's entries
-        self.runs: list[tuple[int, int, int]] = []  # this step's batch entries: (first entry, first position, count)
+        self.runs: list[tuple[int, np.ndarray]] = []  # this step's batch entries: (first position, tokens)
         self.sampler: SequenceSampler | None = None
         self.generated: list[int] = []
         self.next_token = -1  # sampled, not yet in the KV cache
         self.last_used = 0
         self.admitted = 0
-        self.left_by_probe = False  # what it holds was a probe's prompt (no reply to continue)
 
     @property
     def idle(self) -> bool:
@@ -68,13 +68,6 @@ class Slot:
             return self.request.tokens
         return self.kv[: self.n_kv]
 
-    def entry_at(self, pos: int) -> tuple[int, int] | None:
-        """(batch entry, entries left in that run) holding position ``pos`` of this sequence in this step."""
-        for first, pos0, count in self.runs:
-            if pos0 <= pos < pos0 + count:
-                return first + pos - pos0, pos0 + count - pos
-        return None
-
 
 def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
     n = min(len(a), len(b))
@@ -89,12 +82,15 @@ class Placement:
     target: Slot
     keep: int  # positions the target keeps of what it holds
     source: Slot | None = None
-    copy_to: int = 0  # positions [keep, copy_to) shared from the source's cells
-    follow_to: int = 0  # positions [copy_to, follow_to) joined in the source's coming batches
+    copy_to: int = 0  # positions [0, copy_to) copied from the source's stream
 
 
-def place(slots: list[Slot], tokens: np.ndarray) -> Placement | None:
-    """Where a new prompt goes; None when every slot is busy.
+WAIT = "wait"  # another sequence is evaluating a longer prefix of this prompt: place it once that is held
+WAIT_FOR = 8  # ... at least this many tokens longer than what can be had now
+
+
+def place(slots: list[Slot], tokens: np.ndarray) -> Placement | str | None:
+    """Where a new prompt goes; None when every slot is busy; ``WAIT`` when its prefix is being evaluated.
 
     The target is an idle slot whose content the prompt extends (a conversation's next turn, an empty slot), else
     the least recently used idle slot. At least the prompt's last token is always evaluated: its logits are needed.
@@ -111,16 +107,16 @@ def place(slots: list[Slot], tokens: np.ndarray) -> Placement | None:
     target = max(extended, key=lambda s: s.n_kv) if extended else min(idle, key=lambda s: s.last_used)
     keep = min(shared(target), target.n_kv)
     best = Placement(target, keep)
+    coming = 0  # the longest prefix a sequence is still evaluating
     for slot in slots:
         if slot is target:
             continue
         reach = shared(slot)
-        if reach <= max(keep, best.follow_to, best.copy_to):
-            continue
-        held = slot.n_kv  # placing happens between steps: nothing is in flight
-        if held >= reach:
-            best = Placement(target, keep, slot, reach, reach)
-        elif held >= keep:
-            # the source is still evaluating this prefix: share what it holds, join the rest as it is evaluated
-            best = Placement(target, keep, slot, held, reach)
+        held = min(reach, slot.n_kv)  # placing happens between steps: nothing is in flight
+        if slot.prefilling:
+            coming = max(coming, reach)
+        if held > max(keep, best.copy_to):
+            best = Placement(target, keep, slot, held)
+    if coming >= max(keep, best.copy_to) + WAIT_FOR:
+        return WAIT
     return best
