@@ -266,6 +266,26 @@ def release(study: Study, jobs: list[Job], owner: str) -> None:
         )
 
 
+def leased_by(study: Study, owners: list[str]) -> int:
+    """How many jobs these owners hold now."""
+    marks = ", ".join("?" * len(owners))
+    return study.db.conn.execute(
+        f"SELECT count(*) FROM jobs WHERE status = 'leased' AND lease_owner IN ({marks})", owners
+    ).fetchone()[0]
+
+
+def release_owners(study: Study, owners: list[str]) -> int:
+    """Give back every job these owners hold (a run stopping while a worker still waits on its server); a worker
+    answering later finds its lease gone and stores nothing (``complete``)."""
+    marks = ", ".join("?" * len(owners))
+    with write(study.db) as conn:
+        return conn.execute(
+            "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL, attempts = attempts - 1 "
+            f"WHERE status = 'leased' AND lease_owner IN ({marks})",
+            owners,
+        ).rowcount
+
+
 def cancel(study: Study, rater_id: int | None = None) -> int:
     with write(study.db) as conn:
         sql = (

@@ -68,6 +68,8 @@ class Progress:
     parse_failures: int = 0
     retried: int = 0
     cached: int = 0
+    # this run's readings by parse status ('ok' = usable): what the run produced, not just how many jobs ended
+    readings: dict[str, int] = field(default_factory=dict)
     fatal: JudgeError | None = None
     started: float = field(default_factory=time.monotonic)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -79,6 +81,11 @@ class Progress:
                 setattr(self, name, getattr(self, name) + delta)
         with self.changed:
             self.changed.notify_all()
+
+    def add_readings(self, statuses: list[str]) -> None:
+        with self.lock:
+            for status in statuses:
+                self.readings[status] = self.readings.get(status, 0) + 1
 
     def wait_for_change(self, timeout: float) -> None:
         """Until another worker ends a job (its lease may have been the last) or ``timeout``: a worker that found
@@ -160,6 +167,14 @@ class Worker(threading.Thread):
                     self.backend.close()
             study.close()
 
+    def interrupt(self) -> None:
+        """Stop now (any thread): a local engine stops between decode steps and its requests come back as
+        ``cancelled``; the job is given back. (A request to a server cannot be called back: the caller stops
+        waiting for it and gives back its job: ``service.judging.JudgeRun.interrupt``.)"""
+        cancel = getattr(self.backend, "cancel", None)
+        if cancel is not None:
+            cancel()
+
     def _stop_judge(self, exc: JudgeError) -> None:
         self.progress.fatal = exc
         self.stop_event.set()
@@ -186,6 +201,9 @@ class Worker(threading.Thread):
                 # a bug must not silently kill the worker: the job fails, visibly, and the rest go on
                 raise JudgeError("internal", f"{type(exc).__name__}: {exc}") from None
         except JudgeError as exc:
+            if exc.kind == "cancelled":  # the run is stopping: the job goes back untouched
+                queue.release(study, [job], self.owner)
+                return False
             status = queue.fail(
                 study, job, self.owner, exc.kind, exc.message, retryable=exc.retryable, retry_after=exc.retry_after
             )
@@ -201,6 +219,7 @@ class Worker(threading.Thread):
             return True
         replies, self.replies = self.replies, {}
         if queue.complete(study, job, self.owner, results, replies):
+            self.progress.add_readings([r.parse_status for r in results])
             self.progress.add(done=1, parse_failures=sum(r.parse_status != "ok" for r in results))
             if self.on_result:
                 self.on_result(job)

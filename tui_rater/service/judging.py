@@ -173,6 +173,38 @@ class JudgeRun:
         self.stop_event.set()
         self.wait(timeout)
 
+    def interrupt(self) -> None:
+        """Stop now: no worker takes another job, a local engine stops between decode steps (its jobs come back)."""
+        self.stop_event.set()
+        for thread in self.threads:
+            thread.interrupt()
+
+    def owners(self) -> list[str]:
+        return [thread.owner for thread in self.threads]
+
+    def held(self, study: Study) -> int:
+        """Jobs this run's workers hold now."""
+        return queue.leased_by(study, self.owners())
+
+    def give_back(self, study: Study) -> int:
+        """Give back every job a worker still holds (one waiting on a server that does not answer cannot be called
+        back, and is not waited for); return how many."""
+        return queue.release_owners(study, self.owners())
+
+
+STOP_WAIT_S = 1.5  # Ctrl-C: how long the workers get to end their current step before their jobs are taken back
+
+
+def stop_now(study: Study, runs: list[JudgeRun], wait_s: float = STOP_WAIT_S) -> int:
+    """Interrupt runs, wait up to ``wait_s`` for their workers, give back what they still hold: how many jobs were
+    given back here. Workers still alive after it (a request to a silent server) store nothing any more."""
+    for run in runs:
+        run.interrupt()
+    deadline = time.monotonic() + wait_s
+    for run in runs:
+        run.wait(max(0.0, deadline - time.monotonic()))
+    return sum(run.give_back(study) for run in runs)
+
 
 def start_judge(
     db_path: str | Path,
@@ -217,6 +249,54 @@ def judge_study(
     run = start_judge(study.path, plan_judge(study, spec, task_names, limit), workers, backend_factory=backend_factory)
     run.wait()
     return run
+
+
+# a run where at least this share of the readings are typed failures is told which mode would do better
+POOR_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class RunYield:
+    """What a run produced: usable readings (parsed, on the scale) and typed failures by kind. A run whose jobs
+    all ended but none of whose readings is usable did not succeed (issue 22: 120 of 120 ``no_number``, exit 0)."""
+
+    usable: int
+    failures: dict[str, int]
+
+    @classmethod
+    def of(cls, readings: dict[str, int]) -> RunYield:
+        failures = {kind: n for kind, n in sorted(readings.items(), key=lambda kv: (-kv[1], kv[0])) if kind != "ok"}
+        return cls(readings.get("ok", 0), failures)
+
+    @property
+    def total(self) -> int:
+        return self.usable + sum(self.failures.values())
+
+    @property
+    def useless(self) -> bool:
+        return self.total > 0 and self.usable == 0
+
+    @property
+    def poor(self) -> bool:
+        return self.total > 0 and self.usable < self.total * (1 - POOR_SHARE)
+
+    def describe(self) -> str:
+        """``45 of 60 readings usable; typed failures: 15 no_number``."""
+        line = f"{self.usable} of {self.total} readings usable"
+        if self.failures:
+            line += "; typed failures: " + ", ".join(f"{n} {kind}" for kind, n in self.failures.items())
+        return line
+
+    def next_step(self, mode: str) -> str:
+        """The mode that would work, and the check that shows why this one did not."""
+        check = "see why with `tui-rater judge --check` (what the model reads and answers)"
+        if mode == "constrained":  # the reply is held to the scale: what fails is the setup, not the parsing
+            return check
+        if mode == "text":
+            why = "the replies do not read as an answer on the scale"
+        else:
+            why = "the model puts too little probability on the scale's options"
+        return f"{why}: try --mode constrained (the reply is held to the scale), or {check}"
 
 
 def queue_counts(study: Study, rater_id: int | None = None) -> dict[str, int]:
@@ -270,6 +350,21 @@ class BackgroundJudges:
         for _, run in self.runs:
             run.wait(timeout)
 
+    def interrupt(self) -> None:
+        """The screen is closing: every judge stops taking jobs, a local one between two decode steps."""
+        for _, run in self.runs:
+            run.interrupt()
+
+    def held(self, study: Study) -> int:
+        return sum(run.held(study) for _, run in self.runs)
+
+    def alive(self) -> bool:
+        return any(run.alive() for _, run in self.runs)
+
+    def stop_now(self, study: Study, wait_s: float = 0.5) -> int:
+        """Stop within ``wait_s`` (quitting the app): jobs still held are given back; how many."""
+        return stop_now(study, [run for _, run in self.runs], wait_s)
+
 
 __all__ = [
     "BackgroundJudges",
@@ -277,6 +372,7 @@ __all__ = [
     "JudgeOptions",
     "JudgePlan",
     "JudgeRun",
+    "RunYield",
     "cancel_jobs",
     "default_workers",
     "judge_study",
@@ -286,4 +382,5 @@ __all__ = [
     "resolve_spec",
     "retry_jobs",
     "start_judge",
+    "stop_now",
 ]

@@ -203,6 +203,10 @@ class LocalBackend:
             cache[option] = found
         return cache[option]
 
+    def cancel(self) -> None:
+        """Stop the shared engine now (the run is ending): its requests fail as ``cancelled``."""
+        self.engine.cancel()  # type: ignore[attr-defined]
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True

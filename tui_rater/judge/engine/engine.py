@@ -23,6 +23,11 @@ from tui_rater.judge.engine.slots import Generated, Request, Slot, place
 from tui_rater.judge.errors import JudgeError
 
 _STOP = object()
+_CANCEL = object()
+
+
+def cancelled() -> JudgeError:
+    return JudgeError("cancelled", "the run was stopped before this job was answered")
 
 
 class Engine:
@@ -61,6 +66,7 @@ class Engine:
         self.idle_probe_budget = min(n_ctx, 1024)
         self.steps = 0
         self._finished = False  # a sequence finished in this step: trim what idle sequences keep, once
+        self._cancelled = False
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._waiting: deque[Request] = deque()
         self._tick = 0
@@ -116,10 +122,20 @@ class Engine:
         return np.asarray(tokens, dtype=np.int32)
 
     def _submit(self, request: Request):
+        if self._cancelled:
+            raise cancelled()
         if not self._thread.is_alive():
             raise JudgeError("internal", "the llama.cpp engine has stopped")
         self._inbox.put(request)
         return request.future.result()
+
+    def cancel(self) -> None:
+        """Stop now (Ctrl-C, quitting the app), from any thread: the decode in progress ends at its next graph node,
+        and every request in flight, waiting or still to come fails as ``cancelled`` (the worker gives its job
+        back). For good: a cancelled engine is only closed."""
+        self._cancelled = True
+        self.ctx.abort()
+        self._inbox.put(_CANCEL)
 
     def close(self) -> None:
         if self._thread.is_alive():
@@ -147,7 +163,7 @@ class Engine:
             while item is not None:
                 if item is _STOP:
                     stop = True
-                else:
+                elif item is not _CANCEL:
                     self._waiting.append(item)
                 try:
                     item = self._inbox.get_nowait()
@@ -156,12 +172,18 @@ class Engine:
             if stop:
                 self._fail_all(JudgeError("internal", "the llama.cpp engine was closed"))
                 return
+            if self._cancelled:  # between two decode steps: nothing more is decoded
+                self._fail_all(cancelled())
+                continue
             try:
                 self._admit()
                 if any(not s.idle for s in self.slots):
                     self._step()
             except Exception as exc:  # a bug must fail the requests in flight, visibly, not hang their callers
-                self._fail_all(JudgeError("internal", f"llama.cpp engine: {type(exc).__name__}: {exc}"))
+                if self._cancelled:  # the decode was aborted (llama_decode returned 2)
+                    self._fail_all(cancelled())
+                else:
+                    self._fail_all(JudgeError("internal", f"llama.cpp engine: {type(exc).__name__}: {exc}"))
 
     def _admit(self) -> None:
         while self._waiting:
