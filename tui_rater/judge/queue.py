@@ -211,8 +211,8 @@ def complete(
             ],
         )
         conn.executemany(
-            "INSERT OR IGNORE INTO replies (request_hash, reply, created_at) VALUES (?, ?, ?)",
-            [(key, json.dumps(reply), now) for key, reply in (replies or {}).items()],
+            "INSERT OR IGNORE INTO replies (request_hash, reply, created_at, rater_id) VALUES (?, ?, ?, ?)",
+            [(key, json.dumps(reply), now, job.rater_id) for key, reply in (replies or {}).items()],
         )
     return True
 

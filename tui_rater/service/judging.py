@@ -308,6 +308,11 @@ def queue_failures(study: Study, limit: int = 20) -> list[dict[str, Any]]:
     return queue.failures(study, limit)
 
 
+def reclaim_dead(study: Study) -> int:
+    """Queue again the jobs that processes no longer running on this host left leased."""
+    return queue.reclaim_dead(study)
+
+
 def cancel_jobs(study: Study, rater_id: int | None = None) -> int:
     return queue.cancel(study, rater_id)
 
@@ -379,6 +384,7 @@ __all__ = [
     "plan_judge",
     "queue_counts",
     "queue_failures",
+    "reclaim_dead",
     "resolve_spec",
     "retry_jobs",
     "start_judge",

@@ -295,6 +295,9 @@ MIGRATIONS: list[Migration] = [
     """,
     # 5: raters' short labels; where each judge's replies came from (model file, server, its fingerprint)
     _judge_labels,
+    # which judge's run cached each reply: `judges --forget` removes a judge's cached replies with it (replies
+    # cached before this column existed name none, and stay)
+    "ALTER TABLE replies ADD COLUMN rater_id INTEGER;",
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

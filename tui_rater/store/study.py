@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import sys
 from collections.abc import Iterable
@@ -262,7 +263,9 @@ class Study:
             "SELECT count(*) FROM raters WHERE kind = 'llm' AND json_valid(config) AND json_type(config) = 'object' "
             "AND json_type(config, '$.backend') = 'text'"
         ).fetchone()[0]
-        return judge_label(configured + 1, config or {}, name, taken)
+        # after a judge was forgotten (`judges --forget`) the count is lower than the highest number in use
+        numbers = [int(m[1]) for label in taken if (m := re.match(r"J(\d+) ", label))]
+        return judge_label(max([configured, *numbers]) + 1, config or {}, name, taken)
 
     def raters(self, kind: str | None = None) -> list[Rater]:
         sql = "SELECT * FROM raters" + (" WHERE kind = ?" if kind else "") + " ORDER BY id"
