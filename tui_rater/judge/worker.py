@@ -31,7 +31,7 @@ from tui_rater.store.study import Item, Study
 BackendFactory = Callable[[JudgeSpec], object]
 
 
-def make_backend(spec: JudgeSpec, parallel: int | None = None, background: bool = False):
+def make_backend(spec: JudgeSpec, parallel: int | None = None, background: bool = False, prompts=None):
     """A worker's backend. A local model is loaded once per process: every call returns a handle on the same
     engine (closing the last handle frees it), with ``parallel`` concurrent sequences when it is first made, at a
     lower priority when ``background`` (a judge inside the app)."""
@@ -41,7 +41,7 @@ def make_backend(spec: JudgeSpec, parallel: int | None = None, background: bool 
         return ApiBackend(spec)
     from tui_rater.judge.backends.local import DEFAULT_SEQUENCES, LocalBackend
 
-    return LocalBackend(spec, parallel=parallel or DEFAULT_SEQUENCES, background=background)
+    return LocalBackend(spec, parallel=parallel or DEFAULT_SEQUENCES, background=background, prompts=prompts)
 
 
 def lease_size(spec: JudgeSpec) -> tuple[int, int]:
@@ -51,11 +51,13 @@ def lease_size(spec: JudgeSpec) -> tuple[int, int]:
     return (4, 64) if spec.is_api else (1, 1)
 
 
-def _sized_factory(factory: BackendFactory, spec: JudgeSpec, workers: int, background: bool) -> BackendFactory:
-    """The default factory, told how many workers share a local engine (its number of sequences) and whether it
-    runs behind the app."""
+def _sized_factory(
+    factory: BackendFactory, spec: JudgeSpec, workers: int, background: bool, prompts: list | None = None
+) -> BackendFactory:
+    """The default factory, told how many workers share a local engine (its number of sequences), whether it
+    runs behind the app, and the run's longest prompts (its KV cache is sized by them)."""
     if factory is make_backend and not spec.is_api:
-        return partial(make_backend, parallel=workers, background=background)
+        return partial(make_backend, parallel=workers, background=background, prompts=prompts)
     return factory
 
 
@@ -436,6 +438,7 @@ def run_judge(
     stop: threading.Event | None = None,
     backend_factory: BackendFactory = make_backend,
     background: bool = False,
+    prompts: list | None = None,
 ) -> tuple[list[Worker], Progress, threading.Event]:
     """Start ``workers`` threads for one judge; the caller joins them (or sets ``stop``). ``background``: a local
     model decodes at a lower priority than the app's screen."""
@@ -443,7 +446,7 @@ def run_judge(
     stop = stop or threading.Event()
     if spec.is_api:
         import openai  # noqa: F401 - once here, not under the import lock of 16 starting threads
-    backend_factory = _sized_factory(backend_factory, spec, workers, background)
+    backend_factory = _sized_factory(backend_factory, spec, workers, background, prompts)
     threads = [
         Worker(
             db_path,

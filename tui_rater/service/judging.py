@@ -22,9 +22,10 @@ from tui_rater.judge import queue
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
 from tui_rater.judge.worker import BackendFactory, Progress, Worker, job_shapes, make_backend, run_judge
-from tui_rater.store.study import Rater, Study
+from tui_rater.store.study import Item, Rater, Study
 
 T = TypeVar("T")
+Messages = list[dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,8 @@ class JudgePlan:
     tasks: list[str]
     added: int
     pending: int
+    # a local judge's longest prompts (chat messages): its KV cache is sized by them, not by --n-ctx x --workers
+    prompts: list[list[dict[str, str]]] = field(default_factory=list)
 
 
 def plan_judge(study: Study, spec: JudgeSpec, task_names: list[str], limit: int | None = None) -> JudgePlan:
@@ -136,11 +139,35 @@ def plan_judge(study: Study, spec: JudgeSpec, task_names: list[str], limit: int 
     config = provenance(spec)
     rater = study.judge(rater_name(spec, config), config)
     added = 0
+    prompts: list[list[dict[str, str]]] = []
     for name in task_names:
         task = study.task(name)
-        keys = [item.key for item in study.items(name)][:limit]
-        added += queue.enqueue(study, rater.id, keys, job_shapes(task, spec))
-    return JudgePlan(spec, config, rater, list(task_names), added, queue.pending(study, rater.id))
+        items = study.items(name)[:limit]
+        added += queue.enqueue(study, rater.id, [item.key for item in items], job_shapes(task, spec))
+        if not spec.is_api:
+            prompts += longest_prompts(task, items, spec)
+    return JudgePlan(spec, config, rater, list(task_names), added, queue.pending(study, rater.id), prompts)
+
+
+LONGEST_ITEMS = 8  # items whose prompts are measured in tokens (by the loaded model) to size a local KV cache
+
+
+def longest_prompts(task: Task, items: list[Item], spec: JudgeSpec, count: int = LONGEST_ITEMS) -> list[Messages]:
+    """The prompts of the ``count`` items with the most text: what a local judge's KV cache is sized by. (Measuring
+    every prompt in tokens would cost seconds on 100k items; one longer in tokens than these still runs, with fewer
+    sequences at once.)"""
+    longest = sorted(items, key=lambda item: -sum(len(v.encode()) for v in item.fields.values() if v))[:count]
+    found: list[Messages] = []
+    for attribute in task.attributes:
+        protocol = protocols.for_mode(task, attribute, spec.mode)
+        for presentation in protocol.presentations(attribute):
+            for item in longest:
+                try:
+                    text = protocol.render(task, attribute, item.fields, spec.variant, presentation).text
+                except UserError:  # a field the template needs is missing: that job fails on its own
+                    continue
+                found.append([{"role": "user", "content": text}])
+    return found
 
 
 def default_workers(spec: JudgeSpec) -> int:
@@ -232,6 +259,7 @@ def start_judge(
         stop=stop,
         backend_factory=backend_factory,
         background=background,
+        prompts=plan.prompts,
     )
     return JudgeRun(plan, threads, progress, stop)
 

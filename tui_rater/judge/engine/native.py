@@ -55,6 +55,15 @@ def _strlen():
 _STRLEN = _strlen()
 
 
+def _has_amx() -> bool:
+    """The CPU has Intel AMX (Linux says so in /proc/cpuinfo; elsewhere: no)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            return any(line.startswith("flags") and " amx_int8" in line for line in info)
+    except OSError:
+        return False
+
+
 class LoadError(Exception):
     """llama.cpp could not load the model or create its context."""
 
@@ -154,6 +163,10 @@ class Model:
         lc.llama_backend_init()
         params = lc.llama_model_default_params()
         params.n_gpu_layers = 999 if n_gpu_layers < 0 else n_gpu_layers  # -1: every layer
+        if _has_amx():
+            # llama.cpp's AMX weight layout (an "extra buffer type") segfaults in its matrix product on quantised
+            # models (SmolLM2-135M-Instruct Q4_1, llama-cpp-python 0.3.36, Sapphire Rapids): without it they run
+            params.use_extra_bufts = False
         note_in_log(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} tui-rater (pid {os.getpid()}): loading {path}")
         with quiet_stderr():
             ptr = lc.llama_model_load_from_file(path.encode(), params)
