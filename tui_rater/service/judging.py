@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,6 +20,7 @@ from tui_rater.domain.protocols import Decoding
 from tui_rater.domain.tasks import Task
 from tui_rater.judge import queue
 from tui_rater.judge.errors import JudgeError
+from tui_rater.judge.hub import fetch_model, is_hub_model
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
 from tui_rater.judge.worker import BackendFactory, Progress, Worker, job_shapes, make_backend, run_judge
 from tui_rater.store.study import Item, Rater, Study
@@ -60,6 +61,8 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
     asks to judge one task at a time.
     """
     defaults = defaults or JudgeDefaults()
+    if is_hub_model(options.model):  # hf:OWNER/REPO/FILE.gguf: the file in the Hugging Face cache (downloaded once)
+        options = replace(options, model=fetch_model(options.model))
     if not tasks:
         raise UserError("there is nothing to judge: the study holds no items")
     if options.conversation and options.mode in ("distribution", "implicit"):
