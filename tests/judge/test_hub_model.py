@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import shlex
 import sqlite3
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -120,15 +121,24 @@ def _study(tmp_path) -> Path:
     return db
 
 
+def readme_first_judge() -> list[str]:
+    """The README's first-judge command line, as words (``tui-rater`` left out)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    (line,) = [line for line in readme.splitlines() if line.startswith("tui-rater judge --model hf:")]
+    return shlex.split(line)[1:]
+
+
 @needs_smollm2
 def test_hf_model_is_downloaded_once_into_the_hf_cache_and_judges(tmp_path):
+    """The README's first-judge line as written (fewer items and samples, for time): downloaded once, judged with
+    every reading usable, then taken from the cache, with the network and without."""
+    readme = readme_first_judge()
+    assert readme[readme.index("--model") + 1] == f"hf:{REPO}/{FILE}"
     hub = Hub({(REPO, FILE): SMOLLM2})
     try:
         db, env = _study(tmp_path), _env(tmp_path, hub.url)
         flags = ("--samples", "1", "--mode", "constrained", "--max-retries", "0")
-        first = run_cli_process(
-            "judge", "--db", db, "--model", f"hf:{REPO}/{FILE}", "--limit", "1", *flags, env=env, timeout=600
-        )
+        first = run_cli_process(*readme, "--db", db, "--limit", "1", *flags, env=env, timeout=600)
         assert first.returncode == 0, first.stderr
         assert hub.downloads == 1
         assert "100%" in first.stderr  # huggingface_hub's progress bar
