@@ -64,6 +64,20 @@ def _has_amx() -> bool:
         return False
 
 
+_FLOAT_FILE_TYPES = frozenset({0, 1, 32})  # general.file_type: all F32, mostly F16, mostly BF16
+
+
+def _quantised(path: str) -> bool:
+    """The GGUF's weights are quantised (its ``general.file_type``; unknown counts as quantised)."""
+    from tui_rater.judge.gguf_header import BadHeader, read_gguf_header
+
+    try:
+        file_type = read_gguf_header(path).metadata.get("general.file_type")
+    except (BadHeader, OSError):
+        return True
+    return file_type not in _FLOAT_FILE_TYPES
+
+
 class LoadError(Exception):
     """llama.cpp could not load the model or create its context."""
 
@@ -163,9 +177,10 @@ class Model:
         lc.llama_backend_init()
         params = lc.llama_model_default_params()
         params.n_gpu_layers = 999 if n_gpu_layers < 0 else n_gpu_layers  # -1: every layer
-        if _has_amx():
+        if _has_amx() and _quantised(path):
             # llama.cpp's AMX weight layout (an "extra buffer type") segfaults in its matrix product on quantised
-            # models (SmolLM2-135M-Instruct Q4_1, llama-cpp-python 0.3.36, Sapphire Rapids): without it they run
+            # models (Q4_0, Q4_1, Q8_0, Q4_K_M; llama-cpp-python 0.3.36, Sapphire Rapids): without it they run.
+            # Float models keep it (their logits stay those of llama-cpp-python's own Llama)
             params.use_extra_bufts = False
         note_in_log(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} tui-rater (pid {os.getpid()}): loading {path}")
         with quiet_stderr():
