@@ -222,7 +222,7 @@ class JudgeRun:
         return queue.release_owners(study, self.owners())
 
 
-STOP_WAIT_S = 1.5  # Ctrl-C: how long the workers get to end their current step before their jobs are taken back
+STOP_WAIT_S = 1.0  # Ctrl-C: how long the workers get to end their current step before their jobs are taken back
 
 
 def stop_now(study: Study, runs: list[JudgeRun], wait_s: float = STOP_WAIT_S) -> int:
