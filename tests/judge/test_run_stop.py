@@ -96,6 +96,7 @@ def _interrupt(cmd: list[str], db: Path, env: dict | None = None) -> tuple[subpr
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
         took = time.monotonic() - sent
+        print(f"SIGINT -> exit {proc.returncode} in {took:.2f} s")  # (pytest -s shows it)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -166,6 +167,7 @@ def _quit_with_judge(tmp_path, db, *judge: str, env: str = "") -> tuple[float, s
         app.keys("q")
         took = app.wait_exit(15)
         assert took is not None, app.screen()
+        print(f"q -> the app's process ended in {took:.2f} s")  # (pytest -s shows it)
         assert app.wait_status() == 0
         return took, app.printed()
     finally:
