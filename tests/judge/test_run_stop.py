@@ -159,6 +159,9 @@ def test_ctrl_c_against_a_silent_server_stops_within_2_s(tmp_path, silent_server
 
 
 def _quit_with_judge(tmp_path, db, *judge: str, env: str = "") -> tuple[float, str]:
+    """Seconds from `q` to the app's process ending with the judge holding jobs, less the same without a judge
+    (Textual's own teardown: ~0.3 s idle, over 2 s on this busy 2-core machine), and what it printed."""
+    baseline = _quit_time(tmp_path, db, env=env)
     app = TmuxApp(annotate_command(db, "alice", "story", *judge), tmp_path, env=env)
     try:
         app.wait_text("item 1/", timeout=30)
@@ -167,9 +170,22 @@ def _quit_with_judge(tmp_path, db, *judge: str, env: str = "") -> tuple[float, s
         app.keys("q")
         took = app.wait_exit(15)
         assert took is not None, app.screen()
-        print(f"q -> the app's process ended in {took:.2f} s")  # (pytest -s shows it)
+        print(f"q -> the app's process ended in {took:.2f} s; without a judge {baseline:.2f} s")  # (pytest -s)
         assert app.wait_status() == 0
-        return took, app.printed()
+        return took - baseline, app.printed()
+    finally:
+        app.close()
+
+
+def _quit_time(tmp_path, db, env: str = "") -> float:
+    app = TmuxApp(annotate_command(db, "nobody", "story"), tmp_path, env=env)
+    try:
+        app.wait_text("item 1/", timeout=30)
+        time.sleep(0.5)
+        app.keys("q")
+        took = app.wait_exit(15)
+        assert took is not None, app.screen()
+        return took
     finally:
         app.close()
 
@@ -185,20 +201,20 @@ def _wait(predicate, timeout: float) -> bool:
 
 @pytest.mark.terminal
 @needs_tmux
-def test_quitting_the_app_with_a_local_judge_takes_under_a_second(tmp_path, qwen_bos_gguf):
+def test_quitting_the_app_with_a_local_judge_adds_under_a_second(tmp_path, qwen_bos_gguf):
     db = _study(tmp_path, copies=20)
-    took, printed = _quit_with_judge(tmp_path, db, "--judge", str(qwen_bos_gguf))
-    assert took < 1.0, (took, printed)
+    judges_took, printed = _quit_with_judge(tmp_path, db, "--judge", str(qwen_bos_gguf))
+    assert judges_took < 1.0, (judges_took, printed)  # was 10.6 s of blank screen
     assert "Traceback" not in printed
     assert _statuses(db).get("leased", 0) == 0
 
 
 @pytest.mark.terminal
 @needs_tmux
-def test_quitting_the_app_with_a_hung_api_judge_says_so_and_takes_under_a_second(tmp_path, silent_server):
+def test_quitting_the_app_with_a_hung_api_judge_says_so_and_adds_under_a_second(tmp_path, silent_server):
     db = _study(tmp_path, copies=2)
     judge = ("--judge", "api:m", "--base-url", silent_server)
-    took, printed = _quit_with_judge(tmp_path, db, *judge, env="OPENAI_API_KEY=sk-test")
-    assert took < 1.0, (took, printed)
+    judges_took, printed = _quit_with_judge(tmp_path, db, *judge, env="OPENAI_API_KEY=sk-test")
+    assert judges_took < 1.0, (judges_took, printed)  # was 10.9 s of blank screen
     assert "stopping the judges: giving back" in printed and "Traceback" not in printed
     assert _statuses(db).get("leased", 0) == 0

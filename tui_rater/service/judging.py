@@ -397,7 +397,7 @@ class BackgroundJudges:
     def alive(self) -> bool:
         return any(run.alive() for _, run in self.runs)
 
-    def stop_now(self, study: Study, wait_s: float = 0.5) -> int:
+    def stop_now(self, study: Study, wait_s: float = 0.3) -> int:
         """Stop within ``wait_s`` (quitting the app): jobs still held are given back; how many."""
         return stop_now(study, [run for _, run in self.runs], wait_s)
 
