@@ -4,6 +4,7 @@ leased (a local model and a server that never answers), and quitting the app wit
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -75,6 +76,8 @@ def test_llama_cpp_log_goes_to_the_file_named_in_help_not_the_terminal(tmp_path,
     assert result.returncode == 0, result.stderr
     log = (cache / "llama.log").read_text()
     assert "llama_model_loader" in log and str(qwen_gguf) in log  # llama.cpp's own lines, and which model
+    (per_seq,) = re.findall(r"KV cache of 16 sequences x (\d+) tokens \(--n-ctx 4096\)", log)
+    assert int(per_seq) < 4096  # sized from the prompts
     for line in (result.stderr + result.stdout).splitlines():  # none of them in the terminal
         assert not line.startswith(("llama_", "llm_load", "print_info", "load_tensors", "decode:")), line
 

@@ -55,6 +55,7 @@ class Engine:
         n_threads = n_threads or os.cpu_count() or 1
         try:
             per_seq = n_ctx if size_for is None else max(1, min(n_ctx, size_for(self.model)))
+            per_seq = max(per_seq, -(-n_ctx // n_seq))  # one prompt of up to n_ctx tokens always fits, alone
             self.ctx = Context(self.model, n_ctx_seq=per_seq, n_seq=n_seq, n_batch=n_batch, n_threads=n_threads)
         except Exception:
             self.model.close()
