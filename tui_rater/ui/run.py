@@ -52,6 +52,8 @@ def run_app(app: RaterApp, err: TextIO | None = None) -> int:
             return code
         if received:
             return 128 + received[0]
+        if app.abandoned:  # "quit without them", and there was nothing left to lose
+            return 0
         return app.return_code or 0
     finally:
         for sig, handler in previous.items():
@@ -88,6 +90,8 @@ def _finish(app: RaterApp, received: list[int], err: TextIO) -> int:
         if lost:
             _say(err, f"quit without saving {describe(lost)}, as asked; everything else is in the file")
             return 1
+        # the last save went through between the question and the `y` (issue 24.10: exit 1, no word)
+        _say(err, "nothing was lost: every change was saved before quitting")
         return 0
     if writer.unsaved():
         return _drain(writer, received, err)
