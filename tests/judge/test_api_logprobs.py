@@ -82,6 +82,9 @@ def test_end_of_text_in_the_implicit_score(eos_server, tmp_path):
     result = run_cli_process(
         "judge", "--db", db, "--model", "api:eos", "--base-url", eos_server, "--mode", "implicit", env=env
     )
-    assert result.returncode == 0, result.stderr
+    # every job ends (none fails, the judge does not stop); a random model's answers are neither yes nor no: a run
+    # with no usable reading is exit 1 (issue 22.4)
+    assert result.returncode == 1, result.stderr
+    assert "0 of 4 readings usable; typed failures: 4 no_answer_token" in result.stderr
     counts = dict(sqlite3.connect(db).execute("SELECT status, count(*) FROM jobs GROUP BY status").fetchall())
     assert counts == {"done": 4}

@@ -175,7 +175,8 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
         "--model",
         required=True,
         metavar="SPEC",
-        help="a .gguf file (local llama.cpp) or api:<model> (OpenAI-compatible server)",
+        help="a .gguf file (local llama.cpp), hf:OWNER/REPO/FILE.gguf (downloaded once from the Hugging Face Hub "
+        "into its cache, with a progress bar) or api:<model> (OpenAI-compatible server)",
     )
     g.add_argument(
         "--mode",

@@ -45,12 +45,21 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         "and its counts of ratings, typed failures and jobs.",
     )
     p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument(
+        "--forget",
+        metavar="LABEL",
+        help="remove this judge (its label, J-number or name) with its ratings, jobs, sources and cached replies, "
+        "in one transaction, after a confirmation naming what goes",
+    )
+    p.add_argument("--yes", action="store_true", help="--forget: do not ask (needed when stdin is not a terminal)")
     p.set_defaults(run=cmd_judges)
 
 
 def cmd_judges(args, settings) -> int:
     from tui_rater.store.judges import list_judges
 
+    if args.forget is not None:
+        return _forget(args, settings)
     study = open_study(args, settings, create=False, readonly=True)
     judges = list_judges(study)
     if args.format == "json":
@@ -81,6 +90,31 @@ def cmd_judges(args, settings) -> int:
         for field, value in _rows(judge):
             table.add_row(data(field), data(value))
         console.print(table)
+    return 0
+
+
+def _forget(args, settings) -> int:
+    import sys
+
+    from tui_rater.cli.common import say
+    from tui_rater.domain.errors import UserError
+    from tui_rater.service.judging import reclaim_dead
+    from tui_rater.store.judges import find_judge, footprint, forget_judge
+
+    study = open_study(args, settings, create=False)
+    judge = find_judge(study, args.forget)
+    reclaim_dead(study)  # jobs a killed run left leased are not a run in progress
+    goes = footprint(study, judge)
+    what = f"judge {judge.label} ({judge.name}): {goes.describe()}"
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UserError(f"forgetting {what} needs a yes: run it in a terminal, or add --yes")
+        answer = input(f"forget {what}? This cannot be undone. [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            say("nothing removed")
+            return 1
+    removed = forget_judge(study, judge)
+    say(f"forgot {judge.label}: removed {removed.describe()}")
     return 0
 
 

@@ -10,12 +10,16 @@ from tui_rater.domain.errors import UserError
 
 
 def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+    from tui_rater.judge.spec import llama_log_path
+
     p = sub.add_parser(
         "judge",
         parents=[common],
         help="ask an LLM judge to rate the items (headless, resumable)",
-        description="Enqueue the judge's missing work and drain the queue with a progress bar. "
-        "Safe to interrupt and re-run: finished ratings are kept, the rest resumes.",
+        description="Enqueue the judge's missing work and drain the queue with a progress bar, then say how many "
+        "readings are usable (exit 1 when none is). Safe to interrupt (Ctrl-C stops within ~2 s, exit 130) and "
+        "re-run: finished ratings are kept, the rest resumes. A local model's own llama.cpp log goes to "
+        f"{llama_log_path()} ($TUI_RATER_CACHE_DIR), never to the terminal.",
     )
     judge_flags(p)
     p.add_argument("--task", help="only this task (default: every task in the study)")
@@ -76,18 +80,29 @@ def cmd_judge(args, settings) -> int:
         counts = judging.queue_counts(study, plan.rater.id)
         return counts["queued"] + counts["leased"]
 
-    _watch(run.threads, run.progress, run.stop_event, plan.pending, unfinished)
+    try:
+        _watch(run.threads, run.progress, plan.pending, unfinished)
+    except KeyboardInterrupt:
+        return _interrupted(study, run)
     progress = run.progress
     if progress.fatal:
         raise UserError(f"the judge stopped: {progress.fatal.message}")
     left = judging.queue_counts(study, plan.rater.id)
     by_others = plan.pending - min(plan.pending, left["queued"] + left["leased"]) - progress.done - progress.failed
+    produced = judging.RunYield.of(progress.readings)
     say(
-        f"done: {progress.done} jobs ({progress.parse_failures} replies did not parse; "
-        f"{progress.cached} answered from the store)"
+        f"done: {progress.done} jobs"
+        + (f" ({progress.cached} answered from the store)" if progress.cached else "")
         + (f", {by_others} by another process on this file" if by_others > 0 else "")
         + f", failed: {left['failed']}, still queued: {left['queued'] + left['leased']}"
     )
+    if produced.total:
+        say(produced.describe())
+    if produced.useless:  # jobs ended, nothing usable came of them: not a success
+        say(f"tui-rater: error: {produced.describe()} — {produced.next_step(plan.spec.mode)}", err=True)
+        return 1
+    if produced.poor:
+        say(f"tui-rater: note: {produced.next_step(plan.spec.mode)}", err=True)
     return 1 if left["failed"] else 0
 
 
@@ -107,7 +122,7 @@ def _check(study, spec, task_names: list[str], args) -> int:
     return 0 if result.ready else 1
 
 
-def _watch(threads, progress, stop, total: int, unfinished) -> None:
+def _watch(threads, progress, total: int, unfinished) -> None:
     """The progress bar of the whole queue: a job another process on the same file did counts too (without it, two
     `judge` runs on one study each ended at about half the bar, with time still "left")."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -120,30 +135,60 @@ def _watch(threads, progress, stop, total: int, unfinished) -> None:
         TimeRemainingColumn(),
         TextColumn("failed {task.fields[failed]}  retrying {task.fields[retried]}"),
     )
+    with Progress(*columns, transient=False) as bar:
+        task = bar.add_task("judge", total=total, rate=0.0, failed=0, retried=0)
+        checked, completed = 0.0, 0
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(timeout=0.2)
+            now = time.monotonic()
+            if now - checked >= 1.0:  # one count query a second
+                checked, completed = now, total - min(total, unfinished())
+            completed = max(completed, min(total, progress.done + progress.failed))
+            bar.update(
+                task,
+                completed=completed,
+                rate=progress.done / max(1e-9, now - progress.started),
+                failed=progress.failed,
+                retried=progress.retried,
+            )
+        bar.update(task, completed=max(total - min(total, unfinished()), progress.done + progress.failed))
+
+
+def _interrupted(study, run) -> int:
+    """Ctrl-C: stop within ~2 s, saying what is being waited for; no job is left leased; exit 130 (issue 22.5:
+    2.5 minutes of silence, then a segfault and 3 jobs left leased). A second Ctrl-C stops waiting at once."""
+    import os
+    import sys
+
+    from tui_rater.cli.common import close_all
+    from tui_rater.service import judging
+
+    held = run.held(study)
+    say(
+        f"stopping: finishing the current step, releasing {held} job{'s' if held != 1 else ''}… "
+        "(Ctrl-C again: at once)",
+        err=True,
+    )
     try:
-        with Progress(*columns, transient=False) as bar:
-            task = bar.add_task("judge", total=total, rate=0.0, failed=0, retried=0)
-            checked, completed = 0.0, 0
-            while any(t.is_alive() for t in threads):
-                for t in threads:
-                    t.join(timeout=0.2)
-                now = time.monotonic()
-                if now - checked >= 1.0:  # one count query a second
-                    checked, completed = now, total - min(total, unfinished())
-                completed = max(completed, min(total, progress.done + progress.failed))
-                bar.update(
-                    task,
-                    completed=completed,
-                    rate=progress.done / max(1e-9, now - progress.started),
-                    failed=progress.failed,
-                    retried=progress.retried,
-                )
-            bar.update(task, completed=max(total - min(total, unfinished()), progress.done + progress.failed))
+        judging.stop_now(study, [run])
     except KeyboardInterrupt:
-        stop.set()
-        for t in threads:
-            t.join(timeout=30)
-        raise
+        run.give_back(study)
+    progress = run.progress
+    say(
+        f"interrupted: {progress.done} jobs done and saved in this run; every job not done is queued again "
+        "(run the same command to go on)",
+        err=True,
+    )
+    if run.alive():
+        # a worker still waiting on a server that does not answer (it cannot be called back), or llama.cpp still in
+        # a step: not waited for. The interpreter's exit would run library destructors under that thread (the
+        # segfault of issue 22.5); its job is already given back and it can store nothing any more.
+        close_all()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    return 130
 
 
 def cmd_queue(args, settings) -> int:

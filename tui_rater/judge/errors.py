@@ -21,6 +21,7 @@ RETRYABLE = {
     "model_load": False,
     "unsupported": False,
     "internal": False,
+    "cancelled": False,  # the run was stopped (Ctrl-C, quitting the app): the job is given back, never failed
 }
 
 # failures that would fail every job of this judge the same way: its workers stop

@@ -211,8 +211,8 @@ def complete(
             ],
         )
         conn.executemany(
-            "INSERT OR IGNORE INTO replies (request_hash, reply, created_at) VALUES (?, ?, ?)",
-            [(key, json.dumps(reply), now) for key, reply in (replies or {}).items()],
+            "INSERT OR IGNORE INTO replies (request_hash, reply, created_at, rater_id) VALUES (?, ?, ?, ?)",
+            [(key, json.dumps(reply), now, job.rater_id) for key, reply in (replies or {}).items()],
         )
     return True
 
@@ -264,6 +264,26 @@ def release(study: Study, jobs: list[Job], owner: str) -> None:
             "WHERE id = ? AND lease_owner = ? AND status = 'leased'",
             [(job.id, owner) for job in jobs],
         )
+
+
+def leased_by(study: Study, owners: list[str]) -> int:
+    """How many jobs these owners hold now."""
+    marks = ", ".join("?" * len(owners))
+    return study.db.conn.execute(
+        f"SELECT count(*) FROM jobs WHERE status = 'leased' AND lease_owner IN ({marks})", owners
+    ).fetchone()[0]
+
+
+def release_owners(study: Study, owners: list[str]) -> int:
+    """Give back every job these owners hold (a run stopping while a worker still waits on its server); a worker
+    answering later finds its lease gone and stores nothing (``complete``)."""
+    marks = ", ".join("?" * len(owners))
+    with write(study.db) as conn:
+        return conn.execute(
+            "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL, attempts = attempts - 1 "
+            f"WHERE status = 'leased' AND lease_owner IN ({marks})",
+            owners,
+        ).rowcount
 
 
 def cancel(study: Study, rater_id: int | None = None) -> int:

@@ -368,6 +368,14 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("tui-rater", appauthor=False))
 
 
+LLAMA_LOG_FILE = "llama.log"
+
+
+def llama_log_path() -> Path:
+    """Where llama.cpp's own log goes (every run appends to it; the terminal gets only what needs acting on)."""
+    return cache_dir() / LLAMA_LOG_FILE
+
+
 def _read_sha_cache() -> dict[str, dict]:
     try:
         data = json.loads((cache_dir() / SHA_CACHE_FILE).read_text(encoding="utf-8"))

@@ -31,7 +31,7 @@ from tui_rater.store.study import Item, Study
 BackendFactory = Callable[[JudgeSpec], object]
 
 
-def make_backend(spec: JudgeSpec, parallel: int | None = None, background: bool = False):
+def make_backend(spec: JudgeSpec, parallel: int | None = None, background: bool = False, prompts=None):
     """A worker's backend. A local model is loaded once per process: every call returns a handle on the same
     engine (closing the last handle frees it), with ``parallel`` concurrent sequences when it is first made, at a
     lower priority when ``background`` (a judge inside the app)."""
@@ -41,7 +41,7 @@ def make_backend(spec: JudgeSpec, parallel: int | None = None, background: bool 
         return ApiBackend(spec)
     from tui_rater.judge.backends.local import DEFAULT_SEQUENCES, LocalBackend
 
-    return LocalBackend(spec, parallel=parallel or DEFAULT_SEQUENCES, background=background)
+    return LocalBackend(spec, parallel=parallel or DEFAULT_SEQUENCES, background=background, prompts=prompts)
 
 
 def lease_size(spec: JudgeSpec) -> tuple[int, int]:
@@ -51,11 +51,13 @@ def lease_size(spec: JudgeSpec) -> tuple[int, int]:
     return (4, 64) if spec.is_api else (1, 1)
 
 
-def _sized_factory(factory: BackendFactory, spec: JudgeSpec, workers: int, background: bool) -> BackendFactory:
-    """The default factory, told how many workers share a local engine (its number of sequences) and whether it
-    runs behind the app."""
+def _sized_factory(
+    factory: BackendFactory, spec: JudgeSpec, workers: int, background: bool, prompts: list | None = None
+) -> BackendFactory:
+    """The default factory, told how many workers share a local engine (its number of sequences), whether it
+    runs behind the app, and the run's longest prompts (its KV cache is sized by them)."""
     if factory is make_backend and not spec.is_api:
-        return partial(make_backend, parallel=workers, background=background)
+        return partial(make_backend, parallel=workers, background=background, prompts=prompts)
     return factory
 
 
@@ -75,6 +77,8 @@ class Progress:
     parse_failures: int = 0
     retried: int = 0
     cached: int = 0
+    # this run's readings by parse status ('ok' = usable): what the run produced, not just how many jobs ended
+    readings: dict[str, int] = field(default_factory=dict)
     fatal: JudgeError | None = None
     # the jobs whose requests went unanswered since the last answer (over all workers): a run stops when
     # UNANSWERED_TO_STOP different jobs are in it (a few jobs' retries alone never stop it)
@@ -89,6 +93,11 @@ class Progress:
                 setattr(self, name, getattr(self, name) + delta)
         with self.changed:
             self.changed.notify_all()
+
+    def add_readings(self, statuses: list[str]) -> None:
+        with self.lock:
+            for status in statuses:
+                self.readings[status] = self.readings.get(status, 0) + 1
 
     def wait_for_change(self, timeout: float) -> None:
         """Until another worker ends a job (its lease may have been the last) or ``timeout``: a worker that found
@@ -170,6 +179,14 @@ class Worker(threading.Thread):
                     self.backend.close()
             study.close()
 
+    def interrupt(self) -> None:
+        """Stop now (any thread): a local engine stops between decode steps and its requests come back as
+        ``cancelled``; the job is given back. (A request to a server cannot be called back: the caller stops
+        waiting for it and gives back its job: ``service.judging.JudgeRun.interrupt``.)"""
+        cancel = getattr(self.backend, "cancel", None)
+        if cancel is not None:
+            cancel()
+
     def _stop_judge(self, exc: JudgeError) -> None:
         self.progress.fatal = exc
         self.stop_event.set()
@@ -196,6 +213,9 @@ class Worker(threading.Thread):
                 # a bug must not silently kill the worker: the job fails, visibly, and the rest go on
                 raise JudgeError("internal", f"{type(exc).__name__}: {exc}") from None
         except JudgeError as exc:
+            if exc.kind == "cancelled":  # the run is stopping: the job goes back untouched
+                queue.release(study, [job], self.owner)
+                return False
             status = queue.fail(
                 study, job, self.owner, exc.kind, exc.message, retryable=exc.retryable, retry_after=exc.retry_after
             )
@@ -228,6 +248,7 @@ class Worker(threading.Thread):
             self.progress.unanswered.clear()
         replies, self.replies = self.replies, {}
         if queue.complete(study, job, self.owner, results, replies):
+            self.progress.add_readings([r.parse_status for r in results])
             self.progress.add(done=1, parse_failures=sum(r.parse_status != "ok" for r in results))
             if self.on_result:
                 self.on_result(job)
@@ -444,6 +465,7 @@ def run_judge(
     stop: threading.Event | None = None,
     backend_factory: BackendFactory = make_backend,
     background: bool = False,
+    prompts: list | None = None,
 ) -> tuple[list[Worker], Progress, threading.Event]:
     """Start ``workers`` threads for one judge; the caller joins them (or sets ``stop``). ``background``: a local
     model decodes at a lower priority than the app's screen."""
@@ -451,7 +473,7 @@ def run_judge(
     stop = stop or threading.Event()
     if spec.is_api:
         import openai  # noqa: F401 - once here, not under the import lock of 16 starting threads
-    backend_factory = _sized_factory(backend_factory, spec, workers, background)
+    backend_factory = _sized_factory(backend_factory, spec, workers, background, prompts)
     threads = [
         Worker(
             db_path,

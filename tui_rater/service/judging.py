@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,11 +20,13 @@ from tui_rater.domain.protocols import Decoding
 from tui_rater.domain.tasks import Task
 from tui_rater.judge import queue
 from tui_rater.judge.errors import JudgeError
+from tui_rater.judge.hub import fetch_model, is_hub_model
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
 from tui_rater.judge.worker import BackendFactory, Progress, Worker, job_shapes, make_backend, run_judge
-from tui_rater.store.study import Rater, Study
+from tui_rater.store.study import Item, Rater, Study
 
 T = TypeVar("T")
+Messages = list[dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,8 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
     asks to judge one task at a time.
     """
     defaults = defaults or JudgeDefaults()
+    if is_hub_model(options.model):  # hf:OWNER/REPO/FILE.gguf: the file in the Hugging Face cache (downloaded once)
+        options = replace(options, model=fetch_model(options.model))
     if not tasks:
         raise UserError("there is nothing to judge: the study holds no items")
     if options.conversation and options.mode in ("distribution", "implicit"):
@@ -127,6 +131,8 @@ class JudgePlan:
     tasks: list[str]
     added: int
     pending: int
+    # a local judge's longest prompts (chat messages): its KV cache is sized by them, not by --n-ctx x --workers
+    prompts: list[list[dict[str, str]]] = field(default_factory=list)
 
 
 def plan_judge(study: Study, spec: JudgeSpec, task_names: list[str], limit: int | None = None) -> JudgePlan:
@@ -136,11 +142,35 @@ def plan_judge(study: Study, spec: JudgeSpec, task_names: list[str], limit: int 
     config = provenance(spec)
     rater = study.judge(rater_name(spec, config), config)
     added = 0
+    prompts: list[list[dict[str, str]]] = []
     for name in task_names:
         task = study.task(name)
-        keys = [item.key for item in study.items(name)][:limit]
-        added += queue.enqueue(study, rater.id, keys, job_shapes(task, spec))
-    return JudgePlan(spec, config, rater, list(task_names), added, queue.pending(study, rater.id))
+        items = study.items(name)[:limit]
+        added += queue.enqueue(study, rater.id, [item.key for item in items], job_shapes(task, spec))
+        if not spec.is_api:
+            prompts += longest_prompts(task, items, spec)
+    return JudgePlan(spec, config, rater, list(task_names), added, queue.pending(study, rater.id), prompts)
+
+
+LONGEST_ITEMS = 8  # items whose prompts are measured in tokens (by the loaded model) to size a local KV cache
+
+
+def longest_prompts(task: Task, items: list[Item], spec: JudgeSpec, count: int = LONGEST_ITEMS) -> list[Messages]:
+    """The prompts of the ``count`` items with the most text: what a local judge's KV cache is sized by. (Measuring
+    every prompt in tokens would cost seconds on 100k items; one longer in tokens than these still runs, with fewer
+    sequences at once.)"""
+    longest = sorted(items, key=lambda item: -sum(len(v.encode()) for v in item.fields.values() if v))[:count]
+    found: list[Messages] = []
+    for attribute in task.attributes:
+        protocol = protocols.for_mode(task, attribute, spec.mode)
+        for presentation in protocol.presentations(attribute):
+            for item in longest:
+                try:
+                    text = protocol.render(task, attribute, item.fields, spec.variant, presentation).text
+                except UserError:  # a field the template needs is missing: that job fails on its own
+                    continue
+                found.append([{"role": "user", "content": text}])
+    return found
 
 
 def default_workers(spec: JudgeSpec) -> int:
@@ -173,6 +203,38 @@ class JudgeRun:
         self.stop_event.set()
         self.wait(timeout)
 
+    def interrupt(self) -> None:
+        """Stop now: no worker takes another job, a local engine stops between decode steps (its jobs come back)."""
+        self.stop_event.set()
+        for thread in self.threads:
+            thread.interrupt()
+
+    def owners(self) -> list[str]:
+        return [thread.owner for thread in self.threads]
+
+    def held(self, study: Study) -> int:
+        """Jobs this run's workers hold now."""
+        return queue.leased_by(study, self.owners())
+
+    def give_back(self, study: Study) -> int:
+        """Give back every job a worker still holds (one waiting on a server that does not answer cannot be called
+        back, and is not waited for); return how many."""
+        return queue.release_owners(study, self.owners())
+
+
+STOP_WAIT_S = 1.0  # Ctrl-C: how long the workers get to end their current step before their jobs are taken back
+
+
+def stop_now(study: Study, runs: list[JudgeRun], wait_s: float = STOP_WAIT_S) -> int:
+    """Interrupt runs, wait up to ``wait_s`` for their workers, give back what they still hold: how many jobs were
+    given back here. Workers still alive after it (a request to a silent server) store nothing any more."""
+    for run in runs:
+        run.interrupt()
+    deadline = time.monotonic() + wait_s
+    for run in runs:
+        run.wait(max(0.0, deadline - time.monotonic()))
+    return sum(run.give_back(study) for run in runs)
+
 
 def start_judge(
     db_path: str | Path,
@@ -200,6 +262,7 @@ def start_judge(
         stop=stop,
         backend_factory=backend_factory,
         background=background,
+        prompts=plan.prompts,
     )
     return JudgeRun(plan, threads, progress, stop)
 
@@ -219,6 +282,54 @@ def judge_study(
     return run
 
 
+# a run where at least this share of the readings are typed failures is told which mode would do better
+POOR_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class RunYield:
+    """What a run produced: usable readings (parsed, on the scale) and typed failures by kind. A run whose jobs
+    all ended but none of whose readings is usable did not succeed (issue 22: 120 of 120 ``no_number``, exit 0)."""
+
+    usable: int
+    failures: dict[str, int]
+
+    @classmethod
+    def of(cls, readings: dict[str, int]) -> RunYield:
+        failures = {kind: n for kind, n in sorted(readings.items(), key=lambda kv: (-kv[1], kv[0])) if kind != "ok"}
+        return cls(readings.get("ok", 0), failures)
+
+    @property
+    def total(self) -> int:
+        return self.usable + sum(self.failures.values())
+
+    @property
+    def useless(self) -> bool:
+        return self.total > 0 and self.usable == 0
+
+    @property
+    def poor(self) -> bool:
+        return self.total > 0 and self.usable < self.total * (1 - POOR_SHARE)
+
+    def describe(self) -> str:
+        """``45 of 60 readings usable; typed failures: 15 no_number``."""
+        line = f"{self.usable} of {self.total} readings usable"
+        if self.failures:
+            line += "; typed failures: " + ", ".join(f"{n} {kind}" for kind, n in self.failures.items())
+        return line
+
+    def next_step(self, mode: str) -> str:
+        """The mode that would work, and the check that shows why this one did not."""
+        check = "see why with `tui-rater judge --check` (what the model reads and answers)"
+        if mode == "constrained":  # the reply is held to the scale: what fails is the setup, not the parsing
+            return check
+        if mode == "text":
+            why = "the replies do not read as an answer on the scale"
+        else:
+            why = "the model puts too little probability on the scale's options"
+        return f"{why}: try --mode constrained (the reply is held to the scale), or {check}"
+
+
 def queue_counts(study: Study, rater_id: int | None = None) -> dict[str, int]:
     """Jobs per status (queued, leased, done, failed, cancelled), of one judge or of all."""
     return queue.counts(study, rater_id)
@@ -226,6 +337,11 @@ def queue_counts(study: Study, rater_id: int | None = None) -> dict[str, int]:
 
 def queue_failures(study: Study, limit: int = 20) -> list[dict[str, Any]]:
     return queue.failures(study, limit)
+
+
+def reclaim_dead(study: Study) -> int:
+    """Queue again the jobs that processes no longer running on this host left leased."""
+    return queue.reclaim_dead(study)
 
 
 def cancel_jobs(study: Study, rater_id: int | None = None) -> int:
@@ -276,6 +392,21 @@ class BackgroundJudges:
         for _, run in self.runs:
             run.wait(timeout)
 
+    def interrupt(self) -> None:
+        """The screen is closing: every judge stops taking jobs, a local one between two decode steps."""
+        for _, run in self.runs:
+            run.interrupt()
+
+    def held(self, study: Study) -> int:
+        return sum(run.held(study) for _, run in self.runs)
+
+    def alive(self) -> bool:
+        return any(run.alive() for _, run in self.runs)
+
+    def stop_now(self, study: Study, wait_s: float = 0.3) -> int:
+        """Stop within ``wait_s`` (quitting the app): jobs still held are given back; how many."""
+        return stop_now(study, [run for _, run in self.runs], wait_s)
+
 
 __all__ = [
     "BackgroundJudges",
@@ -283,13 +414,16 @@ __all__ = [
     "JudgeOptions",
     "JudgePlan",
     "JudgeRun",
+    "RunYield",
     "cancel_jobs",
     "default_workers",
     "judge_study",
     "plan_judge",
     "queue_counts",
     "queue_failures",
+    "reclaim_dead",
     "resolve_spec",
     "retry_jobs",
     "start_judge",
+    "stop_now",
 ]

@@ -10,6 +10,7 @@ server reported, one row per distinct source (a change mid-run is a second row).
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -131,3 +132,80 @@ def list_judges(study: Study) -> list[Judge]:
 
 
 JOB_STATUSES = ("queued", "leased", "done", "failed", "cancelled")
+
+
+# --- forgetting a judge (`tui-rater judges --forget`) -------------------------------------------------------------
+
+# what a judge owns, in the order it is removed (a note names a rating, a rating its job; the rater row goes last)
+_OWNED = ("notes", "ratings", "jobs", "judge_sources", "replies")
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What forgetting a judge removes: rows per table."""
+
+    judge: Judge
+    rows: dict[str, int]
+
+    def describe(self) -> str:
+        """``120 ratings, 40 jobs, 1 source, 37 cached replies``."""
+        names = [("ratings", "rating", "ratings"), ("jobs", "job", "jobs"), ("judge_sources", "source", "sources")]
+        names.append(("replies", "cached reply", "cached replies"))
+        return ", ".join(
+            f"{self.rows.get(table, 0)} {one if self.rows.get(table, 0) == 1 else many}" for table, one, many in names
+        )
+
+
+def find_judge(study: Study, wanted: str) -> Judge:
+    """A judge by its label (``J2 qwen text``), its number alone (``J2``) or its full name; one sentence if none."""
+    from tui_rater.domain.errors import UserError
+
+    judges = list_judges(study)
+    found = [j for j in judges if wanted in (j.label, j.name)] or [
+        j for j in judges if j.label.split(" ", 1)[0] == wanted
+    ]
+    if len(found) != 1:
+        person = study.db.conn.execute(
+            "SELECT 1 FROM raters WHERE kind != 'llm' AND (name = ? OR label = ?)", [wanted, wanted]
+        ).fetchone()
+        if person:
+            raise UserError(f"{wanted!r} is an annotator, not a judge; only judges can be forgotten")
+        listed = ", ".join(repr(j.label) for j in judges) or "none"
+        raise UserError(f"no judge {wanted!r} in {study.path} (its judges: {listed})")
+    return found[0]
+
+
+def _owned_tables(conn: sqlite3.Connection) -> list[str]:
+    """Tables holding rows of a rater (``rater_id``): the known ones first, then any a later schema adds."""
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    with_rater = [t for t in tables if any(c[1] == "rater_id" for c in conn.execute(f"PRAGMA table_info({t})"))]
+    return [t for t in _OWNED if t in with_rater] + [t for t in with_rater if t not in _OWNED and t != "raters"]
+
+
+def footprint(study: Study, judge: Judge) -> Footprint:
+    conn = study.db.conn
+    return Footprint(
+        judge,
+        {t: conn.execute(f"SELECT count(*) FROM {t} WHERE rater_id = ?", [judge.id]).fetchone()[0]
+         for t in _owned_tables(conn)},
+    )  # fmt: skip
+
+
+def forget_judge(study: Study, judge: Judge) -> Footprint:
+    """Remove a judge and everything it owns, in one transaction: reports, the live pane and ``judges`` no longer
+    know it. Refused while another process holds its jobs (a run in progress)."""
+    from tui_rater.domain.errors import UserError
+
+    with write(study.db) as conn:
+        leased = conn.execute(
+            "SELECT count(*) FROM jobs WHERE rater_id = ? AND status = 'leased'", [judge.id]
+        ).fetchone()[0]
+        if leased:
+            raise UserError(
+                f"judge {judge.label!r} is running ({leased} jobs in progress); stop it first, then forget it"
+            )
+        removed = {}
+        for table in _owned_tables(conn):
+            removed[table] = conn.execute(f"DELETE FROM {table} WHERE rater_id = ?", [judge.id]).rowcount
+        conn.execute("DELETE FROM raters WHERE id = ? AND kind = 'llm'", [judge.id])
+    return Footprint(judge, removed)

@@ -385,6 +385,9 @@ MIGRATIONS: list[Migration] = [
         created_at TEXT NOT NULL
     );
     """,
+    # 9: which judge's run cached each reply: `judges --forget` removes a judge's cached replies with it (replies
+    # cached before this column existed name none, and stay)
+    "ALTER TABLE replies ADD COLUMN rater_id INTEGER;",
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import sys
 from collections.abc import Iterable
@@ -311,11 +312,16 @@ class Study:
             if name in taken:
                 raise UserError(f"{name!r} is already the label of a judge in this study; choose another name")
             return name
-        configured = conn.execute(
-            "SELECT count(*) FROM raters WHERE kind = 'llm' AND json_valid(config) AND json_type(config) = 'object' "
-            "AND json_type(config, '$.backend') = 'text'"
-        ).fetchone()[0]
-        return judge_label(configured + 1, config or {}, name, taken)
+        labels = [
+            label
+            for (label,) in conn.execute(
+                "SELECT label FROM raters WHERE kind = 'llm' AND json_valid(config) AND json_type(config) = 'object' "
+                "AND json_type(config, '$.backend') = 'text'"
+            )
+        ]
+        # after a judge was forgotten (`judges --forget`) the count is lower than the highest number in use
+        numbers = [int(m[1]) for label in labels if label and (m := re.match(r"J(\d+) ", label))]
+        return judge_label(max([len(labels), *numbers]) + 1, config or {}, name, taken)
 
     def raters(self, kind: str | None = None) -> list[Rater]:
         sql = "SELECT * FROM raters" + (" WHERE kind = ?" if kind else "") + " ORDER BY id"

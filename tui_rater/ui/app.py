@@ -269,7 +269,7 @@ class RaterApp(QuitWhenSaved):
         if self.writer is not None:
             self.writer.close()  # it commits what is queued, then ends; ui/run.py waits for that
         if self.judges is not None:
-            self.judges.stop_event.set()  # the workers stop; ui/run.py waits for them off screen
+            self.judges.interrupt()  # the workers stop (a local model between two decode steps); see ui/run.py
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action in self._rating_actions and self.quitting:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def _key(spec: JudgeSpec) -> tuple:
     return (os.path.realpath(spec.model), spec.n_ctx, spec.n_gpu_layers, spec.chat_template)
 
 
-def _acquire(spec: JudgeSpec, parallel: int, background: bool) -> _Shared:
+def _acquire(spec: JudgeSpec, parallel: int, background: bool, prompts: list[list[Message]] | None = None) -> _Shared:
     with _LOCK:  # one load at a time: 16 workers starting at once load the model once
         key = _key(spec)
         shared = _SHARED.get(key)
@@ -48,13 +49,21 @@ def _acquire(spec: JudgeSpec, parallel: int, background: bool) -> _Shared:
             from tui_rater.judge.engine import Engine
             from tui_rater.judge.engine.native import LoadError
 
+            size_for = None
+            if prompts and not spec.conversation:  # (a conversation's prompts grow turn by turn: --n-ctx each)
+                size_for = partial(tokens_needed, spec=spec, prompts=prompts)
             try:  # the resolved path: the file loaded is the one recorded as the judge's source
                 engine = Engine(
-                    key[0], n_ctx=spec.n_ctx, n_seq=parallel, n_gpu_layers=spec.n_gpu_layers, background=background
+                    key[0],
+                    n_ctx=spec.n_ctx,
+                    n_seq=parallel,
+                    n_gpu_layers=spec.n_gpu_layers,
+                    background=background,
+                    size_for=size_for,
                 )
             except LoadError as exc:
                 raise JudgeError("model_load", f"{exc} (a corrupt or unsupported GGUF?)") from None
-            formatter = _chat_formatter(engine, spec.chat_template)
+            formatter = _chat_formatter(engine.model, spec.chat_template)
             shared = _SHARED[key] = _Shared(engine, formatter, source=key[0], key=key)
         shared.refs += 1
         return shared
@@ -68,8 +77,7 @@ def _release(spec: JudgeSpec, shared: _Shared) -> None:
             shared.engine.close()  # type: ignore[attr-defined]
 
 
-def _chat_formatter(engine, template: str | None):
-    model = engine.model
+def _chat_formatter(model, template: str | None):
     template = template or model.meta("tokenizer.chat_template")
     if not template:
         return None
@@ -81,12 +89,51 @@ def _chat_formatter(engine, template: str | None):
     return Jinja2ChatFormatter(template, eos_token=text(model.eos), bos_token=text(model.bos))
 
 
+def _render(formatter, messages: list[Message]) -> str:
+    if formatter is not None:
+        return formatter(messages=messages).prompt  # type: ignore[no-any-return]
+    # no template: the queries themselves, turns separated by blank lines
+    return "\n\n".join(m["content"] for m in messages)
+
+
+def _prompt_tokens(model, formatter, messages: list[Message]) -> list[int]:
+    """The rendered prompt's tokens. BOS is added only when the model wants one and the rendered prompt does not
+    already start with it: most instruct templates begin with ``{{ bos_token }}`` (issue 13)."""
+    tokens = model.tokenize(_render(formatter, messages), special=formatter is not None)
+    if model.add_bos and model.bos is not None and tokens[:1] != [model.bos]:
+        tokens.insert(0, model.bos)
+    return tokens
+
+
+SIZE_STEP = 256  # a sequence's share of the KV cache is rounded up to this many tokens
+
+
+def tokens_needed(model, *, spec: JudgeSpec, prompts: list[list[Message]]) -> int:
+    """KV cells one sequence needs: the longest of the run's longest prompts (``service.judging.longest_prompts``)
+    plus its reply budget, with a quarter more for the prompts not measured (a longer one still runs: the engine
+    then admits fewer sequences at once), never more than ``--n-ctx``. The cache was 16 x 4,096 tokens whatever the
+    prompts (1.6 GB for a 253 MB model; issues 22.6, 25.5)."""
+    formatter = _chat_formatter(model, spec.chat_template)
+    longest = max(len(_prompt_tokens(model, formatter, messages)) for messages in prompts)
+    reply = 1 if spec.mode in ("distribution", "implicit") else spec.max_tokens
+    need = longest + reply + 1
+    need += need // 4
+    return min(spec.n_ctx, -(-need // SIZE_STEP) * SIZE_STEP)
+
+
 class LocalBackend:
-    def __init__(self, spec: JudgeSpec, parallel: int = DEFAULT_SEQUENCES, *, background: bool = False):
-        """``parallel`` sequences and ``background`` (a lower priority, for a judge inside the app) apply when this
-        handle is the one that loads the engine."""
+    def __init__(
+        self,
+        spec: JudgeSpec,
+        parallel: int = DEFAULT_SEQUENCES,
+        *,
+        background: bool = False,
+        prompts: list[list[Message]] | None = None,
+    ):
+        """``parallel`` sequences, ``background`` (a lower priority, for a judge inside the app) and ``prompts`` (the
+        run's longest, to size the KV cache by) apply when this handle is the one that loads the engine."""
         self.spec = spec
-        self._shared = _acquire(spec, max(1, parallel), background)
+        self._shared = _acquire(spec, max(1, parallel), background, prompts)
         self.engine = self._shared.engine
         self.model = self.engine.model  # type: ignore[attr-defined]
         self.source = self._shared.source
@@ -100,20 +147,10 @@ class LocalBackend:
     # --- prompts ------------------------------------------------------------------------------
 
     def render(self, messages: list[Message]) -> str:
-        formatter = self._shared.formatter
-        if formatter is not None:
-            return formatter(messages=messages).prompt  # type: ignore[operator]
-        # no template: the queries themselves, turns separated by blank lines
-        return "\n\n".join(m["content"] for m in messages)
+        return _render(self._shared.formatter, messages)
 
     def prompt_tokens(self, messages: list[Message]) -> list[int]:
-        """The rendered prompt's tokens. BOS is added only when the model wants one and the rendered prompt does
-        not already start with it: most instruct templates begin with ``{{ bos_token }}`` (issue 13)."""
-        model = self.model
-        tokens = model.tokenize(self.render(messages), special=self._shared.formatter is not None)
-        if model.add_bos and model.bos is not None and tokens[:1] != [model.bos]:
-            tokens.insert(0, model.bos)
-        return tokens
+        return _prompt_tokens(self.model, self._shared.formatter, messages)
 
     # --- what the pre-flight check shows (service/preflight.py) -------------------------------
 
@@ -202,6 +239,10 @@ class LocalBackend:
                 raise JudgeError("unsupported", f"the model has no single token for {option!r}; use --mode text")
             cache[option] = found
         return cache[option]
+
+    def cancel(self) -> None:
+        """Stop the shared engine now (the run is ending): its requests fail as ``cancelled``."""
+        self.engine.cancel()  # type: ignore[attr-defined]
 
     def close(self) -> None:
         if not self._closed:

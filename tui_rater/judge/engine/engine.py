@@ -15,17 +15,23 @@ import os
 import queue
 import threading
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from tui_rater.judge.backends.base import TokenCounts
-from tui_rater.judge.engine.native import Batch, Context, LoadError, Model, lower_thread_priority
+from tui_rater.judge.engine.native import Batch, Context, LoadError, Model, lower_thread_priority, note_in_log
 from tui_rater.judge.engine.sampling import SequenceSampler
 from tui_rater.judge.engine.slots import WAIT, Generated, Request, Slot, place
 from tui_rater.judge.errors import JudgeError
 
 _STOP = object()
+_CANCEL = object()
+
+
+def cancelled() -> JudgeError:
+    return JudgeError("cancelled", "the run was stopped before this job was answered")
 
 
 class Engine:
@@ -39,19 +45,29 @@ class Engine:
         n_batch: int = 512,
         n_threads: int | None = None,
         background: bool = False,
+        size_for: Callable[[Model], int] | None = None,
     ):
         """``background``: the engine's thread (and the threads llama.cpp computes with, started from it) run at a
-        lower priority, for a judge inside the app: the screen's thread comes first (keypress -> screen)."""
+        lower priority, for a judge inside the app: the screen's thread comes first (keypress -> screen).
+        ``size_for``: the KV cells one sequence needs, measured with the loaded model (``backends.local``); the
+        cache holds ``n_seq`` times that, not ``n_seq`` x ``n_ctx`` (default: ``n_ctx``)."""
         self.model = Model(model_path, n_gpu_layers)
         self.n_ctx = n_ctx  # the context window of one sequence (prompt + reply), as --n-ctx always meant
         self.n_seq = n_seq
         self.n_batch = n_batch
         n_threads = n_threads or os.cpu_count() or 1
         try:
-            self.ctx = Context(self.model, n_ctx_seq=n_ctx, n_seq=n_seq, n_batch=n_batch, n_threads=n_threads)
+            per_seq = n_ctx if size_for is None else max(1, min(n_ctx, size_for(self.model)))
+            per_seq = max(per_seq, -(-n_ctx // n_seq))  # one prompt of up to n_ctx tokens always fits, alone
+            self.ctx = Context(self.model, n_ctx_seq=per_seq, n_seq=n_seq, n_batch=n_batch, n_threads=n_threads)
         except Exception:
             self.model.close()
             raise
+        # the cells of the unified cache, shared by every sequence: a request is admitted while the cells the
+        # sequences in flight may still need leave room for its prompt and reply (a prompt longer than the cache
+        # was sized for waits for room instead of failing; one longer than the whole cache is refused)
+        self.n_cells = per_seq * n_seq
+        note_in_log(f"tui-rater: KV cache of {n_seq} sequences x {per_seq} tokens (--n-ctx {n_ctx})")
         self.batch = Batch(n_batch, n_seq)
         self._warm_up()
         self.slots = [Slot(i, n_ctx + 1) for i in range(n_seq)]
@@ -62,6 +78,7 @@ class Engine:
         # what idle sequences hold stays for later prompts: each sequence has its own KV stream (its cells cost the
         # others nothing), and a later prompt may continue it or copy its prefix
         self.steps = 0
+        self._cancelled = False
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._waiting: deque[Request] = deque()
         self._tick = 0
@@ -92,7 +109,7 @@ class Engine:
         self, tokens: list[int], *, max_tokens: int, temperature: float, top_p: float, seed: int, grammar: str | None
     ) -> Generated:
         request = Request(
-            self._checked(tokens),
+            self._checked(tokens, min(max_tokens, self.n_ctx - len(tokens))),
             max_tokens=max_tokens,
             temperature=temperature,
             top_p=top_p,
@@ -105,7 +122,7 @@ class Engine:
         """The next-token logits after the prompt (a float32 copy)."""
         return self._submit(Request(self._checked(tokens), probe=True))
 
-    def _checked(self, tokens: list[int]) -> np.ndarray:
+    def _checked(self, tokens: list[int], reply: int = 1) -> np.ndarray:
         if not tokens:
             raise JudgeError("bad_request", "the prompt is empty")
         if len(tokens) >= self.n_ctx:
@@ -114,13 +131,28 @@ class Engine:
                 f"the prompt is {len(tokens)} tokens, the context window {self.n_ctx} "
                 f"(raise --n-ctx; items are never cut silently)",
             )
+        if len(tokens) + reply > self.n_cells:
+            raise JudgeError(
+                "context_overflow",
+                f"the prompt is {len(tokens)} tokens, more than the KV cache's {self.n_cells} (raise --workers)",
+            )
         return np.asarray(tokens, dtype=np.int32)
 
     def _submit(self, request: Request):
+        if self._cancelled:
+            raise cancelled()
         if not self._thread.is_alive():
             raise JudgeError("internal", "the llama.cpp engine has stopped")
         self._inbox.put(request)
         return request.future.result()
+
+    def cancel(self) -> None:
+        """Stop now (Ctrl-C, quitting the app), from any thread: the decode in progress ends at its next graph node,
+        and every request in flight, waiting or still to come fails as ``cancelled`` (the worker gives its job
+        back). For good: a cancelled engine is only closed."""
+        self._cancelled = True
+        self.ctx.abort()
+        self._inbox.put(_CANCEL)
 
     def close(self) -> None:
         if self._thread.is_alive():
@@ -148,7 +180,7 @@ class Engine:
             while item is not None:
                 if item is _STOP:
                     stop = True
-                else:
+                elif item is not _CANCEL:
                     self._waiting.append(item)
                 try:
                     item = self._inbox.get_nowait()
@@ -157,17 +189,31 @@ class Engine:
             if stop:
                 self._fail_all(JudgeError("internal", "the llama.cpp engine was closed"))
                 return
+            if self._cancelled:  # between two decode steps: nothing more is decoded
+                self._fail_all(cancelled())
+                continue
             try:
                 self._admit()
                 if any(not s.idle for s in self.slots):
                     self._step()
             except Exception as exc:  # a bug must fail the requests in flight, visibly, not hang their callers
-                self._fail_all(JudgeError("internal", f"llama.cpp engine: {type(exc).__name__}: {exc}"))
+                if self._cancelled:  # the decode was aborted (llama_decode returned 2)
+                    self._fail_all(cancelled())
+                else:
+                    self._fail_all(JudgeError("internal", f"llama.cpp engine: {type(exc).__name__}: {exc}"))
+
+    @staticmethod
+    def _cells(request: Request) -> int:
+        """The most KV cells a request may fill: its prompt and its whole reply budget."""
+        return len(request.tokens) + (1 if request.probe else request.max_tokens)
 
     def _admit(self) -> None:
         kept: deque[Request] = deque()  # prompts waiting for a prefix another sequence is evaluating
         while self._waiting:
             request = self._waiting[0]
+            in_flight = sum(self._cells(s.request) for s in self.slots if s.request is not None)
+            if in_flight and in_flight + self._cells(request) > self.n_cells:
+                return  # it waits until sequences in flight end and leave room
             placement = place(self.slots, request.tokens)
             if placement is None:
                 break

@@ -14,7 +14,9 @@ import ctypes
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import llama_cpp as lc
 import numpy as np
@@ -36,6 +38,43 @@ def _holding_the_gil(function):
 
 _seq_rm = _holding_the_gil(lc.llama_memory_seq_rm)
 _logits_ith = _holding_the_gil(lc.llama_get_logits_ith)
+
+
+def _strlen():
+    """C's ``strlen``, as llama.cpp's abort callback (``bool (*)(void *)``): it reads a flag without Python, so
+    the check llama.cpp makes at every node of a graph costs nanoseconds and never waits for the GIL (a Python
+    callback would take the GIL hundreds of times a decode, from a thread busy worker threads compete with)."""
+    try:
+        libc = ctypes.CDLL(None) if sys.platform != "win32" else ctypes.cdll.msvcrt
+        return ctypes.cast(libc.strlen, ctypes.c_void_p).value
+    except (AttributeError, OSError):
+        return None
+
+
+_STRLEN = _strlen()
+
+
+def _has_amx() -> bool:
+    """The CPU has Intel AMX (Linux says so in /proc/cpuinfo; elsewhere: no)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            return any(line.startswith("flags") and " amx_int8" in line for line in info)
+    except OSError:
+        return False
+
+
+_FLOAT_FILE_TYPES = frozenset({0, 1, 32})  # general.file_type: all F32, mostly F16, mostly BF16
+
+
+def _quantised(path: str) -> bool:
+    """The GGUF's weights are quantised (its ``general.file_type``; unknown counts as quantised)."""
+    from tui_rater.judge.gguf_header import BadHeader, read_gguf_header
+
+    try:
+        file_type = read_gguf_header(path).metadata.get("general.file_type")
+    except (BadHeader, OSError):
+        return True
+    return file_type not in _FLOAT_FILE_TYPES
 
 
 class LoadError(Exception):
@@ -78,10 +117,55 @@ def lower_thread_priority(by: int = 10) -> None:
         os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + by))
 
 
-def _quiet_logs() -> None:
-    from llama_cpp._logger import set_verbose
+_LOG_LOCK = threading.Lock()
+LOG_MAX_BYTES = 8 << 20
+_LOG: dict[str, object] = {}  # the open log file and the ctypes callback llama.cpp holds (kept alive here)
 
-    set_verbose(False)  # llama.cpp's log callback: errors only
+
+def log_to(path: Path) -> None:
+    """Send llama.cpp's own log, every level, to ``path`` (appended), never to the terminal: its lines ("possible
+    training context overflow", "removing memory module entries ...") landed on every run, and inside the app over
+    the screen. Where the file cannot be written, the log is dropped."""
+    import llama_cpp._logger  # noqa: F401 - it installs its own callback on import: ours must come after it
+
+    with _LOG_LOCK:
+        if _LOG.get("path") == path:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists() and path.stat().st_size > LOG_MAX_BYTES:  # one older generation is kept
+                path.replace(path.with_name(path.name + ".1"))
+            out = open(path, "a", encoding="utf-8", errors="replace", buffering=1)
+        except OSError:
+            out = None
+        written = threading.Lock()
+
+        @lc.llama_log_callback
+        def callback(level: int, text: bytes, _user_data) -> None:
+            if out is not None and text:
+                with written, contextlib.suppress(Exception):
+                    out.write(text.decode("utf-8", "replace"))
+
+        lc.llama_log_set(callback, ctypes.c_void_p(0))
+        old = _LOG.get("file")
+        _LOG.update(path=path, file=out, callback=callback)
+        if old is not None:
+            with contextlib.suppress(Exception):
+                old.close()  # type: ignore[attr-defined]
+
+
+def note_in_log(line: str) -> None:
+    """A line of ours in llama.cpp's log (which model a run loaded, and when)."""
+    out = _LOG.get("file")
+    if out is not None:
+        with contextlib.suppress(Exception):
+            out.write(line.rstrip("\n") + "\n")  # type: ignore[attr-defined]
+
+
+def _quiet_logs() -> None:
+    from tui_rater.judge.spec import llama_log_path
+
+    log_to(llama_log_path())
 
 
 class Model:
@@ -92,10 +176,16 @@ class Model:
         lc.llama_backend_init()
         params = lc.llama_model_default_params()
         params.n_gpu_layers = 999 if n_gpu_layers < 0 else n_gpu_layers  # -1: every layer
+        if _has_amx() and _quantised(path):
+            # llama.cpp's AMX weight layout (an "extra buffer type") segfaults in its matrix product on quantised
+            # models (Q4_0, Q4_1, Q8_0, Q4_K_M; llama-cpp-python 0.3.36, Sapphire Rapids): without it they run.
+            # Float models keep it (their logits stay those of llama-cpp-python's own Llama)
+            params.use_extra_bufts = False
+        note_in_log(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} tui-rater (pid {os.getpid()}): loading {path}")
         with quiet_stderr():
             ptr = lc.llama_model_load_from_file(path.encode(), params)
         if not ptr:
-            raise LoadError(f"llama.cpp could not load {path}")
+            raise LoadError(f"llama.cpp could not load {path} (its log: {_LOG.get('path')})")
         self.ptr = ptr
         self.path = path
         self.vocab = lc.llama_model_get_vocab(ptr)
@@ -199,12 +289,23 @@ class Context:
         if not ptr:
             raise LoadError(
                 f"llama.cpp could not create a context of {n_seq} sequences x {n_ctx_seq} tokens "
-                "(lower --workers or --n-ctx)"
+                f"(lower --workers or --n-ctx; its log: {_LOG.get('path')})"
             )
         self.ptr = ptr
         self.memory = lc.llama_get_memory(ptr)
         self.n_vocab = model.n_vocab
         self.numerics = dict(NUMERICS)  # what this context was created with
+        # the abort flag: an empty C string; abort() writes one character, and the decode in progress stops at its
+        # next graph node (llama_decode returns 2) instead of running its whole batch (Ctrl-C answered in ms)
+        self._abort_flag = ctypes.create_string_buffer(2)
+        self._abort_callback = None
+        if _STRLEN is not None:
+            self._abort_callback = lc.ggml_abort_callback(_STRLEN)
+            lc.llama_set_abort_callback(ptr, self._abort_callback, ctypes.cast(self._abort_flag, ctypes.c_void_p))
+
+    def abort(self) -> None:
+        """Stop the decode in progress (any thread); every later decode returns at once too."""
+        self._abort_flag.value = b"x"
 
     def decode(self, batch: Batch) -> int:
         batch.struct.n_tokens = batch.n

@@ -1,0 +1,223 @@
+"""How a judge run ends: its usable readings counted (none usable is exit 1), Ctrl-C within 2 s with no job left
+leased (a local model and a server that never answers), and quitting the app with a judge in under a second."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support import STORIES, run_cli_process
+from tests.ui.tmux import TmuxApp, annotate_command, needs_tmux
+from tui_rater.store.study import Study
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _study(tmp_path, copies: int = 1) -> Path:
+    db = tmp_path / "s.db"
+    study = Study.open(db)
+    # distinct texts: identical prompts would be answered from the reply cache
+    study.add_items(
+        study.task("story"),
+        [dict(s, id=f"{s['id']}-{k}", story=f"{s['story']} (copy {k})") for k in range(copies) for s in STORIES],
+    )
+    study.close()
+    return db
+
+
+def _statuses(db) -> dict[str, int]:
+    conn = sqlite3.connect(db, timeout=30)
+    try:
+        return dict(conn.execute("SELECT status, count(*) FROM jobs GROUP BY status").fetchall())
+    finally:
+        conn.close()
+
+
+# --- what a run produced ---------------------------------------------------------------------------------------
+
+
+def test_a_run_with_no_usable_reading_exits_1_and_names_the_mode_that_works(tmp_path, tiny_gguf):
+    db = _study(tmp_path)
+    common = ("--db", db, "--model", tiny_gguf, "--limit", "2", "--samples", "1", "--max-retries", "0")
+    text = run_cli_process("judge", *common, "--max-tokens", "8")
+    # random weights never write a rating: every job ends, none of its readings can be used
+    assert text.returncode == 1, text.stderr
+    assert "done: 8 jobs" in text.stdout and "0 of 8 readings usable; typed failures:" in text.stdout
+    assert "0 of 8 readings usable" in text.stderr and "try --mode constrained" in text.stderr
+    assert "judge --check" in text.stderr and "Traceback" not in text.stderr
+    # the mode it names works with the same model: every reading usable, exit 0
+    constrained = run_cli_process("judge", *common, "--mode", "constrained")
+    assert constrained.returncode == 0, constrained.stderr
+    assert "8 of 8 readings usable" in constrained.stdout and "try --mode" not in constrained.stderr
+    conn = sqlite3.connect(db)
+    usable = conn.execute("SELECT count(*) FROM ratings WHERE parse_status = 'ok' AND value IS NOT NULL").fetchone()
+    assert usable[0] == 8
+
+
+def test_llama_cpp_log_goes_to_the_file_named_in_help_not_the_terminal(tmp_path, qwen_gguf):
+    db = _study(tmp_path)
+    cache = tmp_path / "cache"
+    env = {**os.environ, "TUI_RATER_CACHE_DIR": str(cache)}
+    shown = run_cli_process("judge", "--help", env=env)
+    assert str(cache / "llama.log") in "".join(shown.stdout.split())  # (wrapped anywhere, hyphens included)
+    result = run_cli_process(
+        "judge", "--db", db, "--model", qwen_gguf, "--limit", "1", "--mode", "constrained", "--samples", "1", env=env
+    )
+    assert result.returncode == 0, result.stderr
+    log = (cache / "llama.log").read_text()
+    assert "llama_model_loader" in log and str(qwen_gguf) in log  # llama.cpp's own lines, and which model
+    (per_seq,) = re.findall(r"KV cache of 16 sequences x (\d+) tokens \(--n-ctx 4096\)", log)
+    assert int(per_seq) < 4096  # sized from the prompts
+    for line in (result.stderr + result.stdout).splitlines():  # none of them in the terminal
+        assert not line.startswith(("llama_", "llm_load", "print_info", "load_tensors", "decode:")), line
+
+
+# --- Ctrl-C -----------------------------------------------------------------------------------------------------
+
+
+def _interrupt(cmd: list[str], db: Path, env: dict | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    """Start ``cmd``, wait until it holds jobs (and a moment more), send SIGINT: (the ended process, seconds from
+    the signal to its exit)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 90
+        while _statuses(db).get("leased", 0) == 0 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(1.0)  # mid-run: decoding, or waiting on the server
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+        print(f"SIGINT -> exit {proc.returncode} in {took:.2f} s")  # (pytest -s shows it)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err), took
+
+
+def test_ctrl_c_stops_a_local_judge_within_2_s_and_leaves_no_job_leased(tmp_path, qwen_bos_gguf):
+    db = _study(tmp_path, copies=20)
+    cmd = [sys.executable, "-m", "tui_rater.cli", "judge", "--db", str(db), "--model", str(qwen_bos_gguf)]
+    ended, took = _interrupt([*cmd, "--max-tokens", "128", "--max-retries", "0"], db)
+    assert ended.returncode == 130, ended.stderr
+    assert took < 2.0, took
+    assert "stopping: finishing the current step, releasing" in ended.stderr
+    assert "interrupted:" in ended.stderr and "Traceback" not in ended.stderr
+    statuses = _statuses(db)
+    assert statuses.get("leased", 0) == 0 and statuses.get("failed", 0) == 0
+    assert statuses.get("queued", 0) > 0  # the rest waits for the next run
+
+
+@pytest.fixture
+def silent_server():
+    """A loopback server that accepts connections and never answers a byte."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+def test_ctrl_c_against_a_silent_server_stops_within_2_s(tmp_path, silent_server):
+    db = _study(tmp_path, copies=2)
+    cmd = [sys.executable, "-m", "tui_rater.cli", "judge", "--db", str(db), "--model", "api:m"]
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
+    ended, took = _interrupt([*cmd, "--base-url", silent_server, "--timeout", "120"], db, env)
+    assert ended.returncode == 130, ended.stderr
+    assert took < 2.0, took
+    assert "stopping: finishing the current step, releasing" in ended.stderr and "Traceback" not in ended.stderr
+    statuses = _statuses(db)
+    assert statuses.get("leased", 0) == 0 and statuses.get("failed", 0) == 0 and statuses.get("queued", 0) > 0
+
+
+# --- quitting the app with a judge -------------------------------------------------------------------------------
+
+
+def _quit_with_judge(tmp_path, db, *judge: str, env: str = "") -> tuple[float, str]:
+    """Seconds from `q` to the app's process ending with the judge holding jobs, less the same without a judge
+    (Textual's own teardown: ~0.3 s idle, over 2 s on this busy 2-core machine), and what it printed."""
+    baseline = _quit_time(tmp_path, db, env=env)
+    app = TmuxApp(annotate_command(db, "alice", "story", *judge), tmp_path, env=env)
+    try:
+        app.wait_text("item 1/", timeout=30)
+        assert _wait(lambda: _statuses(db).get("leased", 0) > 0, 60), "the judge never took a job"
+        time.sleep(0.5)
+        app.keys("q")
+        took = app.wait_exit(15)
+        assert took is not None, app.screen()
+        print(f"q -> the app's process ended in {took:.2f} s; without a judge {baseline:.2f} s")  # (pytest -s)
+        assert app.wait_status() == 0
+        return took - baseline, app.printed()
+    finally:
+        app.close()
+
+
+def _quit_time(tmp_path, db, env: str = "") -> float:
+    app = TmuxApp(annotate_command(db, "nobody", "story"), tmp_path, env=env)
+    try:
+        app.wait_text("item 1/", timeout=30)
+        time.sleep(0.5)
+        app.keys("q")
+        took = app.wait_exit(15)
+        assert took is not None, app.screen()
+        return took
+    finally:
+        app.close()
+
+
+def _wait(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.terminal
+@needs_tmux
+def test_quitting_the_app_with_a_local_judge_adds_under_a_second(tmp_path, qwen_bos_gguf):
+    db = _study(tmp_path, copies=20)
+    judges_took, printed = _quit_with_judge(tmp_path, db, "--judge", str(qwen_bos_gguf))
+    assert judges_took < 1.0, (judges_took, printed)  # was 10.6 s of blank screen
+    assert "Traceback" not in printed
+    assert _statuses(db).get("leased", 0) == 0
+
+
+@pytest.mark.terminal
+@needs_tmux
+def test_quitting_the_app_with_a_hung_api_judge_says_so_and_adds_under_a_second(tmp_path, silent_server):
+    db = _study(tmp_path, copies=2)
+    judge = ("--judge", "api:m", "--base-url", silent_server)
+    judges_took, printed = _quit_with_judge(tmp_path, db, *judge, env="OPENAI_API_KEY=sk-test")
+    assert judges_took < 1.0, (judges_took, printed)  # was 10.9 s of blank screen
+    assert "stopping the judges: giving back" in printed and "Traceback" not in printed
+    assert _statuses(db).get("leased", 0) == 0
