@@ -54,6 +54,8 @@ SCREENS = (
     "agreement.jump",
     "agreement.cancel",
     "agreement.retry",
+    "confirm.yes",
+    "confirm.no",
 )
 ACTION_IDS: tuple[str, ...] = (*(action for action, _ in HELP), *NUMBER_ENTRY, *SCREENS)
 

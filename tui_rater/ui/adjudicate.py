@@ -53,7 +53,7 @@ class DetailReady(Message):
 class QueueScreen(Screen):
     """The list: one line per item, most disagreeing first; Enter opens it."""
 
-    BINDINGS = [Binding("q", "app.quit", "quit", id="adjudicate.quit")]
+    BINDINGS = [Binding("q", "app.quit", "quit")]
 
     def compose(self) -> ComposeResult:
         yield Static(id="adj-status")
@@ -84,16 +84,16 @@ class ItemScreen(Screen):
     """One item: its text, every rating and note, and the questions in dispute with the decided values."""
 
     BINDINGS = [
-        Binding("down,tab", "question(1)", "question", key_display="↑↓", priority=True, id="adjudicate.next_q"),
-        Binding("up,shift+tab", "question(-1)", "previous question", show=False, priority=True, id="adjudicate.prev_q"),
-        Binding("right,n", "item(1)", "item", key_display="←→", id="adjudicate.next_item"),
-        Binding("left,p", "item(-1)", "previous item", show=False, id="adjudicate.prev_item"),
-        Binding("enter", "enter", "enter", show=False, id="adjudicate.enter"),
-        Binding("backspace", "backspace", "delete digit", show=False, id="adjudicate.backspace"),
-        Binding("pageup", "scroll(-1)", "scroll", show=False, id="adjudicate.scroll_up"),
-        Binding("pagedown", "scroll(1)", "scroll", show=False, id="adjudicate.scroll_down"),
-        Binding("escape,l", "list", "list", id="adjudicate.list"),
-        Binding("q", "app.quit", "quit", id="adjudicate.item_quit"),
+        Binding("down,tab", "question(1)", "question", key_display="↑↓", priority=True),
+        Binding("up,shift+tab", "question(-1)", "previous question", show=False, priority=True),
+        Binding("right,n", "item(1)", "item", key_display="←→"),
+        Binding("left,p", "item(-1)", "previous item", show=False),
+        Binding("enter", "enter", "enter", show=False),
+        Binding("backspace", "backspace", "delete digit", show=False),
+        Binding("pageup", "scroll(-1)", "scroll", show=False),
+        Binding("pagedown", "scroll(1)", "scroll", show=False),
+        Binding("escape,l", "list", "list"),
+        Binding("q", "app.quit", "quit"),
     ]
 
     def __init__(self, index: int):
