@@ -63,9 +63,9 @@ class Engine:
         except Exception:
             self.model.close()
             raise
-        # the cells of the unified cache, shared by every sequence: a request is admitted while the cells the
-        # sequences in flight may still need leave room for its prompt and reply (a prompt longer than the cache
-        # was sized for waits for room instead of failing; one longer than the whole cache is refused)
+        # each sequence has a KV stream of its own (batch invariance: see native.NUMERICS) of ``per_seq`` cells,
+        # sized from the run's longest prompts: a prompt and its reply budget must fit one stream
+        self.per_seq = per_seq
         self.n_cells = per_seq * n_seq
         note_in_log(f"tui-rater: KV cache of {n_seq} sequences x {per_seq} tokens (--n-ctx {n_ctx})")
         self.batch = Batch(n_batch, n_seq)
@@ -131,10 +131,12 @@ class Engine:
                 f"the prompt is {len(tokens)} tokens, the context window {self.n_ctx} "
                 f"(raise --n-ctx; items are never cut silently)",
             )
-        if len(tokens) + reply > self.n_cells:
+        if len(tokens) + reply > self.per_seq:
             raise JudgeError(
                 "context_overflow",
-                f"the prompt is {len(tokens)} tokens, more than the KV cache's {self.n_cells} (raise --workers)",
+                f"the prompt is {len(tokens)} tokens; with its reply budget ({reply}) more than the {self.per_seq} "
+                "each sequence's cache holds, sized from this run's longest prompts (run it again with --workers 1: "
+                "one sequence gets the whole --n-ctx)",
             )
         return np.asarray(tokens, dtype=np.int32)
 
