@@ -214,3 +214,22 @@ def test_credentials_are_stripped_from_urls():
     assert url_secrets(url) == ["pw-0123456789", "qk-0123456789"]
     assert url_secrets("https://tok-0123456789@h/v1") == ["tok-0123456789"]  # a user name that is a token
     assert strip_credentials("https://api.openai.com/v1") == "https://api.openai.com/v1"
+
+
+def test_a_reply_cut_by_the_length_limit_is_truncated_not_read(story_study, fake_server):
+    """Issue 26, item 6: "1" that stopped on the length limit may have been "10" or "1.5": a typed failure, with
+    the finish reason stored; the same "1" ended by the model is read (and reparse reads both the same way)."""
+    cut = json.loads(ok_body("1"))
+    cut["choices"][0]["finish_reason"] = "length"
+    url = fake_server(Script([(200, {}, json.dumps(cut), 0), (200, {}, ok_body("1"), 0)]))
+    _rater, _ = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1, max_retries=1, max_tokens=1))
+    row = story_study.db.conn.execute("SELECT value, parse_status, raw, details FROM ratings").fetchone()
+    details = json.loads(row[3])
+    assert (row[0], row[1], row[2]) == (1.0, "ok", "1")  # the retry ended on its own
+    assert details["finish_reason"] == "stop" and details["earlier_replies"] == ["1"]
+    url = fake_server(Script([(200, {}, json.dumps(cut), 0)]))
+    story_study.db.conn.execute("DELETE FROM ratings")
+    _rater, _ = run_one(story_study, JudgeSpec("api:n", base_url=url, samples=1, max_retries=0, max_tokens=1))
+    row = story_study.db.conn.execute("SELECT value, parse_status, raw, details FROM ratings").fetchone()
+    assert (row[0], row[1], row[2]) == (None, "truncated", "1")
+    assert json.loads(row[3])["finish_reason"] == "length"

@@ -271,6 +271,7 @@ class Worker(threading.Thread):
                 job.presentation,
                 structured=reply.get("structured", False),
                 truncated=reply.get("finish_reason") == "length",
+                constrained=constrained,
             )
             details = {**facts, "seed": attempt_seed, "attempts": attempt + 1}
             # what reparse needs to read the reply the same way again
