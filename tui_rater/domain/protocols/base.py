@@ -247,6 +247,16 @@ class EvaluationProtocol:
             return Options(tuple(str(int(v)) for v in scale.points), tuple(scale.points))
         return None
 
+    def answer_starts(self, attribute: Attribute, variant: str) -> tuple[str, ...]:
+        """What a valid reply begins with: the options' labels, else the first digits of the scale's whole numbers
+        ("0".."9" on 0-100). Their probability at the answer position is the scale mass: what distribution mode
+        reads, and what a constrained judge meant to answer before its grammar forced an answer."""
+        options = self.options(attribute, variant)
+        if options is not None:
+            return options.labels
+        scale = self.reply_scale(attribute, variant)
+        return tuple(dict.fromkeys(str(v)[0] for v in range(int(scale.low), int(scale.high) + 1)))
+
     def grammar(self, attribute: Attribute, variant: str) -> str:
         """A GBNF grammar whose only sentences are valid answers."""
         options = self.options(attribute, variant)

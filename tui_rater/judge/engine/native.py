@@ -93,6 +93,8 @@ class Model:
         lc.llama_backend_init()
         params = lc.llama_model_default_params()
         params.n_gpu_layers = 999 if n_gpu_layers < 0 else n_gpu_layers  # -1: every layer
+        if os.environ.get("TUI_RATER_NO_REPACK"):  # llama.cpp's repacked CPU kernels crash some CPUs (AMX) on Q4_K
+            params.use_extra_bufts = False
         with quiet_stderr():
             ptr = lc.llama_model_load_from_file(path.encode(), params)
         if not ptr:
