@@ -126,6 +126,7 @@ class Worker(threading.Thread):
             queue.reclaim_dead(study)
             self.backend = self.backend_factory(self.spec)
             self.counts = self.backend.counts
+            sources.note_server(study, self.rater_id, self.spec, self.backend)  # what stands behind an API alias
             while not self.stop_event.is_set():
                 jobs = queue.lease(study, self.rater_id, self.owner, max_jobs=max_jobs, min_jobs=min_jobs)
                 leased_until = time.monotonic() + queue.LEASE_S

@@ -295,6 +295,16 @@ MIGRATIONS: list[Migration] = [
     """,
     # 5: raters' short labels; where each judge's replies came from (model file, server, its fingerprint)
     _judge_labels,
+    # what an API judge's server said about the model behind its alias (issue 26, item 10)
+    """
+    CREATE TABLE judge_servers (
+        rater_id INTEGER NOT NULL REFERENCES raters (id),
+        source TEXT NOT NULL,              -- the server's URL without credentials
+        facts TEXT NOT NULL,               -- JSON: /props (model path, chat template, n_ctx), /v1/models entry
+        first_seen TEXT NOT NULL,
+        PRIMARY KEY (rater_id, source, facts)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
