@@ -308,3 +308,18 @@ def test_what_the_server_says_of_the_weights_is_recorded_and_shown(story_study, 
     assert "root Qwen/Qwen2.5-0.5B-Instruct; max_model_len 32768" in shown
     assert "nothing the server reported identifies the weights behind 'a'" in shown
     assert "wrapped every prompt in its chat template" in shown
+
+
+def test_a_corrected_reply_stored_by_the_old_parser_changes_only_through_reparse(story_study, fake_server, cli):
+    """Issue 26, item 5: the judge reads "4/5 -- wait, on reflection, 3/5." as 3. A reading the old parser stored (4)
+    stays 4 until `tui-rater reparse`, which re-reads the stored reply and says what changed."""
+    url = fake_server(Script([(200, {}, ok_body("Score: 4/5 -- wait, on reflection, 3/5."), 0)]))
+    run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1))
+    conn = story_study.db.conn
+    assert conn.execute("SELECT value, parse_status FROM ratings").fetchone() == (3.0, "ok")
+    with conn:
+        conn.execute("UPDATE ratings SET value = 4.0")  # what 0.1's parser stored from the same reply
+    assert conn.execute("SELECT value FROM ratings").fetchone() == (4.0,)
+    code, out, _ = cli("reparse", "--db", story_study.path)
+    assert code == 0 and " 1 changed" in out, out
+    assert conn.execute("SELECT value, parse_status FROM ratings").fetchone() == (3.0, "ok")
