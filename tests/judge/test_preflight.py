@@ -234,17 +234,27 @@ def test_an_api_server_answering_garbage_is_not_ready_and_one_that_answers_is(tm
     report = json.loads(result.stdout)
     assert report["verdict"] == "not ready" and result.returncode == 1
     assert "not JSON" in report["checks"][0]["error"]
-    answering = Script([(200, {}, ok_body("4"), 0)])
+    answering = Script([(200, {}, ok_body("Rating: 4"), 0)])
     url = fake_server(answering)
     result = run_cli_process(
         "judge", "--db", db, "--task", "story", "--model", "api:m", "--base-url", url, *flags, env=env
     )
     report = json.loads(result.stdout)
     assert report["verdict"] == "ready" and result.returncode == 0, report["reason"]
-    # one short request per question, with the judge's prompt
+    # one request per question, with the judge's prompt and reply budget, read as the run reads it
     assert len(answering.bodies) == len(ATTRIBUTES)
-    assert answering.bodies[0]["messages"][-1]["content"] == _first_prompt(db)
-    assert all(b["max_tokens"] == 1 for b in answering.bodies)
+    assert _first_prompt(db) in [b["messages"][-1]["content"] for b in answering.bodies]  # asked together
+    assert all(b["max_tokens"] == report["max_tokens"] for b in answering.bodies)
+    assert {c["reply_status"] for c in report["checks"]} == {"ok"}
+    # a server whose model does not answer on the scale is not ready in text mode: the check read its replies
+    rambling = Script([(200, {}, ok_body("The story is about a cat."), 0)])
+    url = fake_server(rambling)
+    result = run_cli_process(
+        "judge", "--db", db, "--task", "story", "--model", "api:m", "--base-url", url, *flags, env=env
+    )
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "not ready" and result.returncode == 1
+    assert "0% of 4 checked replies read (failures: no_number)" in report["reason"]
 
 
 def test_the_json_report_escapes_control_and_bidi_characters(tmp_path, qwen_gguf):

@@ -202,7 +202,7 @@ def _check(
     facts: dict[str, Any] = {}
     try:
         if spec.is_api:
-            facts = _api_answer_position(backend, spec, protocol, attribute, messages)
+            facts = _api_answer_position(backend, spec, protocol, attribute, presentation, messages)
         elif tokens is not None and tokens < spec.n_ctx:
             facts = _local_answer_position(backend, spec, modes, task, item, attribute, presentation, messages)
     except JudgeError as exc:
@@ -236,17 +236,7 @@ def _local_answer_position(
         facts["top"] = [(str(text), float(p)) for text, p in backend.top_tokens(messages, TOP_K)]
     if "text" in modes:
         protocol = protocols.for_mode(task, attribute, "text")
-        reply = backend.complete(
-            messages,
-            temperature=spec.temperature,
-            top_p=spec.top_p,
-            max_tokens=spec.max_tokens,
-            seed=spec.seed,
-        )
-        reading = protocol.read_reply(
-            reply.text, attribute, spec.variant, presentation, truncated=reply.finish_reason == "length"
-        )
-        facts.update(reply=reply.text, reply_status=reading.status, finish_reason=reply.finish_reason)
+        facts.update(_text_reply(backend, spec, protocol, attribute, presentation, messages))
     if "implicit" in modes:
         implicit = protocols.for_mode(task, attribute, "implicit")
         asked = implicit.render(task, attribute, item.fields, spec.variant, presentation)
@@ -259,7 +249,7 @@ def _local_answer_position(
 
 
 def _api_answer_position(
-    backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, messages: list[dict[str, str]]
+    backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, presentation: str, messages: list[dict[str, str]]
 ) -> dict[str, Any]:
     """A server: the implicit question's top tokens, the options' logprobs (distribution), or one short reply."""
     if spec.mode == "implicit":  # Chen et al. §2.1: yes / no among the top tokens
@@ -268,7 +258,9 @@ def _api_answer_position(
         return {"top": top, "mass": sum(p for text, p in top if text.strip() in answers), "mass_is_lower_bound": True}
     options = protocol.options(attribute, spec.variant)
     labels = list(options.labels) if options is not None else []
-    if spec.mode in ("text", "constrained"):  # no logprobs to read, but the server must answer
+    if spec.mode == "text":  # one reply, asked and read as the run would: does the server's model answer?
+        return _text_reply(backend, spec, protocol, attribute, presentation, messages)
+    if spec.mode == "constrained":  # no logprobs to read, but the server must answer and take the constraint
         _ask_once(backend, spec, protocol, attribute, messages)
         return {}
     facts: dict[str, Any] = {}
@@ -279,6 +271,24 @@ def _api_answer_position(
         facts["mass"] = sum(found.probabilities.values())
         facts["mass_is_lower_bound"] = bool(found.unscored)
     return facts
+
+
+def _text_reply(
+    backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, presentation: str, messages: list[dict[str, str]]
+) -> dict[str, Any]:
+    """One free reply with the run's decoding and length limit, read by the protocol as the run reads it."""
+    reply = backend.complete(
+        messages, temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens, seed=spec.seed
+    )
+    reading = protocol.read_reply(
+        reply.text,
+        attribute,
+        spec.variant,
+        presentation,
+        structured=reply.structured,
+        truncated=reply.finish_reason == "length",
+    )
+    return {"reply": reply.text, "reply_status": reading.status, "finish_reason": reply.finish_reason}
 
 
 def _ask_once(backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, messages: list[dict[str, str]]) -> None:
@@ -331,7 +341,7 @@ def _mode_verdict(
 ) -> ModeCheck:
     if blocked:
         return ModeCheck(mode, False, blocked)
-    if spec.is_api:  # a server: only the mode asked is checked
+    if spec.is_api and mode != "text":  # a server: only the mode asked is checked
         masses = [c.mass for c in checks if c.mass is not None]
         if mode in MODES_READ_AT_THE_ANSWER and masses:
             where = "on yes / no" if mode == "implicit" else "on the scale"
