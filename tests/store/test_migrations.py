@@ -122,7 +122,7 @@ def test_migration_5_labels_every_rater_uniquely_and_adds_judge_sources(tmp_path
     _v4_file(path)
     study = Study.open(path)
     conn = study.db.conn
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 5
     labels = dict(conn.execute("SELECT id, label FROM raters ORDER BY id").fetchall())
     assert labels == {
         1: "J1 qwen2-0.5b-instruct-q4_… text",
