@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import Any
 
@@ -153,8 +153,12 @@ def check_judge(
         backend = make_backend(spec, parallel=workers or max(1, min(len(asked), 16)))
     modes = (spec.mode,) if spec.is_api else tuple(dict.fromkeys((spec.mode, *applicable_modes(tasks))))
     try:
-        with ThreadPoolExecutor(max_workers=max(1, min(len(asked), 16))) as pool:  # decoded together, as the run
-            checks = list(pool.map(lambda one: _check(backend, spec, modes, *one), asked))
+        # the answer position, question after question as a --workers 1 run reads it (the engine shares prompt
+        # prefixes between sequences: asked together, the numbers would move with what else is in the batch) ...
+        checks = [_check(backend, spec, modes, *one) for one in asked]
+        if "text" in modes and not spec.is_api:  # ... then one reply per question, decoded together
+            with ThreadPoolExecutor(max_workers=max(1, min(len(asked), 16))) as pool:
+                checks = list(pool.map(lambda pair: _with_reply(backend, spec, pair[0], *pair[1]), zip(checks, asked)))
         template = _template_source(backend, spec)
     finally:
         close = getattr(backend, "close", None)
@@ -234,9 +238,6 @@ def _local_answer_position(
         if scored:
             facts["mass"] = sum(backend.option_probabilities(messages, scored).values())
         facts["top"] = [(str(text), float(p)) for text, p in backend.top_tokens(messages, TOP_K)]
-    if "text" in modes:
-        protocol = protocols.for_mode(task, attribute, "text")
-        facts.update(_text_reply(backend, spec, protocol, attribute, presentation, messages))
     if "implicit" in modes:
         implicit = protocols.for_mode(task, attribute, "implicit")
         asked = implicit.render(task, attribute, item.fields, spec.variant, presentation)
@@ -271,6 +272,22 @@ def _api_answer_position(
         facts["mass"] = sum(found.probabilities.values())
         facts["mass_is_lower_bound"] = bool(found.unscored)
     return facts
+
+
+def _with_reply(
+    backend: Any, spec: JudgeSpec, check: PromptCheck, task: Task, item: Any, attribute: Any, presentation: str
+) -> PromptCheck:
+    """The check with one text-mode reply, asked and read as the run would (a local model)."""
+    if check.error or check.tokens is None or check.tokens >= spec.n_ctx:
+        return check
+    protocol = protocols.for_mode(task, attribute, "text")
+    prompt = protocol.render(task, attribute, item.fields, spec.variant, presentation)
+    try:
+        messages = [{"role": "user", "content": prompt.text}]
+        facts = _text_reply(backend, spec, protocol, attribute, presentation, messages)
+    except JudgeError as exc:
+        return replace(check, error=f"{exc.kind}: {exc.message}")
+    return replace(check, **facts)
 
 
 def _text_reply(
