@@ -266,3 +266,25 @@ def test_the_json_report_escapes_control_and_bidi_characters(tmp_path, qwen_gguf
     for raw in ("\x9b", "\u202e", "\x1b"):
         assert raw not in result.stdout
     assert "a \x9b31m b \u202e c \x1b[2J d" in report["checks"][0]["prompt"]  # the data itself, unchanged
+
+
+def test_the_implicit_score_is_checked_with_its_own_question_and_variant(tmp_path, qwen_bos_gguf):
+    """The implicit score asks its own yes/no question (variant plain); the explicit score's modes take v1-v5: the
+    check gives a verdict for each mode that applies to the variant asked, never a mode that cannot be asked."""
+    from tui_rater.store.study import Study as Opened
+
+    db = tmp_path / "explicit.db"
+    study = Opened.open(db)
+    study.add_items(study.task("story-explicit"), STORIES[:1])
+    study.close()
+    flags = ("--task", "story-explicit", "--check", "--format", "json", "--max-tokens", "8")
+    implicit = run_cli_process("judge", "--db", db, "--model", qwen_bos_gguf, "--mode", "implicit", *flags)
+    report = json.loads(implicit.stdout)
+    assert list(report["modes"]) == ["implicit"] and implicit.returncode == 1
+    assert "on yes / no" in report["reason"] and report["checks"][0]["top"]
+    explicit = run_cli_process(
+        "judge", "--db", db, "--model", qwen_bos_gguf, "--mode", "text", "--variant", "v1", *flags
+    )
+    report = json.loads(explicit.stdout)
+    assert list(report["modes"]) == ["text", "constrained"]  # no distribution over 0-100, no implicit under v1
+    assert report["checks"][0]["option_tokens"]["7"]  # a 0-100 answer starts with a digit: its mass is the digits'

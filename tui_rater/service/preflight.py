@@ -127,10 +127,16 @@ def questions(study: Study, tasks: list[Task], items: int) -> list[tuple[Task, A
     return asked
 
 
-def applicable_modes(tasks: list[Task]) -> tuple[str, ...]:
-    """The modes every question of these tasks can be asked in."""
-    found = [m for m in RECOMMENDED_ORDER if all(m in protocols.of(a).modes for t in tasks for a in t.attributes)]
-    return tuple(found)
+def applicable_modes(tasks: list[Task], variant: str) -> tuple[str, ...]:
+    """The modes every question of these tasks can be asked in, with this prompt variant (the implicit score asks
+    its own question: Chen et al.'s v1-v5 are the explicit score's)."""
+
+    def fits(mode: str, task: Task, attribute: Any) -> bool:
+        if mode not in protocols.of(attribute).modes:
+            return False
+        return variant in protocols.for_mode(task, attribute, mode).variants(task, attribute)
+
+    return tuple(m for m in RECOMMENDED_ORDER if all(fits(m, t, a) for t in tasks for a in t.attributes))
 
 
 def check_judge(
@@ -151,7 +157,7 @@ def check_judge(
         backend = backend_factory(spec)
     else:
         backend = make_backend(spec, parallel=workers or max(1, min(len(asked), 16)))
-    modes = (spec.mode,) if spec.is_api else tuple(dict.fromkeys((spec.mode, *applicable_modes(tasks))))
+    modes = (spec.mode,) if spec.is_api else tuple(dict.fromkeys((spec.mode, *applicable_modes(tasks, spec.variant))))
     try:
         # the answer position, question after question as a --workers 1 run reads it (the engine shares prompt
         # prefixes between sequences: asked together, the numbers would move with what else is in the batch) ...
@@ -346,7 +352,8 @@ def _blocked(spec: JudgeSpec, checks: list[PromptCheck]) -> str | None:
 def _mass_verdict(spec: JudgeSpec, mode: str, masses: list[float], what: str, lower_bound: bool) -> ModeCheck:
     typical = median(masses)
     low = sum(m < spec.min_mass for m in masses)
-    share = f"{'at least ' if lower_bound else ''}{typical:.2%} of the next-token probability (median) is {what}"
+    bound = " (a lower bound: only the top tokens are known)" if lower_bound else ""
+    share = f"{typical:.2%} of the next-token probability (median) is {what}{bound}"
     if typical < spec.min_mass:
         return ModeCheck(mode, False, f"only {share} (below --min-mass {spec.min_mass:g})", typical)
     some = f"; {low} of {len(masses)} questions below --min-mass {spec.min_mass:g}" if low else ""
