@@ -127,7 +127,8 @@ def test_options_read_by_their_names():
     assert parse_choice(" Storyline-2", names=names).value == 1
     assert parse_choice("Reason: Storyline-1 drifts.\nAnswer: Storyline-2", names=names).value == 1
     assert parse_choice("Answer: (A) Storyline-2", names=names).failure == "ambiguous"
-    assert parse_choice(" Storyline-2 is better.", names=names).failure == "ambiguous"  # prose, not a choice
+    assert parse_choice(" Storyline-2 is better.", names=names).value == 1  # the whole reply is the verdict
+    assert parse_choice(" Storyline-2 is better, but Storyline-1 is bolder.", names=names).failure == "ambiguous"
     assert parse_choice(" Storyline-2").failure == "ambiguous"  # without names: a number, no option
 
 
@@ -137,3 +138,57 @@ def test_stars_decimals_and_other_scales():
     assert parse_score("4,5/5").value == 4.5  # a decimal comma that is clearly one
     assert parse_score("Score: 8/10").failure == "out_of_range"
     assert parse_score("Rating: 3/4").failure == "ambiguous"
+
+
+# issue 26, item 5: real small-model replies that were stored as ok with the wrong value
+MISREADS = [
+    ("1: Probably not relevant\n2: Somewhat relevant\n3: Relevant\n4: Very relevant\n5: Highly relevant", (1, 5)),
+    ("It picks up at the end of the story fragment (2) and continues the plot.", (1, 5)),
+    ('I agree with the previous rating of "1" because the story ignores the prompt.', (1, 5)),
+    ("3.10: The story follows the prompt closely.", (1, 5)),
+]
+
+
+@pytest.mark.parametrize("text,scale", MISREADS)
+def test_what_is_no_answer_is_a_typed_failure(text, scale):
+    result = parse_score(text, scale)
+    assert result.value is None and result.failure in ("ambiguous", "no_number")
+
+
+@pytest.mark.parametrize(
+    "text,scale,expected",
+    [
+        ("Score: 4/5 -- wait, on reflection, 3/5.", (1, 5), 3),
+        ("I'd rate it 4 -- no, 3.", (1, 5), 3),
+        ("Score: 85/100 -- hmm, maybe 80.", (0, 100), 80),
+        ("Rating: 2. Actually, make that 4.", (1, 5), 4),
+        ("Score: 4. Actually, the ending is weak.", (1, 5), 4),  # nothing after the turn corrects the 4
+        ("Score: 4 -- wait, maybe 3 or 4.", (1, 5), None),  # the correction itself hedges
+    ],
+)
+def test_a_judge_that_corrects_itself_is_read_as_its_correction(text, scale, expected):
+    result = parse_score(text, scale)
+    assert result.value == expected
+    assert (result.failure is None) == (expected is not None)
+
+
+def test_replies_a_person_reads_at_once():
+    assert parse_score("About 65%.", (0, 100)).value == 65
+    better = ("Storyline-1", "Storyline-2", "Both storylines are equally well-written and consistent.")
+    worse = ("Storyline-1", "Storyline-2", "Both storylines are equally poor-written and inconsistent.")
+    assert parse_choice("Storyline-1 wins.", names=better).value == 0
+    assert parse_choice("A is better than B", names=better).value == 0
+    assert parse_choice("B is clearly better than A.", names=better).value == 1
+    assert parse_choice("Storyline-2 is worse.", names=worse).value == 1  # "which is worse": B
+    assert parse_choice("Storyline-1 wins.", names=worse).failure == "ambiguous"  # answers another question
+    assert parse_choice("A is better than B").failure == "ambiguous"  # without names the question is unknown
+
+
+def test_a_whole_point_scale_takes_whole_and_half_points_only():
+    from tui_rater.domain import protocols
+    from tui_rater.domain.tasks import STORY as task
+
+    attribute = task.attributes[0]
+    protocol = protocols.for_mode(task, attribute, "text")
+    assert protocol.read_reply("Rating: 3.5", attribute, "plain").value == 3.5
+    assert protocol.read_reply("Rating: 3.1", attribute, "plain").status == "out_of_range"

@@ -254,3 +254,21 @@ def test_disagreement_is_the_protocols(task, values, margin, spread, disagrees, 
     assert protocol.spread(attribute, values) == spread
     assert protocol.disagrees(attribute, values, margin) is disagrees
     assert protocol.spread_share(attribute, values) == pytest.approx(share)
+
+
+def test_a_reply_cut_before_its_answer_is_complete_is_truncated():
+    """Issue 26, item 6: "1" with room for one token may have been "10", "1.5" or "1-5 ...": never a valid 1."""
+    likert, explicit = protocols.of(LIKABILITY), protocols.of(OVERALL)
+    assert likert.read_reply("1", LIKABILITY, "plain", truncated=True).status == "truncated"
+    assert likert.read_reply("I'd rate it 3", LIKABILITY, "plain", truncated=True).status == "truncated"  # "3 or 4"
+    assert likert.read_reply("1", LIKABILITY, "plain").value == 1.0  # the same reply ended by the model: read
+    assert likert.read_reply("Rating: 3. The plot", LIKABILITY, "plain", truncated=True).value == 3.0
+    # a grammar's reply is complete when the grammar allows nothing longer
+    assert likert.read_reply("3", LIKABILITY, "plain", truncated=True, constrained=True).value == 3.0
+    assert explicit.read_reply("1", OVERALL, "v1", truncated=True, constrained=True).status == "truncated"
+    assert explicit.read_reply("100", OVERALL, "v1", truncated=True, constrained=True).value == 100.0
+    # a JSON reply is complete when it parses
+    assert likert.read_reply('{"score": 4}', LIKABILITY, "plain", structured=True, truncated=True).value == 4.0
+    assert likert.read_reply('{"score": 4', LIKABILITY, "plain", structured=True, truncated=True).status == "truncated"
+    pairwise = protocols.of(PREFERENCE)
+    assert pairwise.read_reply(" A", PREFERENCE, "v1", ORIGINAL, truncated=True).status == "truncated"

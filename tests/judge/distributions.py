@@ -68,27 +68,41 @@ class LlamaTruth:
         from llama_cpp import Llama
 
         self.llm = Llama(model_path=str(model), n_ctx=4096, logits_all=True, verbose=False)
-        self.ids = {label: self._single_tokens(label) for label in LIKERT}
+        self.paths = {label: self._paths(label) for label in LIKERT}
 
-    def _single_tokens(self, label: str) -> list[int]:
-        found = []
-        for text in (label, " " + label):
-            ids = self.llm.tokenize(text.encode(), add_bos=False, special=False)
-            if len(ids) == 1 and ids[0] not in found:
-                found.append(ids[0])
+    def _paths(self, label: str) -> list[tuple[int, ...]]:
+        """How a reply may begin with ``label``: one token ("3", " 3", "\\n3"), or a whitespace token then the
+        label's token (" " then "3") -- the paths distribution mode counts (issue 26, item 3)."""
+        bare = self.llm.tokenize(label.encode(), add_bos=False, special=False)
+        found: list[tuple[int, ...]] = []
+        for text in (label, " " + label, "\n" + label, "\n\n" + label):
+            ids = tuple(self.llm.tokenize(text.encode(), add_bos=False, special=False))
+            spaced = len(ids) == 2 and list(ids[1:]) == bare and not self.llm.detokenize(list(ids[:1])).strip()
+            if (len(ids) == 1 or spaced) and ids not in found:
+                found.append(ids)
         return found
 
-    def next_token(self, text: str) -> np.ndarray:
-        """Every token's probability after the prompt (the tiny GGUF has no chat template: BOS, then the text)."""
+    def next_token(self, text: str, after: tuple[int, ...] = ()) -> np.ndarray:
+        """Every token's probability after the prompt (the tiny GGUF has no chat template: BOS, then the text) and
+        the tokens ``after`` it."""
         self.llm.reset()
-        self.llm.eval(self.llm.tokenize(text.encode(), add_bos=True, special=False))
+        self.llm.eval([*self.llm.tokenize(text.encode(), add_bos=True, special=False), *after])
         logits = np.array(self.llm.scores[self.llm.n_tokens - 1], dtype=np.float64)
         p = np.exp(logits - logits.max())
         return p / p.sum()
 
     def __call__(self, text: str) -> dict[str, float]:
         p = self.next_token(text)
-        return {label: float(sum(p[t] for t in ids)) for label, ids in self.ids.items()}
+        found = {}
+        for label, paths in self.paths.items():
+            total = 0.0
+            for path in paths:
+                if len(path) == 1:
+                    total += p[path[0]]
+                elif p[path[0]] >= 1e-9:  # as the engine: a rarer lead adds less than that
+                    total += p[path[0]] * self.next_token(text, path[:1])[path[1]]
+            found[label] = float(total)
+        return found
 
     def top(self, text: str, k: int) -> list[tuple[str, float]]:
         """The k most probable next tokens, as text, with their probabilities."""

@@ -4,6 +4,7 @@ against a small HTTP server on 127.0.0.1 that answers what we tell it to."""
 from __future__ import annotations
 
 import json
+import re
 from importlib import metadata
 
 import pytest
@@ -232,3 +233,111 @@ def test_credentials_are_stripped_from_urls():
     assert url_secrets(url) == ["pw-0123456789", "qk-0123456789"]
     assert url_secrets("https://tok-0123456789@h/v1") == ["tok-0123456789"]  # a user name that is a token
     assert strip_credentials("https://api.openai.com/v1") == "https://api.openai.com/v1"
+
+
+def test_a_reply_cut_by_the_length_limit_is_truncated_not_read(story_study, fake_server):
+    """Issue 26, item 6: "1" that stopped on the length limit may have been "10" or "1.5": a typed failure, with
+    the finish reason stored; the same "1" ended by the model is read (and reparse reads both the same way)."""
+    cut = json.loads(ok_body("1"))
+    cut["choices"][0]["finish_reason"] = "length"
+    url = fake_server(Script([(200, {}, json.dumps(cut), 0), (200, {}, ok_body("1"), 0)]))
+    _rater, _ = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1, max_retries=1, max_tokens=1))
+    row = story_study.db.conn.execute("SELECT value, parse_status, raw, details FROM ratings").fetchone()
+    details = json.loads(row[3])
+    assert (row[0], row[1], row[2]) == (1.0, "ok", "1")  # the retry ended on its own
+    assert details["finish_reason"] == "stop" and details["earlier_replies"] == ["1"]
+    url = fake_server(Script([(200, {}, json.dumps(cut), 0)]))
+    story_study.db.conn.execute("DELETE FROM ratings")
+    _rater, _ = run_one(story_study, JudgeSpec("api:n", base_url=url, samples=1, max_retries=0, max_tokens=1))
+    row = story_study.db.conn.execute("SELECT value, parse_status, raw, details FROM ratings").fetchone()
+    assert (row[0], row[1], row[2]) == (None, "truncated", "1")
+    assert json.loads(row[3])["finish_reason"] == "length"
+
+
+def _server_with_props(props: dict | None, models: dict | None):
+    """A loopback OpenAI-compatible server that also answers GET /props (llama.cpp) and GET /v1/models (vLLM)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _send(self, status, body):
+            payload = body.encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def do_GET(self):
+            found = {"/props": props, "/v1/models": models}.get(self.path.split("?")[0])
+            self._send(200, json.dumps(found)) if found is not None else self._send(404, ERR)
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            self._send(200, ok_body("4"))
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+CHATML = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+
+
+def test_what_the_server_says_of_the_weights_is_recorded_and_shown(story_study, cli):
+    """Issue 26, item 10: llama-server's /props (model file, the chat template it applied, n_ctx) and vLLM's
+    /v1/models (root, max_model_len) are recorded with the judge; a server that names only its alias is said to."""
+    props = {"model_path": "/models/gemma-3-270m.gguf", "chat_template": CHATML, "build_info": "b6000",
+             "default_generation_settings": {"n_ctx": 8192}}  # fmt: skip
+    started = [
+        _server_with_props(props, {"data": [{"id": "m", "object": "model", "owned_by": "llamacpp"}]}),
+        _server_with_props(None, {"data": [{"id": "v", "root": "Qwen/Qwen2.5-0.5B-Instruct", "max_model_len": 32768}]}),
+        _server_with_props(None, {"data": [{"id": "a", "owned_by": "me"}]}),
+    ]
+    url, vllm_url, alias_url = (u for _, u in started)
+    try:
+        rater, _ = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1))
+        other, _ = run_one(story_study, JudgeSpec("api:v", base_url=vllm_url, samples=1))
+        bare, _ = run_one(story_study, JudgeSpec("api:a", base_url=alias_url, samples=1))
+    finally:
+        for server, _ in started:
+            server.shutdown()
+    from tui_rater.store.judges import servers
+
+    [(source, facts)] = servers(story_study, rater.id)
+    assert source == url and facts["identifies_weights"] is True
+    assert facts["props"]["model_path"] == "/models/gemma-3-270m.gguf" and facts["props"]["n_ctx"] == 8192
+    assert facts["props"]["chat_template"] == CHATML  # the prompt the server built, reproducible from the record
+    [(_, facts)] = servers(story_study, other.id)
+    assert facts["model"] == {"id": "v", "root": "Qwen/Qwen2.5-0.5B-Instruct", "max_model_len": 32768}
+    assert facts["identifies_weights"] is True
+    [(_, facts)] = servers(story_study, bare.id)
+    assert facts["identifies_weights"] is False and "props" not in facts
+    code, out, _err = cli("judges", "--db", story_study.path, "--format", "json")
+    assert code == 0 and "/models/gemma-3-270m.gguf" in out
+    code, out, _err = cli("judges", "--db", story_study.path)
+    shown = re.sub(r"[│\s]+", " ", out)  # the table's cells, unwrapped
+    assert code == 0
+    assert "model file /models/gemma-3-270m.gguf; chat template sha256" in shown
+    assert "root Qwen/Qwen2.5-0.5B-Instruct; max_model_len 32768" in shown
+    assert "nothing the server reported identifies the weights behind 'a'" in shown
+    assert "wrapped every prompt in its chat template" in shown
+
+
+def test_a_corrected_reply_stored_by_the_old_parser_changes_only_through_reparse(story_study, fake_server, cli):
+    """Issue 26, item 5: the judge reads "4/5 -- wait, on reflection, 3/5." as 3. A reading the old parser stored (4)
+    stays 4 until `tui-rater reparse`, which re-reads the stored reply and says what changed."""
+    url = fake_server(Script([(200, {}, ok_body("Score: 4/5 -- wait, on reflection, 3/5."), 0)]))
+    run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1))
+    conn = story_study.db.conn
+    assert conn.execute("SELECT value, parse_status FROM ratings").fetchone() == (3.0, "ok")
+    with conn:
+        conn.execute("UPDATE ratings SET value = 4.0")  # what 0.1's parser stored from the same reply
+    assert conn.execute("SELECT value FROM ratings").fetchone() == (4.0,)
+    code, out, _ = cli("reparse", "--db", story_study.path)
+    assert code == 0 and " 1 changed" in out, out
+    assert conn.execute("SELECT value, parse_status FROM ratings").fetchone() == (3.0, "ok")

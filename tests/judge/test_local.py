@@ -61,7 +61,7 @@ def test_text_mode_stores_raw_replies_and_typed_failures(story_study, tiny_gguf)
         # the stored value is the stored reply as the protocol reads it: a number, or a typed failure
         reading = protocol.read_reply(r["raw"], attribute, "plain", truncated=details["finish_reason"] == "length")
         assert (r["value"], r["parse_status"]) == (reading.value, reading.status), r["raw"]
-        assert r["parse_status"] in ("ok", "no_number", "out_of_range", "ambiguous", "refusal")
+        assert r["parse_status"] in ("ok", "no_number", "out_of_range", "ambiguous", "refusal", "truncated")
         prompt = protocol.render(task, attribute, items[r["item_key"]].fields, "plain")
         assert (details["template_id"], details["template_sha256"]) == (prompt.template_id, prompt.template_hash)
     # the random model writes gibberish with stray digits: read as more than one kind of failure

@@ -96,9 +96,11 @@ def test_a_bos_template_gets_one_bos_and_the_mass_is_llama_cpps(tmp_path, qwen_b
     assert sorted(first["option_tokens"]) == SCALE and first["missing_options"] == []
     top = np.argsort(-p)[:5]
     assert [t for t, _ in first["top"]][:3] == [llm.detokenize([int(t)]).decode("utf-8", "replace") for t in top[:3]]
-    # a random model puts almost nothing on the scale: its ratings would be noise
+    # a random model puts almost nothing on the scale: its ratings would be noise, in every mode that reads it
     assert expected < 0.01
-    assert report["verdict"] == "use text mode" and result.returncode == 1
+    assert not report["modes"]["distribution"]["ready"] and not report["modes"]["constrained"]["ready"]
+    assert "before the constraint" in report["modes"]["constrained"]["reason"]
+    assert report["verdict"] != "ready" and result.returncode == 1
 
 
 def test_without_a_chat_template_the_verdict_asks_for_one(tmp_path, qwen_gguf):
@@ -120,7 +122,10 @@ def test_the_text_report_shows_the_prompt_the_tokens_and_one_verdict_line(tmp_pa
     assert [line.split(":")[0] for line in lines] == [f"s0 {a}" for a in ATTRIBUTES]
     assert all("tokens, BOS 1" in line and "mass on the scale " in line for line in lines)
     verdicts = [line for line in out.splitlines() if line.startswith("verdict: ")]
-    assert verdicts == [verdicts[0]] and verdicts[0].startswith("verdict: use text mode — only ")
+    assert verdicts == [verdicts[0]] and not verdicts[0].startswith("verdict: ready")
+    modes = [line.split(":")[0] for line in out.splitlines() if line.startswith("mode ")]
+    assert modes == ["mode distribution", "mode constrained", "mode text"]  # one verdict per mode
+    assert any(line.startswith("mode distribution: not ready — only ") for line in out.splitlines())
 
 
 def test_a_model_that_answers_on_the_scale_is_ready(tmp_path):
@@ -229,17 +234,27 @@ def test_an_api_server_answering_garbage_is_not_ready_and_one_that_answers_is(tm
     report = json.loads(result.stdout)
     assert report["verdict"] == "not ready" and result.returncode == 1
     assert "not JSON" in report["checks"][0]["error"]
-    answering = Script([(200, {}, ok_body("4"), 0)])
+    answering = Script([(200, {}, ok_body("Rating: 4"), 0)])
     url = fake_server(answering)
     result = run_cli_process(
         "judge", "--db", db, "--task", "story", "--model", "api:m", "--base-url", url, *flags, env=env
     )
     report = json.loads(result.stdout)
     assert report["verdict"] == "ready" and result.returncode == 0, report["reason"]
-    # one short request per question, with the judge's prompt
+    # one request per question, with the judge's prompt and reply budget, read as the run reads it
     assert len(answering.bodies) == len(ATTRIBUTES)
-    assert answering.bodies[0]["messages"][-1]["content"] == _first_prompt(db)
-    assert all(b["max_tokens"] == 1 for b in answering.bodies)
+    assert _first_prompt(db) in [b["messages"][-1]["content"] for b in answering.bodies]  # asked together
+    assert all(b["max_tokens"] == report["max_tokens"] for b in answering.bodies)
+    assert {c["reply_status"] for c in report["checks"]} == {"ok"}
+    # a server whose model does not answer on the scale is not ready in text mode: the check read its replies
+    rambling = Script([(200, {}, ok_body("The story is about a cat."), 0)])
+    url = fake_server(rambling)
+    result = run_cli_process(
+        "judge", "--db", db, "--task", "story", "--model", "api:m", "--base-url", url, *flags, env=env
+    )
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "not ready" and result.returncode == 1
+    assert "0% of 4 checked replies read (failures: no_number)" in report["reason"]
 
 
 def test_the_json_report_escapes_control_and_bidi_characters(tmp_path, qwen_gguf):
@@ -251,3 +266,25 @@ def test_the_json_report_escapes_control_and_bidi_characters(tmp_path, qwen_gguf
     for raw in ("\x9b", "\u202e", "\x1b"):
         assert raw not in result.stdout
     assert "a \x9b31m b \u202e c \x1b[2J d" in report["checks"][0]["prompt"]  # the data itself, unchanged
+
+
+def test_the_implicit_score_is_checked_with_its_own_question_and_variant(tmp_path, qwen_bos_gguf):
+    """The implicit score asks its own yes/no question (variant plain); the explicit score's modes take v1-v5: the
+    check gives a verdict for each mode that applies to the variant asked, never a mode that cannot be asked."""
+    from tui_rater.store.study import Study as Opened
+
+    db = tmp_path / "explicit.db"
+    study = Opened.open(db)
+    study.add_items(study.task("story-explicit"), STORIES[:1])
+    study.close()
+    flags = ("--task", "story-explicit", "--check", "--format", "json", "--max-tokens", "8")
+    implicit = run_cli_process("judge", "--db", db, "--model", qwen_bos_gguf, "--mode", "implicit", *flags)
+    report = json.loads(implicit.stdout)
+    assert list(report["modes"]) == ["implicit"] and implicit.returncode == 1
+    assert "on yes / no" in report["reason"] and report["checks"][0]["top"]
+    explicit = run_cli_process(
+        "judge", "--db", db, "--model", qwen_bos_gguf, "--mode", "text", "--variant", "v1", *flags
+    )
+    report = json.loads(explicit.stdout)
+    assert list(report["modes"]) == ["text", "constrained"]  # no distribution over 0-100, no implicit under v1
+    assert report["checks"][0]["option_tokens"]["7"]  # a 0-100 answer starts with a digit: its mass is the digits'

@@ -152,11 +152,33 @@ def _rows(judge) -> list[tuple[str, Any]]:
             said.append("no model id or fingerprint reported")
         said.append(f"{source.jobs} jobs, {source.first_seen} to {source.last_seen}")
         rows.append(("source", f"{source.source}: " + "; ".join(said)))
+    for url, facts in judge.servers:  # what the server said stands behind the alias (issue 26, item 10)
+        rows.append(("server", f"{url}: {_server(facts)}"))
+        from tui_rater.judge.backends.api_server import warnings
+
+        for warning in warnings(facts, str(judge.config.get("api_model", ""))):
+            rows.append(("warning", warning))
     if judge.source_changed:
         rows.append(("source changed", f"yes: its replies came from {len(judge.sources)} different sources"))
     rows.append(("ratings", f"{judge.ratings} with a value, {judge.failures} typed failures"))
     rows.append(("jobs", ", ".join(f"{n} {status}" for status, n in judge.jobs.items())))
     return rows
+
+
+def _server(facts: dict[str, Any]) -> str:
+    props, model = facts.get("props", {}), facts.get("model", {})
+    said = []
+    if props.get("model_path"):
+        said.append(f"model file {props['model_path']}")
+    if props.get("chat_template_sha256"):
+        said.append(f"chat template sha256 {props['chat_template_sha256'][:12]}")
+    if props.get("n_ctx"):
+        said.append(f"n_ctx {props['n_ctx']}")
+    if model.get("root"):
+        said.append(f"root {model['root']}")
+    if model.get("max_model_len"):
+        said.append(f"max_model_len {model['max_model_len']}")
+    return "; ".join(said) or "nothing about the model behind its alias"
 
 
 def _show(value: Any) -> str:

@@ -34,7 +34,8 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         "--check",
         action="store_true",
         help="pre-flight: show the first items' prompts as the model reads them (tokens, BOS, the scale's "
-        "tokens, the next-token mass on the scale) and a verdict; stores nothing. Exit 0 only when ready",
+        "tokens, the next-token mass on the scale, a reply as the run would read it), a verdict per mode and the "
+        "mode to use; stores nothing. Exit 0 only when the mode asked is ready",
     )
     p.add_argument(
         "--check-items", type=whole(1, 1000), default=2, metavar="N", help="--check: items per task (default 2)"
@@ -115,7 +116,8 @@ def _check(study, spec, task_names: list[str], args) -> int:
     from tui_rater.judge.errors import JudgeError
 
     try:
-        result = check_judge(study, spec, [study.task(name) for name in task_names], items=args.check_items)
+        tasks = [study.task(name) for name in task_names]
+        result = check_judge(study, spec, tasks, items=args.check_items, workers=args.workers)
     except JudgeError as exc:  # the model or the server could not be set up: no question could be asked
         raise UserError(exc.message) from None
     show.show(result, args.format)

@@ -26,7 +26,11 @@ def show(result: Preflight, fmt: str = "text") -> None:
             _prompt(console, check)
     for check in result.checks:
         console.print(data(_line(check)))
+    for mode in result.modes:  # one line per mode: would it give readings, and why
+        console.print(data(f"mode {mode.mode}: {'ready' if mode.ready else 'not ready'} — {mode.reason}"))
     console.print(data(f"verdict: {result.verdict} — {result.reason}", style="bold"))
+    if result.recommended and result.recommended != result.mode:
+        console.print(data(f"recommended: --mode {result.recommended}"))
 
 
 def _line(check: PromptCheck) -> str:
@@ -44,7 +48,15 @@ def _line(check: PromptCheck) -> str:
         parts.append(f"· mass on the scale {_mass(check)}")
     if check.top:
         parts.append("· top next tokens " + ", ".join(f"{text!r} {p:.2f}" for text, p in check.top[:3]))
+    if check.reply is not None:
+        cut = " (cut by --max-tokens)" if check.finish_reason == "length" else ""
+        parts.append(f"· text reply {_short(check.reply)!r} → {check.reply_status}{cut}")
     return " ".join(parts)
+
+
+def _short(text: str, width: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _prompt(console, check: PromptCheck) -> None:
@@ -62,7 +74,7 @@ def _prompt(console, check: PromptCheck) -> None:
 
 
 def _mapping(check: PromptCheck) -> str:
-    found = [f"{label}→{'|'.join(repr(p) for p in pieces)}" for label, pieces in check.option_tokens.items()]
+    found = [f"{label}→{'|'.join(pieces)}" for label, pieces in check.option_tokens.items()]
     found += [f"{label}→none" for label in check.missing_options]
     return " ".join(found) or "-"
 

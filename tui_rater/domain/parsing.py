@@ -12,6 +12,9 @@ keeps the paper's stripping and its .5 scores but takes a number only where the 
    - final:  in a sentence that opens "Overall"/"In conclusion"/"Final ..." or says "I'll go with";
    - label:  "Score: 4", "Rating: 3/5", '"score": 72', or a line that is only the answer ("4", "★★★");
    - other:  "I would rate ... as a 3", "a 4", "4 stars", "2 — The story ...", "Grammar: 4";
+   a judge that takes its number back ("4 -- wait, 3", "85 -- hmm, maybe 80") is read after its last such turn;
+   a listed scale ("1: Not relevant\n2: ..."), a reference ("the fragment (2) and", "the previous rating of 1")
+   and a section number ("3.10:") are no candidates;
 3. the highest tier present decides: one value -> that value; two values or a hedge -> ``ambiguous``;
    a value off the scale, or on another scale ("8/10" on 1-5, "4 stars" on 0-100) -> ``out_of_range``;
    a fraction of 1 on a 0-100 scale ("P = 0.7") -> ``ambiguous``.
@@ -22,8 +25,10 @@ its own -- never the article "A" ("A close call, ... Answer: B" is B) and never 
 
 Failures: ``refusal``, ``no_number`` (no number / no option at all), ``out_of_range``, ``ambiguous``.
 The caller keeps the raw reply. Known limits, each a typed failure and never a value: number words above
-ten ("seventy"); a prose statement ("Storyline-2 is better" picks B under V1 but A under V3's "which is
-worse"); a letter followed by the other option's name, even in the explanation (" B. Storyline-1 ...").
+ten ("seventy"); a prose statement that is not the whole first sentence ("The better storyline is
+Storyline-2"; "Storyline-1 wins." and "A is better than B." are read, in the question's terms: "which is
+worse" is known from the options' names); a letter followed by the other option's name, even in the
+explanation (" B. Storyline-1 ...").
 ``tests/domain/judge_replies.jsonl`` holds the replies this is measured on.
 """
 
@@ -252,8 +257,8 @@ def _token_value(token: str, rest: str, scale: tuple[float, float]) -> tuple[flo
         if re.fullmatch(r"\d+,\d{1,2}", token) and re.match(r"\s*(?:/|out\s+of|stars?|points?)", rest):
             return float(token.replace(",", ".")), None  # "4,5/5": clearly a decimal comma
         return 0.0, AMBIGUOUS  # "I would rate this a 4,5.": 4.5, or 4 and 5
-    if token.count(".") > 1:
-        return 0.0, DROP  # "1.2.3": a version or section number
+    if token.count(".") > 1 or (re.fullmatch(r"\d+\.\d{2,}", token) and rest.startswith(":")):
+        return 0.0, DROP  # "1.2.3", "3.10:": a version or section number
     value = _number_value(token)
     if re.fullmatch(r"[12]\d{3}", token) and scale[1] < 1000:
         return value, DROP  # a year ("In 1984", "2004/05")
@@ -313,11 +318,12 @@ _ATTRIBUTES = (
 _ATTRIBUTE_PAIR = re.compile(rf"\b{_ATTRIBUTES}\b[\"']?[ \t]*(?:\([^)\n]{{0,30}}\)[ \t]*)?[:=\-–—][ \t]*")
 _ATTRIBUTE_AFTER = re.compile(rf"[ \t]+{_ATTRIBUTES}\b")
 _FRACTION_AFTER = re.compile(r"\s*(?:/|out\s+of)\s*\d", re.IGNORECASE)
-_PARENTHESISED = re.compile(rf"\(({_TOKEN})\)")
+# "(4)" where it ends a clause or a line; "the end of the story fragment (2) and ..." refers to something
+_PARENTHESISED = re.compile(rf"\(({_TOKEN})\)(?=[ \t]*(?:$|[.!?,;:\n—–]|-[ \t]))", re.MULTILINE)
 _BETWEEN = re.compile(rf"\b(?:between|torn between)\s+(?:an?\s+)?({_TOKEN})\s+(?:and|&|or)\s", re.IGNORECASE)
 _STAR_GLYPHS = re.compile(r"[★⭐]+(?:\.5)?[☆✩]*")
-# "1. ...", "2) ...", and a rubric echoed as "4 — The story ...\n5 — The story ..."
-_LIST_ITEM = re.compile(r"^[ \t]*\d+(?:[.)]|[ \t]*[—–])[ \t]+\S", re.MULTILINE)
+# "1. ...", "2) ...", and a rubric echoed as "4 — The story ...\n5 — The story ..." or "1: Not relevant\n2: ..."
+_LIST_ITEM = re.compile(r"^[ \t]*\d+(?:[.):]|[ \t]*[—–])[ \t]+\S", re.MULTILINE)
 _LONE_LINE = re.compile(
     r"^[ \t\"'(\[]*(?:[-•][ \t]+)?(" + _TOKEN + r"|[★⭐]+[☆✩]*)"
     r"(?:[ \t]*(?:/|out of)[ \t]*\d+)?(?:[ \t]*stars?)?[ \t\"')\].!]*$",
@@ -325,10 +331,20 @@ _LONE_LINE = re.compile(
 )
 
 
+# "the previous rating of "1"", "the human's score (3)": a rating the reply talks about, not one it gives
+_OTHER_RATING_BEFORE = re.compile(
+    r"\b(?:previous|earlier|prior|original|other|old|first|initial|given|above|human'?s?|annotator'?s?|their|"
+    r"his|her|its)\s+(?:rating|score|grade|answer|assessment)s?\s*(?:of|was|is|were|as|=|:)?\s*[\"'“(]?\s*$",
+    re.IGNORECASE,
+)
+
+
 def _candidate_at(text: str, token: re.Match[str], tier: int, scale: tuple[float, float]) -> _Candidate | None:
     before, rest = text[max(0, token.start() - 40) : token.start()], text[token.end() : token.end() + 80]
     if re.search(r"(?:/|\bout\s+of)\s*$", before, re.IGNORECASE):
         return None  # the 5 of "4 out of 5 stars"
+    if _OTHER_RATING_BEFORE.search(before):
+        return None
     value, problem = _token_value(token.group(0), rest, scale)
     if problem is None:
         problem = _after_number(text, token.end(), value, scale)
@@ -479,12 +495,40 @@ def _judge_score(candidates: list[_Candidate], scale: tuple[float, float]) -> Pa
     return ParseResult(value)
 
 
+# "Score: 4/5 -- wait, on reflection, 3/5.", "I'd rate it 4 -- no, 3.", "85 -- hmm, maybe 80": the judge
+# takes its number back; what follows the last such turn is its answer (when it gives one there).
+_CORRECTION = re.compile(
+    r"(?:--|[—–,.;!?(]|^)[ \t]*(?:wait|no|hmm+|oops|sorry|correction|scratch that|actually|"
+    r"on (?:second|further) thought|on reflection|on further reflection|let me reconsider|make (?:that|it))\b"
+    r"(?:[ \t]*[,.:!-]+)?[ \t]*(?:(?:on (?:second|further) thought|on reflection|on further reflection|"
+    r"i (?:think|mean)|i'd say|i would say|maybe|perhaps|probably|make (?:that|it)|more like|rather|"
+    r"it's|it is|let's say|let's go with|say)\b[ \t,:]*)*",
+    re.IGNORECASE | re.MULTILINE,
+)
+# "About 65%.", "~70": a reply that is only an approximate number
+_APPROXIMATE = re.compile(r"[ \t\n]*(?i:about|around|approximately|roughly|approx\.|~)[ \t]*(?=[\d-])")
+
+
+def _corrected(body: str, scale: tuple[float, float]) -> list[_Candidate] | None:
+    """The candidates after the reply's last correction ("-- wait, 3"), when there is an earlier number to correct
+    and the correction gives a number; else None."""
+    for turn in reversed(list(_CORRECTION.finditer(body))):
+        if not re.search(r"\d|[★⭐]", body[: turn.start()]):
+            continue
+        candidates = _score_candidates(body[turn.end() :], scale)
+        if candidates:
+            return candidates
+    return None
+
+
 def parse_score(text: str | None, scale: tuple[float, float] = (1, 5)) -> ParseResult:
     """Read the score a judge's reply assigns on ``scale`` = (low, high)."""
     if not text or not text.strip():
         return ParseResult(None, "no_number")
     body = _strip_scale(_answer_part(_normalise(text)), scale)
-    candidates = _score_candidates(body, scale)
+    if approximate := _APPROXIMATE.match(body):
+        body = body[approximate.end() :]
+    candidates = _corrected(body, scale) or _score_candidates(body, scale)
     if candidates:
         return _judge_score(candidates, scale)
     if _REFUSAL.search(text):
@@ -598,10 +642,46 @@ def _other_letters(text: str, key: str, options: _Options) -> bool:
     )
 
 
+# "Storyline-1 wins.", "A is better than B.": a reply whose first sentence is only that verdict (issue 26, item 5)
+_VERDICT_VERB = re.compile(
+    r"[ \t]+(?:(?:clearly|definitely|slightly|much|far|a bit|somewhat|is)[ \t]+)*"
+    r"(?:(?P<better>wins|is[ \t]+(?:(?:clearly|definitely|slightly|much|far|a bit|somewhat)[ \t]+)*(?:the[ \t]+)?"
+    r"(?:better|stronger)(?:[ \t]+(?:one|storyline|text|option))?)|"
+    r"(?P<worse>loses|is[ \t]+(?:(?:clearly|definitely|slightly|much|far|a bit|somewhat)[ \t]+)*(?:the[ \t]+)?"
+    r"(?:worse|weaker)(?:[ \t]+(?:one|storyline|text|option))?))"
+    r"(?:[ \t]+than[ \t]+[^.!?\n]{1,40}?)?[ \t]*(?:[.!]|$)",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def _verdict_sentence(text: str, pos: int, options: _Options) -> _Choice | None:
+    """The option a reply opening "X wins." / "X is better than Y." picks, where the question asks which is better
+    (its "which is worse" form for "X is worse"); the options' names say which question was asked."""
+    if not options.names:
+        return None  # the question is not known: "better" may answer "which is worse"
+    named = options.name_at(text, pos)
+    if named is not None:
+        key, end = options.keys[named], options.names[named].match(text, pos)
+        subject_end = end.end() if end else pos
+    elif (letter := _LETTER.match(text, pos)) and letter.group(1) in options.keys:
+        key, subject_end = letter.group(1), letter.end()
+    else:
+        return None
+    verdict = _VERDICT_VERB.match(text, subject_end)
+    if verdict is None:
+        return None
+    worse_question = any("poor" in words and "well" not in words for words in options.full_names)
+    if (verdict.group("worse") is not None) != worse_question:
+        return _Choice(pos, None, True)  # "Storyline-1 is better" to "which is worse": only a mention
+    return _Choice(pos, key, True)
+
+
 def _opening_choice(text: str, options: _Options) -> _Choice | None:
     """The opening answers "I will choose Option" (V1-V3) with a letter; a name there opens a prose sentence."""
     opening = re.match(r"[ \t\n\"']*", text)
     pos = opening.end() if opening else 0
+    if (verdict := _verdict_sentence(text, pos, options)) is not None:
+        return verdict
     choice = _choice_at(text, pos, options, True, by_name=False, lower=False)
     if choice and choice.key and _LETTER_AS_SUBJECT.match(text, pos) and _other_letters(text, choice.key, options):
         return _Choice(pos, None, True)

@@ -38,3 +38,12 @@ def note(study: Study, rater_id: int, spec: JudgeSpec, backend: object) -> None:
     found = seen(spec, backend)
     if found:
         judges.record_sources(study, rater_id, found)
+
+
+def note_server(study: Study, rater_id: int, spec: JudgeSpec, backend: object) -> None:
+    """Record what an API judge's server says about the model behind its alias (once per run and worker; the
+    server is asked once per run)."""
+    describe = getattr(backend, "describe_server", None)
+    if not spec.is_api or not callable(describe):
+        return
+    judges.record_server(study, rater_id, strip_credentials(spec.base_url or OPENAI_URL), describe())

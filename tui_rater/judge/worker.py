@@ -145,6 +145,7 @@ class Worker(threading.Thread):
             queue.reclaim_dead(study)
             self.backend = self.backend_factory(self.spec)
             self.counts = self.backend.counts
+            sources.note_server(study, self.rater_id, self.spec, self.backend)  # what stands behind an API alias
             while not self.stop_event.is_set():
                 jobs = queue.lease(study, self.rater_id, self.owner, max_jobs=max_jobs, min_jobs=min_jobs)
                 leased_until = time.monotonic() + queue.LEASE_S
@@ -319,6 +320,7 @@ class Worker(threading.Thread):
                 job.presentation,
                 structured=reply.get("structured", False),
                 truncated=reply.get("finish_reason") == "length",
+                constrained=constrained,
             )
             details = {**facts, "seed": attempt_seed, "attempts": attempt + 1}
             # what reparse needs to read the reply the same way again
@@ -330,6 +332,8 @@ class Worker(threading.Thread):
             if reading.ok:
                 break
             earlier.append(reply["text"])
+        if constrained and not spec.is_api and (mass := self._scale_mass(protocol, attribute, messages)) is not None:
+            details["mass"] = mass  # what the model meant to answer before the grammar forced it (issue 26, item 2)
         if earlier and not reading.ok:
             details["earlier_replies"] = earlier[:-1]
         elif earlier:
@@ -338,6 +342,17 @@ class Worker(threading.Thread):
             attribute.name, job.sample, reading.value, reply["text"], reading.status, {**details, **reading.details}
         )
         return [rating], reply["text"]
+
+    def _scale_mass(self, protocol: EvaluationProtocol, attribute: Attribute, messages: list[dict]) -> float | None:
+        """The probability that the reply begins on the scale, unconstrained: the number distribution mode stores
+        and the pre-flight check shows (one probe per question, answered from the store on a re-run)."""
+        starts = list(protocol.answer_starts(attribute, self.spec.variant))
+        try:
+            probe = self.backend.option_probabilities  # type: ignore[attr-defined]
+            reply = self._cached(messages, "scale-mass", lambda: {"mass": sum(probe(messages, starts).values())})
+        except JudgeError:  # an option the model has no token path for: no mass to weigh
+            return None
+        return float(reply["mass"])
 
     def _implicit(
         self, protocol: EvaluationProtocol, attribute: Attribute, messages: list[dict], job: Job, facts: dict

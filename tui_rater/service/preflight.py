@@ -3,7 +3,25 @@
 For the first items' questions, exactly as the judge would ask them: the prompt rendered with the
 model's chat template, its token count and BOS tokens, how each scale label maps to the model's
 tokens and, at the answer position, how much of the next-token probability falls on the scale.
-Then one verdict: ready, use a chat template, use text mode, or a prompt that cannot fit.
+
+Then a verdict **per mode** (issue 22, item 4; issue 26, item 2), each from what decides that mode's
+readings, with the same thresholds the report's "agreement-ready" flag applies to a finished run:
+
+- ``text``: the checked questions are answered once, as the run asks them (its decoding, its length
+  limit), and read by the protocol. Ready when the replies that fail to read, regenerated up to
+  ``--max-retries`` times, would leave at most ``READY_MAX_FAILURE_SHARE`` typed failures:
+  ``(1 - read share) ** (max_retries + 1) <= 0.10``.
+- ``constrained``: a grammar makes every reply valid, so the reply says nothing; what does is the
+  probability the model put on the allowed answers *before* the constraint (the scale mass at the
+  answer position). Ready when the median checked question has at least ``--min-mass`` there.
+- ``distribution``: the options' probabilities are the reading. Ready when every option has a token
+  path and the median checked question has at least ``--min-mass`` on the scale.
+- ``implicit`` (a protocol that has it): ready when "yes"/"no" are among the top tokens and the
+  median question has at least ``--min-mass`` on them.
+
+The scale mass is the one distribution mode stores (``LocalBackend.option_probabilities``: every
+tokenisation path of each option, " 3" written as " " then "3" included), so the check and the run
+agree on one prompt. Then one verdict for the mode asked, and the mode recommended when it is not ready.
 
 Nothing is stored: no job, no rating, no judge; the study is only read.
 """
@@ -11,7 +29,8 @@ Nothing is stored: no job, no rating, no judge; the study is only read.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import Any
 
@@ -22,7 +41,11 @@ from tui_rater.judge.spec import JudgeSpec
 from tui_rater.store.study import Study
 
 MODES_READ_AT_THE_ANSWER = ("distribution", "implicit")
+# the order a mode is recommended in when the one asked is not ready: the cheapest reading first
+RECOMMENDED_ORDER = ("distribution", "constrained", "text", "implicit")
 TOP_K = 5
+# the report's agreement-ready rule (stats/sections/readings.py): at most this share of typed failures
+READY_MAX_FAILURE_SHARE = 0.10
 
 
 @dataclass(frozen=True)
@@ -36,12 +59,27 @@ class PromptCheck:
     prompt: str  # what the model reads: the template applied (local), else the message text (API)
     tokens: int | None  # None: counted by the server, not here
     bos: int | None  # BOS tokens at the start of the prompt (None: an API model)
-    option_tokens: dict[str, list[str]] = field(default_factory=dict)  # scale label -> the tokens that spell it
-    missing_options: tuple[str, ...] = ()  # labels the model has no single token for
-    mass: float | None = None  # next-token probability on the scale's labels at the answer position
+    option_tokens: dict[str, list[str]] = field(default_factory=dict)  # scale label -> the token paths that spell it
+    missing_options: tuple[str, ...] = ()  # labels the model has no token path for
+    mass: float | None = None  # probability that the reply begins with one of the scale's labels
     mass_is_lower_bound: bool = False  # an API that listed only its top tokens: the mass is at least this
     top: list[tuple[str, float]] = field(default_factory=list)  # the most probable next tokens
     error: str | None = None  # the backend could not answer this check (one sentence)
+    reply: str | None = None  # text mode: the reply the run would get, as the run asks (a local model)
+    reply_status: str | None = None  # ... and how the protocol reads it ("ok" or a typed failure)
+    finish_reason: str | None = None  # ... and why it stopped ("stop", "length")
+    implicit_mass: float | None = None  # implicit mode: p(yes) + p(no) among the top tokens of its own question
+
+
+@dataclass(frozen=True)
+class ModeCheck:
+    """Whether one mode would give readings, and why (one sentence)."""
+
+    mode: str
+    ready: bool
+    reason: str
+    mass: float | None = None  # the median checked question's scale mass
+    read_share: float | None = None  # text: the share of checked replies that read
 
 
 @dataclass(frozen=True)
@@ -53,8 +91,10 @@ class Preflight:
     max_tokens: int
     min_mass: float
     checks: list[PromptCheck]
-    verdict: str  # "ready", "use a chat template", "use text mode", "not ready"
+    verdict: str  # "ready", "use --mode M", "use a chat template", "not ready"
     reason: str  # one sentence
+    modes: list[ModeCheck] = field(default_factory=list)  # every mode that applies (a local model), or the one asked
+    recommended: str | None = None  # the mode to run: the one asked when ready, else the first ready one
 
     @property
     def ready(self) -> bool:
@@ -70,6 +110,8 @@ class Preflight:
             "min_mass": self.min_mass,
             "verdict": self.verdict,
             "reason": self.reason,
+            "recommended": self.recommended,
+            "modes": {m.mode: {k: v for k, v in vars(m).items() if k != "mode"} for m in self.modes},
             "checks": [vars(check) for check in self.checks],
         }
 
@@ -85,6 +127,18 @@ def questions(study: Study, tasks: list[Task], items: int) -> list[tuple[Task, A
     return asked
 
 
+def applicable_modes(tasks: list[Task], variant: str) -> tuple[str, ...]:
+    """The modes every question of these tasks can be asked in, with this prompt variant (the implicit score asks
+    its own question: Chen et al.'s v1-v5 are the explicit score's)."""
+
+    def fits(mode: str, task: Task, attribute: Any) -> bool:
+        if mode not in protocols.of(attribute).modes:
+            return False
+        return variant in protocols.for_mode(task, attribute, mode).variants(task, attribute)
+
+    return tuple(m for m in RECOMMENDED_ORDER if all(fits(m, t, a) for t in tasks for a in t.attributes))
+
+
 def check_judge(
     study: Study,
     spec: JudgeSpec,
@@ -92,19 +146,33 @@ def check_judge(
     items: int = 2,
     backend_factory: Callable[[JudgeSpec], Any] | None = None,
     judge_name: str = "",
+    workers: int | None = None,
 ) -> Preflight:
-    """Load the model (or reach the server) once and check the first ``items`` items of each task."""
+    """Load the model (or reach the server) once and check the first ``items`` items of each task. ``workers``:
+    the sequences the run would decode together (a local model's numbers are read the way the run reads them)."""
     from tui_rater.judge.worker import make_backend
 
-    backend = (backend_factory or make_backend)(spec)
+    asked = questions(study, tasks, items)
+    if backend_factory is not None:
+        backend = backend_factory(spec)
+    else:
+        backend = make_backend(spec, parallel=workers or max(1, min(len(asked), 16)))
+    modes = (spec.mode,) if spec.is_api else tuple(dict.fromkeys((spec.mode, *applicable_modes(tasks, spec.variant))))
     try:
-        checks = [_check(backend, spec, *asked) for asked in questions(study, tasks, items)]
+        # the answer position, question after question as a --workers 1 run reads it (the engine shares prompt
+        # prefixes between sequences: asked together, the numbers would move with what else is in the batch) ...
+        checks = [_check(backend, spec, modes, *one) for one in asked]
+        if "text" in modes and not spec.is_api:  # ... then one reply per question, decoded together
+            with ThreadPoolExecutor(max_workers=max(1, min(len(asked), 16))) as pool:
+                checks = list(pool.map(lambda pair: _with_reply(backend, spec, pair[0], *pair[1]), zip(checks, asked)))
         template = _template_source(backend, spec)
     finally:
         close = getattr(backend, "close", None)
         if close is not None:
             close()
-    verdict, reason = _verdict(spec, checks, template)
+    blocked = _blocked(spec, checks)
+    mode_checks = [_mode_verdict(spec, mode, checks, template, blocked) for mode in modes]
+    verdict, reason, recommended = _verdict(spec, mode_checks, template, blocked)
     return Preflight(
         judge_name or spec.model,
         spec.mode,
@@ -115,6 +183,8 @@ def check_judge(
         checks,
         verdict,
         reason,
+        mode_checks,
+        recommended,
     )
 
 
@@ -126,7 +196,9 @@ def _template_source(backend: Any, spec: JudgeSpec) -> str:
     return "the model's" if getattr(backend, "has_chat_template", False) else "none"
 
 
-def _check(backend: Any, spec: JudgeSpec, task: Task, item: Any, attribute: Any, presentation: str) -> PromptCheck:
+def _check(
+    backend: Any, spec: JudgeSpec, modes: tuple[str, ...], task: Task, item: Any, attribute: Any, presentation: str
+) -> PromptCheck:
     protocol = protocols.for_mode(task, attribute, spec.mode)
     prompt = protocol.render(task, attribute, item.fields, spec.variant, presentation)
     messages = [{"role": "user", "content": prompt.text}]
@@ -139,41 +211,107 @@ def _check(backend: Any, spec: JudgeSpec, task: Task, item: Any, attribute: Any,
         tokens, bos = len(ids), backend.leading_bos(ids)
     facts: dict[str, Any] = {}
     try:
-        facts = _answer_position(backend, spec, protocol, attribute, messages)
+        if spec.is_api:
+            facts = _api_answer_position(backend, spec, protocol, attribute, presentation, messages)
+        elif tokens is not None and tokens < spec.n_ctx:
+            facts = _local_answer_position(backend, spec, modes, task, item, attribute, presentation, messages)
     except JudgeError as exc:
         facts = {"error": f"{exc.kind}: {exc.message}"}
     return PromptCheck(**where, prompt=rendered, tokens=tokens, bos=bos, **facts)
 
 
-def _answer_position(
-    backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, messages: list[dict[str, str]]
+def _local_answer_position(
+    backend: Any,
+    spec: JudgeSpec,
+    modes: tuple[str, ...],
+    task: Task,
+    item: Any,
+    attribute: Any,
+    presentation: str,
+    messages: list[dict[str, str]],
 ) -> dict[str, Any]:
-    """The scale's tokens and the next-token probability on them, where the reply would begin."""
+    """The scale's token paths and the probability that the reply begins on the scale -- the numbers distribution
+    mode stores -- the top next tokens, and (text mode) one reply as the run would ask and read it."""
+    facts: dict[str, Any] = {}
+    scale_modes = [m for m in modes if m != "implicit"]
+    if scale_modes:
+        protocol = protocols.for_mode(task, attribute, scale_modes[0])
+        starts = protocol.answer_starts(attribute, spec.variant)
+        mapping = {label: backend.option_token_pieces(label) for label in starts}
+        facts["option_tokens"] = {label: pieces for label, pieces in mapping.items() if pieces}
+        facts["missing_options"] = tuple(label for label, pieces in mapping.items() if not pieces)
+        scored = [label for label in starts if mapping[label]]
+        if scored:
+            facts["mass"] = sum(backend.option_probabilities(messages, scored).values())
+        facts["top"] = [(str(text), float(p)) for text, p in backend.top_tokens(messages, TOP_K)]
+    if "implicit" in modes:
+        implicit = protocols.for_mode(task, attribute, "implicit")
+        asked = implicit.render(task, attribute, item.fields, spec.variant, presentation)
+        top = [(str(t), float(p)) for t, p in backend.top_tokens([{"role": "user", "content": asked.text}], TOP_K)]
+        answers = implicit.YES | implicit.NO  # type: ignore[attr-defined]
+        facts["implicit_mass"] = sum(p for text, p in top if text.strip() in answers)
+        if spec.mode == "implicit":
+            facts["top"], facts["mass"], facts["mass_is_lower_bound"] = top, facts["implicit_mass"], True
+    return facts
+
+
+def _api_answer_position(
+    backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, presentation: str, messages: list[dict[str, str]]
+) -> dict[str, Any]:
+    """A server: the implicit question's top tokens, the options' logprobs (distribution), or one short reply."""
     if spec.mode == "implicit":  # Chen et al. §2.1: yes / no among the top tokens
         top = [(str(text), float(p)) for text, p in backend.top_tokens(messages, protocol.TOP_K)]
         answers = protocol.YES | protocol.NO
         return {"top": top, "mass": sum(p for text, p in top if text.strip() in answers), "mass_is_lower_bound": True}
     options = protocol.options(attribute, spec.variant)
     labels = list(options.labels) if options is not None else []
-    facts: dict[str, Any] = {}
-    if not spec.is_api:
-        if labels:
-            mapping = {label: backend.option_token_pieces(label) for label in labels}
-            facts["option_tokens"] = {label: pieces for label, pieces in mapping.items() if pieces}
-            facts["missing_options"] = tuple(label for label, pieces in mapping.items() if not pieces)
-            scored = [label for label in labels if mapping[label]]
-            if scored:
-                facts["mass"] = sum(backend.option_probabilities(messages, scored).values())
-        facts["top"] = [(str(text), float(p)) for text, p in backend.top_tokens(messages, TOP_K)]
-    elif spec.mode in ("text", "constrained"):  # an API: no logprobs to read, but the server must answer
+    if spec.mode == "text":  # one reply, asked and read as the run would: does the server's model answer?
+        return _text_reply(backend, spec, protocol, attribute, presentation, messages)
+    if spec.mode == "constrained":  # no logprobs to read, but the server must answer and take the constraint
         _ask_once(backend, spec, protocol, attribute, messages)
-    elif labels and spec.mode == "distribution":  # an API: only a server with logprobs can say
+        return {}
+    facts: dict[str, Any] = {}
+    if labels:  # distribution: only a server with logprobs can say
         from tui_rater.judge.backends.base import OptionProbabilities
 
         found = OptionProbabilities.of(backend.option_probabilities(messages, labels))
         facts["mass"] = sum(found.probabilities.values())
         facts["mass_is_lower_bound"] = bool(found.unscored)
     return facts
+
+
+def _with_reply(
+    backend: Any, spec: JudgeSpec, check: PromptCheck, task: Task, item: Any, attribute: Any, presentation: str
+) -> PromptCheck:
+    """The check with one text-mode reply, asked and read as the run would (a local model)."""
+    if check.error or check.tokens is None or check.tokens >= spec.n_ctx:
+        return check
+    protocol = protocols.for_mode(task, attribute, "text")
+    prompt = protocol.render(task, attribute, item.fields, spec.variant, presentation)
+    try:
+        messages = [{"role": "user", "content": prompt.text}]
+        facts = _text_reply(backend, spec, protocol, attribute, presentation, messages)
+    except JudgeError as exc:
+        return replace(check, error=f"{exc.kind}: {exc.message}")
+    return replace(check, **facts)
+
+
+def _text_reply(
+    backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, presentation: str, messages: list[dict[str, str]]
+) -> dict[str, Any]:
+    """One free reply with the run's decoding and length limit, read by the protocol as the run reads it."""
+    reply = backend.complete(
+        messages, temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens, seed=spec.seed
+    )
+    reading = protocol.read_reply(
+        reply.text,
+        attribute,
+        spec.variant,
+        presentation,
+        structured=reply.structured,
+        truncated=reply.finish_reason == "length",
+    )
+    return {"reply": reply.text, "reply_status": reading.status, "finish_reason": reply.finish_reason}
 
 
 def _ask_once(backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, messages: list[dict[str, str]]) -> None:
@@ -191,38 +329,95 @@ def _ask_once(backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, mess
     )
 
 
-def _verdict(spec: JudgeSpec, checks: list[PromptCheck], template: str) -> tuple[str, str]:
+def _blocked(spec: JudgeSpec, checks: list[PromptCheck]) -> str | None:
+    """What stops every mode: no item, a question that could not be checked, a doubled BOS, a prompt too long."""
     if not checks:
-        return "not ready", "there is no item to check"
+        return "there is no item to check"
     failed = [c for c in checks if c.error]
     if failed:
-        return "not ready", f"{len(failed)} of {len(checks)} questions could not be checked: {failed[0].error}"
+        return f"{len(failed)} of {len(checks)} questions could not be checked: {failed[0].error}"
     doubled = [c for c in checks if c.bos is not None and c.bos > 1]
     if doubled:
-        return (
-            "not ready",
-            f"prompts start with {doubled[0].bos} BOS tokens (the template and the tokenizer both add one)",
-        )
+        return f"prompts start with {doubled[0].bos} BOS tokens (the template and the tokenizer both add one)"
     if not spec.is_api:
         longest = max(c.tokens or 0 for c in checks)
         if longest + (spec.max_tokens if spec.mode in ("text", "constrained") else 1) > spec.n_ctx:
             return (
-                "not ready",
                 f"the longest prompt has {longest:,} tokens: with --max-tokens {spec.max_tokens} it does not fit "
-                f"--n-ctx {spec.n_ctx:,}; raise --n-ctx",
+                f"--n-ctx {spec.n_ctx:,}; raise --n-ctx"
             )
+    return None
+
+
+def _mass_verdict(spec: JudgeSpec, mode: str, masses: list[float], what: str, lower_bound: bool) -> ModeCheck:
+    typical = median(masses)
+    low = sum(m < spec.min_mass for m in masses)
+    bound = " (a lower bound: only the top tokens are known)" if lower_bound else ""
+    share = f"{typical:.2%} of the next-token probability (median) is {what}{bound}"
+    if typical < spec.min_mass:
+        return ModeCheck(mode, False, f"only {share} (below --min-mass {spec.min_mass:g})", typical)
+    some = f"; {low} of {len(masses)} questions below --min-mass {spec.min_mass:g}" if low else ""
+    return ModeCheck(mode, True, share + some, typical)
+
+
+def _mode_verdict(
+    spec: JudgeSpec, mode: str, checks: list[PromptCheck], template: str, blocked: str | None
+) -> ModeCheck:
+    if blocked:
+        return ModeCheck(mode, False, blocked)
+    if spec.is_api and mode != "text":  # a server: only the mode asked is checked
+        masses = [c.mass for c in checks if c.mass is not None]
+        if mode in MODES_READ_AT_THE_ANSWER and masses:
+            where = "on yes / no" if mode == "implicit" else "on the scale"
+            return _mass_verdict(spec, mode, masses, where, any(c.mass_is_lower_bound for c in checks))
+        return ModeCheck(mode, True, "the server answers the judge's questions")
+    if mode == "text":
+        statuses = [c.reply_status for c in checks if c.reply_status is not None]
+        read = sum(s == "ok" for s in statuses) / len(statuses)
+        left = (1 - read) ** (spec.max_retries + 1)
+        failures = sorted({s for s in statuses if s != "ok"})
+        said = f"{read:.0%} of {len(statuses)} checked replies read" + (
+            f" (failures: {', '.join(failures)})" if failures else ""
+        )
+        if left > READY_MAX_FAILURE_SHARE:
+            return ModeCheck(
+                mode,
+                False,
+                f"only {said}: with --max-retries {spec.max_retries}, about {left:.0%} of readings would be typed "
+                f"failures (more than {READY_MAX_FAILURE_SHARE:.0%})",
+                read_share=read,
+            )
+        return ModeCheck(mode, True, said, read_share=read)
+    if mode == "implicit":
+        masses = [c.implicit_mass for c in checks if c.implicit_mass is not None]
+        return _mass_verdict(spec, mode, masses, "on yes / no", True)
     missing = sorted({label for c in checks for label in c.missing_options})
-    if missing and spec.mode in MODES_READ_AT_THE_ANSWER:
-        return "use text mode", f"the model has no single token for {', '.join(map(repr, missing))}"
+    if missing:
+        return ModeCheck(mode, False, f"the model has no token path for {', '.join(map(repr, missing))}")
     masses = [c.mass for c in checks if c.mass is not None]
-    if spec.mode in MODES_READ_AT_THE_ANSWER and masses:
-        typical = median(masses)
-        if typical < spec.min_mass:
-            share = f"only {typical:.1%} of the next-token probability (median) is on the scale"
-            if template == "none":
-                return "use a chat template", f"{share}, and the model has no chat template (--chat-template)"
-            return "use text mode", f"{share} (below --min-mass {spec.min_mass:g}); the ratings would be noise"
-        return "ready", f"{typical:.1%} of the next-token probability (median) is on the scale"
+    if not masses:
+        return ModeCheck(mode, False, "the scale mass could not be read")
+    what = "on the allowed answers before the constraint" if mode == "constrained" else "on the scale"
+    return _mass_verdict(spec, mode, masses, what, False)
+
+
+def _verdict(
+    spec: JudgeSpec, modes: list[ModeCheck], template: str, blocked: str | None
+) -> tuple[str, str, str | None]:
+    if blocked:
+        return "not ready", blocked, None
+    by_mode = {m.mode: m for m in modes}
+    asked = by_mode[spec.mode]
+    if asked.ready:
+        return "ready", asked.reason, spec.mode
+    ready = next((m for m in modes if m.ready), None)
+    if ready is not None:
+        reason = f"--mode {spec.mode}: {asked.reason}; --mode {ready.mode}: {ready.reason}"
+        return f"use --mode {ready.mode}", reason, ready.mode
     if template == "none" and not spec.is_api:
-        return "ready", "the prompts go to the model as plain text (it has no chat template); check the replies"
-    return "ready", "the prompts fit and the template applies"
+        return (
+            "use a chat template",
+            f"{asked.reason}, and the model has no chat template (--chat-template, or an instruct model)",
+            None,
+        )
+    return "not ready", f"{asked.reason}; no mode reads this model's answers", None

@@ -84,6 +84,7 @@ def _read_job(study: Study, rows: list[Row]) -> list[Reread]:
                     row["presentation"],
                     structured=structured,
                     truncated=details.get("finish_reason") == "length",
+                    constrained=mode == "constrained",
                 )
             out.append((row, reading, {**details, **reading.details}))
     return out

@@ -31,6 +31,26 @@ def record_sources(study: Study, rater_id: int, found: list[tuple[str, str, str]
         )
 
 
+def record_server(study: Study, rater_id: int, source: str, facts: dict[str, Any]) -> None:
+    """What the server said about the model behind the alias; a change is a new row beside the old one."""
+    text = json.dumps(facts, sort_keys=True)
+    with write(study.db) as conn:
+        conn.execute(
+            "INSERT OR IGNORE INTO judge_servers (rater_id, source, facts, first_seen) VALUES (?, ?, ?, ?)",
+            (rater_id, source, text, utc_now()),
+        )
+
+
+def servers(study: Study, rater_id: int) -> list[tuple[str, dict[str, Any]]]:
+    """(server URL, what it said) for one judge, oldest first."""
+    return [
+        (source, _config(facts))
+        for source, facts in study.db.conn.execute(
+            "SELECT source, facts FROM judge_servers WHERE rater_id = ? ORDER BY first_seen, source", (rater_id,)
+        )
+    ]
+
+
 @dataclass(frozen=True)
 class Source:
     source: str  # the model file's path, or the server's URL without credentials
@@ -53,6 +73,8 @@ class Judge:
     ratings: int = 0  # ratings in force with a value
     failures: int = 0  # ratings in force stored as a typed failure (no value)
     jobs: dict[str, int] = field(default_factory=dict)  # the judge queue, per status
+    # what an API judge's server said about the model behind its alias: (URL, facts), one per change
+    servers: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def source_changed(self) -> bool:
@@ -126,6 +148,7 @@ def list_judges(study: Study) -> list[Judge]:
                 ok or 0,
                 failed or 0,
                 statuses,
+                servers(study, rid),
             )
         )
     return found

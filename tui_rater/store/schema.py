@@ -388,6 +388,16 @@ MIGRATIONS: list[Migration] = [
     # 9: which judge's run cached each reply: `judges --forget` removes a judge's cached replies with it (replies
     # cached before this column existed name none, and stay)
     "ALTER TABLE replies ADD COLUMN rater_id INTEGER;",
+    # 10: what an API judge's server said about the model behind its alias (issue 26, item 10)
+    """
+    CREATE TABLE judge_servers (
+        rater_id INTEGER NOT NULL REFERENCES raters (id),
+        source TEXT NOT NULL,              -- the server's URL without credentials
+        facts TEXT NOT NULL,               -- JSON: /props (model path, chat template, n_ctx), /v1/models entry
+        first_seen TEXT NOT NULL,
+        PRIMARY KEY (rater_id, source, facts)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

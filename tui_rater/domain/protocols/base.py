@@ -75,6 +75,8 @@ class Decoding:
     max_tokens: int = 128
 
 
+# A reply cut by the length limit is read only where one more token of these could not change its reading.
+CONTINUATIONS = ("0", ".5", "/10", " or 5", " B")
 # A reason-first reply (explain, Chen et al.'s V5 and pairwise V4) needs room for its reasons.
 REASON_FIRST_MAX_TOKENS = 512
 
@@ -245,6 +247,16 @@ class EvaluationProtocol:
             return Options(tuple(str(int(v)) for v in scale.points), tuple(scale.points))
         return None
 
+    def answer_starts(self, attribute: Attribute, variant: str) -> tuple[str, ...]:
+        """What a valid reply begins with: the options' labels, else the first digits of the scale's whole numbers
+        ("0".."9" on 0-100). Their probability at the answer position is the scale mass: what distribution mode
+        reads, and what a constrained judge meant to answer before its grammar forced an answer."""
+        options = self.options(attribute, variant)
+        if options is not None:
+            return options.labels
+        scale = self.reply_scale(attribute, variant)
+        return tuple(dict.fromkeys(str(v)[0] for v in range(int(scale.low), int(scale.high) + 1)))
+
     def grammar(self, attribute: Attribute, variant: str) -> str:
         """A GBNF grammar whose only sentences are valid answers."""
         options = self.options(attribute, variant)
@@ -295,18 +307,45 @@ class EvaluationProtocol:
         *,
         structured: bool = False,
         truncated: bool = False,
+        constrained: bool = False,
     ) -> Reading:
-        """The one path from a reply's text to a stored value, for the judge and for ``reparse``."""
+        """The one path from a reply's text to a stored value, for the judge and for ``reparse``.
+
+        ``truncated``: the reply stopped on the length limit. Its answer is read only where the reply went on
+        past it: a cut "1" may have been "10", "1.5" or "1-5 scale ..." (issue 26, item 6); a ``constrained``
+        reply is complete when its grammar allows nothing longer ("3" on 1-5, but not "1" on 0-100)."""
         if truncated and self.reason_first(variant):
             # the answer comes after the reasons: a cut reply's numbers come from the reasons
             return Reading(None, "truncated")
-        result = self.parse(_structured_answer(text) if structured else text, attribute, variant)
+        answer = _structured_answer(text) if structured else text
+        result = self.parse(answer, attribute, variant)
+        if truncated:  # a JSON reply cut before its end does not parse
+            cut = answer is text if structured else self.cut_short(text, result, attribute, variant, constrained)
+            if cut:
+                return Reading(None, "truncated")
         if not result.ok or result.value is None:
             return Reading(None, result.failure or "no_number")
         value, details = self.canonical(result.value, attribute, variant, presentation)
         if truncated:
             details["truncated"] = True
         return Reading(value, "ok", details)
+
+    def cut_short(
+        self, text: str, result: ParseResult, attribute: Attribute, variant: str, constrained: bool = False
+    ) -> bool:
+        """Could the reply, cut by the length limit, have gone on to another answer? A grammar's reply: when the
+        grammar allows a longer answer that starts with it. A free reply: when one more token ("0", ".5",
+        "/10", " or") changes what it reads as."""
+        if constrained:
+            answer = text.strip()
+            options = self.options(attribute, variant)
+            if options is not None:
+                allowed = list(options.labels)
+            else:
+                scale = self.reply_scale(attribute, variant)
+                allowed = [str(v) for v in range(int(scale.low), int(scale.high) + 1)]
+            return answer not in allowed or any(a != answer and a.startswith(answer) for a in allowed)
+        return any(self.parse(text + more, attribute, variant) != result for more in CONTINUATIONS)
 
     def read_distribution(
         self,

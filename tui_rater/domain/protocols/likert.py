@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from tui_rater.domain.parsing import ParseResult
 from tui_rater.domain.protocols.base import EvaluationProtocol, Level, persona_variant
 from tui_rater.domain.questions import Attribute, Task
 
@@ -43,3 +44,10 @@ class LikertRating(EvaluationProtocol):
     def template(self, task: Task, attribute: Attribute, variant: str) -> tuple[str, str]:
         template_id, base = super().template(task, attribute, variant)
         return template_id, persona_variant(base, variant)
+
+    def parse(self, text: str, attribute: Attribute, variant: str) -> ParseResult:
+        """Whole points, and the half points the paper kept (App. D.2.1); "3.1" or "3.10" is on no such scale."""
+        result = super().parse(text, attribute, variant)
+        if result.value is not None and not float(result.value * 2).is_integer():
+            return ParseResult(None, "out_of_range")
+        return result

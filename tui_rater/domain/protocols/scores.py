@@ -119,6 +119,7 @@ class ImplicitScore(ContinuousScore):
         *,
         structured: bool = False,
         truncated: bool = False,
+        constrained: bool = False,
     ) -> Reading:
         raise ValueError("the Implicit Score is read from token probabilities, not from a reply")
 

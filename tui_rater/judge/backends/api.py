@@ -104,6 +104,21 @@ class ApiBackend:
         self._constraint_style: str | None = None
         self._served: set[tuple[str, str]] = set()  # (model id, fingerprint) replies named since take_served
 
+    def describe_server(self) -> dict:
+        """What the server says about the model behind the alias (``api_server.describe``), asked once per run."""
+        from tui_rater.judge.backends import api_server
+
+        with self.server.lock:
+            if self.server.described is None:
+                base = (_split_query(self.spec.base_url)[0] or "https://api.openai.com/v1").rstrip("/")
+                timeout = min(10.0, self.spec.timeout_s)
+
+                def get(url: str) -> object:
+                    return self.client.with_options(timeout=timeout).get(url, cast_to=str)
+
+                self.server.described = api_server.describe(get, self._root, base, self.spec.api_model)
+            return self.server.described
+
     # --- one request ---------------------------------------------------------------------
 
     def _error(self, kind: str, message: str, retry_after: float | None = None) -> JudgeError:

@@ -51,6 +51,7 @@ class ServerFacts:
     sampler_extras: bool | None = None  # does it take top_k / min_p (None: not asked yet)
     good_replies: int = 0
     bad_streak: int = 0
+    described: dict[str, Any] | None = None  # what the server says of the model (api_server.describe), once
 
     def note(self, good: bool) -> None:
         with self.lock:

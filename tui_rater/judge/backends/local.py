@@ -20,6 +20,10 @@ from tui_rater.judge.backends.base import Completion, Message, TokenCounts
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import JudgeSpec
 
+# How a reply may begin with an option: bare, after a space, a line break, two (issue 26, item 3)
+OPTION_SPELLINGS = ("{}", " {}", "\n{}", "\n\n{}")
+# A whitespace token less probable than this adds less than it to an option's probability: no pass is spent on it
+NEGLIGIBLE_LEAD = 1e-9
 DEFAULT_SEQUENCES = 16  # concurrent sequences of a local judge (--workers); each may use n_ctx tokens of KV cache
 
 
@@ -30,7 +34,7 @@ class _Shared:
     source: str  # the file loaded, symlinks resolved when it was loaded
     key: tuple
     refs: int = 0
-    option_tokens: dict[str, list[int]] = field(default_factory=dict)
+    option_paths: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
 
 
 _SHARED: dict[tuple, _Shared] = {}
@@ -167,12 +171,13 @@ class LocalBackend:
         return count
 
     def option_token_pieces(self, option: str) -> list[str]:
-        """The single tokens that spell ``option`` (as ``option_probabilities`` reads it), as text; [] if none."""
+        """The token paths that spell ``option`` (as ``option_probabilities`` reads it), as text: "'3'", "' '+'3'";
+        [] if none."""
         try:
-            ids = self._option_tokens(option)
+            paths = self._option_paths(option)
         except JudgeError:
             return []
-        return [self.model.piece(t).decode("utf-8", "replace") for t in ids]
+        return ["+".join(repr(self.model.piece(t).decode("utf-8", "replace")) for t in path) for path in paths]
 
     # --- the operations ----------------------------------------------------------------------
 
@@ -200,21 +205,44 @@ class LocalBackend:
         return Completion(self.model.detokenize(result.tokens), finish_reason=result.finish_reason)
 
     def _next_token_probabilities(self, messages: list[Message]) -> tuple[np.ndarray, float, float]:
+        return self._logits(self.prompt_tokens(messages))
+
+    def _logits(self, tokens: list[int]) -> tuple[np.ndarray, float, float]:
         """(logits, max logit, log of the softmax's normaliser): p(t) = exp(logit[t] - max - log_z). One pass in
         float32 with a float64 sum: a full float64 softmax of a 152k vocabulary per question costs ~1.5 ms."""
-        logits = self.engine.probe(self.prompt_tokens(messages))  # type: ignore[attr-defined]
+        logits = self.engine.probe(tokens)  # type: ignore[attr-defined]
         top = float(logits.max())
         return logits, top, float(np.log(np.exp(logits - top).sum(dtype=np.float64)))
 
     def option_probabilities(self, messages: list[Message], options: list[str]) -> dict[str, float]:
-        """The raw next-token probability of each option's token(s) at the answer position (not renormalised)."""
-        token_ids = {option: self._option_tokens(option) for option in options}
-        logits, top, log_z = self._next_token_probabilities(messages)
+        """The raw probability that the reply begins with each option (not renormalised), summed over every path
+        that spells it: a single token ("3", " 3") and a whitespace token then the option's token (" " then "3",
+        as Gemma's and Qwen2's tokenizers write " 3"): P(" ") * P("3" | " "). The pre-flight check reads the
+        same numbers (issue 26, items 3-4)."""
+        paths = {option: self._option_paths(option) for option in options}
+        prompt = self.prompt_tokens(messages)
+        logits, top, log_z = self._logits(prompt)
 
-        def p(t: int) -> float:
-            return float(np.exp(float(logits[t]) - top - log_z))
+        def p(row: tuple[np.ndarray, float, float], t: int) -> float:
+            return float(np.exp(float(row[0][t]) - row[1] - row[2]))
 
-        return {option: sum(p(t) for t in ids) for option, ids in token_ids.items()}
+        first = (logits, top, log_z)
+        after: dict[int, tuple[np.ndarray, float, float]] = {}
+        found = {}
+        for option, spelled in paths.items():
+            total = 0.0
+            for path in spelled:
+                if len(path) == 1:
+                    total += p(first, path[0])
+                    continue
+                lead = p(first, path[0])
+                if lead < NEGLIGIBLE_LEAD:  # too rare to change the sum; no pass spent on it
+                    continue
+                if path[0] not in after:
+                    after[path[0]] = self._logits([*prompt, path[0]])
+                total += lead * p(after[path[0]], path[1])
+            found[option] = total
+        return found
 
     def top_tokens(self, messages: list[Message], k: int = 5) -> list[tuple[str, float]]:
         """The k most probable next tokens (text, probability): Chen et al.'s Implicit Score input."""
@@ -226,15 +254,18 @@ class LocalBackend:
             for t in best
         ]
 
-    def _option_tokens(self, option: str) -> list[int]:
-        """Single tokens that spell the option, bare or after a space ("3", " 3")."""
-        cache = self._shared.option_tokens
+    def _option_paths(self, option: str) -> list[tuple[int, ...]]:
+        """How the tokenizer writes the option at the start of a reply: bare, after a space, a line break or two
+        ("3", " 3", "\n3", "\n\n3"), each as one token or as a whitespace token then the option's one token."""
+        cache = self._shared.option_paths
         if option not in cache:
-            found: list[int] = []
-            for text in (option, " " + option):
-                ids = self.model.tokenize(text, special=False)
-                if len(ids) == 1 and ids[0] not in found:
-                    found.append(ids[0])
+            found: list[tuple[int, ...]] = []
+            bare = self.model.tokenize(option, special=False)
+            for text in OPTION_SPELLINGS:
+                ids = tuple(self.model.tokenize(text.format(option), special=False))
+                whitespace_first = len(ids) == 2 and ids[1:] == tuple(bare) and not self.model.piece(ids[0]).strip()
+                if (len(ids) == 1 or whitespace_first) and ids not in found:
+                    found.append(ids)
             if not found:
                 raise JudgeError("unsupported", f"the model has no single token for {option!r}; use --mode text")
             cache[option] = found

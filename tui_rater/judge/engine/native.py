@@ -181,6 +181,8 @@ class Model:
             # models (Q4_0, Q4_1, Q8_0, Q4_K_M; llama-cpp-python 0.3.36, Sapphire Rapids): without it they run.
             # Float models keep it (their logits stay those of llama-cpp-python's own Llama)
             params.use_extra_bufts = False
+        elif os.environ.get("TUI_RATER_NO_REPACK"):  # the same by hand, for a CPU the check above does not know
+            params.use_extra_bufts = False
         note_in_log(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} tui-rater (pid {os.getpid()}): loading {path}")
         with quiet_stderr():
             ptr = lc.llama_model_load_from_file(path.encode(), params)
