@@ -243,7 +243,7 @@ def test_distribution_equals_a_single_sequence_computation(qwen_gguf):
             logits = raw.astype(np.float64)
             p = np.exp(logits - logits.max())
             p /= p.sum()
-            today = {o: float(sum(p[t] for t in _option_ids(llm, o))) for o in options}
+            today = {o: _every_path(llm, prompt, o, p) for o in options}
             assert probs == single
             for option in options:
                 # the same logits; the reading exponentiates in float32 (backends/local.py), this in float64
@@ -254,14 +254,27 @@ def test_distribution_equals_a_single_sequence_computation(qwen_gguf):
     assert all(0 < sum(p.values()) < 1 for p in batched)  # raw probabilities: not renormalised
 
 
-def _option_ids(llm, option: str) -> list[int]:
-    """The old backend's rule: single tokens spelling the option, bare or after a space."""
-    found: list[int] = []
-    for text in (option, " " + option):
-        ids = llm.tokenize(text.encode(), add_bos=False, special=False)
-        if len(ids) == 1 and ids[0] not in found:
-            found.append(ids[0])
-    return found
+def _every_path(llm, prompt: list[int], option: str, p: np.ndarray) -> float:
+    """An option's probability as distribution mode counts it (issue 26, item 3): every single token that spells
+    it after nothing, a space or newlines, and a whitespace token then the option's token, P(ws) x P(option | ws)."""
+    bare = llm.tokenize(option.encode(), add_bos=False, special=False)
+    paths: list[tuple[int, ...]] = []
+    for text in (option, " " + option, "\n" + option, "\n\n" + option):
+        ids = tuple(llm.tokenize(text.encode(), add_bos=False, special=False))
+        spaced = len(ids) == 2 and list(ids[1:]) == bare and not llm.detokenize(list(ids[:1])).strip()
+        if (len(ids) == 1 or spaced) and ids not in paths:
+            paths.append(ids)
+    total = 0.0
+    for path in paths:
+        if len(path) == 1:
+            total += float(p[path[0]])
+        elif p[path[0]] >= 1e-9:  # as the engine: a rarer lead adds less than that
+            llm.reset()
+            llm.eval([*prompt, path[0]])
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
+            q = np.exp(logits - logits.max())
+            total += float(p[path[0]] * q[path[1]] / q.sum())
+    return total
 
 
 def test_one_bos_with_a_bos_emitting_template_and_without_a_template(qwen_gguf, qwen_bos_gguf):
