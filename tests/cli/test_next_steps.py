@@ -7,6 +7,7 @@ import shlex
 import sys
 
 from tui_rater.cli.annotating import next_steps
+from tui_rater.judge.hub import FIRST_JUDGE
 
 
 def commands(lines: list[str]) -> list[list[str]]:
@@ -29,7 +30,7 @@ def test_every_command_fits_80_columns_and_pastes_back_to_its_words(monkeypatch)
             "--task",
             "hanna",
             "--model",
-            "PATH/TO/MODEL.gguf",
+            FIRST_JUDGE,
             "--mode",
             "constrained",
             "--limit",

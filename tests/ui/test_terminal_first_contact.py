@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.ui.tmux import ROOT, TmuxApp, annotate_command, flat, needs_tmux, ratings_in_force, wait_for
+from tui_rater.judge.hub import FIRST_JUDGE
 
 pytestmark = [pytest.mark.terminal, needs_tmux]
 
@@ -69,7 +70,7 @@ def test_the_readme_first_command_opens_a_live_comparison_and_quitting_says_what
     commands = pasted_commands(printed)
     assert commands == [
         "tui-rater report --db tui-rater.db --task hanna",
-        "tui-rater judge --db tui-rater.db --task hanna --model PATH/TO/MODEL.gguf --mode constrained --limit 20",
+        "tui-rater judge --db tui-rater.db --task hanna --model " + FIRST_JUDGE + " --mode constrained --limit 20",
         "tui-rater annotate --db tui-rater.db --task hanna --annotator newcomer",
     ]
     report = subprocess.run(

@@ -236,14 +236,16 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
 
 def next_steps(db: str, task: str, annotator: str) -> list[str]:
     """What to do after rating, as exact commands for this study file and task (printed on quitting)."""
+    from tui_rater.judge.hub import FIRST_JUDGE  # (a constant: the module imports nothing heavy at the top)
+
     where = ["--db", db, "--task", task]
     return [
         "",
         "Next steps (copy and paste):",
         "  the papers' tables, and whether a judge may replace the human raters:",
         *_command(["report", *where]),
-        "  add an LLM judge, 20 items first (--model: a .gguf file, or api:NAME):",
-        *_command(["judge", *where, "--model", "PATH/TO/MODEL.gguf", "--mode", "constrained", "--limit", "20"]),
+        "  add an LLM judge (a small real one, fetched once; or a .gguf or api:NAME):",
+        *_command(["judge", *where, "--model", FIRST_JUDGE, "--mode", "constrained", "--limit", "20"]),
         "  rate on (it continues at your first unrated item):",
         *_command(["annotate", *where, "--annotator", annotator]),
     ]
@@ -256,7 +258,8 @@ def _command(words: list[str], width: int = 78) -> list[str]:
 
     pieces: list[str] = []
     for word in map(shlex.quote, words):
-        if pieces and pieces[-1].startswith("--") and " " not in pieces[-1] and not word.startswith("--"):
+        fits = len(pieces[-1]) + 1 + len(word) <= width - 8 if pieces else False
+        if pieces and pieces[-1].startswith("--") and " " not in pieces[-1] and not word.startswith("--") and fits:
             pieces[-1] += " " + word
         else:
             pieces.append(word)
@@ -264,7 +267,7 @@ def _command(words: list[str], width: int = 78) -> list[str]:
     for piece in pieces:
         if len(line) + 1 + len(piece) > width - 2:
             lines.append(line + " \\")
-            line = "      " + piece
+            line = " " * max(2, min(6, width - 2 - len(piece))) + piece  # a long word (a model id) indents less
         else:
             line += " " + piece
     return [*lines, line]

