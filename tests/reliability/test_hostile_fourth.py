@@ -117,3 +117,32 @@ def test_a_raw_deflate_reply_is_read_as_before_the_size_cap(tmp_path, raw_server
     assert judged.returncode == 0, judged.stderr
     rows = sqlite3.connect(db).execute("SELECT raw, value FROM ratings WHERE raw IS NOT NULL").fetchall()
     assert rows and all(row == ("Rating: 4", 4.0) for row in rows)
+
+
+def test_a_line_break_in_an_item_id_or_a_comment_stays_inside_its_markdown_cell(tmp_path):
+    """The report's Notes table brought item ids and comments into the markdown report: a line break in one
+    ended the table row, and the text after it became markdown of its own (here a heading of the report)."""
+    items = tmp_path / "items.csv"
+    items.write_text('id,system,prompt,story\n"s1\n## Verdict: the judge is ready",h,P,S.\ns2,h,P,S.\n')
+    db = tmp_path / "s.db"
+    assert run_cli_process("import", items, "--task", "story", "--db", db).returncode == 0
+    ratings = tmp_path / "r.csv"
+    ratings.write_text('item,rater,attribute,value\n"s1\n## Verdict: the judge is ready",alice,grammaticality,2\n')
+    assert run_cli_process("import-ratings", ratings, "--db", db).returncode == 0
+    study = Study.open(db)
+    alice = study.human("alice")
+    first, second = study.items("story")
+    study.add_note(first.key, alice.id, "flag")
+    study.add_note(second.key, alice.id, "comment", "fine\r\n# Approved by the lead\nreally")
+    study.close()
+    out = tmp_path / "report.md"
+    done = run_cli_process("report", "--db", db, "--task", "story", "--format", "markdown", "--out", out)
+    assert done.returncode == 0, done.stderr
+    lines = out.read_text().splitlines()
+    assert not [line for line in lines if line.startswith(("## Verdict", "# Approved", "really"))], lines
+    table = lines[lines.index(next(line for line in lines if line.startswith("## Notes"))) + 2 :]
+    rows = table[: ([*table, ""]).index("")]
+    assert len(rows) == 4 and all(row.startswith("|") and row.endswith("|") for row in rows), rows
+    assert (
+        "| s1<br>## Verdict: the judge is ready |" in rows[2] and "fine<br># Approved by the lead<br>really" in rows[3]
+    )
