@@ -166,3 +166,38 @@ def test_of_two_adjudicators_decisions_the_export_marks_in_force_the_one_the_rep
     assert (rows[first]["in_force"], rows[latest]["in_force"]) == (False, True)
     queue = json.loads(run_cli_process("adjudicate", "--db", db, "--task", "story", "--format", "json").stdout)
     assert queue[0]["questions"][0]["decided"] == 4.0
+
+
+def test_a_changed_task_file_given_to_other_commands_is_refused_once_rated(tmp_path):
+    """Issue 24 refused a changed definition of a rated task at `import` only: the same file given with
+    --task-file to `import-ratings`, `report`, `adjudicate` or `annotate` (or named in the config) overrode the
+    stored definition without a word: ratings of 5 read on a 1-3 scale, and a 3 imported under it."""
+    from tests.reliability.test_bad_input_third import _task_file
+
+    db = tmp_path / "study.db"
+    items = tmp_path / "essays.csv"
+    items.write_text("id,essay\ne1,One essay.\ne2,Another essay.\n")
+    first = _task_file(tmp_path)
+    assert run_cli_process("import", items, "--task", "essay", "--task-file", first, "--db", db).returncode == 0
+    ratings = tmp_path / "r.csv"
+    ratings.write_text("item,attribute,rater,value\ne1,quality,ann,5\ne1,quality,bob,4\n")
+    assert run_cli_process("import-ratings", ratings, "--task-file", first, "--db", db).returncode == 0
+    before = digest(db)
+    changed = _task_file(tmp_path, "quality", 3)
+    more = tmp_path / "more.csv"
+    more.write_text("item,attribute,rater,value\ne2,quality,ann,3\n")
+    for words in (
+        ["import-ratings", str(more)],
+        ["report", "--task", "essay", "--format", "json"],
+        ["adjudicate", "--task", "essay", "--list"],
+        ["annotate", "--task", "essay", "--annotator", "ann"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "tui_rater.cli", *words, "--task-file", str(changed), "--db", str(db)],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        error = one_sentence(done)
+        assert "2 rating(s) under another definition" in error and "question 'quality': scale was" in error, error
+        assert digest(db) == before, words
+    # the stored definition itself, given again, is no error
+    assert run_cli_process("report", "--task", "essay", "--task-file", first, "--db", db).returncode == 0
