@@ -17,7 +17,7 @@ import pytest
 from tests.reliability.test_files import one_sentence
 from tests.reliability.test_secrets import PASSWORD, echo_server  # noqa: F401 (a fixture)
 from tests.reliability.test_slow_servers import _body, raw_server  # noqa: F401 (a fixture)
-from tests.support import SAMPLE, digest, ok_body, run_cli_process, story_study
+from tests.support import SAMPLE, Script, digest, ok_body, run_cli_process, story_study
 from tui_rater.store.adjudication import Adjudication, adjudicated_values
 from tui_rater.store.study import Study
 
@@ -201,3 +201,26 @@ def test_a_changed_task_file_given_to_other_commands_is_refused_once_rated(tmp_p
         assert digest(db) == before, words
     # the stored definition itself, given again, is no error
     assert run_cli_process("report", "--task", "essay", "--task-file", first, "--db", db).returncode == 0
+
+
+def test_megabyte_tokens_in_a_logprobs_reply_are_not_stored(tmp_path, fake_server):
+    """The 64 KB cap bounds a reply's text; the tokens a logprobs reply lists were stored whatever their size
+    (one --mode implicit job with three 1.5 MB "tokens" grew the study to 9 MB)."""
+    from tests.judge.test_protocols import logprob_body
+
+    items = tmp_path / "e.csv"
+    items.write_text("id,system,prompt,story\ne1,gpt2,P,S.\n")
+    db = tmp_path / "s.db"
+    assert run_cli_process("import", items, "--task", "story-explicit", "--db", db).returncode == 0
+    top = {"Yes": 0.5, "No": 0.25} | {f"{i}" + "x" * 1_500_000: 0.05 for i in range(3)}
+    url = fake_server(Script([(200, {}, logprob_body(top), 0)]))
+    judged = run_cli_process(
+        "judge", "--db", db, "--model", "api:m", "--base-url", url, "--mode", "implicit", "--samples", "1",
+        "--max-retries", "0", "--timeout", "30",
+    )  # fmt: skip
+    assert "Traceback" not in judged.stderr
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        errors = [e for (e,) in conn.execute("SELECT last_error FROM jobs WHERE last_error IS NOT NULL")]
+    assert errors and all("characters long" in e for e in errors), (errors, judged.stderr)
+    assert db.stat().st_size < 1 << 20
