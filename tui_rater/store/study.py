@@ -155,7 +155,7 @@ class Study:
     def _check_redefinition(self, task: Task, stored: Any) -> None:
         """A task's stored definition is replaced (or read as another) only while nobody has rated the task:
         ratings of 5 must never end up on a 1-3 scale, nor a renamed question's ratings vanish from the report."""
-        if stored == task.definition:
+        if task.definition is None or stored == task.definition:
             return
         rated = self.db.conn.execute(
             "SELECT count(*) FROM ratings WHERE item_key IN (SELECT key FROM items WHERE task = ?)", [task.name]
