@@ -9,6 +9,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -224,3 +225,24 @@ def test_megabyte_tokens_in_a_logprobs_reply_are_not_stored(tmp_path, fake_serve
         errors = [e for (e,) in conn.execute("SELECT last_error FROM jobs WHERE last_error IS NOT NULL")]
     assert errors and all("characters long" in e for e in errors), (errors, judged.stderr)
     assert db.stat().st_size < 1 << 20
+
+
+def test_judge_check_against_a_silent_server_asks_it_once(tmp_path, raw_server):  # noqa: F811
+    """`judge --check` asked a server that never answers each of its 8 questions in turn, waiting --timeout for
+    each (16 minutes at the default 120 s, printing nothing): after the first unanswered question it asks no more."""
+    from tests.reliability.test_slow_servers import _silent
+
+    db = tmp_path / "s.db"
+    assert run_cli_process("import", SAMPLE / "stories.csv", "--task", "story", "--db", db).returncode == 0
+    before = digest(db)
+    server = raw_server(_silent)
+    began = time.monotonic()
+    checked = run_cli_process(
+        "judge", "--db", db, "--model", "api:m", "--base-url", server.url, "--timeout", "4", "--check", timeout=180
+    )
+    took = time.monotonic() - began
+    assert checked.returncode == 1 and "Traceback" not in checked.stderr, checked.stderr
+    assert "8 of 8 questions could not be checked: timeout: no answer within 4 s" in checked.stdout, checked.stdout
+    assert checked.stdout.count("not asked: the server did not answer an earlier question") == 7
+    assert server.connections == 1 and took < 20, (server.connections, took)
+    assert digest(db) == before

@@ -98,7 +98,12 @@ def check_judge(
 
     backend = (backend_factory or make_backend)(spec)
     try:
-        checks = [_check(backend, spec, *asked) for asked in questions(study, tasks, items)]
+        checks: list[PromptCheck] = []
+        unanswered = False  # a server that did not answer one question is not waited for again (--timeout each)
+        for asked in questions(study, tasks, items):
+            checks.append(_check(backend, spec, *asked, skip=unanswered))
+            error = checks[-1].error or ""
+            unanswered = unanswered or (spec.is_api and error.startswith(("timeout:", "connection:")))
         template = _template_source(backend, spec)
     finally:
         close = getattr(backend, "close", None)
@@ -126,7 +131,9 @@ def _template_source(backend: Any, spec: JudgeSpec) -> str:
     return "the model's" if getattr(backend, "has_chat_template", False) else "none"
 
 
-def _check(backend: Any, spec: JudgeSpec, task: Task, item: Any, attribute: Any, presentation: str) -> PromptCheck:
+def _check(
+    backend: Any, spec: JudgeSpec, task: Task, item: Any, attribute: Any, presentation: str, skip: bool = False
+) -> PromptCheck:
     protocol = protocols.for_mode(task, attribute, spec.mode)
     prompt = protocol.render(task, attribute, item.fields, spec.variant, presentation)
     messages = [{"role": "user", "content": prompt.text}]
@@ -138,6 +145,14 @@ def _check(backend: Any, spec: JudgeSpec, task: Task, item: Any, attribute: Any,
         ids = backend.prompt_tokens(messages)
         tokens, bos = len(ids), backend.leading_bos(ids)
     facts: dict[str, Any] = {}
+    if skip:
+        return PromptCheck(
+            **where,
+            prompt=rendered,
+            tokens=tokens,
+            bos=bos,
+            error="not asked: the server did not answer an earlier question",
+        )
     try:
         facts = _answer_position(backend, spec, protocol, attribute, messages)
     except JudgeError as exc:
