@@ -19,6 +19,7 @@ from tests.reliability.test_files import one_sentence
 from tests.reliability.test_secrets import PASSWORD, echo_server  # noqa: F401 (a fixture)
 from tests.reliability.test_slow_servers import _body, raw_server  # noqa: F401 (a fixture)
 from tests.support import SAMPLE, Script, digest, ok_body, run_cli_process, story_study
+from tests.ui.tmux import TmuxApp, needs_tmux
 from tui_rater.store.adjudication import Adjudication, adjudicated_values
 from tui_rater.store.study import Study
 
@@ -246,3 +247,56 @@ def test_judge_check_against_a_silent_server_asks_it_once(tmp_path, raw_server):
     assert checked.stdout.count("not asked: the server did not answer an earlier question") == 7
     assert server.connections == 1 and took < 20, (server.connections, took)
     assert digest(db) == before
+
+
+SIGNED_TASK = """
+[[task]]
+name = "essay"
+fields = ["essay"]
+[[task.attributes]]
+name = "score"
+question = "How good?"
+scale = { kind = "continuous", low = -50, high = 50 }
+"""
+
+
+@pytest.mark.terminal
+@needs_tmux
+def test_adjudicate_decides_a_negative_or_decimal_value_the_hint_offers(tmp_path):
+    """On a -50..50 scale the screen said "type -50-50, then Enter" but took digits only: the adjudicator could
+    not decide -40 (nor 12.5), only 0..50."""
+    task = tmp_path / "signed.toml"
+    task.write_text(SIGNED_TASK)
+    items = tmp_path / "items.csv"
+    items.write_text("id,essay\ne1,One.\ne2,Two.\n")
+    db = tmp_path / "s.db"
+    assert run_cli_process("import", items, "--task", "essay", "--task-file", task, "--db", db).returncode == 0
+    ratings = tmp_path / "r.csv"
+    ratings.write_text(
+        "item,attribute,rater,value\ne1,score,ann,-40\ne1,score,bob,45\ne2,score,ann,1\ne2,score,bob,2\n"
+    )
+    assert run_cli_process("import-ratings", ratings, "--task-file", task, "--db", db).returncode == 0
+    command = [sys.executable, "-m", "tui_rater.cli", "adjudicate", "--db", str(db), "--task", "essay"]
+    app = TmuxApp([*command, "--task-file", str(task), "--adjudicator", "lead"], tmp_path, size=(80, 24))
+    try:
+        app.wait_text("lead (adjudicator)", "1. e1")
+        app.key("Enter")
+        app.wait_text("item 1/2", "decide: type -50-50, then Enter")
+        app._tmux("send-keys", "-t", "app", "-l", "--", "-40")  # (-- : tmux took "-40" for an option of its own)
+        app.wait_text("[-40_] score")
+        app.key("Enter")
+        app.wait_text("item 2/2")
+        app.keys("1.5")
+        app.wait_text("[1.5_] score")
+        app.key("Enter")
+        app.wait_text("2/2 decided")
+        app.keys("q")
+        assert app.wait_status() == 0
+    finally:
+        app.close()
+    with sqlite3.connect(db) as conn:
+        decided = conn.execute(
+            "SELECT i.id, r.value FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
+            "JOIN items i ON i.key = r.item_key WHERE ra.kind = 'adjudicator' ORDER BY i.id"
+        ).fetchall()
+    assert decided == [("e1", -40.0), ("e2", 1.5)]
