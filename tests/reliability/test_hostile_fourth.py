@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import csv
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -300,3 +301,21 @@ def test_adjudicate_decides_a_negative_or_decimal_value_the_hint_offers(tmp_path
             "JOIN items i ON i.key = r.item_key WHERE ra.kind = 'adjudicator' ORDER BY i.id"
         ).fetchall()
     assert decided == [("e1", -40.0), ("e2", 1.5)]
+
+
+def test_an_api_key_variable_that_is_not_set_is_one_sentence(tmp_path, echo_server):  # noqa: F811
+    """`--api-key-env NAME` with $NAME unset (a typo) sent no key at all, without a word: a keyless server
+    answered as if the key had been sent, and one that wants a key said 'name the variable with --api-key-env'."""
+    url, seen = echo_server
+    db = tmp_path / "s.db"
+    assert run_cli_process("import", SAMPLE / "stories.csv", "--task", "story", "--db", db).returncode == 0
+    before = digest(db)
+    env = {k: v for k, v in os.environ.items() if k != "MY_SERVER_KEY"}
+    for words in (
+        ["judge", "--model", "api:m", "--base-url", url, "--api-key-env", "MY_SERVER_KEY", "--limit", "1"],
+        ["judge", "--model", "api:m", "--base-url", url, "--api-key-env", "MY_SERVER_KEY", "--check"],
+        ["annotate", "--annotator", "ann", "--judge", "api:m", "--base-url", url, "--api-key-env", "MY_SERVER_KEY"],
+    ):
+        error = one_sentence(run_cli_process(*words, "--db", db, env=env))
+        assert "no API key: $MY_SERVER_KEY, named by --api-key-env, is not set" in error, error
+        assert digest(db) == before and not seen
