@@ -225,13 +225,18 @@ def test_refusals_are_regenerated_then_recorded(story_study, fake_server):
 
 
 def test_credentials_are_stripped_from_urls():
+    import base64
+
     from tui_rater.judge.spec import strip_credentials, url_secrets
 
     url = "http://alice:pw-0123456789@h.example:8080/v1?api_key=qk-0123456789&api-version=2024-06-01#x"
     assert strip_credentials(url) == "http://h.example:8080/v1?api_key=[redacted]&api-version=2024-06-01"
     # the password and the key are replaced in replies; "alice" is a word a story may hold
-    assert url_secrets(url) == ["pw-0123456789", "qk-0123456789"]
-    assert url_secrets("https://tok-0123456789@h/v1") == ["tok-0123456789"]  # a user name that is a token
+    # (and the Basic authorization they are sent as: base64 of "user:password", with and without its padding)
+    basic = base64.b64encode(b"alice:pw-0123456789").decode()
+    assert url_secrets(url) == sorted(["pw-0123456789", "qk-0123456789", basic, basic.rstrip("=")])
+    token = base64.b64encode(b"tok-0123456789:").decode()
+    assert url_secrets("https://tok-0123456789@h/v1") == sorted({"tok-0123456789", token, token.rstrip("=")})
     assert strip_credentials("https://api.openai.com/v1") == "https://api.openai.com/v1"
 
 

@@ -51,6 +51,12 @@ def cmd_adjudicate(args, settings) -> int:
 
     check_margin(args.margin)  # one sentence before the study is opened
     headless = args.list or args.format is not None
+    adjudicator = args.adjudicator or settings.annotator
+    if not headless and adjudicator:
+        from tui_rater.cli.annotating import MAX_ANNOTATOR_NAME
+        from tui_rater.domain.display import check_name
+
+        check_name(adjudicator, "--adjudicator", MAX_ANNOTATOR_NAME)  # as --annotator: before anything is stored
     study = open_study(args, settings, create=False, readonly=headless)
     task = study.task(args.task)  # an unknown task: one sentence naming the known ones
     if not study.items(task.name):
@@ -66,7 +72,6 @@ def cmd_adjudicate(args, settings) -> int:
             return 0
         _print_table(task, queue, args.margin, who)
         return 0
-    adjudicator = args.adjudicator or settings.annotator
     if not adjudicator:
         raise UserError(
             "say who adjudicates: --adjudicator NAME (or $TUI_RATER_ANNOTATOR, or 'annotator' in the config)"

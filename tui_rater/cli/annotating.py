@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tui_rater.cli.common import MAX_SEED, db_path, open_study, say, whole
+from tui_rater.cli.common import MAX_SEED, check_key_variable, db_path, open_study, say, whole
 from tui_rater.cli.data import import_items_file, print_info
 from tui_rater.domain.errors import UserError
 
@@ -193,6 +193,8 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
         names = getattr(args, "judge_name", []) or [None] * len(args.judge)
         servers = _per_api_judge(args.judge, "--base-url", getattr(args, "base_url", []))
         variables = _per_api_judge(args.judge, "--api-key-env", getattr(args, "api_key_env", []))
+        for variable in variables:
+            check_key_variable(variable)
         tasks = [study.task(task)]
         specs = tuple(
             resolve_spec(JudgeOptions(m, base_url=url, api_key_env=variable, judge_name=name), tasks, settings.judge)

@@ -224,6 +224,15 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def check_key_variable(name: str | None) -> None:
+    """``--api-key-env NAME`` names where the key is: $NAME unset (a typo) is one sentence, never no key at all
+    (a keyless server answered as if it had been sent; one that wants a key asked to name the variable)."""
+    import os
+
+    if name is not None and not os.environ.get(name):
+        raise UserError(f"no API key: ${name}, named by --api-key-env, is not set (or empty)")
+
+
 def judge_options(args: argparse.Namespace) -> JudgeOptions:
     """The judge flags as the service's options (None: the protocol's or the config file's default)."""
     from tui_rater.service.judging import JudgeOptions
@@ -236,6 +245,7 @@ def judge_options(args: argparse.Namespace) -> JudgeOptions:
             raise UserError(f"cannot read chat template {args.chat_template}: {exc.strerror}") from None
         except UnicodeDecodeError:
             raise UserError(f"chat template {args.chat_template} is not valid UTF-8") from None
+    check_key_variable(args.api_key_env)
     return JudgeOptions(
         model=args.model,
         mode=args.mode,

@@ -162,8 +162,9 @@ def cmd_export(args, settings) -> int:
         from tui_rater.store.notes import notes_frame
 
         frame = notes_frame(study, args.task)
-        write_frame(frame, args.out, like=study.path)
+        neutralised = write_frame(frame, args.out, like=study.path, raw=args.raw_csv)
         say(f"wrote {frame.height} rows of notes to {args.out}")
+        formula_note(neutralised)
         return 0
     frame = {"items": items_frame, "ratings": ratings_frame, "wide": wide_frame}[args.what](study, args.task)
     neutralised = write_frame(frame, args.out, like=study.path, raw=args.raw_csv)

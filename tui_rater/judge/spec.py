@@ -179,6 +179,13 @@ def url_secrets(url: str | None) -> list[str]:
         found.append(parts.password)
     elif parts.username and len(unquote(parts.username)) >= URL_SECRET_MIN_LENGTH:
         found.append(parts.username)
+    if parts.password or found:
+        # the client sends them as `Authorization: Basic base64(user:password)`: a server may echo that too
+        import base64
+
+        userpass = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()
+        sent = base64.b64encode(userpass).decode()
+        found += [sent, sent.rstrip("=")]
     for pair in parts.query.split("&"):
         name, _, value = pair.partition("=")
         if value and unquote_plus(name).lower() not in PUBLIC_QUERY:

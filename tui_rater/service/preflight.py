@@ -160,8 +160,14 @@ def check_judge(
     modes = (spec.mode,) if spec.is_api else tuple(dict.fromkeys((spec.mode, *applicable_modes(tasks, spec.variant))))
     try:
         # the answer position, question after question as a --workers 1 run reads it (the engine shares prompt
-        # prefixes between sequences: asked together, the numbers would move with what else is in the batch) ...
-        checks = [_check(backend, spec, modes, *one) for one in asked]
+        # prefixes between sequences: asked together, the numbers would move with what else is in the batch);
+        # a server that did not answer one question is not waited for again (--timeout each) ...
+        checks: list[PromptCheck] = []
+        unanswered = False
+        for one in asked:
+            checks.append(_check(backend, spec, modes, *one, skip=unanswered))
+            error = checks[-1].error or ""
+            unanswered = unanswered or (spec.is_api and error.startswith(("timeout:", "connection:")))
         if "text" in modes and not spec.is_api:  # ... then one reply per question, decoded together
             with ThreadPoolExecutor(max_workers=max(1, min(len(asked), 16))) as pool:
                 checks = list(pool.map(lambda pair: _with_reply(backend, spec, pair[0], *pair[1]), zip(checks, asked)))
@@ -197,7 +203,14 @@ def _template_source(backend: Any, spec: JudgeSpec) -> str:
 
 
 def _check(
-    backend: Any, spec: JudgeSpec, modes: tuple[str, ...], task: Task, item: Any, attribute: Any, presentation: str
+    backend: Any,
+    spec: JudgeSpec,
+    modes: tuple[str, ...],
+    task: Task,
+    item: Any,
+    attribute: Any,
+    presentation: str,
+    skip: bool = False,
 ) -> PromptCheck:
     protocol = protocols.for_mode(task, attribute, spec.mode)
     prompt = protocol.render(task, attribute, item.fields, spec.variant, presentation)
@@ -210,6 +223,14 @@ def _check(
         ids = backend.prompt_tokens(messages)
         tokens, bos = len(ids), backend.leading_bos(ids)
     facts: dict[str, Any] = {}
+    if skip:
+        return PromptCheck(
+            **where,
+            prompt=rendered,
+            tokens=tokens,
+            bos=bos,
+            error="not asked: the server did not answer an earlier question",
+        )
     try:
         if spec.is_api:
             facts = _api_answer_position(backend, spec, protocol, attribute, presentation, messages)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -579,11 +580,17 @@ def _literal(value: str, style: str = "") -> Any:
     return Text(safe_text(value, inline=True), style=style)
 
 
+def _markdown_cell(cell: str) -> str:
+    """A cell of one table row: its pipes escaped, its line breaks as <br> (an item id or a comment with a line
+    break ended the row, and what followed became markdown of its own: a heading, a row of another table)."""
+    return re.sub(r"\r\n|\r|\n", "<br>", cell.replace("|", "\\|"))
+
+
 def to_markdown(records: list[Record], task: str) -> str:
     lines = [f"# tui-rater report: {task}", ""]
     for title, header, rows in tables(records):
         lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+        lines += ["| " + " | ".join(_markdown_cell(cell) for cell in row) + " |" for row in rows]
         lines.append("")
     return "\n".join(lines)
 

@@ -13,7 +13,7 @@ import polars as pl
 
 from tui_rater.store.adjudication import note_text, review_parts
 from tui_rater.store.retest import RETEST_NOTE
-from tui_rater.store.study import RATINGS_IN_FORCE, Study
+from tui_rater.store.study import Study
 
 NOTES_SCHEMA = {
     "kind": pl.Utf8,  # skip | flag | comment | review | adjudication
@@ -84,8 +84,14 @@ def notes_rows(study: Study, task: str | None = None) -> list[dict[str, Any]]:
                 "rating_id": rating_id,
             }
         )
+    # the decision in force is the latest of each question, whoever took it (``adjudicated_values``, the report's)
     in_force = {
-        rating_id for (rating_id,) in conn.execute(f"SELECT r.id FROM {RATINGS_IN_FORCE} WHERE ra.kind = 'adjudicator'")
+        rating_id
+        for (rating_id,) in conn.execute(
+            """SELECT max(r.id) FROM ratings r JOIN raters ra ON ra.id = r.rater_id
+               WHERE ra.kind = 'adjudicator' AND r.retracted = 0 AND r.retest_of IS NULL AND r.value IS NOT NULL
+               GROUP BY r.item_key, r.attribute"""
+        )
     }
     for rating_id, task_name, item, system, attribute, rater, value, created in conn.execute(
         f"""SELECT r.id, i.task, i.id, i.system, r.attribute, ra.name, r.value, r.created_at

@@ -140,13 +140,33 @@ class Study:
     @property
     def tasks(self) -> TaskRegistry:
         if self._registry is None:
-            stored = [
-                task_from_definition(json.loads(row["definition"]))
-                for row in self.db.query("SELECT definition FROM tasks ORDER BY name")
+            definitions = [
+                json.loads(row["definition"]) for row in self.db.query("SELECT definition FROM tasks ORDER BY name")
             ]
+            stored = [task_from_definition(definition) for definition in definitions]
             from_files = [task for path in self._task_files for task in load_task_file(path)]
-            self._registry = TaskRegistry(stored + from_files)  # a file overrides the stored copy
+            # a file overrides the stored copy, as `import` would store it: not a rated task's other definition
+            by_name = {task.name: definition for task, definition in zip(stored, definitions)}
+            for task in from_files:
+                if task.name in by_name and task.definition is not None:
+                    self._check_redefinition(task, by_name[task.name])
+            self._registry = TaskRegistry(stored + from_files)
         return self._registry
+
+    def _check_redefinition(self, task: Task, stored: Any) -> None:
+        """A task's stored definition is replaced (or read as another) only while nobody has rated the task:
+        ratings of 5 must never end up on a 1-3 scale, nor a renamed question's ratings vanish from the report."""
+        if task.definition is None or stored == task.definition:
+            return
+        rated = self.db.conn.execute(
+            "SELECT count(*) FROM ratings WHERE item_key IN (SELECT key FROM items WHERE task = ?)", [task.name]
+        ).fetchone()[0]
+        if rated:
+            change = definition_change(stored, task.definition)
+            raise UserError(
+                f"task {task.name!r} in the study has {rated} rating(s) under another definition ({change}); "
+                "keep its task file as it was, or give the changed task a new name (the study is unchanged)"
+            )
 
     def task(self, name: str) -> Task:
         return self.tasks.get(name)
@@ -160,16 +180,8 @@ class Study:
         if task.builtin or task.definition is None:
             return
         row = self.db.conn.execute("SELECT definition FROM tasks WHERE name = ?", [task.name]).fetchone()
-        if row is not None and json.loads(row[0]) != task.definition:
-            rated = self.db.conn.execute(
-                "SELECT count(*) FROM ratings WHERE item_key IN (SELECT key FROM items WHERE task = ?)", [task.name]
-            ).fetchone()[0]
-            if rated:
-                change = definition_change(json.loads(row[0]), task.definition)
-                raise UserError(
-                    f"task {task.name!r} in the study has {rated} rating(s) under another definition ({change}); "
-                    "keep its task file as it was, or give the changed task a new name (nothing was imported)"
-                )
+        if row is not None:
+            self._check_redefinition(task, json.loads(row[0]))
         self.db.conn.execute(
             "INSERT INTO tasks (name, definition, created_at) VALUES (?, ?, ?) "
             "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
 from dataclasses import replace
 
@@ -204,20 +205,38 @@ class ItemScreen(Screen):
             event.stop()
             event.prevent_default()
             self.decide(human.values[human.keys.index(character)])
-        elif human.kind == "number" and character.isdigit():
+        elif human.kind == "number" and (character.isdigit() or character in "-."):
             event.stop()
             event.prevent_default()
-            if len(self.typed) < len(str(int(attribute.scale.high))):
+            if self._takes(attribute, character):
                 self.typed += character
             self.refresh_questions()
+
+    def _takes(self, attribute, character: str) -> bool:
+        """Whether the typed value may go on with ``character``: a sign first where the scale goes below 0, one
+        decimal point on a scale that is not whole points (the hint says "type -50-50")."""
+        scale, typed = attribute.scale, self.typed
+        if character == "-":
+            return not typed and scale.low < 0
+        if character == ".":
+            return "." not in typed and scale.kind != "likert"
+        digits = typed.lstrip("-").partition(".")
+        if digits[1]:
+            return len(digits[2]) < 3
+        return len(digits[0]) < len(str(int(max(abs(scale.low), abs(scale.high)))))
 
     def action_enter(self) -> None:
         if not self.typed:
             return
-        value, self.typed = float(self.typed), ""
+        try:
+            value = float(self.typed)
+        except ValueError:  # "-" or "." alone
+            value = math.nan
+        self.typed = ""
         attribute = self.adjudicating.rating_task.attribute(self.found.splits[self.focus_row].attribute)
         if not attribute.scale.contains(value):
-            self.app.notify(f"{value:g} is off the scale", severity="warning")
+            said = f"{value:g} is off the scale" if math.isfinite(value) else "type a number, then Enter"
+            self.app.notify(said, severity="warning")
             self.refresh_questions()
             return
         self.decide(value)

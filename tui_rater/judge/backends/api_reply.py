@@ -24,6 +24,7 @@ from tui_rater.judge.errors import JudgeError
 MAX_BODY_BYTES = 8 << 20
 # the longest reply text stored (--max-tokens 128 gives a few hundred characters; 4,096 tokens ~20,000)
 MAX_REPLY_CHARS = 64 << 10
+MAX_TOKEN_CHARS = 1 << 10  # one token of a logprobs listing (a real one is a few characters)
 # log-probabilities a hair above 0 are float rounding (0 is a certainty); more is not a logprob
 LOGPROB_SLACK = 1e-4
 # the listed probabilities of distinct tokens cannot add up to more than 1 (+ rounding)
@@ -224,6 +225,8 @@ def _entry(entry: object, where: str, secrets: Iterable[str]) -> tuple[str, floa
     token, logprob = entry.get("token"), entry.get("logprob")
     if not isinstance(token, str):
         raise malformed(f"{where}.token is {_kind(token)}, not text")
+    if len(token) > MAX_TOKEN_CHARS:  # listed tokens are stored too (the reply cache): bounded as a reply is
+        raise malformed(f"{where}.token is {len(token):,} characters long (more than {MAX_TOKEN_CHARS:,}), not a token")
     if isinstance(logprob, bool) or not isinstance(logprob, int | float):
         raise malformed(f"{where}.logprob is {_kind(logprob)}, not a number")
     try:

@@ -129,14 +129,22 @@ def _transport(httpx: Any, httpcore: Any) -> Any:
 
 def _decoded(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
     """A gzip or deflate body decompressed, never past MAX_BODY_BYTES (the cap counts what it decodes to)."""
-    # 32 + MAX_WBITS: a gzip or zlib header, found by zlib; raw deflate (no header) as some servers send it
-    decoder = zlib.decompressobj(-zlib.MAX_WBITS if encoding == "raw" else 32 + zlib.MAX_WBITS)
-    size = 0
+    # 32 + MAX_WBITS: a gzip or zlib header, found by zlib; raw deflate (no header) as some servers send it,
+    # tried (as httpx does) when a deflate body's first bytes are no header
+    decoder = zlib.decompressobj(32 + zlib.MAX_WBITS)
+    size, first = 0, True
     for chunk in chunks:
         try:
-            out = decoder.decompress(chunk, MAX_BODY_BYTES + 1 - size)
+            try:
+                out = decoder.decompress(chunk, MAX_BODY_BYTES + 1 - size)
+            except zlib.error:
+                if not (first and encoding == "deflate"):
+                    raise
+                decoder = zlib.decompressobj(-zlib.MAX_WBITS)
+                out = decoder.decompress(chunk, MAX_BODY_BYTES + 1 - size)
         except zlib.error:
             raise BadEncoding(f"its {encoding} body is not valid") from None
+        first = first and not chunk
         size += len(out)
         if size > MAX_BODY_BYTES or decoder.unconsumed_tail:
             raise BodyTooLarge()
