@@ -10,7 +10,7 @@ from tui_rater.domain.errors import UserError
 
 
 def add_parsers(sub, common: argparse.ArgumentParser) -> None:
-    from tui_rater.judge.spec import llama_log_path
+    from tui_rater.judge.paths import llama_log_path
 
     p = sub.add_parser(
         "judge",

@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 from tui_rater.domain.errors import UserError
+from tui_rater.judge.paths import cache_dir
 
 MODES = ("text", "constrained", "distribution", "implicit")
 NO_KEY = "no-key"
@@ -363,24 +364,6 @@ def cached_sha256(path: str | Path) -> str | None:
     if isinstance(entry, dict) and all(entry.get(k) == v for k, v in stamp.items()) and entry.get("sha256"):
         return str(entry["sha256"])
     return None
-
-
-def cache_dir() -> Path:
-    """``$TUI_RATER_CACHE_DIR``, else the platform's user cache folder (``~/.cache/tui-rater`` on Linux)."""
-    explicit = os.environ.get("TUI_RATER_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("tui-rater", appauthor=False))
-
-
-LLAMA_LOG_FILE = "llama.log"
-
-
-def llama_log_path() -> Path:
-    """Where llama.cpp's own log goes (every run appends to it; the terminal gets only what needs acting on)."""
-    return cache_dir() / LLAMA_LOG_FILE
 
 
 def _read_sha_cache() -> dict[str, dict]:

@@ -163,7 +163,7 @@ def note_in_log(line: str) -> None:
 
 
 def _quiet_logs() -> None:
-    from tui_rater.judge.spec import llama_log_path
+    from tui_rater.judge.paths import llama_log_path
 
     log_to(llama_log_path())
 
