@@ -114,7 +114,8 @@ class ApiBackend:
                 timeout = min(10.0, self.spec.timeout_s)
 
                 def get(url: str) -> object:
-                    return self.client.with_options(timeout=timeout).get(url, cast_to=str)
+                    with http_limits.deadline(timeout):  # a server dripping its headers: bounded here too
+                        return self.client.with_options(timeout=timeout).get(url, cast_to=str)
 
                 self.server.described = api_server.describe(get, self._root, base, self.spec.api_model)
             return self.server.described
