@@ -13,7 +13,7 @@ def _demo_study(tmp_path):
     return db
 
 
-STATUSES = ("queued", "leased", "done", "failed", "cancelled")
+STATUSES = ("queued", "leased", "batched", "done", "failed", "cancelled")
 
 
 def queue_table(stdout: str) -> dict[str, tuple[int, ...]]:

@@ -44,7 +44,7 @@ DEAD = f"{HOST}:{_dead_pid()}:dead"  # a crashed worker of this host
 FOREIGN = f"elsewhere.invalid:{_dead_pid()}:far"  # another host (its pid means nothing here): leases only expire
 OWNERS = [*LIVE, DEAD, FOREIGN]
 ATTRIBUTES = ["grammaticality", "cohesiveness", "likability", "relevance"]
-STATUSES = ("queued", "leased", "done", "failed", "cancelled")
+STATUSES = ("queued", "leased", "batched", "done", "failed", "cancelled")
 
 
 @dataclass

@@ -41,6 +41,15 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         "--check-items", type=whole(1, 1000), default=2, metavar="N", help="--check: items per task (default 2)"
     )
     p.add_argument("--format", choices=("text", "json"), default="text", help="--check: output format")
+    p.add_argument(
+        "--batch",
+        action="store_true",
+        help="API judges: send the jobs as one OpenAI Batch API request (half the price, answered within 24 h) and "
+        "exit; run the same command again to read the batches that ended and send what is left",
+    )
+    p.add_argument(
+        "--cancel", action="store_true", help="with --batch: cancel this judge's batches; their jobs are queued again"
+    )
     p.set_defaults(run=cmd_judge)
 
     p = sub.add_parser("queue", parents=[common], help="show the judge queue; cancel or retry jobs")
@@ -58,6 +67,12 @@ def cmd_judge(args, settings) -> int:
     from tui_rater.judge.spec import load_note
     from tui_rater.service import judging
 
+    if args.cancel and not args.batch:
+        raise UserError("--cancel goes with --batch (to stop live jobs: `tui-rater queue --cancel`)")
+    if args.batch and (args.check or not args.model.startswith("api:")):  # before a model is looked at
+        from tui_rater.judge.batch import API_ONLY
+
+        raise UserError(API_ONLY if not args.check else "--check and --batch go separately: check first, then batch")
     study = open_study(args, settings, create=False, readonly=args.check)  # a check stores nothing
     task_names = [args.task] if args.task else study.item_task_names()
     if not task_names:
@@ -68,7 +83,16 @@ def cmd_judge(args, settings) -> int:
         say(note, err=True)
     if args.check:
         return _check(study, spec, task_names, args)
+    if args.batch:
+        from tui_rater.judge.batch import refusal
+
+        if why := refusal(spec):  # before anything is stored
+            raise UserError(why)
     plan = judging.plan_judge(study, spec, task_names, args.limit)
+    if args.batch:
+        from tui_rater.cli.batch import judge_batch
+
+        return judge_batch(study, plan, cancel=args.cancel)
     workers = args.workers or judging.default_workers(spec)
     say(
         f"judge {plan.rater.label} ({plan.rater.name}): {plan.added} new jobs, {plan.pending} to run, "
@@ -211,7 +235,7 @@ def cmd_queue(args, settings) -> int:
         say(f"cancelled {judging.cancel_jobs(study, rater_id)} jobs")
     if args.retry:
         say(f"queued {judging.retry_jobs(study, rater_id)} jobs again")
-    statuses = ("queued", "leased", "done", "failed", "cancelled")
+    statuses = judging.JOB_STATUSES
     table = new_table("Judge queue", ["judge", *statuses])
     table.columns[0].overflow = "fold"  # the whole name, as --rater takes it: folded, never cut with "…"
     for rater in study.raters("llm"):

@@ -26,6 +26,8 @@ from tui_rater.store.db import utc_now, write
 from tui_rater.store.study import Study
 
 LEASE_S = 120.0
+# 'batched': the job's next request waits in a server's batch (``judge --batch``); no worker leases it meanwhile
+STATUSES = ("queued", "leased", "batched", "done", "failed", "cancelled")
 MAX_ATTEMPTS = 6
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 120.0
@@ -210,11 +212,23 @@ def complete(
                 for r in results
             ],
         )
-        conn.executemany(
-            "INSERT OR IGNORE INTO replies (request_hash, reply, created_at, rater_id) VALUES (?, ?, ?, ?)",
-            [(key, json.dumps(reply), now, job.rater_id) for key, reply in (replies or {}).items()],
-        )
+        _keep(conn, job.rater_id, replies or {}, now)
     return True
+
+
+def _keep(conn, rater_id: int, replies: dict[str, dict], now: str) -> None:
+    conn.executemany(
+        "INSERT OR IGNORE INTO replies (request_hash, reply, created_at, rater_id) VALUES (?, ?, ?, ?)",
+        [(key, json.dumps(reply), now, rater_id) for key, reply in replies.items()],
+    )
+
+
+def keep_replies(study: Study, rater_id: int, replies: dict[str, dict]) -> None:
+    """Store the replies a job got so far without finishing it (a batch answered the first turn of a conversation:
+    the next batch asks the second, and the job's run reads the first from here)."""
+    if replies:
+        with write(study.db) as conn:
+            _keep(conn, rater_id, replies, utc_now())
 
 
 def backoff_s(attempts: int, retry_after: float | None = None) -> float:
@@ -286,6 +300,73 @@ def release_owners(study: Study, owners: list[str]) -> int:
         ).rowcount
 
 
+# --- jobs waiting in a server's batch (``judge/batch.py``) ------------------------------------------------------
+
+
+def to_batch(study: Study, jobs: list[Job], owner: str, batch_id: str) -> int:
+    """Hand leased jobs to a batch the server has accepted, in one transaction; how many (a job whose lease was
+    taken over meanwhile stays with its new owner, and its line in the batch is ignored when it comes back)."""
+    with write(study.db) as conn:
+        return sum(
+            conn.execute(
+                "UPDATE jobs SET status = 'batched', batch_id = ?, lease_owner = NULL, lease_until = NULL, "
+                "updated_at = ? WHERE id = ? AND status = 'leased' AND lease_owner = ?",
+                [batch_id, utc_now(), job.id, owner],
+            ).rowcount
+            for job in jobs
+        )
+
+
+def batches(study: Study, rater_id: int) -> list[str]:
+    """The batches holding this judge's jobs (in the order of their first job)."""
+    return [
+        r[0]
+        for r in study.db.conn.execute(
+            "SELECT batch_id FROM jobs WHERE rater_id = ? AND status = 'batched' GROUP BY batch_id ORDER BY min(id)",
+            [rater_id],
+        )
+    ]
+
+
+def batched_jobs(study: Study, batch_id: str) -> list[int]:
+    return [
+        r[0]
+        for r in study.db.conn.execute(
+            "SELECT id FROM jobs WHERE status = 'batched' AND batch_id = ? ORDER BY id", [batch_id]
+        )
+    ]
+
+
+def take_batched(study: Study, job_id: int, batch_id: str, owner: str, lease_s: float = LEASE_S) -> Job | None:
+    """Lease one job back from its batch to read its reply (one at a time: a process killed while reading leaves
+    the other jobs in the batch, for the next run to read from the server's output again)."""
+    with write(study.db) as conn:
+        taken = conn.execute(
+            "UPDATE jobs SET status = 'leased', batch_id = NULL, lease_owner = ?, lease_until = ?, updated_at = ? "
+            "WHERE id = ? AND status = 'batched' AND batch_id = ?",
+            [owner, time.time() + lease_s, utc_now(), job_id, batch_id],
+        ).rowcount
+        if taken != 1:
+            return None
+        r = conn.execute(
+            "SELECT id, item_key, attribute, rater_id, sample, attempts, presentation FROM jobs WHERE id = ?", [job_id]
+        ).fetchone()
+    return Job(r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+
+
+def unbatch(study: Study, batch_id: str, kind: str, message: str, *, counts: bool = True) -> int:
+    """The jobs a batch did not answer go back to the queue (failed once they have had MAX_ATTEMPTS; a cancelled
+    batch's attempt does not count); how many."""
+    attempts = "attempts" if counts else "max(0, attempts - 1)"
+    with write(study.db) as conn:
+        return conn.execute(
+            f"UPDATE jobs SET status = CASE WHEN {attempts} >= ? THEN 'failed' ELSE 'queued' END, "
+            f"attempts = {attempts}, batch_id = NULL, not_before = 0, error_kind = ?, last_error = ?, updated_at = ? "
+            "WHERE status = 'batched' AND batch_id = ?",
+            [MAX_ATTEMPTS, kind, message[:500], utc_now(), batch_id],
+        ).rowcount
+
+
 def cancel(study: Study, rater_id: int | None = None) -> int:
     with write(study.db) as conn:
         sql = (
@@ -320,7 +401,7 @@ def counts(study: Study, rater_id: int | None = None) -> dict[str, int]:
         + " GROUP BY status"
     )
     found = dict(study.db.conn.execute(sql, [rater_id] if rater_id is not None else []).fetchall())
-    return {status: found.get(status, 0) for status in ("queued", "leased", "done", "failed", "cancelled")}
+    return {status: found.get(status, 0) for status in STATUSES}
 
 
 def pending(study: Study, rater_id: int) -> int:

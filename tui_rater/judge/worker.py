@@ -61,6 +61,15 @@ def _sized_factory(
     return factory
 
 
+class Deferred(Exception):
+    """A request whose reply comes later (it waits in a server's batch): the job is neither done nor failed. Not a
+    ``JudgeError``, so no handler of a live failure (a constraint style's fallback, a retry) takes it for one."""
+
+    def __init__(self, body: dict):
+        super().__init__("the request waits in a batch")
+        self.body = body
+
+
 # failures that say the server did not answer at all (no status, no reply)
 UNANSWERED = frozenset({"timeout", "connection"})
 # that many different jobs unanswered in a row, over all of a judge's workers, and the run stops with one
@@ -206,7 +215,7 @@ class Worker(threading.Thread):
                     results = self._conversation(task, item, job)
                 else:
                     results = self._question(task, task.attribute(job.attribute), item, job, [])[0]
-            except JudgeError:
+            except (JudgeError, Deferred):
                 raise
             except UserError as exc:  # e.g. a template that needs a field the item lacks
                 raise JudgeError("bad_request", str(exc)) from None

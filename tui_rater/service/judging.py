@@ -330,8 +330,11 @@ class RunYield:
         return f"{why}: try --mode constrained (the reply is held to the scale), or {check}"
 
 
+JOB_STATUSES = queue.STATUSES
+
+
 def queue_counts(study: Study, rater_id: int | None = None) -> dict[str, int]:
-    """Jobs per status (queued, leased, done, failed, cancelled), of one judge or of all."""
+    """Jobs per status (queued, leased, batched, done, failed, cancelled), of one judge or of all."""
     return queue.counts(study, rater_id)
 
 

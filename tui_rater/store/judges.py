@@ -154,7 +154,7 @@ def list_judges(study: Study) -> list[Judge]:
     return found
 
 
-JOB_STATUSES = ("queued", "leased", "done", "failed", "cancelled")
+JOB_STATUSES = ("queued", "leased", "batched", "done", "failed", "cancelled")
 
 
 # --- forgetting a judge (`tui-rater judges --forget`) -------------------------------------------------------------

@@ -398,6 +398,40 @@ MIGRATIONS: list[Migration] = [
         PRIMARY KEY (rater_id, source, facts)
     );
     """,
+    # 11: a job may wait in an OpenAI batch (`judge --batch`): the status 'batched' and the batch's id, stored with
+    # the jobs so that the process may exit and a later run collect the replies (issue 25, item 4). SQLite cannot
+    # widen a CHECK in place: the table is copied (as migration 2 did)
+    """
+    CREATE TABLE jobs_v11 (
+        id INTEGER PRIMARY KEY,
+        item_key INTEGER NOT NULL REFERENCES items (key),
+        attribute TEXT NOT NULL,           -- an attribute, or '*' for a whole conversation
+        rater_id INTEGER NOT NULL REFERENCES raters (id),
+        sample INTEGER NOT NULL DEFAULT 0,
+        presentation TEXT NOT NULL DEFAULT '',  -- '' as stored, or 'original' / 'swapped' (a pair)
+        status TEXT NOT NULL DEFAULT 'queued'
+            CHECK (status IN ('queued', 'leased', 'batched', 'done', 'failed', 'cancelled')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        lease_owner TEXT,
+        lease_until REAL,
+        not_before REAL NOT NULL DEFAULT 0,
+        prefix_key TEXT,
+        error_kind TEXT,
+        last_error TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        batch_id TEXT,                     -- the server's batch holding the job's next request (status 'batched')
+        UNIQUE (item_key, attribute, rater_id, sample, presentation)
+    );
+    INSERT INTO jobs_v11 (id, item_key, attribute, rater_id, sample, presentation, status, attempts, lease_owner,
+                          lease_until, not_before, prefix_key, error_kind, last_error, created_at, updated_at)
+        SELECT id, item_key, attribute, rater_id, sample, presentation, status, attempts, lease_owner, lease_until,
+               not_before, prefix_key, error_kind, last_error, created_at, updated_at FROM jobs;
+    DROP TABLE jobs;
+    ALTER TABLE jobs_v11 RENAME TO jobs;
+    CREATE INDEX jobs_ready ON jobs (status, rater_id, not_before);
+    CREATE INDEX jobs_batch ON jobs (batch_id) WHERE batch_id IS NOT NULL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,57 @@
+"""`tui-rater judge --batch`: what the batches of a judge did, in a few lines; the process never waits for one."""
+
+from __future__ import annotations
+
+from tui_rater.cli.common import say
+
+
+def judge_batch(study, plan, *, cancel: bool) -> int:
+    """Exit 0 while batches run or were submitted; 1 when jobs failed or nothing read was usable (as a live run)."""
+    from tui_rater.service import batch, judging
+
+    label = f"judge {plan.rater.label} ({plan.rater.name})"
+    if cancel:
+        ids, back = batch.cancel_batches(study, plan)
+        if not ids:
+            say(f"{label}: no batch to cancel")
+            return 0
+        say(f"cancelled batch{'es' if len(ids) > 1 else ''} {', '.join(ids)}; {back} jobs queued again")
+        return 0
+    say(f"{label}: {plan.added} new jobs, {plan.pending} to send", err=True)
+    run = batch.judge_batch(study, plan)
+    for state in run.running:
+        say(
+            f"batch {state.id}: {state.status}, {state.completed} of {state.total} requests answered"
+            + (f", {state.failed} failed" if state.failed else "")
+            + "; run the same command later to read it"
+        )
+    for found in run.collected:
+        say(
+            f"batch {found.state.id} ({found.state.status}) read: {found.done} jobs done, {found.queued} queued "
+            f"again, {found.failed} failed"
+            + (f", {found.next_round} asked again in the next batch" if found.next_round else "")
+        )
+    if run.answered_from_store:
+        say(f"{run.answered_from_store} jobs answered from the store")
+    if run.submitted:
+        say(
+            f"submitted batch {run.submitted}: {run.requests} request{'s' if run.requests != 1 else ''}, answered within 24 h at half the price; "
+            "this process can exit: run the same command again to read the replies (add --cancel to cancel)"
+        )
+    elif not run.running:
+        say("no batch running and nothing left to send")
+    left = judging.queue_counts(study, plan.rater.id)
+    say(
+        f"queue: {left['batched']} batched, {left['queued'] + left['leased']} queued, {left['done']} done, "
+        f"{left['failed']} failed"
+    )
+    produced = judging.RunYield.of(run.progress.readings)
+    if produced.total:
+        say(produced.describe())
+    if run.progress.fatal:
+        say(f"tui-rater: error: {run.progress.fatal.message}", err=True)
+        return 1
+    if produced.useless:
+        say(f"tui-rater: error: {produced.describe()} — {produced.next_step(plan.spec.mode)}", err=True)
+        return 1
+    return 1 if left["failed"] else 0

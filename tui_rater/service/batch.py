@@ -1,0 +1,145 @@
+"""``judge --batch``: collect the judge's ended batches, then send what is left as a new batch (``judge/batch.py``).
+
+One call never waits for a batch: it asks the server how each stored batch stands, reads those that ended,
+submits the jobs still to do, and returns. Run again (now, in an hour, tomorrow) to go on; the batch ids live
+with the jobs in the study file.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from tui_rater.domain.errors import UserError
+from tui_rater.judge import queue
+from tui_rater.judge.batch import MAX_REQUESTS, SUBMIT_LEASE_S, BatchJudge, BatchServer, BatchState, Round, read_lines
+from tui_rater.judge.batch import refusal as batch_refusal
+from tui_rater.judge.errors import JudgeError
+from tui_rater.judge.queue import Job
+from tui_rater.judge.worker import Progress
+from tui_rater.service.judging import JudgePlan
+from tui_rater.store.study import Study
+
+
+@dataclass(frozen=True)
+class Collected:
+    """A batch that ended and was read: what became of its jobs."""
+
+    state: BatchState
+    done: int
+    queued: int  # its line was a transient error, or it had none (the batch expired, failed or was cancelled)
+    failed: int
+    next_round: int  # jobs that need another request (a regeneration, a conversation's next turn)
+
+
+@dataclass
+class BatchRun:
+    running: list[BatchState] = field(default_factory=list)
+    collected: list[Collected] = field(default_factory=list)
+    submitted: str | None = None  # the new batch's id
+    requests: int = 0
+    answered_from_store: int = 0  # jobs done at once: every request was in the store's reply cache
+    progress: Progress = field(default_factory=Progress)
+
+
+def refuse(plan: JudgePlan) -> None:
+    """One sentence (exit 2) when this judge cannot be batched."""
+    why = batch_refusal(plan.spec)
+    if why:
+        raise UserError(why)
+
+
+def judge_batch(study: Study, plan: JudgePlan) -> BatchRun:
+    """Read the judge's ended batches, then submit its jobs still to do as one new batch."""
+    refuse(plan)
+    queue.reclaim_dead(study)  # a run killed while submitting: its jobs are queued again
+    server = BatchServer(plan.spec)
+    run = BatchRun()
+    judge = BatchJudge(study, plan.rater.id, plan.spec, plan.config, run.progress)
+    requests: list[tuple[Job, dict]] = []
+    try:
+        for batch_id in queue.batches(study, plan.rater.id):
+            state = _state(server, batch_id)
+            if state.running:
+                run.running.append(state)
+            else:
+                run.collected.append(_collect(study, server, judge, state, requests))
+        fresh, started = Round(), time.time()
+        while len(requests) < MAX_REQUESTS:
+            left = MAX_REQUESTS - len(requests)
+            # jobs this run put back (a transient failure) wait for their backoff past ``started``: not leased again
+            jobs = queue.lease(
+                study, plan.rater.id, judge.owner, max_jobs=left, lease_s=SUBMIT_LEASE_S, min_jobs=left, now=started
+            )
+            if not jobs:
+                break
+            judge.run(jobs, {}, fresh)
+            requests += fresh.requests
+            fresh.requests = []
+        run.answered_from_store = fresh.done
+        if requests:
+            run.requests = len(requests)
+            run.submitted = _submit(study, server, judge, requests)
+    except BaseException:
+        queue.release_owners(study, [judge.owner])  # nothing is left leased by this run: it is queued again
+        raise
+    return run
+
+
+def _state(server: BatchServer, batch_id: str) -> BatchState:
+    try:
+        return server.state(batch_id)
+    except JudgeError as exc:
+        raise UserError(exc.message) from None
+
+
+def _collect(study: Study, server: BatchServer, judge: BatchJudge, state: BatchState, requests: list) -> Collected:
+    """Read an ended batch's output and error files into its jobs; the jobs without a line go back to the queue."""
+    answers: dict = {}
+    try:
+        for file_id in (state.output_file_id, state.error_file_id):
+            if file_id:
+                for job_id, found in read_lines(iter(server.lines(file_id)), server.secrets).items():
+                    answers.setdefault(job_id, {}).update(found)
+    except JudgeError as exc:
+        raise UserError(f"batch {state.id} ended ({state.status}) but its results cannot be read: {exc.message}")
+    found = Round()
+    for job_id in queue.batched_jobs(study, state.id):
+        if job_id not in answers:
+            continue
+        job = queue.take_batched(study, job_id, state.id, judge.owner, SUBMIT_LEASE_S)
+        if job is not None:
+            judge.run([job], answers[job_id], found)
+    why = f"the batch ended ({state.status}) without answering it" + (f": {state.errors}" if state.errors else "")
+    missing = queue.unbatch(study, state.id, "batch_" + state.status, why)
+    requests += found.requests
+    return Collected(state, found.done, found.queued + missing, found.failed, len(found.requests))
+
+
+def _submit(study: Study, server: BatchServer, judge: BatchJudge, requests: list[tuple[Job, dict]]) -> str:
+    from tui_rater.judge.batch import jsonl
+
+    try:
+        batch_id = server.submit(jsonl(requests))
+    except JudgeError as exc:
+        raise UserError(f"the batch could not be submitted: {exc.message}") from None
+    # a process killed before this line leaves the jobs leased by a dead process: the next run queues them
+    # again (and the batch the server accepted is paid for but not read)
+    queue.to_batch(study, [job for job, _ in requests], judge.owner, batch_id)
+    return batch_id
+
+
+def cancel_batches(study: Study, plan: JudgePlan) -> tuple[list[str], int]:
+    """Cancel the judge's batches on the server; their jobs are queued again (the attempt does not count). The
+    batch ids, and how many jobs came back."""
+    refuse(plan)
+    server = BatchServer(plan.spec)
+    ids = queue.batches(study, plan.rater.id)
+    back = 0
+    for batch_id in ids:
+        try:
+            server.cancel(batch_id)
+        except JudgeError as exc:
+            raise UserError(f"batch {batch_id} could not be cancelled: {exc.message}") from None
+        back += queue.unbatch(study, batch_id, "cancelled", "the batch was cancelled", counts=False)
+    return ids, back
