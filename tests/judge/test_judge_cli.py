@@ -26,7 +26,7 @@ def queue_table(stdout: str) -> dict[str, tuple[int, ...]]:
     assert [c.strip() for c in lines[header].split("┃")[1:-1]] == ["judge", *STATUSES]
     for line in lines[header + 2 :]:
         cells = [c.strip() for c in line.split("│")[1:-1]]
-        if len(cells) != 6:
+        if len(cells) != len(STATUSES) + 1:
             continue  # the table's border
         if all(cells[1:]):
             rows.append(cells)
@@ -88,7 +88,7 @@ def test_judge_queue_and_reparse(tmp_path, tiny_gguf):
     shown = run_cli_process("queue", "--db", db)
     assert shown.returncode == 0, shown.stderr
     listed = queue_table(shown.stdout)
-    assert listed == queue_in_file(db) and list(listed.values()) == [(0, 0, 16, 0, 0)]
+    assert listed == queue_in_file(db) and list(listed.values()) == [(0, 0, 0, 16, 0, 0)]
     (label,) = listed  # whole, as --rater takes it
     assert queue_table(run_cli_process("queue", "--db", db, "--rater", label).stdout) == listed
     conn = sqlite3.connect(db)
@@ -136,13 +136,13 @@ def test_queue_cancel_and_retry(tmp_path, tiny_gguf):
     assert len(queue.lease(study, other.id, owner, max_jobs=3, min_jobs=3)) == 3
     out = run_cli_process("queue", "--db", db, "--cancel", "--rater", "j").stdout
     assert out.startswith("cancelled 6 jobs\n")
-    assert queue_table(out) == {"j": (0, 0, 0, 0, 6)}  # --rater: that judge's row alone
+    assert queue_table(out) == {"j": (0, 0, 0, 0, 0, 6)}  # --rater: that judge's row alone
     listed = queue_table(run_cli_process("queue", "--db", db).stdout)
-    assert listed == queue_in_file(db) == {"j": (0, 0, 0, 0, 6), long_name: (4, 3, 1, 2, 0)}
+    assert listed == queue_in_file(db) == {"j": (0, 0, 0, 0, 0, 6), long_name: (4, 3, 0, 1, 2, 0)}
     assert queue_table(run_cli_process("queue", "--db", db, "--rater", long_name).stdout) == {
-        long_name: (4, 3, 1, 2, 0)
+        long_name: (4, 3, 0, 1, 2, 0)
     }
     out = run_cli_process("queue", "--db", db, "--retry", "--rater", "j").stdout
     assert out.startswith("queued 6 jobs again\n")
-    assert queue_table(out) == {"j": (6, 0, 0, 0, 0)}
+    assert queue_table(out) == {"j": (6, 0, 0, 0, 0, 0)}
     assert queue.counts(study, rater.id)["queued"] == 6

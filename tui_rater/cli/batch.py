@@ -35,7 +35,8 @@ def judge_batch(study, plan, *, cancel: bool) -> int:
         say(f"{run.answered_from_store} jobs answered from the store")
     if run.submitted:
         say(
-            f"submitted batch {run.submitted}: {run.requests} request{'s' if run.requests != 1 else ''}, answered within 24 h at half the price; "
+            f"submitted batch {run.submitted}: {run.requests} request{'s' if run.requests != 1 else ''}, "
+            "answered within 24 h at half the price; "
             "this process can exit: run the same command again to read the replies (add --cancel to cancel)"
         )
     elif not run.running:

@@ -233,6 +233,11 @@ def cmd_queue(args, settings) -> int:
 
         require_lead(study, identity(args, settings), "cancel the judges' queue")
         say(f"cancelled {judging.cancel_jobs(study, rater_id)} jobs")
+        waiting = sum(
+            judging.queue_counts(study, r.id)["batched"] for r in study.raters("llm") if rater_id in (None, r.id)
+        )
+        if waiting:  # a server's batch is not stopped from here: it would run (and be paid for) all the same
+            say(f"{waiting} jobs wait in a server's batch: cancel it with `tui-rater judge ... --batch --cancel`")
     if args.retry:
         say(f"queued {judging.retry_jobs(study, rater_id)} jobs again")
     statuses = judging.JOB_STATUSES

@@ -273,7 +273,9 @@ class BatchServer:
         created = self._call(
             "creating the batch",
             lambda: self.client.batches.create(
-                input_file_id=upload.id, endpoint=ENDPOINT, completion_window=WINDOW  # type: ignore[arg-type]
+                input_file_id=upload.id,
+                endpoint=ENDPOINT,
+                completion_window=WINDOW,  # type: ignore[arg-type]
             ),
         )
         return str(created.id)

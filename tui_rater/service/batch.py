@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from tui_rater.domain.errors import UserError
 from tui_rater.judge import queue
@@ -19,6 +20,9 @@ from tui_rater.judge.queue import Job
 from tui_rater.judge.worker import Progress
 from tui_rater.service.judging import JudgePlan
 from tui_rater.store.study import Study
+
+Request = tuple[Job, dict[str, Any]]  # a job and the body of its next request, as the live judge would POST it
+Answers = dict[str, dict[str, Any] | JudgeError]  # a job's replies from a batch, by request key
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ def judge_batch(study: Study, plan: JudgePlan) -> BatchRun:
     server = BatchServer(plan.spec)
     run = BatchRun()
     judge = BatchJudge(study, plan.rater.id, plan.spec, plan.config, run.progress)
-    requests: list[tuple[Job, dict]] = []
+    requests: list[Request] = []
     try:
         for batch_id in queue.batches(study, plan.rater.id):
             state = _state(server, batch_id)
@@ -93,30 +97,33 @@ def _state(server: BatchServer, batch_id: str) -> BatchState:
         raise UserError(exc.message) from None
 
 
-def _collect(study: Study, server: BatchServer, judge: BatchJudge, state: BatchState, requests: list) -> Collected:
+def _collect(
+    study: Study, server: BatchServer, judge: BatchJudge, state: BatchState, requests: list[Request]
+) -> Collected:
     """Read an ended batch's output and error files into its jobs; the jobs without a line go back to the queue."""
-    answers: dict = {}
+    answers: dict[int, Answers] = {}
     try:
         for file_id in (state.output_file_id, state.error_file_id):
             if file_id:
                 for job_id, found in read_lines(iter(server.lines(file_id)), server.secrets).items():
                     answers.setdefault(job_id, {}).update(found)
     except JudgeError as exc:
-        raise UserError(f"batch {state.id} ended ({state.status}) but its results cannot be read: {exc.message}")
-    found = Round()
+        why = f"batch {state.id} ended ({state.status}) but its results cannot be read: {exc.message}"
+        raise UserError(why) from None
+    round_ = Round()
     for job_id in queue.batched_jobs(study, state.id):
         if job_id not in answers:
             continue
         job = queue.take_batched(study, job_id, state.id, judge.owner, SUBMIT_LEASE_S)
         if job is not None:
-            judge.run([job], answers[job_id], found)
+            judge.run([job], answers[job_id], round_)
     why = f"the batch ended ({state.status}) without answering it" + (f": {state.errors}" if state.errors else "")
     missing = queue.unbatch(study, state.id, "batch_" + state.status, why)
-    requests += found.requests
-    return Collected(state, found.done, found.queued + missing, found.failed, len(found.requests))
+    requests += round_.requests
+    return Collected(state, round_.done, round_.queued + missing, round_.failed, len(round_.requests))
 
 
-def _submit(study: Study, server: BatchServer, judge: BatchJudge, requests: list[tuple[Job, dict]]) -> str:
+def _submit(study: Study, server: BatchServer, judge: BatchJudge, requests: list[Request]) -> str:
     from tui_rater.judge.batch import jsonl
 
     try:
