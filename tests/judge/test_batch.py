@@ -7,6 +7,8 @@ from __future__ import annotations
 import email.parser
 import itertools
 import json
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,6 +36,8 @@ class BatchServer:
         self.erroring: set[int] = set()
         self.dropped: set[int] = set()
         self.ids = itertools.count(1)
+        self.hang_s = 0.0  # creating a batch waits this long (a process killed between upload and batch id)
+        self.creating = threading.Event()
         self.lock = threading.Lock()
         server = self
 
@@ -50,6 +54,9 @@ class BatchServer:
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+                if self.path.split("?")[0] == "/v1/batches" and server.hang_s:
+                    server.creating.set()
+                    time.sleep(server.hang_s)  # the client is killed meanwhile
                 with server.lock:
                     status, answer = server.post(self.path.split("?")[0], self.headers.get("content-type", ""), raw)
                 self._send(status, json.dumps(answer).encode())
@@ -272,6 +279,29 @@ def test_a_regeneration_goes_in_the_next_batch(tmp_path, batch_server):
     assert _ratings(db) == _ratings(live_db)
     regenerated = [r for r in _ratings(db).values() if r[3].get("attempts", 1) > 1]
     assert regenerated  # the comparison covers regenerated replies
+
+
+def test_a_run_killed_while_submitting_loses_no_job(tmp_path, batch_server):
+    """Killed (SIGKILL) after the upload, before the batch id is stored: the next run queues the dead process's
+    jobs again at once and submits them all (the first batch, if the server made it, is not read)."""
+    db = story_study(tmp_path / "batch.db", STORIES[:1])
+    batch_server.hang_s = 20.0
+    args = ["judge", "--db", db, "--task", "story", "--model", "api:m", "--base-url", batch_server.url]
+    args += ["--samples", "1", "--batch"]
+    proc = subprocess.Popen([sys.executable, "-m", "tui_rater.cli", *map(str, args)], stdout=subprocess.DEVNULL)
+    try:
+        assert batch_server.creating.wait(60), "the batch was never created"
+        assert {status for status, _ in _jobs(db).values()} == {"leased"}  # held by the submitting process
+    finally:
+        proc.kill()
+        proc.wait(30)
+    batch_server.hang_s = 0.0
+    again = _judge(db, batch_server.url, "--batch")
+    assert again.returncode == 0, again.stderr
+    jobs = _jobs(db)
+    assert len(jobs) == 4 and len({batch for _, batch in jobs.values()}) == 1
+    assert {status for status, _ in jobs.values()} == {"batched"}
+    assert len(batch_server.uploaded) == 2 and len(batch_server.uploaded[-1]) == 4
 
 
 @pytest.mark.parametrize(
