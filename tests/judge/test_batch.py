@@ -260,25 +260,32 @@ def test_a_batch_is_submitted_polled_read_as_live_replies_and_cancelled(tmp_path
     assert len(_ratings(db)) == 14  # nothing stored twice, nothing lost
 
 
-def test_a_regeneration_goes_in_the_next_batch(tmp_path, batch_server):
-    """A reply that does not read is asked again (--max-retries) in the next round's batch; the job ends once the
-    replies read or the regenerations are spent, each stored as a live run stores it."""
+@pytest.mark.parametrize(
+    ("flags", "rounds"),
+    [
+        (("--max-retries", "2"), 2),  # replies that do not read are regenerated in the next rounds
+        (("--mode", "constrained", "--max-retries", "0"), 1),  # a JSON schema, as OpenAI takes it
+        (("--conversation", "--max-retries", "0"), 4),  # one turn per round: each needs the reply before it
+    ],
+)
+def test_jobs_of_several_requests_run_over_several_batches(tmp_path, batch_server, flags, rounds):
+    """A job that needs another request (a regeneration, a conversation's next turn) asks it in the next
+    round's batch; it ends once its replies are in, stored as a live run of the same judge stores it."""
     db = story_study(tmp_path / "batch.db", STORIES[:2])
-    batch_server.finish = True  # each batch ends at once
-    rounds = 0
-    while rounds < 6:
-        result = _judge(db, batch_server.url, "--max-retries", "2", "--batch")
+    batch_server.finish = True  # each batch ends at once: the next call reads it
+    for _ in range(8):
+        result = _judge(db, batch_server.url, *flags, "--batch")
         assert result.returncode in (0, 1), result.stderr
-        rounds += 1
         if "submitted batch" not in result.stdout:
             break
     assert set(_jobs(db).values()) == {("done", None)}
-    assert len(batch_server.uploaded) >= 2  # some replies did not read: they were asked again
+    assert len(batch_server.uploaded) >= rounds
     live_db = story_study(tmp_path / "live.db", STORIES[:2])
-    assert _judge(live_db, batch_server.url, "--max-retries", "2", "--workers", "1").returncode in (0, 1)
-    assert _ratings(db) == _ratings(live_db)
-    regenerated = [r for r in _ratings(db).values() if r[3].get("attempts", 1) > 1]
-    assert regenerated  # the comparison covers regenerated replies
+    assert _judge(live_db, batch_server.url, *flags, "--workers", "1").returncode in (0, 1)
+    batched = _ratings(db)
+    assert batched == _ratings(live_db) and len(batched) == 8
+    if flags == ("--max-retries", "2"):  # the comparison covers regenerated replies
+        assert any(r[3].get("attempts", 1) > 1 for r in batched.values())
 
 
 def test_a_run_killed_while_submitting_loses_no_job(tmp_path, batch_server):
