@@ -158,3 +158,56 @@ def test_a_schema_4_file_that_cannot_be_written_asks_for_one_upgrade(tmp_path):
     with pytest.raises(UserError, match="has schema 4 and must be upgraded once"):
         open_readonly(path)  # the reading queries use schema 5's labels (READABLE_FROM)
     assert READABLE_FROM >= 5
+
+
+def test_migration_11_keeps_every_job_and_admits_batched_jobs(tmp_path):
+    """Migration 11 copies the jobs table to widen its status CHECK ('batched') and add batch_id: every column of
+    every job survives, the CHECK still refuses other statuses, and a batched job's batch id is stored."""
+    path = tmp_path / "v10.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    for migration in MIGRATIONS[:10]:
+        if callable(migration):
+            migration(conn)
+        else:
+            run_script(conn, migration)
+    conn.execute("PRAGMA user_version = 10")
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(
+        "INSERT INTO items (key, id, task, system, fields, position, content_hash, created_at) "
+        "VALUES (1, 's1', 'story', 'x', '{\"prompt\": \"P\", \"story\": \"S\"}', 0, 'h', ?)",
+        [NOW],
+    )
+    conn.execute("INSERT INTO raters (id, name, kind, created_at) VALUES (1, 'judge', 'llm', ?)", [NOW])
+    rows = [
+        (n + 1, 1, attribute, 1, n % 2, "original" if n else "", status, n, owner, until, n / 2, "1", kind, error, NOW)
+        for n, (attribute, status, owner, until, kind, error) in enumerate(
+            [
+                ("relevance", "queued", None, None, None, None),
+                ("coherence", "leased", "host:1:abc", 12.5, None, None),
+                ("empathy", "failed", None, None, "rate_limited", "429"),
+                ("surprise", "done", None, None, None, None),
+            ]
+        )
+    ]
+    conn.executemany(
+        "INSERT INTO jobs (id, item_key, attribute, rater_id, sample, presentation, status, attempts, lease_owner, "
+        "lease_until, not_before, prefix_key, error_kind, last_error, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(*row, NOW) for row in rows],
+    )
+    conn.execute("COMMIT")
+    conn.close()
+    study = Study.open(path)
+    conn = study.db.conn
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    kept = conn.execute(
+        "SELECT id, item_key, attribute, rater_id, sample, presentation, status, attempts, lease_owner, lease_until, "
+        "not_before, prefix_key, error_kind, last_error, created_at, updated_at, batch_id FROM jobs ORDER BY id"
+    ).fetchall()
+    assert kept == [(*row, NOW, None) for row in rows]
+    conn.execute("UPDATE jobs SET status = 'batched', batch_id = 'batch_1' WHERE id = 1")
+    assert conn.execute("SELECT status, batch_id FROM jobs WHERE id = 1").fetchone() == ("batched", "batch_1")
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("UPDATE jobs SET status = 'sent' WHERE id = 1")
+    study.close()
