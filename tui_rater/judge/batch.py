@@ -131,7 +131,7 @@ class BatchJudge:
             self.worker.replies = {}
             before = dict(_statuses(self.progress))
             try:
-                self.worker._process(self.study, job)
+                self.worker.process(self.study, job)
             except Deferred as waiting:
                 queue.keep_replies(self.study, self.rater_id, self.worker.replies)  # the turns answered so far
                 found.requests.append((job, waiting.body))

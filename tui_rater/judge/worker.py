@@ -205,6 +205,11 @@ class Worker(threading.Thread):
 
     # --- one job -------------------------------------------------------------------------
 
+    def process(self, study: Study, job: Job) -> bool:
+        """One leased job, outside this thread's loop (``judge/batch.py`` runs a batch's jobs through it); raises
+        ``Deferred`` when a request's reply is not in yet."""
+        return self._process(study, job)
+
     def _process(self, study: Study, job: Job) -> bool:
         """Run one job; False when the judge cannot go on (a fatal error)."""
         try:

@@ -118,7 +118,7 @@ def _collect(
         if job is not None:
             judge.run([job], answers[job_id], round_)
     why = f"the batch ended ({state.status}) without answering it" + (f": {state.errors}" if state.errors else "")
-    missing = queue.unbatch(study, state.id, "batch_" + state.status, why)
+    missing = queue.unbatch(study, state.id, "batch_" + state.status[:40], why)
     requests += round_.requests
     return Collected(state, round_.done, round_.queued + missing, round_.failed, len(round_.requests))
 
