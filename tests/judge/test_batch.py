@@ -208,6 +208,11 @@ def test_a_batch_is_submitted_polled_read_as_live_replies_and_cancelled(tmp_path
     assert "batch batch_2: in_progress" in polled.stdout
     assert _jobs(db) == jobs and len(batch_server.uploaded) == 1 and _ratings(db) == {}
 
+    # `queue` counts them as batched; `queue --cancel` leaves them (the server's batch would run all the same)
+    shown = run_cli_process("queue", "--db", db, "--cancel")
+    assert shown.returncode == 0 and "16 jobs wait in a server's batch" in shown.stdout, shown.stderr
+    assert _jobs(db) == jobs
+
     # 3. completed: read as live replies; a 500 line and a missing line put their jobs back in the queue
     erroring, dropped = sorted(jobs)[3], sorted(jobs)[10]
     batch_server.erroring, batch_server.dropped = {erroring}, {dropped}
