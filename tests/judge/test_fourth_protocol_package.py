@@ -207,3 +207,17 @@ def test_a_package_whose_protocol_cannot_be_used_is_one_sentence(tmp_path, case)
     assert not db.exists()
     # a command that asks only the papers' protocols does not look at the package at all
     assert cli("tasks", env=env).returncode == 0
+
+
+def test_a_package_protocol_naming_a_report_section_that_does_not_exist_is_one_sentence(tmp_path):
+    (tmp_path / "mt.toml").write_text(TASK)
+    (tmp_path / "items.csv").write_text(ITEMS)
+    (tmp_path / "human.csv").write_text(HUMAN_RATINGS)
+    module = MODULE + '    report_sections: ClassVar[tuple[str, ...]] = ("table1", "radar-plot")\n'
+    env = install(tmp_path, module)
+    db = tmp_path / "mt.db"
+    importing = ("import", tmp_path / "items.csv", "--task", "mt-bench", "--task-file", tmp_path / "mt.toml")
+    assert cli(*importing, "--db", db, env=env).returncode == 0
+    assert cli("import-ratings", tmp_path / "human.csv", "--db", db, env=env).returncode == 0
+    error = one_sentence(cli("report", "--db", db, "--task", "mt-bench", env=env))
+    assert "the protocol 'bracket-rating' (of 'rating') names report sections that do not exist: radar-plot" in error
