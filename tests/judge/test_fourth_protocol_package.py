@@ -12,6 +12,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import Script, ok_body, run_cli_process
+from tests.support import ROOT, Script, ok_body, run_cli_process
 
 MODULE = '''
 """MT-Bench's single-answer grading (Zheng et al. 2023): a 1-10 rating written as "[[7]]"."""
@@ -47,32 +48,16 @@ class BracketRating(EvaluationProtocol):
         return ParseResult(value) if attribute.scale.contains(value) else ParseResult(None, "out_of_range")
 '''
 
-PYPROJECT = """
-[build-system]
-requires = ["setuptools>=70"]
-build-backend = "setuptools.build_meta"
 
-[project]
-name = "mt-bench-protocol"
-version = "0.1.0"
-dependencies = ["tui-rater"]
+def _walk_through(marker: str) -> str:
+    """The TOML block of CONTRIBUTING.md's walk-through that holds ``marker``: the test runs what the guide says."""
+    blocks = re.findall(r"```toml\n(.*?)```", (ROOT / "CONTRIBUTING.md").read_text(), flags=re.DOTALL)
+    [block] = [b for b in blocks if marker in b]
+    return block
 
-[project.entry-points."tui_rater.protocols"]
-bracket-rating = "mt_bench_protocol:BracketRating"
-"""
 
-TASK = """
-[[task]]
-name = "mt-bench"
-instructions = "Please act as an impartial judge and evaluate the response."
-fields = ["question", "answer"]
-
-[[task.attributes]]
-name = "rating"
-question = 'Rate the response on a scale of 1 to 10 by strictly following this format: "[[rating]]".'
-scale = { kind = "likert", low = 1, high = 10 }
-protocol = "bracket-rating"
-"""
+PYPROJECT = _walk_through('[project.entry-points."tui_rater.protocols"]')
+TASK = _walk_through("[[task.attributes]]")
 
 ITEMS = "id,system,question,answer\n" + "".join(f"q{i},{'ab'[i % 2]},Question {i}?,Answer {i}.\n" for i in range(6))
 HUMAN_RATINGS = "item,rater,attribute,value\n" + "".join(
