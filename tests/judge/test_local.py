@@ -76,6 +76,8 @@ def test_constrained_mode_only_valid_scores(story_study, tiny_gguf):
     assert all(r["raw"].strip() in {"1", "2", "3", "4", "5"} for r in rows)
     assert all(r["value"] == float(r["raw"]) for r in rows)  # the digit the grammar let the model write
     assert len({r["value"] for r in rows}) > 1  # sampled (T 1) from the model: not one constant answer
+    # what the model meant to answer before the grammar forced it: the scale's next-token mass, a probability
+    assert all(0 < json.loads(r["details"])["mass"] <= 1 for r in rows)
 
 
 def test_distribution_mode_one_pass_n_samples(story_study, tiny_gguf):

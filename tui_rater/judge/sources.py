@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tui_rater.judge.backends.base import Backend
 from tui_rater.judge.spec import JudgeSpec, strip_credentials
 from tui_rater.store import judges
 from tui_rater.store.study import Study
@@ -18,7 +19,7 @@ from tui_rater.store.study import Study
 OPENAI_URL = "https://api.openai.com/v1"
 
 
-def seen(spec: JudgeSpec, backend: object) -> list[tuple[str, str, str]]:
+def seen(spec: JudgeSpec, backend: Backend) -> list[tuple[str, str, str]]:
     """(source, served model, fingerprint) of the replies since the last call; nothing for an API job
     answered from the store alone."""
     if spec.is_api:
@@ -31,7 +32,7 @@ def seen(spec: JudgeSpec, backend: object) -> list[tuple[str, str, str]]:
     return [(loaded if isinstance(loaded, str) else str(Path(spec.model).resolve()), "", "")]
 
 
-def note(study: Study, rater_id: int, spec: JudgeSpec, backend: object) -> None:
+def note(study: Study, rater_id: int, spec: JudgeSpec, backend: Backend | None) -> None:
     """Count one job against each source that answered it."""
     if backend is None:
         return
@@ -40,7 +41,7 @@ def note(study: Study, rater_id: int, spec: JudgeSpec, backend: object) -> None:
         judges.record_sources(study, rater_id, found)
 
 
-def note_server(study: Study, rater_id: int, spec: JudgeSpec, backend: object) -> None:
+def note_server(study: Study, rater_id: int, spec: JudgeSpec, backend: Backend) -> None:
     """Record what an API judge's server says about the model behind its alias (once per run and worker; the
     server is asked once per run)."""
     describe = getattr(backend, "describe_server", None)

@@ -16,22 +16,25 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.protocols import EvaluationProtocol, Reading, derive_seed
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.judge import queue, sources
-from tui_rater.judge.backends.base import OptionProbabilities
+from tui_rater.judge.backends.base import Backend, Message, OptionProbabilities, TokenCounts
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.queue import Job, RatingResult
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.store.study import Item, Study
 
-BackendFactory = Callable[[JudgeSpec], object]
+BackendFactory = Callable[[JudgeSpec], Backend]
 
 
-def make_backend(spec: JudgeSpec, parallel: int | None = None, background: bool = False, prompts=None):
+def make_backend(
+    spec: JudgeSpec, parallel: int | None = None, background: bool = False, prompts: list[list[Message]] | None = None
+) -> Backend:
     """A worker's backend. A local model is loaded once per process: every call returns a handle on the same
     engine (closing the last handle frees it), with ``parallel`` concurrent sequences when it is first made, at a
     lower priority when ``background`` (a judge inside the app)."""
@@ -52,7 +55,11 @@ def lease_size(spec: JudgeSpec) -> tuple[int, int]:
 
 
 def _sized_factory(
-    factory: BackendFactory, spec: JudgeSpec, workers: int, background: bool, prompts: list | None = None
+    factory: BackendFactory,
+    spec: JudgeSpec,
+    workers: int,
+    background: bool,
+    prompts: list[list[Message]] | None = None,
 ) -> BackendFactory:
     """The default factory, told how many workers share a local engine (its number of sequences), whether it
     runs behind the app, and the run's longest prompts (its KV cache is sized by them)."""
@@ -121,7 +128,7 @@ class Worker(threading.Thread):
         db_path: str | Path,
         rater_id: int,
         spec: JudgeSpec,
-        rater_config: dict,
+        rater_config: dict[str, Any],
         *,
         progress: Progress,
         stop: threading.Event,
@@ -136,8 +143,8 @@ class Worker(threading.Thread):
         self.progress, self.stop_event, self.drain = progress, stop, drain
         self.backend_factory, self.poll_s, self.on_result = backend_factory, poll_s, on_result
         self.owner = queue.new_owner()
-        self.backend = None
-        self.counts = None
+        self.backend: Backend | None = None
+        self.counts: TokenCounts | None = None
 
     def run(self) -> None:
         # nothing escapes this thread: a job's failure is stored with the job; anything else
@@ -147,7 +154,7 @@ class Worker(threading.Thread):
         except Exception as exc:
             self._stop_judge(JudgeError("internal", f"the judge cannot open the study: {type(exc).__name__}: {exc}"))
             return
-        self.replies: dict[str, dict] = {}
+        self.replies: dict[str, dict[str, Any]] = {}
         min_jobs, max_jobs = lease_size(self.spec)
         held: list[Job] = []
         try:
@@ -188,6 +195,13 @@ class Worker(threading.Thread):
                 with contextlib.suppress(Exception):
                     self.backend.close()
             study.close()
+
+    @property
+    def _made_backend(self) -> Backend:
+        """The backend ``run`` made before leasing its first job (every job is asked after that)."""
+        if self.backend is None:
+            raise RuntimeError("a judge worker asked its backend before making it")
+        return self.backend
 
     def interrupt(self) -> None:
         """Stop now (any thread): a local engine stops between decode steps and its requests come back as
@@ -271,7 +285,7 @@ class Worker(threading.Thread):
 
     def _conversation(self, task: Task, item: Item, job: Job) -> list[RatingResult]:
         """The paper's ChatGPT setting: the questions in one chat, in the task's order."""
-        history: list[dict] = []
+        history: list[Message] = []
         results = []
         for attribute in task.attributes:
             ratings, reply = self._question(task, attribute, item, job, history)
@@ -280,7 +294,7 @@ class Worker(threading.Thread):
         return results
 
     def _question(
-        self, task: Task, attribute: Attribute, item: Item, job: Job, history: list[dict]
+        self, task: Task, attribute: Attribute, item: Item, job: Job, history: list[Message]
     ) -> tuple[list[RatingResult], str]:
         """Ask one question the way its protocol says; (ratings, the reply text for a conversation)."""
         spec = self.spec
@@ -301,9 +315,9 @@ class Worker(threading.Thread):
         self,
         protocol: EvaluationProtocol,
         attribute: Attribute,
-        messages: list[dict],
+        messages: list[Message],
         job: Job,
-        facts: dict,
+        facts: dict[str, Any],
         seed: Callable[..., int],
     ) -> tuple[list[RatingResult], str]:
         """A free (or grammar-constrained) reply, read by the protocol; regenerated while it does not read.
@@ -317,15 +331,15 @@ class Worker(threading.Thread):
         schema = protocol.json_schema(attribute, spec.variant) if constrained else None
         earlier: list[str] = []
         reading = Reading(None, "no_number")
-        reply: dict = {"text": ""}
-        details: dict = {}
+        reply: dict[str, Any] = {"text": ""}
+        details: dict[str, Any] = {}
         for attempt in range(spec.max_retries + 1):
             temperature = spec.temperature if attempt == 0 or spec.temperature > 0 else RETRY_TEMPERATURE
             attempt_seed = seed(job.sample, attempt)
             reply = self._cached(
                 messages,
                 [attempt_seed, temperature],
-                lambda s=attempt_seed, t=temperature: self._complete(messages, s, t, grammar, schema),
+                partial(self._complete, messages, attempt_seed, temperature, grammar, schema),
             )
             reading = protocol.read_reply(
                 reply["text"],
@@ -357,30 +371,46 @@ class Worker(threading.Thread):
         )
         return [rating], reply["text"]
 
-    def _scale_mass(self, protocol: EvaluationProtocol, attribute: Attribute, messages: list[dict]) -> float | None:
+    def _scale_mass(self, protocol: EvaluationProtocol, attribute: Attribute, messages: list[Message]) -> float | None:
         """The probability that the reply begins on the scale, unconstrained: the number distribution mode stores
         and the pre-flight check shows (one probe per question, answered from the store on a re-run)."""
         starts = list(protocol.answer_starts(attribute, self.spec.variant))
         try:
-            probe = self.backend.option_probabilities  # type: ignore[attr-defined]
-            reply = self._cached(messages, "scale-mass", lambda: {"mass": sum(probe(messages, starts).values())})
+            probe = self._made_backend.option_probabilities
+            reply = self._cached(
+                messages,
+                "scale-mass",
+                lambda: {"mass": sum(OptionProbabilities.of(probe(messages, starts)).probabilities.values())},
+            )
         except JudgeError:  # an option the model has no token path for: no mass to weigh
             return None
         return float(reply["mass"])
 
     def _implicit(
-        self, protocol: EvaluationProtocol, attribute: Attribute, messages: list[dict], job: Job, facts: dict
+        self,
+        protocol: EvaluationProtocol,
+        attribute: Attribute,
+        messages: list[Message],
+        job: Job,
+        facts: dict[str, Any],
     ) -> RatingResult:
         """Chen et al. §2.1: the yes/no question's top tokens, read by the implicit protocol."""
         k = getattr(protocol, "TOP_K", 5)
-        reply = self._cached(messages, None, lambda: {"top": self.backend.top_tokens(messages, k)})
+        reply = self._cached(messages, None, lambda: {"top": self._made_backend.top_tokens(messages, k)})
         reading = protocol.read_top_tokens([tuple(t) for t in reply["top"]], attribute)
         return RatingResult(
             attribute.name, job.sample, reading.value, None, reading.status, {**facts, **reading.details}
         )
 
-    def _complete(self, messages, seed, temperature, grammar, schema) -> dict:
-        completion = self.backend.complete(
+    def _complete(
+        self,
+        messages: list[Message],
+        seed: int,
+        temperature: float,
+        grammar: str | None,
+        schema: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        completion = self._made_backend.complete(
             messages,
             temperature=temperature,
             top_p=self.spec.top_p,
@@ -395,9 +425,9 @@ class Worker(threading.Thread):
         self,
         protocol: EvaluationProtocol,
         attribute: Attribute,
-        messages: list[dict],
+        messages: list[Message],
         job: Job,
-        facts: dict,
+        facts: dict[str, Any],
         seed: int,
     ) -> list[RatingResult]:
         """One forward pass; the protocol draws the N samples (samples 0..N-1) from the options' probabilities."""
@@ -409,7 +439,9 @@ class Worker(threading.Thread):
                 f"--mode distribution needs discrete options; {attribute.name} has none (use --mode text)",
             )
         labels = list(options.labels)
-        reply = self._cached(messages, None, lambda: _option_reply(self.backend.option_probabilities(messages, labels)))
+        reply = self._cached(
+            messages, None, lambda: _option_reply(self._made_backend.option_probabilities(messages, labels))
+        )
         reading = protocol.read_distribution(
             reply["probabilities"],
             attribute,
@@ -436,7 +468,7 @@ class Worker(threading.Thread):
             for s, sample in enumerate(reading.samples)
         ]
 
-    def _cached(self, messages, seed, compute: Callable[[], dict]) -> dict:
+    def _cached(self, messages: list[Message], seed: object, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """Identical requests (model, prompt, parameters, seed) are answered from the store."""
         key = hashlib.sha256(json.dumps([self.request_identity, messages, seed]).encode()).hexdigest()
         study = self.study
@@ -453,17 +485,17 @@ class Worker(threading.Thread):
 RETRY_TEMPERATURE = 1.0
 
 
-def _option_reply(found: Mapping[str, float] | OptionProbabilities) -> dict:
+def _option_reply(found: Mapping[str, float] | OptionProbabilities) -> dict[str, Any]:
     """What is cached and read of a distribution pass: the scored options, and those the server did not score."""
     scores = OptionProbabilities.of(found)
-    reply: dict = {"probabilities": scores.probabilities}
+    reply: dict[str, Any] = {"probabilities": scores.probabilities}
     if scores.unscored:
         reply["unscored"] = list(scores.unscored)
         reply["unscored_mass_at_most"] = scores.unscored_mass_at_most
     return reply
 
 
-def request_identity(rater_config: dict) -> str:
+def request_identity(rater_config: dict[str, Any]) -> str:
     """What makes two requests the same: the judge configuration without library versions."""
     return json.dumps({k: v for k, v in rater_config.items() if not k.endswith("_version")}, sort_keys=True)
 
@@ -486,7 +518,7 @@ def run_judge(
     db_path: str | Path,
     rater_id: int,
     spec: JudgeSpec,
-    rater_config: dict,
+    rater_config: dict[str, Any],
     *,
     workers: int = 1,
     drain: bool = True,
@@ -494,7 +526,7 @@ def run_judge(
     stop: threading.Event | None = None,
     backend_factory: BackendFactory = make_backend,
     background: bool = False,
-    prompts: list | None = None,
+    prompts: list[list[Message]] | None = None,
 ) -> tuple[list[Worker], Progress, threading.Event]:
     """Start ``workers`` threads for one judge; the caller joins them (or sets ``stop``). ``background``: a local
     model decodes at a lower priority than the app's screen."""

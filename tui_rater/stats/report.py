@@ -15,6 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from tui_rater.domain import protocols
+from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.stats.records import ALL, HUMANS, SCHEMA, Record, as_dicts
 from tui_rater.stats.sections import ALWAYS, ORDER, SECTIONS
@@ -56,10 +57,18 @@ class Report(ReportData):
     def sections(self) -> list[tuple[str, list[Attribute]]]:
         """(section name, the questions whose protocol names it), in report order."""
         named = {a.name: protocols.of(a).report_sections for a in self.task.attributes}
-        for attribute, sections in named.items():
-            unknown = set(sections) - set(SECTIONS)
-            if unknown:  # a protocol that names a section nobody computes is a bug, not user input
-                raise ValueError(f"the protocol of {attribute!r} names unknown report sections: {sorted(unknown)}")
+        for attribute in self.task.attributes:
+            unknown = set(named[attribute.name]) - set(SECTIONS)
+            if not unknown:
+                continue
+            protocol = protocols.of(attribute).name
+            if protocol not in protocols.BUILT_IN:  # an installed package's protocol (discovery): its author's slip
+                raise UserError(
+                    f"the protocol {protocol!r} (of {attribute.name!r}) names report sections that do not exist: "
+                    f"{', '.join(sorted(unknown))} (there are: {', '.join(ORDER)})"
+                )
+            # one of ours naming a section nobody computes is a bug, not user input
+            raise ValueError(f"the protocol of {attribute.name!r} names unknown report sections: {sorted(unknown)}")
         return [
             (section, [a for a in self.task.attributes if section in named[a.name]])
             for section in ORDER

@@ -2,13 +2,15 @@
 
 ``of(attribute)`` is the protocol that asks and reads a question; ``for_mode(task, attribute,
 mode)`` the one a judge uses in a scoring mode (Chen et al.'s implicit mode asks its own yes/no
-question). A protocol from a fourth paper is one new module registered here, plus its tests
-(see CONTRIBUTING.md).
+question). A protocol from a fourth paper is one module, in this package (registered here) or in the
+user's own package, found through the ``tui_rater.protocols`` entry-point group (``discovery``), plus its
+tests (see CONTRIBUTING.md).
 """
 
 from __future__ import annotations
 
 from tui_rater.domain.errors import UserError
+from tui_rater.domain.protocols import discovery
 from tui_rater.domain.protocols.base import (
     FAILURES,
     Decoding,
@@ -63,6 +65,8 @@ REGISTRY: dict[str, EvaluationProtocol] = {
         SpaLikert(),
     )
 }
+# the papers' protocols: an installed package may add others (discovery), never replace these
+BUILT_IN = frozenset(REGISTRY)
 # a custom task's question without a protocol gets the plain one of its scale
 DEFAULT_FOR_SCALE = {"likert": "likert", "continuous": "continuous", "probability": "continuous", "choice": "choice"}
 
@@ -76,14 +80,21 @@ def register(protocol: EvaluationProtocol) -> EvaluationProtocol:
 
 
 def names() -> tuple[str, ...]:
-    return tuple(REGISTRY)
+    """Every protocol's name: registered here, then those installed packages register (not loaded yet)."""
+    return tuple(dict.fromkeys([*REGISTRY, *discovery.entry_points(BUILT_IN)]))
 
 
 def get(name: str) -> EvaluationProtocol:
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise UserError(f"unknown protocol {name!r} (known: {', '.join(REGISTRY)})") from None
+    protocol = REGISTRY.get(name)
+    if protocol is None:  # not a built-in one: an installed package's, loaded the first time it is asked for
+        found = discovery.load(name, BUILT_IN)
+        if found is None:
+            raise UserError(
+                f"unknown protocol {name!r} (known: {', '.join(names())}; another package's protocol is found once "
+                "that package is installed)"
+            )
+        protocol = REGISTRY.setdefault(name, found)  # two threads asking at once keep the first one
+    return protocol
 
 
 def of(attribute: Attribute) -> EvaluationProtocol:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 Message = dict[str, str]  # {"role": "user" | "assistant", "content": ...}
 
@@ -52,9 +52,16 @@ class OptionProbabilities:
         return cls({str(k): float(v) for k, v in found.items()})
 
 
-@dataclass
 class Backend(Protocol):
-    counts: TokenCounts = field(default_factory=TokenCounts)
+    """What the judge worker asks of a model. ``ApiBackend`` (a server) and ``LocalBackend`` (llama.cpp) are both
+    one: ``worker.make_backend`` returns either as a ``Backend``, and mypy --strict checks it (tests/test_static.py).
+    Extras only some have are asked with ``getattr``: ``cancel`` (a local engine stops now), ``describe_server``
+    and ``take_served`` (judge/sources.py)."""
+
+    @property
+    def counts(self) -> TokenCounts:
+        """Tokens cached, evaluated and generated so far (read-only: a local engine counts for all its handles)."""
+        ...
 
     def complete(
         self,
@@ -65,7 +72,7 @@ class Backend(Protocol):
         max_tokens: int,
         seed: int,
         grammar: str | None = None,  # GBNF: only valid answers (the protocol's)
-        json_schema: dict | None = None,  # the same constraint for servers that take a JSON schema
+        json_schema: dict[str, Any] | None = None,  # the same constraint for servers that take a JSON schema
     ) -> Completion: ...
 
     def option_probabilities(
