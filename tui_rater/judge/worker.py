@@ -72,7 +72,7 @@ class Deferred(Exception):
     """A request whose reply comes later (it waits in a server's batch): the job is neither done nor failed. Not a
     ``JudgeError``, so no handler of a live failure (a constraint style's fallback, a retry) takes it for one."""
 
-    def __init__(self, body: dict):
+    def __init__(self, body: dict[str, Any]):
         super().__init__("the request waits in a batch")
         self.body = body
 
