@@ -214,7 +214,7 @@ def _gaps(
 def _verdicts(report: Report, attribute: Attribute, rows: list[JudgeRow]) -> None:
     """Each judge's alt-test (skipped at once with fewer than 3 human raters: the solo rater's usual case)."""
     humans, reason = verdict_humans(report, attribute)
-    eps = report.verdict.eps
+    eps = report.settings.verdict.eps
     for row in rows:
         if row.judge not in report.judges or not rated(report, row.judge, attribute):
             continue
