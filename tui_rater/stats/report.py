@@ -56,8 +56,9 @@ class Report(ReportData):
 
     def build(self) -> list[Record]:
         self.records = []
+        named = self.sections()  # an unknown section raises with or without ratings
         if not self.frame.is_empty():
-            for section, attributes in self.sections():
+            for section, attributes in named:
                 self._compute(section, attributes)
         if not self.readings.is_empty():
             for section in SECTIONS.values():
