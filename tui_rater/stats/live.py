@@ -19,7 +19,7 @@ import numpy as np
 from tui_rater.domain.protocols import Level
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
-from tui_rater.stats import alt_test as at
+from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.report import Report
 from tui_rater.stats.sections.nominal import choice_labels, cohen_kappa

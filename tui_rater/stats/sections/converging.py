@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from tui_rater.domain.tasks import Attribute
-from tui_rater.stats import alt_test as at
+from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats import convergence as cv
 from tui_rater.stats import ppi as pp
 from tui_rater.stats.records import ALL, HUMANS, Record

@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tui_rater.stats.alt_test import EPSILON_CROWD, EPSILON_EXPERT, EPSILON_SKILLED
+from tui_rater.stats.alternative_annotator import EPSILON_CROWD, EPSILON_EXPERT, EPSILON_SKILLED
 from tui_rater.stats.records import HUMANS
 from tui_rater.store.adjudication import ADJUDICATED
 

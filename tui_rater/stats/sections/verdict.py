@@ -1,5 +1,5 @@
 """Section ``verdict``: may the judge replace the human raters? The alternative annotator test
-(Calderon, Reichart & Dror 2025, arXiv 2501.10970; ``stats/alt_test.py``, docs/VERDICT.md §1).
+(Calderon, Reichart & Dror 2025, arXiv 2501.10970; ``stats/alternative_annotator.py``, docs/VERDICT.md §1).
 
 Per question and judge, with at least 3 human raters on the same items:
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
-from tui_rater.stats import alt_test as at
+from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats.records import ALL, HUMANS, Record
 from tui_rater.stats.sections import cells
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
