@@ -14,6 +14,7 @@ that says why: ``.venv/bin/python -m tests.stats.golden``.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import numpy as np
 from tests.stats.ratings import insert
 from tests.stats.simulated import likert_study
 from tests.support import DATA, run_cli_process
+from tui_rater import __version__
 from tui_rater.domain.tasks import task_from_definition
 from tui_rater.store import spa
 from tui_rater.store.db import write
@@ -40,8 +42,12 @@ REPORTS = (
     ("wide.txt", "wide", ("--format", "table")),
     ("wide-epsilon.md", "wide", ("--format", "markdown", "--epsilon", "0.1", "--spa-tau", "1.3")),
     ("wide-crowd.md", "wide", ("--format", "markdown", "--raters", "crowd", "--no-spa-filter")),
+    ("demo.html", "demo", ("--format", "html")),
+    ("wide.html", "wide", ("--format", "html")),
 )
 STUDY_PATH = "<study>"  # the study's path in a report, wherever the test built it
+VERSION = "<version>"
+FIGURE = "(figure)"
 
 CHOICE_TASK = {
     "name": "exchange",
@@ -206,17 +212,31 @@ def _env(folder: Path) -> dict[str, str]:
     return env
 
 
+def studies(folder: Path) -> dict[str, Path]:
+    return {"demo": demo_study(folder), "wide": wide_study(folder)}
+
+
+def report(found: dict[str, Path], name: str) -> str:
+    """The golden file ``name`` as the CLI writes it now: the study's path replaced by STUDY_PATH, the
+    version by VERSION, and an HTML report's figures by FIGURE (matplotlib's SVG bytes differ between its
+    releases; the figures' captions and descriptions stay)."""
+    which, flags = next((which, flags) for file, which, flags in REPORTS if file == name)
+    db = found[which]
+    out = db.parent / f"out-{name}"
+    done = run_cli_process("report", "--db", db, *flags, "--out", out, env=_env(db.parent))
+    if done.returncode != 0:
+        raise RuntimeError(f"{name}: {done.stderr}")
+    text = out.read_text(encoding="utf-8").replace(str(db), STUDY_PATH)
+    if name.endswith(".html"):
+        text = text.replace(f"tui-rater {__version__}", f"tui-rater {VERSION}")
+        text = re.sub(r'src="data:image/svg\+xml;base64,[A-Za-z0-9+/=]*"', f'src="{FIGURE}"', text)
+    return text
+
+
 def reports(folder: Path) -> dict[str, str]:
-    """Each golden file's name and the report the CLI writes now, the study's path replaced by STUDY_PATH."""
-    studies = {"demo": demo_study(folder), "wide": wide_study(folder)}
-    written: dict[str, str] = {}
-    for name, which, flags in REPORTS:
-        out = folder / f"out-{name}"
-        done = run_cli_process("report", "--db", studies[which], *flags, "--out", out, env=_env(folder))
-        if done.returncode != 0:
-            raise RuntimeError(f"{name}: {done.stderr}")
-        written[name] = out.read_text(encoding="utf-8").replace(str(studies[which]), STUDY_PATH)
-    return written
+    """Each golden file's name and the report the CLI writes now."""
+    found = studies(folder)
+    return {name: report(found, name) for name, _, _ in REPORTS}
 
 
 if __name__ == "__main__":
