@@ -36,29 +36,35 @@ class Runs(Enum):
     ALWAYS = "always"  # once per task, whatever its questions (the notes people left)
 
 
+@dataclass(frozen=True)
+class _Indexed:
+    """The records by key and by table, built once per report and shared by every layout's view."""
+
+    records: list[Record]
+    by_key: dict[Key, Record]
+    by_table: dict[str, list[Record]]
+
+    @classmethod
+    def of(cls, records: list[Record]) -> _Indexed:
+        by_table: dict[str, list[Record]] = {}
+        for record in records:
+            by_table.setdefault(record.table, []).append(record)
+        by_key: dict[Key, Record] = {
+            (r.table, r.attribute, r.system, r.evaluator, r.evaluator_b, r.statistic): r for r in records
+        }
+        return cls(records, by_key, by_table)
+
+
 class Found:
     """The report's records as one layout may read them: only the tables it declared (``Layout.reads``)."""
 
-    def __init__(self, records: list[Record], reads: Iterable[str] | None = None) -> None:
-        self.records = records
-        self._index: dict[Key, Record] = {
-            (r.table, r.attribute, r.system, r.evaluator, r.evaluator_b, r.statistic): r for r in records
-        }
-        self._by_table: dict[str, list[Record]] = {}
-        for record in records:
-            self._by_table.setdefault(record.table, []).append(record)
+    def __init__(self, records: list[Record] | _Indexed, reads: Iterable[str] | None = None) -> None:
+        self._indexed = records if isinstance(records, _Indexed) else _Indexed.of(records)
         self.reads = None if reads is None else frozenset(reads)
 
     def reading(self, reads: Iterable[str]) -> Found:
         """The same records, read by a layout that declared ``reads`` (the index is shared, not rebuilt)."""
-        view = Found.__new__(Found)
-        view.records, view._index, view._by_table, view.reads = (
-            self.records,
-            self._index,
-            self._by_table,
-            frozenset(reads),
-        )
-        return view
+        return Found(self._indexed, reads)
 
     def _check(self, table: str) -> None:
         if self.reads is not None and table not in self.reads:  # a misspelt table would print an empty table
@@ -69,13 +75,13 @@ class Found:
     def of(self, table: str) -> list[Record]:
         """The records of one table, in the order they were computed."""
         self._check(table)
-        return self._by_table.get(table, [])
+        return self._indexed.by_table.get(table, [])
 
     def get(
         self, table: str, attribute: str, system: str, evaluator: str, evaluator_b: str | None, statistic: str
     ) -> Record | None:
         self._check(table)
-        return self._index.get((table, attribute, system, evaluator, evaluator_b, statistic))
+        return self._indexed.by_key.get((table, attribute, system, evaluator, evaluator_b, statistic))
 
     def keys(self, table: str, *fields: str) -> list[tuple[Any, ...]]:
         """The distinct values of ``fields`` among the table's records, in first-seen order."""
