@@ -70,5 +70,5 @@ def test_a_fourth_protocol_judged_reparsed_and_reported(tmp_path, deterministic_
     statuses = {r[0] for r in study.db.conn.execute("SELECT parse_status FROM ratings WHERE job_id IS NOT NULL")}
     assert "ok" not in statuses and statuses <= {"no_number", "ambiguous", "refusal"}
     assert reparse(study).changed == 0
-    records = build_reports(study, ["mt-bench"], spa_tau=None)["mt-bench"]
+    records = build_reports(study, ["mt-bench"])["mt-bench"]
     assert any(r.table == "table1" and r.evaluator == "humans" for r in records)

@@ -205,4 +205,4 @@ def test_a_package_protocol_naming_a_report_section_that_does_not_exist_is_one_s
     assert cli(*importing, "--db", db, env=env).returncode == 0
     assert cli("import-ratings", tmp_path / "human.csv", "--db", db, env=env).returncode == 0
     error = one_sentence(cli("report", "--db", db, "--task", "mt-bench", env=env))
-    assert "the protocol 'bracket-rating' (of 'rating') names report sections that do not exist: radar-plot" in error
+    assert "the protocol 'bracket-rating' names report sections that do not exist: radar-plot" in error

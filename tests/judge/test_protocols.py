@@ -11,7 +11,7 @@ import pytest
 from tests.judge.distributions import LlamaTruth, question
 from tests.support import Script, judge, ok_body
 from tui_rater.judge.spec import JudgeSpec
-from tui_rater.stats.report import build_report
+from tui_rater.stats.report import ReportSettings, SpaSettings, build_report
 from tui_rater.store import spa
 from tui_rater.store.study import Study
 
@@ -200,7 +200,7 @@ def test_spa_with_a_judge_and_the_tau_filter(tmp_path, fake_server, tiny_gguf):
     assert kept.value == 0 and kept.n == 4  # every (sample, packet) annotator excluded
     unfiltered = {
         r.statistic: r
-        for r in build_report(study, "spa", spa_tau=None)
+        for r in build_report(study, "spa", ReportSettings(spa=SpaSettings(tau=None)))
         if r.table == "spa" and r.evaluator == rater.label and r.attribute != "*"
     }
     assert unfiltered["p_x_over_y"].value == pytest.approx(0.7) and unfiltered["p_x_over_y"].n == 4

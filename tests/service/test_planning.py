@@ -127,7 +127,7 @@ def test_the_report_weights_the_uncertain_orders_ratings_by_their_probabilities(
     for n, key in enumerate(keys[:12]):
         study.add_rating(key, "fluency", alice.id, float(1 + n % 5), parse_status="human")
     study.add_rating(keys[30], "fluency", alice.id, 5.0, parse_status="human")  # out of order: not in the sample
-    records = build_reports(study, ["title-fluency"], spa_tau=None)["title-fluency"]
+    records = build_reports(study, ["title-fluency"])["title-fluency"]
     ppi = {r.statistic: r for r in records if r.table == "ppi"}
     assert "weighted by 1/π" in ppi["ppi_mean"].note
     sample = active_sample(study, "title-fluency", "alice")

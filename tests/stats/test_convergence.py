@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tui_rater.stats import alt_test as at
+from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats import convergence as cv
 from tui_rater.stats import ppi
 

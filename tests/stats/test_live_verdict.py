@@ -7,7 +7,7 @@ import pytest
 
 from tests.stats.ratings import insert
 from tests.stats.simulated import likert_study
-from tui_rater.stats import alt_test as at
+from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats.live import pane_data
 from tui_rater.ui.agreement import render_pane
 

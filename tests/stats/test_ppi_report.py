@@ -15,7 +15,7 @@ from tests.support import run_cli_process
 from tui_rater.stats import active, convergence, ppi
 from tui_rater.stats.report import Report, build_report
 from tui_rater.stats.sections.converging import verdict_sizes
-from tui_rater.stats.sections.settings import VerdictSettings
+from tui_rater.stats.sections.settings import ReportSettings, VerdictSettings
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_weighted_by_the_recorded_inclusion_probabilities(sample):
     key = {item.id: item.key for item in study.items("story")}
     pi = {i: 0.3 + 0.4 * (n % 3) / 2 for n, i in enumerate(sample.ids)}  # 0.3, 0.5, 0.7
     settings = VerdictSettings(inclusion={attribute: {key[i]: p for i, p in pi.items()}})
-    records = Report(study, study.task("story"), verdict=settings).build()
+    records = Report(study, study.task("story"), ReportSettings(verdict=settings)).build()
     study.close()
     by = {(r.table, r.attribute, r.system, r.evaluator, r.evaluator_b, r.statistic): r for r in records}
     estimates = {}

@@ -1,5 +1,5 @@
 """The report's ``verdict`` section (the alternative annotator test, Calderon et al. 2025) from a real study
-file through the real CLI, each record checked against a direct call of ``stats/alt_test.py`` on the same
+file through the real CLI, each record checked against a direct call of ``stats/alternative_annotator.py`` on the same
 simulated ratings (kept apart from the study, by item id): a judge that copies one human wins, a random
 judge loses; ε as the user chose it; no verdict, with the reason, when the data cannot give one."""
 
@@ -14,7 +14,7 @@ from tests.stats.ratings import insert, vote
 from tests.stats.simulated import likert_study
 from tests.support import run_cli_process
 from tui_rater.cli.reporting import RATER_KINDS
-from tui_rater.stats import alt_test as at
+from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats.report import build_report
 from tui_rater.stats.sections.readings import NOT_READY
 from tui_rater.stats.sections.settings import EPSILON_FOR_RATERS, VerdictSettings

@@ -127,12 +127,17 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run=lambda args, settings: (p.print_help(), 2)[1])
 
 
-def _verdict_settings(args):
+def _report_settings(args):
+    """The flags as one settings value, given to the report once (``stats/sections/settings.py``)."""
     if args.epsilon is not None and not (math.isfinite(args.epsilon) and 0 <= args.epsilon < 1):
         raise UserError(f"--epsilon must be at least 0 and below 1, not {args.epsilon:g}")
-    from tui_rater.stats.sections.settings import VerdictSettings
+    from tui_rater.stats.sections.settings import ReportSettings, SpaSettings, VerdictSettings
 
-    return VerdictSettings(epsilon=args.epsilon, raters=args.raters)
+    return ReportSettings(
+        spa=SpaSettings(tau=None if args.no_spa_filter else args.spa_tau),
+        verdict=VerdictSettings(epsilon=args.epsilon, raters=args.raters),
+        reference=args.reference,
+    )
 
 
 def report_format(asked: str | None, out: Path | None) -> str:
@@ -147,7 +152,7 @@ def report_format(asked: str | None, out: Path | None) -> str:
 
 
 def cmd_report(args, settings) -> int:
-    verdict = _verdict_settings(args)  # a bad flag is one sentence before the study is opened
+    report_settings = _report_settings(args)  # a bad flag is one sentence before the study is opened
     args.format = report_format(args.format, args.out)
     from tui_rater.service.reports import build_reports, built_reports
     from tui_rater.stats import render
@@ -156,7 +161,6 @@ def cmd_report(args, settings) -> int:
     study = open_study(args, settings, create=False, readonly=True)
     if args.out:
         check_output_target(args.out, study.path)  # before the work: never over a study or any SQLite file
-    tau = None if args.no_spa_filter else args.spa_tau
     tasks = [args.task] if args.task else None
     for annotator, count in study.stray_human_samples(args.task).items():
         say(
@@ -174,8 +178,7 @@ def cmd_report(args, settings) -> int:
         )
     if args.reference == "adjudicated":
         _say_adjudicated(study, tasks)
-    reference = args.reference
-    reports = {} if args.format == "html" else build_reports(study, tasks, tau, verdict, reference)
+    reports = {} if args.format == "html" else build_reports(study, tasks, report_settings)
     if args.format == "table" and not args.out:
         console = make_console()
         for name, records in reports.items():
@@ -188,7 +191,7 @@ def cmd_report(args, settings) -> int:
         formula_note(neutralised)
     elif args.format == "html":
         say("report: computing the tables …", err=True)
-        built = built_reports(study, tasks, tau, verdict, reference)
+        built = built_reports(study, tasks, report_settings)
         from tui_rater.stats.html import to_html  # imports matplotlib: only here
 
         text = to_html(built, str(study.path), progress=_html_progress(sys.stderr.isatty()))

@@ -8,50 +8,36 @@ from typing import TypeVar
 
 from tui_rater.domain.errors import UserError
 from tui_rater.service.planning import active_sample
-from tui_rater.stats.report import HUMANS, Record, Report, VerdictSettings
+from tui_rater.stats.report import Record, Report, ReportSettings, VerdictSettings
 from tui_rater.store.study import Study
 
 T = TypeVar("T")
 
 
 def build_reports(
-    study: Study,
-    task_names: list[str] | None,
-    spa_tau: float | None,
-    verdict: VerdictSettings | None = None,
-    reference: str = HUMANS,
+    study: Study, task_names: list[str] | None, settings: ReportSettings | None = None
 ) -> dict[str, list[Record]]:
     """Records per task: the given tasks (even without ratings), else every task that has ratings.
 
-    ``reference``: the humans' score of an item, ``humans`` (their ratings combined) or ``adjudicated``
-    (the adjudicator's decided value where there is one)."""
-    reports = {report.task.name: report.records for report in _built(study, task_names, spa_tau, verdict, reference)}
+    ``settings``: SPA's τ, the alt-test's ε, and the humans' score of an item (``reference``: their ratings
+    combined, or the adjudicator's decided value where there is one)."""
+    reports = {report.task.name: report.records for report in _built(study, task_names, settings or ReportSettings())}
     return _found(study, reports, task_names)
 
 
 def built_reports(
-    study: Study,
-    task_names: list[str] | None,
-    spa_tau: float | None,
-    verdict: VerdictSettings | None = None,
-    reference: str = HUMANS,
+    study: Study, task_names: list[str] | None, settings: ReportSettings | None = None
 ) -> dict[str, Report]:
     """Each task's built report: its records and the data they came from (the HTML report draws from both)."""
-    reports = {report.task.name: report for report in _built(study, task_names, spa_tau, verdict, reference)}
+    reports = {report.task.name: report for report in _built(study, task_names, settings or ReportSettings())}
     return _found(study, reports, task_names)
 
 
-def _built(
-    study: Study,
-    task_names: list[str] | None,
-    spa_tau: float | None,
-    verdict: VerdictSettings | None,
-    reference: str = HUMANS,
-) -> Iterator[Report]:
+def _built(study: Study, task_names: list[str] | None, settings: ReportSettings) -> Iterator[Report]:
     tasks = [study.task(name) for name in task_names or study.item_task_names()]  # an unknown task: one sentence
     for task in tasks:
-        settings = _with_inclusion(study, task.name, verdict or VerdictSettings())
-        report = Report(study, task, spa_tau=spa_tau, verdict=settings, reference=reference)
+        verdict = _with_inclusion(study, task.name, settings.verdict)
+        report = Report(study, task, replace(settings, verdict=verdict))
         report.build()
         if report.records or task_names:
             yield report

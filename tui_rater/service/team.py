@@ -21,7 +21,7 @@ import numpy as np
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.protocols import derive_seed
-from tui_rater.stats import alt_test as at
+from tui_rater.stats import alternative_annotator as at
 from tui_rater.store.study import Study
 from tui_rater.store.team import (
     LEASE_S,

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from tui_rater.stats import alt_test as at
+from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats import ppi
 
 T = TypeVar("T")

@@ -16,14 +16,16 @@ from functools import partial
 
 from tui_rater import __version__
 from tui_rater.domain.display import safe_text
-from tui_rater.stats import figures, plots, render, render_verdict
+from tui_rater.stats import figures, plots, render
 from tui_rater.stats.records import Record
 from tui_rater.stats.report import Report
+from tui_rater.stats.sections import bias_corrected, converging, verdict
+from tui_rater.stats.sections.base import Found, Table
 
 # which tables go in which part of the page (the rest follow under "All tables")
-VERDICT_TABLES = ("verdict", "verdict_across")
-PPI_TABLES = ("ppi", "ppi_diff")
-NOT_SHOWN = ("convergence",)  # drawn as curves instead
+VERDICT_TABLES = (verdict.VERDICT.name, verdict.ACROSS.name)
+PPI_TABLES = (bias_corrected.MEANS.name, bias_corrected.DIFFERENCES.name)
+NOT_SHOWN = (converging.CURVES.name,)  # drawn as curves instead
 
 CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1280px; padding: 0 1em; color: #222; }
@@ -116,7 +118,7 @@ def _task(task: str, report: Report) -> list[Part]:
     return out
 
 
-def _part(heading: str, named: list[tuple[str, render.Table]], names: tuple[str, ...]) -> list[str]:
+def _part(heading: str, named: list[tuple[str, Table]], names: tuple[str, ...]) -> list[str]:
     shown = [table for name, table in named if name in names]
     if not shown:
         return []
@@ -125,12 +127,11 @@ def _part(heading: str, named: list[tuple[str, render.Table]], names: tuple[str,
 
 def _caveats(records: list[Record]) -> list[str]:
     """Beside the verdict table: each verdict's caveats (the humans barely agree; the verdict has not settled)."""
-    by = {(r.table, r.attribute, r.system, r.evaluator, r.evaluator_b, r.statistic): r for r in records}
-    keys = dict.fromkeys((r.attribute, r.evaluator) for r in records if r.table == "verdict")
+    found = Found(records, verdict.VERDICT.reads)
     items = [
         f"<li><strong>{e(attribute)} · {e(judge)}</strong>: {e(caveat.removeprefix('⚠ '))}</li>"
-        for attribute, judge in keys
-        for caveat in render_verdict.caveats(by, attribute, judge)
+        for attribute, judge in found.keys("verdict", "attribute", "evaluator")
+        for caveat in verdict.caveats(found, attribute, judge)
     ]
     if not items:
         return []

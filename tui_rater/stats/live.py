@@ -19,7 +19,7 @@ import numpy as np
 from tui_rater.domain.protocols import Level
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
-from tui_rater.stats import alt_test as at
+from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.report import Report
 from tui_rater.stats.sections.nominal import choice_labels, cohen_kappa
@@ -214,7 +214,7 @@ def _gaps(
 def _verdicts(report: Report, attribute: Attribute, rows: list[JudgeRow]) -> None:
     """Each judge's alt-test (skipped at once with fewer than 3 human raters: the solo rater's usual case)."""
     humans, reason = verdict_humans(report, attribute)
-    eps = report.verdict.eps
+    eps = report.settings.verdict.eps
     for row in rows:
         if row.judge not in report.judges or not rated(report, row.judge, attribute):
             continue

@@ -1,28 +1,26 @@
-"""The papers' tables from a study's own data, as flat records (rendering is in ``render.py``).
+"""The papers' tables from a study's own data, as flat records (how they print: each section's layout).
 
 The report asks each question's protocol which sections apply (``report_sections``) and runs them
-(``sections/``): scores get Chiang & Lee's Tables 1, 2, 3, 6 and 12 and Chen et al.'s
+(``sections/``, one object each): scores get Chiang & Lee's Tables 1, 2, 3, 6 and 12 and Chen et al.'s
 meta-evaluation; nominal answers (a choice, a pairwise A / B / tie) get verdict shares, κ and
 α nominal, position bias, Bradley-Terry and the pairwise meta-evaluation; SPA questions get SPA.
 Whether a judge may replace the humans (``verdict``: the alternative annotator test), bias-corrected
 system means (``ppi``) and how both converge (``convergence``) come with every protocol they fit
-(docs/VERDICT.md); ``VerdictSettings`` carries the user's ε. Every judge's readings (typed failures,
-scale mass, agreement-ready) come with every task.
+(docs/VERDICT.md). Every judge's readings (typed failures, scale mass, agreement-ready) come with every
+task. What the user sets (SPA's τ, the alt-test's ε, the humans' reference) is one ``ReportSettings``.
 """
 
 from __future__ import annotations
 
-import polars as pl
-
 from tui_rater.domain import protocols
-from tui_rater.domain.errors import UserError
-from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.domain.tasks import Attribute
+from tui_rater.stats.agreement import Stat
 from tui_rater.stats.records import ALL, HUMANS, SCHEMA, Record, as_dicts
-from tui_rater.stats.sections import ALWAYS, ORDER, SECTIONS
+from tui_rater.stats.sections import SECTIONS, check_protocols
+from tui_rater.stats.sections.base import Runs, Section
 from tui_rater.stats.sections.data import ReportData, load, reference_system
-from tui_rater.stats.sections.notes import notes
 from tui_rater.stats.sections.readings import mark_not_ready
-from tui_rater.stats.sections.settings import VerdictSettings
+from tui_rater.stats.sections.settings import ReportSettings, SpaSettings, VerdictSettings
 from tui_rater.store.study import Study
 
 __all__ = [
@@ -31,6 +29,8 @@ __all__ = [
     "SCHEMA",
     "Record",
     "Report",
+    "ReportSettings",
+    "SpaSettings",
     "VerdictSettings",
     "as_dicts",
     "build_report",
@@ -42,53 +42,80 @@ __all__ = [
 class Report(ReportData):
     """One task's report: its data, and the sections its questions' protocols name."""
 
-    def __init__(
-        self,
-        study: Study,
-        task: Task,
-        frame: pl.DataFrame | None = None,
-        spa_tau: float | None = 1.1,
-        readings: pl.DataFrame | None = None,
-        verdict: VerdictSettings | None = None,
-        reference: str = HUMANS,
-    ) -> None:
-        super().__init__(study, task, frame, spa_tau, readings, verdict, reference)
+    _writing: frozenset[str] | None = None  # the tables the section being computed may write
 
-    def sections(self) -> list[tuple[str, list[Attribute]]]:
-        """(section name, the questions whose protocol names it), in report order."""
-        named = {a.name: protocols.of(a).report_sections for a in self.task.attributes}
-        for attribute in self.task.attributes:
-            unknown = set(named[attribute.name]) - set(SECTIONS)
-            if not unknown:
-                continue
-            protocol = protocols.of(attribute).name
-            if protocol not in protocols.BUILT_IN:  # an installed package's protocol (discovery): its author's slip
-                raise UserError(
-                    f"the protocol {protocol!r} (of {attribute.name!r}) names report sections that do not exist: "
-                    f"{', '.join(sorted(unknown))} (there are: {', '.join(ORDER)})"
-                )
-            # one of ours naming a section nobody computes is a bug, not user input
-            raise ValueError(f"the protocol of {attribute.name!r} names unknown report sections: {sorted(unknown)}")
+    def sections(self) -> list[tuple[Section, list[Attribute]]]:
+        """(section, the questions whose protocol names it), in the order sections are computed."""
+        named = {a.name: protocols.of(a) for a in self.task.attributes}
+        check_protocols(named.values())  # a protocol registered after the sections were imported
         return [
-            (section, [a for a in self.task.attributes if section in named[a.name]])
-            for section in ORDER
-            if any(section in named[a.name] for a in self.task.attributes)
+            (section, [a for a in self.task.attributes if section.name in named[a.name].report_sections])
+            for section in SECTIONS.values()
+            if any(section.name in named[a.name].report_sections for a in self.task.attributes)
         ]
 
     def build(self) -> list[Record]:
         self.records = []
+        named = self.sections()  # an unknown section raises with or without ratings
         if not self.frame.is_empty():
-            for section, attributes in self.sections():
-                SECTIONS[section](self, attributes)
+            for section, attributes in named:
+                self._compute(section, attributes)
         if not self.readings.is_empty():
-            for always in ALWAYS.values():
-                always(self, list(self.task.attributes))
+            for section in SECTIONS.values():
+                if section.runs is Runs.JUDGED:
+                    self._compute(section, list(self.task.attributes))
         mark_not_ready(self)
-        notes(self)  # the flagged items and comments, whatever the questions (issue 21)
+        for section in SECTIONS.values():
+            if section.runs is Runs.ALWAYS:  # after the marks: the notes people left hold no agreement
+                self._compute(section, list(self.task.attributes))
         return self.records
 
+    def _compute(self, section: Section, attributes: list[Attribute]) -> list[Record]:
+        """Run one section; the records it added."""
+        before = len(self.records)
+        self._writing = frozenset(section.tables)
+        try:
+            section.compute(self, attributes)
+        finally:
+            self._writing = None
+        return self.records[before:]
 
-def build_report(
-    study: Study, task_name: str, spa_tau: float | None = 1.1, verdict: VerdictSettings | None = None
-) -> list[Record]:
-    return Report(study, study.task(task_name), spa_tau=spa_tau, verdict=verdict).build()
+    def add(
+        self,
+        table: str,
+        attribute: str,
+        system: str,
+        evaluator: str,
+        statistic: str,
+        stat: Stat | None = None,
+        *,
+        value: float | None = None,
+        n: int = 0,
+        evaluator_b: str | None = None,
+        p: float | None = None,
+        note: str = "",
+    ) -> None:
+        allowed = self._writing if self._writing is not None else _written()
+        if table not in allowed:  # a misspelt table would never be printed
+            raise ValueError(f"a report section writes table {table!r}, which it does not declare ({sorted(allowed)})")
+        super().add(
+            table,
+            attribute,
+            system,
+            evaluator,
+            statistic,
+            stat,
+            value=value,
+            n=n,
+            evaluator_b=evaluator_b,
+            p=p,
+            note=note,
+        )
+
+
+def _written() -> frozenset[str]:
+    return frozenset(table for section in SECTIONS.values() for table in section.tables)
+
+
+def build_report(study: Study, task_name: str, settings: ReportSettings | None = None) -> list[Record]:
+    return Report(study, study.task(task_name), settings).build()

@@ -27,6 +27,8 @@ from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import active
 from tui_rater.stats import ppi as pp
 from tui_rater.stats.records import HUMANS
+from tui_rater.stats.sections import cells
+from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
 
 CONFIDENCE = 0.95
@@ -43,7 +45,7 @@ def scored(data: ReportData, attributes: Sequence[Attribute]) -> list[Attribute]
 
 
 def inclusion(data: ReportData, attribute: Attribute) -> Mapping[int, float] | None:
-    found = data.verdict.inclusion
+    found = data.settings.verdict.inclusion
     return None if found is None else found.get(attribute.name)
 
 
@@ -193,3 +195,100 @@ def _sum_of_independent(x: pp.Interval, y: pp.Interval) -> pp.Interval:
         return pp.Interval(None, note="; ".join(n for n in (x.note, y.note) if n) or "a system has no estimate")
     variance = x.std_error**2 + y.std_error**2
     return pp.normal_interval(x.estimate - y.estimate, variance, min(x.n, y.n), CONFIDENCE)
+
+
+# --- layouts -------------------------------------------------------------------------------
+
+
+def _shown_interval(found: Found, key: tuple[str, str, str, str, str | None], mean: str, prefix: str) -> str:
+    estimate = found.get(*key, mean)
+    if estimate is None or estimate.value is None:
+        return "n/a"
+    low, high = found.get(*key, f"{prefix}_ci_low"), found.get(*key, f"{prefix}_ci_high")
+    return f"{estimate.value:.2f} [{cells.value(low)}, {cells.value(high)}]"
+
+
+def _assumption(found: Found, table: str) -> str:
+    notes = {r.note for r in found.of(table) if r.statistic in ("ppi_mean", "difference")}
+    said = [text for text in (UNIFORM, WEIGHTED) if any(text in note for note in notes)]
+    return "; ".join(said)
+
+
+def _lay_out_means(found: Found, who: Who) -> Table | None:
+    keys = found.keys("ppi", "attribute", "evaluator", "system")
+    if not keys:
+        return None
+    rows = []
+    for attribute, judge, system in keys:
+        key = ("ppi", attribute, system, judge, None)
+        judge_mean = found.get(*key, "judge_mean")
+        halve = found.get(*key, "extra_ratings_to_halve")
+        estimate = found.get(*key, "ppi_mean")
+        rated = f"{estimate.n}/{judge_mean.n}" if estimate and judge_mean else "n/a"
+        why = estimate.note.split("; ")[0] if estimate and estimate.value is None else ""
+        rows.append(
+            [
+                attribute,
+                who(judge, attribute),
+                system,
+                _shown_interval(found, key, "ppi_mean", "ppi"),
+                _shown_interval(found, key, "classical_mean", "classical"),
+                cells.value(judge_mean),
+                rated,
+                f"+{halve.value:g}" if halve and halve.value is not None else "n/a",
+                why or (halve.note if halve and halve.value is None else ""),
+            ]
+        )
+    title = MEANS.title + "; " + _assumption(found, "ppi")
+    header = [
+        "attribute",
+        "judge",
+        "system",
+        "PPI mean [95%]",
+        "humans only",
+        "judge mean",
+        "rated/items",
+        "ratings to halve",
+        "note",
+    ]
+    return title, header, rows
+
+
+def _lay_out_differences(found: Found, who: Who) -> Table | None:
+    keys = found.keys("ppi_diff", "attribute", "evaluator", "system", "evaluator_b")
+    if not keys:
+        return None
+    rows = []
+    for attribute, judge, a, b in keys:
+        key = ("ppi_diff", attribute, a, judge, b)
+        estimate = found.get(*key, "difference")
+        paired = "paired" if estimate and "paired by prompt" in estimate.note else "unpaired"
+        rows.append(
+            [
+                attribute,
+                who(judge, attribute),
+                f"{a} − {b}",
+                _shown_interval(found, key, "difference", "difference"),
+                _shown_interval(found, key, "classical_difference", "classical"),
+                paired,
+            ]
+        )
+    title = DIFFERENCES.title + "; " + _assumption(found, "ppi_diff")
+    return title, ["attribute", "judge", "systems", "PPI difference [95%]", "humans only", "design"], rows
+
+
+MEANS = Layout(
+    "ppi",
+    "Bias-corrected system means (prediction-powered inference, Angelopoulos et al. 2023): judge on every "
+    "item + mean (human − judge) on the rated ones, 95% intervals, the humans-only mean beside it",
+    ("ppi",),
+    _lay_out_means,
+)
+DIFFERENCES = Layout(
+    "ppi_diff",
+    "Differences between systems, prediction-powered (95% intervals), the humans-only difference beside",
+    ("ppi_diff",),
+    _lay_out_differences,
+)
+# bias-corrected system means (ordinal and interval questions)
+SECTION = Section("ppi", ppi, ("ppi", "ppi_diff"), (MEANS, DIFFERENCES))

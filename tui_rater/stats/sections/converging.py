@@ -22,10 +22,12 @@ import numpy as np
 import polars as pl
 
 from tui_rater.domain.tasks import Attribute
-from tui_rater.stats import alt_test as at
+from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats import convergence as cv
 from tui_rater.stats import ppi as pp
-from tui_rater.stats.records import ALL, HUMANS
+from tui_rater.stats.records import ALL, HUMANS, Record
+from tui_rater.stats.sections import cells
+from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.bias_corrected import CONFIDENCE, inclusion, scored
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.stats.sections.settings import FDR
@@ -84,7 +86,7 @@ def _verdict_curve(data: ReportData, attribute: Attribute) -> None:
             order,
             verdict_sizes(len(order)),
             level=level_of(data, attribute),
-            epsilon=data.verdict.eps,
+            epsilon=data.settings.verdict.eps,
             alpha=FDR,
         )
         for point in points:
@@ -155,3 +157,46 @@ def _bounds(add: partial[None], prefix: str, interval: pp.Interval, rated: int) 
     add(f"{prefix}_mean", value=interval.estimate, n=rated, note=interval.note)
     add(f"{prefix}_ci_low", value=interval.ci_low, n=rated, note=interval.note)
     add(f"{prefix}_ci_high", value=interval.ci_high, n=rated, note=interval.note)
+
+
+# --- layout --------------------------------------------------------------------------------
+
+CURVE_POINTS = 5  # points of a convergence curve shown in a text table (all of them are in JSON / HTML)
+
+
+def _lay_out(found: Found, who: Who) -> Table | None:
+    rows = []
+    for table, statistic, label in (
+        ("verdict_convergence", "winning_rate", "ω"),
+        ("ppi_convergence", "ppi_mean", "PPI mean"),
+    ):
+        for attribute, judge, system in found.keys(table, "attribute", "evaluator", "system"):
+            points = [
+                r
+                for r in found.of(table)
+                if r.statistic == statistic and (r.attribute, r.evaluator, r.system) == (attribute, judge, system)
+            ]
+            rows.append([attribute, who(judge, attribute), system, label, _curve(points)])
+    if not rows:
+        return None
+    return CURVES.title, ["attribute", "judge", "system", "statistic", "curve (n: value)"], rows
+
+
+def _curve(points: list[Record]) -> str:
+    if len(points) == 1 and points[0].value is None:
+        return f"n/a: {points[0].note}"
+    shown = points
+    if len(points) > CURVE_POINTS:  # evenly spaced, the first and the last kept
+        step = (len(points) - 1) / (CURVE_POINTS - 1)
+        shown = [points[round(i * step)] for i in range(CURVE_POINTS)]
+    return " → ".join(f"{p.n}: {cells.value(p)}" for p in shown)
+
+
+CURVES = Layout(
+    "convergence",
+    "Convergence as human ratings arrive (items in the order their ratings were completed; n = rated items)",
+    ("verdict_convergence", "ppi_convergence"),
+    _lay_out,
+)
+# both as human ratings arrive; whether the verdict has settled is a caveat of the verdict table
+SECTION = Section("convergence", convergence, ("verdict_convergence", "ppi_convergence", "verdict"), (CURVES,))

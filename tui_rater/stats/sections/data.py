@@ -21,13 +21,10 @@ from tui_rater.domain.protocols import EvaluationProtocol
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.stats import agreement as ag
 from tui_rater.stats.records import ALL, HUMANS, Record
-from tui_rater.stats.sections.settings import VerdictSettings
+from tui_rater.stats.sections.settings import ReportSettings
 from tui_rater.store.adjudication import ADJUDICATED, adjudicated_values
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
 from tui_rater.store.team import has_team_tables
-
-# what the humans' per-item score is (``report --reference``): their ratings combined, or the adjudicated value
-REFERENCES = (HUMANS, ADJUDICATED)
 
 _FRAME_SCHEMA = {
     "item_key": pl.Int64,
@@ -56,7 +53,7 @@ NOT_GOLD = " AND r.item_key NOT IN (SELECT item_key FROM gold)"
 
 def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the ratings in force with a value, one row per (item, attribute, rater, presentation, sample), of the
-    people and the judges (an adjudicator's decision is never a rater's rating: see ``ReportData.reference``);
+    people and the judges (an adjudicator's decision is never a rater's rating: see ``ReportSettings.reference``);
     every judge reading in force, failed or not, with its parse status and, for a distribution pass,
     its scale mass) -- in one pass over the ratings."""
     not_gold = NOT_GOLD if has_team_tables(study) else ""
@@ -107,14 +104,13 @@ class ReportData:
         self,
         study: Study,
         task: Task,
+        settings: ReportSettings | None = None,
+        *,
         frame: pl.DataFrame | None = None,
-        spa_tau: float | None = 1.1,
         readings: pl.DataFrame | None = None,
-        verdict: VerdictSettings | None = None,
-        reference: str = HUMANS,
     ) -> None:
-        self.study, self.task, self.spa_tau = study, task, spa_tau
-        self.verdict = verdict or VerdictSettings()  # the alt-test's ε, how the human-rated items were drawn
+        self.study, self.task = study, task
+        self.settings = settings or ReportSettings()  # SPA's τ, the alt-test's ε, the humans' reference
         if frame is None or readings is None:
             loaded_frame, loaded_readings = load_all(study, task.name)
             frame = loaded_frame if frame is None else frame
@@ -134,9 +130,7 @@ class ReportData:
         self.extra: dict[str, Any] = {}  # what one section computes for another (judge readiness)
         # the humans' score of an item: their ratings combined, or (``report --reference adjudicated``) the
         # adjudicator's decided value where there is one; never a rater of its own in any statistic
-        if reference not in REFERENCES:
-            raise ValueError(f"unknown reference {reference!r}")
-        self.reference = reference
+        reference = self.settings.reference
         self.adjudicated = adjudicated_values(study, task.name) if reference == ADJUDICATED else {}
 
     # --- who and what --------------------------------------------------------------------

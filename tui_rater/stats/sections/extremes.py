@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from tui_rater.domain.tasks import Attribute
+from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
 
 
@@ -44,3 +45,20 @@ def extremes(data: ReportData, attributes: Sequence[Attribute]) -> None:
             n=n,
             note=f"item {ids.get(item_key, item_key)}",
         )
+
+
+def _lay_out(found: Found, who: Who) -> Table | None:
+    rows = [
+        [r.evaluator, r.note.removeprefix("item "), r.system, r.statistic.replace("all_", "all at "), str(r.n)]
+        for r in found.of("extremes")
+    ]
+    return (TABLE.title, ["judge", "item", "system", "ratings", "n"], rows) if rows else None
+
+
+TABLE = Layout(
+    "extremes",
+    "Items a judge rated at the scale's end on every attribute and sample (check for injected instructions)",
+    ("extremes",),
+    _lay_out,
+)
+SECTION = Section("extremes", extremes, ("extremes",), (TABLE,))

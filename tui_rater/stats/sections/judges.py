@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats.records import ALL
+from tui_rater.stats.sections.base import Found, Layout, Runs, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.store.judges import legend
 
@@ -25,3 +26,17 @@ def judges(data: ReportData, attributes: Sequence[Attribute]) -> None:
         if sources > 1:
             note += f"; replies from {sources} different sources (model id, fingerprint, file or server)"
         data.add("judges", "*", ALL, label, "rater_id", value=rater_id, n=readings.get(label, 0), note=note)
+
+
+def _lay_out(found: Found, who: Who) -> Table | None:
+    rows = [[r.evaluator, "n/a" if r.value is None else f"{r.value:.0f}", str(r.n), r.note] for r in found.of("judges")]
+    return (TABLE.title, ["judge", "id", "readings", "rater"], rows) if rows else None
+
+
+TABLE = Layout(
+    "judges",
+    "Judges — the labels above: rater id and name; `tui-rater judges` lists each one's full provenance",
+    ("judges",),
+    _lay_out,
+)
+SECTION = Section("judges", judges, ("judges",), (TABLE,), Runs.JUDGED)

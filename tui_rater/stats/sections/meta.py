@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import systems as st
 from tui_rater.stats.records import ALL, HUMANS
+from tui_rater.stats.sections import cells
+from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
 
 
@@ -53,3 +55,20 @@ def meta(data: ReportData, attributes: Sequence[Attribute]) -> None:
                     evaluator_b=judge,
                     note="" if tau is not None else "no pairs",
                 )
+
+
+def _lay_out(found: Found, who: Who) -> Table | None:
+    rows = [
+        [r.attribute, who(r.evaluator_b, r.attribute), r.statistic, cells.value(r, 3), str(r.n)]
+        for r in found.of("meta")
+    ]
+    return (TABLE.title, ["attribute", "judge", "statistic", "value", "n"], rows) if rows else None
+
+
+TABLE = Layout(
+    "meta",
+    "Meta-evaluation against human scores (Chen et al.): sample- and dataset-level, τ-b over pairs",
+    ("meta",),
+    _lay_out,
+)
+SECTION = Section("meta", meta, ("meta",), (TABLE,))

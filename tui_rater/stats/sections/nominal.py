@@ -22,6 +22,8 @@ import numpy as np
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
 from tui_rater.stats.records import HUMANS
+from tui_rater.stats.sections import cells
+from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
 
 
@@ -90,3 +92,73 @@ def agreement(data: ReportData, attribute: Attribute) -> None:
 def cohen_kappa(x: np.ndarray, y: np.ndarray, points: list[float]) -> ag.Stat:
     """Cohen's (1960) unweighted κ over the choices: every disagreement weighs the same."""
     return ag.weighted_kappa(x, y, points, "none")
+
+
+def _lay_out_shares(found: Found, who: Who) -> Table | None:
+    keys = list(dict.fromkeys((r.attribute, r.evaluator, r.system) for r in found.of("nominal")))
+    if not keys:
+        return None
+    rows = []
+    for attribute, evaluator, system in keys:
+        shares = [
+            r
+            for r in found.of("nominal")
+            if (r.attribute, r.evaluator, r.system) == (attribute, evaluator, system)
+            and r.statistic.startswith("share_")
+        ]
+        cell = "  ".join(f"{r.statistic.removeprefix('share_')} {cells.value(r)}" for r in shares)
+        alpha = found.get("nominal", attribute, system, evaluator, None, "alpha_nominal")
+        exact = found.get("nominal", attribute, system, evaluator, None, "percent_exact")
+        n = shares[0].n if shares else 0
+        rows.append(
+            [
+                attribute,
+                who(evaluator, attribute),
+                cells.column(system),
+                cell,
+                cells.value(alpha),
+                cells.value(exact, 0, "%"),
+                str(n),
+            ]
+        )
+    header = ["attribute", "evaluator", "system", "verdict shares", "α nominal", "all agree", "items"]
+    return SHARES.title, header, rows
+
+
+def _lay_out_pairs(found: Found, who: Who) -> Table | None:
+    keys = list(dict.fromkeys((r.attribute, r.system, r.evaluator, r.evaluator_b) for r in found.of("nominal_pairs")))
+    if not keys:
+        return None
+    rows = []
+    for attribute, system, a, b in keys:
+        kappa = found.get("nominal_pairs", attribute, system, a, b, "cohen_kappa")
+        alpha = found.get("nominal_pairs", attribute, system, a, b, "alpha_nominal")
+        exact = found.get("nominal_pairs", attribute, system, a, b, "exact_agreement")
+        n = exact.n if exact else 0
+        rows.append(
+            [
+                attribute,
+                who(a, attribute),
+                who(b, attribute),
+                cells.value(kappa, 3),
+                cells.value(alpha, 3),
+                cells.value(exact, 0, "%"),
+                str(n),
+            ]
+        )
+    return PAIRS.title, ["attribute", "rater", "rater", "κ", "α nominal", "exact", "n"], rows
+
+
+SHARES = Layout(
+    "nominal",
+    "Verdict shares and agreement among each evaluator's annotators (α nominal, % all agree)",
+    ("nominal",),
+    _lay_out_shares,
+)
+PAIRS = Layout(
+    "nominal_pairs",
+    "Agreement on nominal answers — Cohen's κ (unweighted), α nominal, % exact",
+    ("nominal_pairs",),
+    _lay_out_pairs,
+)
+SECTION = Section("nominal", nominal, ("nominal", "nominal_pairs"), (SHARES, PAIRS))

@@ -8,10 +8,14 @@ here, kept in ``export --what notes`` with their history.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from tui_rater.domain.tasks import Attribute
+from tui_rater.stats.sections.base import Found, Layout, Runs, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
 
 
-def notes(data: ReportData) -> None:
+def notes(data: ReportData, attributes: Sequence[Attribute]) -> None:
     rows = data.study.db.conn.execute(
         """SELECT n.kind, i.key, i.id, coalesce(i.system, '-'), ra.label, n.attribute, n.text
            FROM notes n JOIN items i ON i.key = n.item_key JOIN raters ra ON ra.id = n.rater_id
@@ -32,3 +36,21 @@ def notes(data: ReportData) -> None:
             evaluator_b=item_id,
             note=text if kind == "comment" else "",
         )
+
+
+def _lay_out(found: Found, who: Who) -> Table | None:
+    rows = [
+        [r.evaluator_b or "", r.system, r.evaluator, r.statistic, "" if r.attribute == "*" else r.attribute, r.note]
+        for r in found.of("notes")
+    ]
+    return (TABLE.title, ["item", "system", "who", "note", "question", "text"], rows) if rows else None
+
+
+TABLE = Layout(
+    "notes",
+    "Notes — flagged items and comments in force (every note and its history: `export --what notes`)",
+    ("notes",),
+    _lay_out,
+)
+# the flagged items and comments, whatever the questions (issue 21): after the judges' marks are set
+SECTION = Section("notes", notes, ("notes",), (TABLE,), Runs.ALWAYS)

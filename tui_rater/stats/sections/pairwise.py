@@ -27,6 +27,8 @@ from tui_rater.domain.protocols import FIRST, ORIGINAL, SECOND, SWAPPED, TIE
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import systems as st
 from tui_rater.stats.records import ALL, HUMANS
+from tui_rater.stats.sections import cells
+from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
 
 # a verdict as a score difference "first minus second" (Chen et al. App. C's s1 vs s2)
@@ -176,3 +178,64 @@ def pair_meta(data: ReportData, attributes: Sequence[Attribute]) -> None:
                     evaluator_b=judge,
                     note="no pair with both a human and a judge verdict",
                 )
+
+
+def _lay_out_position(found: Found, who: Who) -> Table | None:
+    rows = [
+        [
+            r.attribute,
+            who(r.evaluator, r.attribute),
+            r.statistic,
+            f"{r.value:g}" if r.statistic.startswith("final_") and r.value is not None else cells.value(r),
+            str(r.n),
+        ]
+        for r in found.of("position")
+    ]
+    return (POSITION.title, ["attribute", "judge", "statistic", "value", "pairs"], rows) if rows else None
+
+
+def _lay_out_bt(found: Found, who: Who) -> Table | None:
+    rows = [
+        [r.attribute, who(r.evaluator, r.attribute), r.system, cells.value(r, 3), str(r.n), r.note]
+        for r in found.of("bt")
+    ]
+    header = ["attribute", "evaluator", "system", "log-strength", "comparisons", "note"]
+    return (BT.title, header, rows) if rows else None
+
+
+def _lay_out_pair_meta(found: Found, who: Who) -> Table | None:
+    keys = list(dict.fromkeys((r.attribute, r.system, r.evaluator_b) for r in found.of("pair_meta")))
+    if not keys:
+        return None
+    rows = []
+    for attribute, system, judge in keys:
+        shown, cuts = [], ""
+        for difficulty in ("hard", "medium", "easy", "all"):
+            r = found.get("pair_meta", attribute, system, HUMANS, judge, f"pair_tau_b_{difficulty}")
+            shown.append("n/a" if r is None else f"{cells.value(r, 3)} ({r.n})")
+            parts = r.note.split("; ") if r is not None else []
+            cuts = cuts or next((part for part in parts if part.startswith("human preference size")), "")
+        rows.append([attribute, who(judge, attribute), *shown, cuts])
+    header = ["attribute", "judge", "hard", "medium", "easy", "all", "difficulty: size of the humans' preference"]
+    return PAIR_META.title, header, rows
+
+
+POSITION = Layout(
+    "position",
+    "Pairwise judgements in both orders: position bias, order consistency, final verdicts",
+    ("position",),
+    _lay_out_position,
+)
+BT = Layout("bt", "Bradley–Terry abilities (MM) from all pairwise preferences", ("bt",), _lay_out_bt)
+PAIR_META = Layout(
+    "pair_meta",
+    "Pairwise meta-evaluation (Chen et al. Tables 5–8): Kendall's τ-b of the judge's verdicts against "
+    "the humans' preference, by difficulty",
+    ("pair_meta",),
+    _lay_out_pair_meta,
+)
+SECTIONS = (
+    Section("position", position, ("position",), (POSITION,)),
+    Section("bt", bt, ("bt",), (BT,)),
+    Section("pair_meta", pair_meta, ("pair_meta",), (PAIR_META,)),
+)

@@ -17,6 +17,8 @@ import numpy as np
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
 from tui_rater.stats.records import HUMANS
+from tui_rater.stats.sections import cells
+from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
 
 
@@ -68,3 +70,42 @@ def table12(data: ReportData, attributes: Sequence[Attribute]) -> None:
                     n=s.n,
                     note="" if s.mean is not None else "no ratings",
                 )
+
+
+def _lay_out_table6(found: Found, who: Who) -> Table | None:
+    systems = cells.systems(found, "table6")
+    if not systems:
+        return None
+    rows = []
+    attributes = list(dict.fromkeys(r.attribute for r in found.of("table6")))
+    pairs = list(dict.fromkeys((r.evaluator, r.evaluator_b) for r in found.of("table6")))
+    for attribute in attributes:
+        for a, b in pairs:
+            label = "mean over pairs" if b is None else f"{a} – {b}"
+            statistic = "mean_pair_tau" if b is None else "kendall_tau"
+            taus = [cells.value(found.get("table6", attribute, s, a, b, statistic), 3) for s in systems]
+            rows.append([attribute, label, *taus])
+    rows.sort(key=lambda row: (attributes.index(row[0]), row[1] != "mean over pairs"))
+    return TABLE6.title, ["attribute", "raters", *systems], rows
+
+
+def _lay_out_table12(found: Found, who: Who) -> Table | None:
+    systems = cells.systems(found, "table12")
+    if not systems:
+        return None
+    keys = list(dict.fromkeys((r.attribute, r.evaluator) for r in found.of("table12")))
+    rows = [
+        [attribute, rater, *[cells.value(found.get("table12", attribute, s, rater, None, "mean")) for s in systems]]
+        for attribute, rater in keys
+    ]
+    return TABLE12.title, ["attribute", "rater", *systems], rows
+
+
+TABLE6 = Layout(
+    "table6",
+    "Table 6 — Kendall's τ between two human raters per writer, mean over the rater pairs",
+    ("table6",),
+    _lay_out_table6,
+)
+TABLE12 = Layout("table12", "Table 12 — each human rater's mean per system", ("table12",), _lay_out_table12)
+SECTION = Section("raters", raters, ("table6", "table12"), (TABLE6, TABLE12))  # Table 6 per writer, 12 per rater

@@ -28,6 +28,8 @@ import polars as pl
 from tui_rater.domain.protocols import FAILURES
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats.records import ALL, Record
+from tui_rater.stats.sections import cells
+from tui_rater.stats.sections.base import Found, Layout, Runs, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.store.study import RATINGS_IN_FORCE
 
@@ -191,3 +193,49 @@ def _lookup(
     if attribute in questions:
         return not_ready.get((judge, attribute))
     return next((r for (j, _), r in not_ready.items() if j == judge), None)
+
+
+def _lay_out(found: Found, who: Who) -> Table | None:
+    keys = list(dict.fromkeys((r.attribute, r.evaluator) for r in found.of("readings")))
+    if not keys:
+        return None
+    rows = []
+    for attribute, judge in keys:
+        mine = {r.statistic: r for r in found.of("readings") if (r.attribute, r.evaluator) == (attribute, judge)}
+        failures = ", ".join(
+            f"{name.removeprefix('failures_')} {r.value:g}"
+            for name, r in mine.items()
+            if name.startswith("failures_") and r.value
+        )
+        ready = mine.get("agreement_ready")
+        verdict = "yes" if ready is not None and ready.value == 1 else f"NO: {ready.note}" if ready else "n/a"
+        if "implicit_no_outside_top5" in mine:  # the paper's formula, shown as a warning
+            verdict += f"; {mine['implicit_no_outside_top5'].note}"
+        rows.append(
+            [
+                judge,
+                attribute,
+                str(mine["readings"].n) if "readings" in mine else "0",
+                cells.value(mine.get("ok_share")),
+                failures or "none",
+                cells.value(mine.get("mass_mean"), 3) if "mass_mean" in mine else "",
+                cells.value(mine.get("mass_min"), 3) if "mass_min" in mine else "",
+                verdict,
+            ]
+        )
+    header = [
+        "judge",
+        "attribute",
+        "readings",
+        "ok share",
+        "typed failures",
+        "mass mean",
+        "mass min",
+        "agreement-ready",
+    ]
+    return TABLE.title, header, rows
+
+
+TABLE = Layout("readings", "Judge readings — typed failures, scale mass, agreement-ready", ("readings",), _lay_out)
+# every question, whatever its protocol: how its judges' answers could be read
+SECTION = Section("readings", readings, ("readings",), (TABLE,), Runs.JUDGED)

@@ -13,6 +13,8 @@ from functools import partial
 
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats.records import ALL
+from tui_rater.stats.sections import cells
+from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.stats.self_agreement import retest_summary
 
@@ -54,3 +56,51 @@ def retest(data: ReportData, attributes: Sequence[Attribute]) -> None:
             for judge in found.judges:
                 add("first_vs_judge_alpha", judge.agreement.alpha, evaluator_b=judge.judge)
                 add("first_vs_judge_exact", judge.agreement.exact, evaluator_b=judge.judge)
+
+
+def _lay_out(found: Found, who: Who) -> Table | None:
+    keys = list(dict.fromkeys((r.attribute, r.evaluator) for r in found.of("retest")))
+    if not keys:
+        return None
+    rows = []
+    for attribute, person in keys:
+        mine = [r for r in found.of("retest") if (r.attribute, r.evaluator) == (attribute, person)]
+        self_ = {r.statistic: r for r in mine if r.evaluator_b == person}
+        pairs = self_["retest_alpha"].n if "retest_alpha" in self_ else 0
+        judges = "; ".join(
+            f"{r.evaluator_b} α {cells.value(r)} (n {r.n})" for r in mine if r.statistic == "first_vs_judge_alpha"
+        )
+        rows.append(
+            [
+                person,
+                attribute,
+                str(pairs),
+                cells.value(self_.get("retest_alpha")),
+                cells.value(self_.get("retest_kappa")),
+                cells.value(self_.get("retest_exact"), 0, "%"),
+                cells.value(self_.get("retest_shift")),
+                cells.value(self_.get("retest_alpha_calibrated")),
+                judges or "no judge",
+            ]
+        )
+    header = [
+        "rater",
+        "attribute",
+        "rated twice",
+        "α self",
+        "κ self",
+        "identical",
+        "shift",
+        "α after calib.",
+        "vs judges",
+    ]
+    return TABLE.title, header, rows
+
+
+TABLE = Layout(
+    "retest",
+    "Test–retest — each rater against themselves (annotate --retest); their first ratings vs each judge",
+    ("retest",),
+    _lay_out,
+)
+SECTION = Section("retest", retest, ("retest",), (TABLE,))  # a person against themselves, and each judge

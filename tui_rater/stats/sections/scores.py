@@ -21,6 +21,8 @@ import numpy as np
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
 from tui_rater.stats.records import ALL, HUMANS
+from tui_rater.stats.sections import cells
+from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData, reference_system
 
 
@@ -208,3 +210,119 @@ def table3(data: ReportData, attributes: Sequence[Attribute]) -> None:
                     n=len(valid),
                     note=("" if len(valid) > 1 else "fewer than 2 runs with ratings") + pooled,
                 )
+
+
+# --- layouts -------------------------------------------------------------------------------
+
+
+def _lay_out_table1(found: Found, who: Who) -> Table | None:
+    systems = cells.systems(found, "table1")
+    if not systems:
+        return None
+    attributes = list(dict.fromkeys(r.attribute for r in found.of("table1")))
+    evaluators = list(dict.fromkeys(r.evaluator for r in found.of("table1")))
+    v = cells.value
+    rows = []
+    for attribute in attributes:
+        for evaluator in evaluators:
+            row = [attribute, who(evaluator, attribute)]
+            for system in systems:
+                get = partial(found.get, "table1", attribute, system, evaluator, None)
+                mean = get("mean")
+                if mean is None or mean.value is None:
+                    row.append("n/a")
+                    continue
+                welch = found.get("welch", attribute, system, evaluator, None, "welch_t")
+                cell = f"{v(mean)}±{v(get('std'))}{cells.stars(welch.p if welch else None)}"
+                cell += f" α {v(get('alpha_ordinal'))}/{v(get('alpha_interval'))} {v(get('percent_exact'), 0)}%"
+                shared, humans = get("mean_on_shared_items"), get("humans_mean_on_shared_items")
+                if shared is not None and humans is not None:  # the judge rated other items than the humans
+                    cell += f"; on the {shared.n} items both rated: {v(shared)} vs humans {v(humans)}"
+                row.append(cell)
+            rows.append(row)
+    title = TABLE1.title + " (* Welch p<.05 vs the reference system)"
+    return title, ["attribute", "evaluator", *map(cells.column, systems)], rows
+
+
+def _lay_out_table2(found: Found, who: Who) -> Table | None:
+    pairs = list(dict.fromkeys((r.attribute, r.evaluator_b) for r in found.of("table2")))
+    if not pairs:
+        return None
+    systems = cells.systems(found, "table2")
+    overall = systems[-1]
+    rows = []
+    for attribute, judge in pairs:
+        row = [attribute, who(judge, attribute)]
+        for system in systems:
+            tau = found.get("table2", attribute, system, HUMANS, judge, "kendall_tau")
+            row.append("n/a" if tau is None or tau.value is None else f"{tau.value:.3f}{cells.stars(tau.p)}")
+        get = partial(found.get, "table2", attribute, overall, HUMANS, judge)
+        row.append(cells.value(get("bias_llm_minus_human")))
+        row.append(cells.value(get("qw_kappa")))
+        row.append(cells.value(get("exact_agreement"), 0, "%"))
+        rows.append(row)
+    header = ["attribute", "LLM", *[f"τ {cells.column(s)}" for s in systems], "bias", "qw κ", "exact"]
+    return TABLE2.title, header, rows
+
+
+def _lay_out_pairs(found: Found, who: Who) -> Table | None:
+    rows = [
+        [
+            r.attribute,
+            who(r.evaluator, r.attribute),
+            who(r.evaluator_b, r.attribute),
+            "n/a" if r.value is None else f"{r.value:.3f}{cells.stars(r.p)}",
+            str(r.n),
+        ]
+        for r in found.of("pairs")
+    ]
+    return (PAIRS.title, ["attribute", "rater", "rater", "τ", "n"], rows) if rows else None
+
+
+def _lay_out_table3(found: Found, who: Who) -> Table | None:
+    systems = cells.systems(found, "table3")
+    if not systems:
+        return None
+    rows = []
+    for attribute, run in dict.fromkeys((r.attribute, r.evaluator) for r in found.of("table3")):
+        get = partial(found.get, "table3", attribute)
+        if get(systems[0], run, None, "std_of_means") is not None:
+            spreads = [cells.value(get(s, run, None, "std_of_means")) for s in systems]
+            rows.append([attribute, "spread: std of the runs' means", *spreads, ""])
+            continue
+        shown, setup = [], ""
+        for system in systems:
+            mean, std = get(system, run, None, "mean"), get(system, run, None, "std")
+            shown.append(f"{cells.value(mean)}±{cells.value(std)}")
+            setup = setup or (mean.note.split(";")[0] if mean else "")
+        rows.append([attribute, who(run, attribute), *shown, setup])
+    return TABLE3.title, ["attribute", "run", *map(cells.column, systems), "setup"], rows
+
+
+TABLE1 = Layout(
+    "table1",
+    "Table 1 — mean ± std, Krippendorff's α (ordinal / interval), % items all raters agree",
+    ("table1", "welch"),
+    _lay_out_table1,
+)
+TABLE2 = Layout(
+    "table2", "Table 2 — Kendall's τ between the humans' and each LLM's per-item score", ("table2",), _lay_out_table2
+)
+PAIRS = Layout(
+    "pairs",
+    "Rater pairs — Kendall's τ, every human vs every other and vs each LLM, systems pooled",
+    ("pairs",),
+    _lay_out_pairs,
+)
+TABLE3 = Layout(
+    "table3",
+    "Table 3 — judge runs differing only in instruction / temperature: mean ± std per writer",
+    ("table3",),
+    _lay_out_table3,
+)
+SECTIONS = (
+    Section("table1", table1, ("table1", "welch"), (TABLE1,)),  # with Welch's t-test
+    Section("table2", table2, ("table2",), (TABLE2,)),
+    Section("pairs", pairs, ("pairs",), (PAIRS,)),
+    Section("table3", table3, ("table3",), (TABLE3,)),
+)

@@ -1,4 +1,8 @@
-"""What the user chooses for the verdict sections (``verdict``, ``ppi``, ``convergence``): the alt-test's ε,
+"""What the user chooses for a report, as one typed value given once (``ReportSettings``): SPA's annotator
+filter (``SpaSettings``), the verdict sections' ε and sampling (``VerdictSettings``), and what the humans'
+score of an item is (``reference``).
+
+What the user chooses for the verdict sections (``verdict``, ``ppi``, ``convergence``): the alt-test's ε,
 and how the human-rated items were drawn.
 
 ε is the alternative annotator test's cost-benefit margin (Calderon, Reichart & Dror 2025, §3 and the
@@ -12,9 +16,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from tui_rater.stats.alt_test import EPSILON_CROWD, EPSILON_EXPERT, EPSILON_SKILLED
+from tui_rater.stats.alternative_annotator import EPSILON_CROWD, EPSILON_EXPERT, EPSILON_SKILLED
+from tui_rater.stats.records import HUMANS
+from tui_rater.store.adjudication import ADJUDICATED
 
 EPSILON_FOR_RATERS = {"expert": EPSILON_EXPERT, "skilled": EPSILON_SKILLED, "crowd": EPSILON_CROWD}
 DEFAULT_RATERS = "expert"
@@ -51,3 +57,32 @@ class VerdictSettings:
         if self.epsilon is not None:
             return f"ε = {self.epsilon:g} (--epsilon)"
         return f"ε = {self.eps:g} (the paper's value for {self.raters} raters; --raters or --epsilon to change)"
+
+
+@dataclass(frozen=True)
+class SpaSettings:
+    """SPA's filter (Ethayarajh & Jurafsky 2022, §5.2 step 3): an annotator whose P[X>Y] + P[Y>X] exceeds
+    ``tau`` on a comparison is left out (the paper's τ = 1.1); None keeps every annotator."""
+
+    tau: float | None = 1.1
+
+    def __post_init__(self) -> None:
+        if self.tau is not None and not (math.isfinite(self.tau) and self.tau >= 0):
+            raise ValueError(f"SPA's τ must be a number of at least 0, not {self.tau!r}")
+
+
+# what the humans' per-item score is (``report --reference``): their ratings combined, or the adjudicated value
+REFERENCES = (HUMANS, ADJUDICATED)
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """Everything a user sets for a report, given to it once: each section reads its own part."""
+
+    spa: SpaSettings = field(default_factory=SpaSettings)
+    verdict: VerdictSettings = field(default_factory=VerdictSettings)
+    reference: str = HUMANS
+
+    def __post_init__(self) -> None:
+        if self.reference not in REFERENCES:
+            raise ValueError(f"unknown reference {self.reference!r}")

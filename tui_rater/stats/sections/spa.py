@@ -15,6 +15,8 @@ from typing import Any
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import systems as st
 from tui_rater.stats.records import ALL, HUMANS
+from tui_rater.stats.sections import cells
+from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
 
 
@@ -49,9 +51,9 @@ def spa(data: ReportData, attributes: Sequence[Attribute]) -> None:
             {a: v["p"] for a, v in annotators.items()},
             comparisons,
             {a: v["likert"] for a, v in annotators.items() if v["likert"]} or None,
-            data.spa_tau,
+            data.settings.spa.tau,
         )
-        _records(data, evaluator, result, data.spa_tau)
+        _records(data, evaluator, result, data.settings.spa.tau)
 
 
 def _records(data: ReportData, evaluator: str, result: st.SpaResult, tau: float | None) -> None:
@@ -86,3 +88,33 @@ def _records(data: ReportData, evaluator: str, result: st.SpaResult, tau: float 
         n=result.annotators + len(result.excluded),
         note=f"excluded (P[X>Y] + P[Y>X] > {tau}): {len(result.excluded)}" if tau else "no filter",
     )
+
+
+def _lay_out(found: Found, who: Who) -> Table | None:
+    rows = []
+    for r in found.of("spa"):
+        if r.statistic == "p_x_over_y":
+            likert = found.get("spa", r.attribute, r.system, r.evaluator, r.evaluator_b, "likert_delta")
+            rows.append(
+                [
+                    r.system,
+                    r.evaluator_b or "",
+                    who(r.evaluator, "*"),
+                    "n/a" if r.value is None else f"{r.value:.3f}{cells.spa_stars(r.p)}",
+                    "n/a"
+                    if likert is None or likert.value is None
+                    else f"{likert.value:+.3f}{cells.spa_stars(likert.p)}",
+                    str(r.n),
+                ]
+            )
+    if not rows:
+        return None
+    kept = [f"{r.evaluator}: {r.note}" for r in found.of("spa") if r.statistic == "annotators_kept"]
+    title = TABLE.title + ("; " + "; ".join(kept) if kept else "")
+    return title, ["System X", "System Y", "evaluator", "P[X≻Y] (SPA)", "Likert Δ", "n"], rows
+
+
+TABLE = Layout(
+    "spa", "SPA (Ethayarajh & Jurafsky Table 1 layout): Holm-corrected * α=.10, ** .05, *** .01", ("spa",), _lay_out
+)
+SECTION = Section("spa", spa, ("spa",), (TABLE,))

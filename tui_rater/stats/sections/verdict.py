@@ -1,5 +1,5 @@
 """Section ``verdict``: may the judge replace the human raters? The alternative annotator test
-(Calderon, Reichart & Dror 2025, arXiv 2501.10970; ``stats/alt_test.py``, docs/VERDICT.md §1).
+(Calderon, Reichart & Dror 2025, arXiv 2501.10970; ``stats/alternative_annotator.py``, docs/VERDICT.md §1).
 
 Per question and judge, with at least 3 human raters on the same items:
 
@@ -20,15 +20,17 @@ as on every other (``readings.mark_not_ready``).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import partial
 
 import numpy as np
 
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
-from tui_rater.stats import alt_test as at
-from tui_rater.stats.records import ALL, HUMANS
+from tui_rater.stats import alternative_annotator as at
+from tui_rater.stats.records import ALL, HUMANS, Record
+from tui_rater.stats.sections import cells
+from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.stats.sections.settings import FDR
 
@@ -88,7 +90,7 @@ def level_of(data: ReportData, attribute: Attribute) -> str:
 
 
 def verdict(data: ReportData, attributes: Sequence[Attribute]) -> None:
-    eps, source = data.verdict.eps, data.verdict.epsilon_source
+    eps, source = data.settings.verdict.eps, data.settings.verdict.epsilon_source
     across: dict[str, dict[str, tuple[Humans, Ratings]]] = {}
     levels = {a.name: level_of(data, a) for a in attributes}
     for attribute in attributes:
@@ -213,3 +215,115 @@ def _across(
         passed = None if result.passed is None else float(result.passed)
         add("verdict", value=passed, n=result.humans_tested, note=_verdict_note(result, pooled))
         add("advantage_probability", value=result.advantage_probability, n=result.items, note=note)
+
+
+# --- layouts -------------------------------------------------------------------------------
+
+CAVEATS = ("caveat_human_agreement", "verdict_settled")  # the verdict records whose note is a caveat
+
+
+def caveats(found: Found, attribute: str, judge: str) -> list[str]:
+    """What the verdict row must be read with (the humans barely agree; the verdict has not settled), as
+    this section and ``sections/converging.py`` wrote it: '⚠ ' and the reason, each."""
+    records = [found.get("verdict", attribute, ALL, judge, None, statistic) for statistic in CAVEATS]
+    return [f"⚠ {record.note}" for record in records if record is not None and record.note]
+
+
+def _lay_out_verdict(found: Found, who: Who) -> Table | None:
+    keys = found.keys("verdict", "attribute", "evaluator")
+    if not keys:
+        return None
+    rows, epsilons = [], {}
+    for attribute, judge in keys:
+        get = partial(found.get, "verdict", attribute, ALL, judge)
+        eps = get(None, "epsilon")
+        if eps is not None:
+            epsilons[eps.note] = True
+        said = get(None, "verdict")
+        if said is None or said.value is None:
+            cell = "n/a"
+        else:
+            cell = "yes: may replace" if said.value == 1 else "no"
+        rank = get(None, "rank")
+        humans = [
+            r.evaluator_b
+            for r in found.of("verdict")
+            if (r.attribute, r.evaluator) == (attribute, judge) and r.statistic == "wins" and r.evaluator_b is not None
+        ]
+        per_human = "  ".join(_human(get, human) for human in humans)
+        rho = cells.value(get(None, "advantage_probability"), 3)
+        rho += f" (#{rank.value:g})" if rank and rank.value else ""
+        reason = said.note if said is not None and said.value is None else ""
+        tested = get(None, "winning_rate")
+        rows.append(
+            [
+                attribute,
+                who(judge, attribute),
+                cells.value(tested),
+                cell,
+                "; ".join(caveats(found, attribute, judge)) or "none",
+                rho,
+                str(tested.n) if tested else "0",
+                per_human or "",
+                reason,
+            ]
+        )
+    title = VERDICT.title + ("; " + "; ".join(epsilons) if epsilons else "")
+    header = [
+        "attribute",
+        "judge",
+        "ω",
+        "verdict",
+        "caveats",
+        "ρ (rank)",
+        "humans",
+        "per human: BY-adjusted p, ✓ judge wins",
+        "note",
+    ]
+    return title, header, rows
+
+
+def _human(get: Callable[[str | None, str], Record | None], human: str) -> str:
+    wins, adjusted = get(human, "wins"), get(human, "p_adjusted")
+    if wins is None or wins.value is None:
+        return f"{human} –"
+    return f"{human} {cells.value(adjusted, 3)}{'✓' if wins.value == 1 else '✗'}"
+
+
+def _lay_out_across(found: Found, who: Who) -> Table | None:
+    keys = found.keys("verdict_across", "attribute", "evaluator")
+    if not keys:
+        return None
+    rows = []
+    for attribute, judge in keys:
+        get = partial(found.get, "verdict_across", attribute, ALL, judge, None)
+        said = get("verdict")
+        cell = "n/a" if said is None or said.value is None else "yes" if said.value == 1 else "no"
+        rows.append(
+            [
+                attribute,
+                who(judge, attribute),
+                cells.value(get("winning_rate")),
+                cell,
+                cells.value(get("advantage_probability"), 3),
+            ]
+        )
+    return ACROSS.title, ["attribute", "judge", "ω", "verdict", "ρ"], rows
+
+
+VERDICT = Layout(
+    "verdict",
+    "Can the judge replace the humans? Alternative annotator test (Calderon et al. 2025): ω = share of "
+    "humans the judge beats (one-sided paired t-test with margin ε, Benjamini–Yekutieli), verdict: may "
+    "replace when ω ≥ 0.5; ρ = average advantage probability, which ranks judges",
+    ("verdict",),
+    _lay_out_verdict,
+)
+ACROSS = Layout(
+    "verdict_across",
+    "Alternative annotator test across questions: Benjamini–Yekutieli over every question's p-values together",
+    ("verdict_across",),
+    _lay_out_across,
+)
+# the alternative annotator test; across questions too
+SECTION = Section("verdict", verdict, ("verdict", "verdict_across"), (VERDICT, ACROSS))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from tui_rater.stats import alt_test as at
+from tui_rater.stats import alternative_annotator as at
 
 # 40 items, Likert 1-5; "." = not rated (h2 misses two items, h3 rated only the first 34)
 LIKERT = {

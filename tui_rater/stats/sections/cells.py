@@ -1,0 +1,32 @@
+"""How a number shows in a printed table's cell (the layouts of ``sections/``): no statistics here."""
+
+from __future__ import annotations
+
+from tui_rater.stats.records import ALL, Record
+from tui_rater.stats.sections.base import Found
+
+
+def value(record: Record | None, digits: int = 2, suffix: str = "") -> str:
+    return "n/a" if record is None or record.value is None else f"{record.value:.{digits}f}{suffix}"
+
+
+def stars(p: float | None) -> str:
+    if p is None:
+        return ""
+    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
+
+
+def spa_stars(p: float | None) -> str:
+    # the SPA paper marks Holm-corrected significance at alpha = .10 (*), .05 (**), .01 (***)
+    if p is None:
+        return ""
+    return "***" if p < 0.01 else "**" if p < 0.05 else "*" if p < 0.10 else ""
+
+
+def systems(found: Found, table: str) -> list[str]:
+    """The systems of a table, the pooled one (``all``) last."""
+    return sorted({r.system for r in found.of(table)}, key=lambda s: (s == ALL, s))
+
+
+def column(system: str) -> str:
+    return "all (pooled)" if system == ALL else system
