@@ -233,12 +233,14 @@ def test_distribution_equals_a_single_sequence_computation(qwen_gguf):
     finally:
         alone.close()
     truth = LocalBackend(JudgeSpec(str(qwen_gguf)), parallel=1)
-    llm = Llama(model_path=str(qwen_gguf), n_ctx=4096, verbose=False)
+    # every row's logits computed (logits_all), as the engine computes its outputs in pairs: by default Llama
+    # computes the last row alone, a one-row product that takes another kernel on CPUs without AMX (2e-6 apart)
+    llm = Llama(model_path=str(qwen_gguf), n_ctx=1024, verbose=False, logits_all=True)
     try:
         for prompt, probs, single in zip(tokens, batched, sequential):
             llm.reset()
             llm.eval(prompt)
-            raw = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
+            raw = _last_logits(llm)
             assert np.array_equal(raw, truth.engine.probe(prompt))
             logits = raw.astype(np.float64)
             p = np.exp(logits - logits.max())
@@ -252,6 +254,13 @@ def test_distribution_equals_a_single_sequence_computation(qwen_gguf):
         llm.close()
         truth.close()
     assert all(0 < sum(p.values()) < 1 for p in batched)  # raw probabilities: not renormalised
+
+
+def _last_logits(llm) -> np.ndarray:
+    """The logits of the last token ``llm.eval`` decoded."""
+    from llama_cpp import llama_get_logits_ith
+
+    return np.ctypeslib.as_array(llama_get_logits_ith(llm._ctx.ctx, -1), shape=(llm.n_vocab(),)).copy()
 
 
 def _every_path(llm, prompt: list[int], option: str, p: np.ndarray) -> float:
@@ -271,7 +280,7 @@ def _every_path(llm, prompt: list[int], option: str, p: np.ndarray) -> float:
         elif p[path[0]] >= 1e-9:  # as the engine: a rarer lead adds less than that
             llm.reset()
             llm.eval([*prompt, path[0]])
-            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
+            logits = _last_logits(llm).astype(np.float64)
             q = np.exp(logits - logits.max())
             total += float(p[path[0]] * q[path[1]] / q.sum())
     return total
