@@ -199,3 +199,40 @@ def test_two_real_llama_cpp_servers_one_killed_mid_run(tmp_path, tiny_gguf):
     in_flight = 2  # the two workers' jobs at the kill may have had a request answered by the victim first
     assert all(r["endpoints"] == [survivor] for r in ratings[stored_at_kill + in_flight :])
     assert ratings[stored_at_kill + in_flight :], "no job ran after the kill"
+
+
+def test_a_key_goes_to_each_endpoint_only_where_the_user_sent_it(monkeypatch, tmp_path):
+    from tui_rater.judge.backends.api_pool import ApiPool
+    from tui_rater.judge.spec import NO_KEY, JudgeSpec
+
+    monkeypatch.setenv("TUI_RATER_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
+    monkeypatch.setenv("LAB_KEY", "lab-secret")
+    urls = ("http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1")
+    spec = JudgeSpec("api:qwen", base_url=urls[0], replicas=urls[1:]).validate()
+    assert [m._key for m in ApiPool(spec).members] == [NO_KEY, NO_KEY]  # $OPENAI_API_KEY is OpenAI's alone
+    named = JudgeSpec("api:qwen", base_url=urls[0], replicas=urls[1:], api_key_env="LAB_KEY").validate()
+    assert [m._key for m in ApiPool(named).members] == ["lab-secret", "lab-secret"]
+    assert [m.spec.base_url for m in ApiPool(named).members] == list(urls)
+
+
+def test_endpoints_from_the_config_file_and_the_same_endpoint_twice(tmp_path):
+    import pytest
+
+    from tui_rater.config import api_key_from_config, load_settings
+    from tui_rater.domain.errors import UserError
+    from tui_rater.judge.spec import JudgeSpec
+
+    path = tmp_path / "config.toml"
+    path.write_text('[judge]\nbase_url = ["http://a:8001/v1", "http://b:8002/v1"]\napi_key = "lab-secret"\n')
+    path.chmod(0o600)
+    judge = load_settings(path, environ={}).judge
+    assert (judge.base_url, judge.replicas) == ("http://a:8001/v1", ("http://b:8002/v1",))
+    # the file's key goes to the file's own endpoints, every one of them, and nowhere else
+    assert api_key_from_config("http://b:8002/v1", path) == "lab-secret"
+    assert api_key_from_config("http://c:8003/v1", path) is None
+    path.write_text("[judge]\nbase_url = []\n")
+    with pytest.raises(UserError, match="a URL or a list of URLs"):
+        load_settings(path, environ={})
+    with pytest.raises(UserError, match="http://a:8001/v1 is given twice"):
+        JudgeSpec("api:m", base_url="http://a:8001/v1", replicas=("http://a:8001/v1/",)).validate()
