@@ -236,3 +236,14 @@ def test_endpoints_from_the_config_file_and_the_same_endpoint_twice(tmp_path):
         load_settings(path, environ={})
     with pytest.raises(UserError, match="http://a:8001/v1 is given twice"):
         JudgeSpec("api:m", base_url="http://a:8001/v1", replicas=("http://a:8001/v1/",)).validate()
+
+
+def test_judge_check_with_several_endpoints_asks_each_what_it_serves_and_says_which_it_checked(tmp_path, serve_zoo):
+    first_zoo, first = serve_zoo(props={"model_path": "/a/tiny.gguf"})
+    second_zoo, second = serve_zoo(props={"model_path": "/b/tiny.gguf"})
+    db = story_study(tmp_path / "s.db", STORIES[:1])
+    result = _judge(db, first, second, flags=("--check", "--check-items", "1"))
+    assert "Traceback" not in result.stderr
+    assert f"checking the first endpoint, {first}; the other 1 were asked what they serve" in result.stderr
+    assert _chats(first_zoo) and not _chats(second_zoo)  # the questions went to the first
+    assert _count(db, "SELECT count(*) FROM raters WHERE kind = 'llm'") == 0  # a check stores nothing
