@@ -89,7 +89,7 @@ class ApiPool:
             return found
         assert last is not None  # the first choice is never None: some endpoint is always asked
         # those not asked again were down already: none answers (the worker's rule stops a run of such jobs)
-        raise JudgeError(last.kind, f"none of the {len(self.members)} endpoints answered (the last: {last.message})")
+        raise JudgeError(last.kind, f"none of the {len(self.members)} endpoints answered, the last: {last.message}")
 
     # --- the backend interface -----------------------------------------------------------------
 
