@@ -247,3 +247,10 @@ def test_judge_check_with_several_endpoints_asks_each_what_it_serves_and_says_wh
     assert f"checking the first endpoint, {first}; the other 1 were asked what they serve" in result.stderr
     assert _chats(first_zoo) and not _chats(second_zoo)  # the questions went to the first
     assert _count(db, "SELECT count(*) FROM raters WHERE kind = 'llm'") == 0  # a check stores nothing
+
+
+def test_annotate_takes_a_judges_endpoints_in_one_value(tmp_path):
+    db = story_study(tmp_path / "s.db", STORIES[:1])
+    twice = "http://127.0.0.1:9/v1 http://127.0.0.1:9/v1"  # split into endpoints: the same one twice is refused
+    result = run_cli_process("annotate", "--db", db, "--annotator", "amy", "--judge", "api:a", "--base-url", twice)
+    assert result.returncode == 2 and "--base-url http://127.0.0.1:9/v1 is given twice" in result.stderr, result.stderr
