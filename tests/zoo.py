@@ -69,6 +69,7 @@ class Zoo:
     fingerprints: tuple[str, ...] = ()
     switch_every: int = 0
     chats: int = 0
+    props: dict | None = None  # what GET /props answers (llama.cpp's server: the model file); None: 404
 
     def answer(self, path: str, body: dict) -> tuple[int, str, bytes, float]:
         """(status, content type, body, seconds between bytes) for one request."""
@@ -253,6 +254,15 @@ def serve(zoo: Zoo) -> tuple[ThreadingHTTPServer, str]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
+
+        def do_GET(self):
+            found = urlsplit(self.path).path == "/props" and zoo.props is not None
+            payload = json.dumps(zoo.props if found else {"detail": "Not Found"}).encode()
+            self.send_response(200 if found else 404)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
 
         def do_POST(self):
             length = int(self.headers.get("content-length", 0))

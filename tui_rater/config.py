@@ -11,7 +11,7 @@ platform's config folder (``~/.config/tui-rater/`` on Linux). Example::
     samples = 3
     temperature = 1.0
     top_p = 0.9
-    base_url = "http://127.0.0.1:8080/v1"
+    base_url = "http://127.0.0.1:8080/v1"   # or a list: replicas of one model
     api_key_env = "OPENAI_API_KEY"
 
     [keys]            # the app's key bindings, by action id (tui_rater/keys.py)
@@ -45,6 +45,7 @@ class JudgeDefaults:
     max_tokens: int = 128
     max_retries: int = 3
     base_url: str | None = None
+    replicas: tuple[str, ...] = ()  # base_url as a list: the endpoints after the first
     # None: $OPENAI_API_KEY, sent to OpenAI only; a name given here or with --api-key-env is sent to base_url
     api_key_env: str | None = None
     n_ctx: int = 4096
@@ -91,7 +92,9 @@ def load_settings(path: Path | None = None, environ: dict[str, str] | None = Non
     if environ.get(ENV_PREFIX + "ANNOTATOR"):
         settings = replace(settings, annotator=environ[ENV_PREFIX + "ANNOTATOR"])
     if environ.get(ENV_PREFIX + "BASE_URL"):
-        settings = replace(settings, judge=replace(settings.judge, base_url=environ[ENV_PREFIX + "BASE_URL"]))
+        settings = replace(
+            settings, judge=replace(settings.judge, base_url=environ[ENV_PREFIX + "BASE_URL"], replicas=())
+        )
     return replace(settings, warnings=tuple(warnings))
 
 
@@ -136,11 +139,16 @@ def _judge_from(raw: object, path: Path) -> JudgeDefaults:
     if not isinstance(raw, dict):
         raise UserError(f"config file {path}: [judge] must be a table")
     defaults = JudgeDefaults()
-    types = {f.name: type(getattr(defaults, f.name)) for f in fields(JudgeDefaults)}
-    values = {}
+    types = {f.name: type(getattr(defaults, f.name)) for f in fields(JudgeDefaults) if f.name != "replicas"}
+    values: dict = {}
     for key, value in raw.items():
         if key == "api_key":
             continue  # read by the API backend only; never copied into settings objects
+        if key == "base_url" and isinstance(value, list):  # several endpoints of one model (replicas)
+            if not value or not all(isinstance(url, str) and url for url in value):
+                raise UserError(f"config file {path}: [judge] base_url must be a URL or a list of URLs")
+            values["base_url"], values["replicas"] = value[0], tuple(value[1:])
+            continue
         if key not in types:
             raise UserError(f"config file {path}: unknown [judge] setting {key!r} {_suggest(key, [*types, 'api_key'])}")
         expected = types[key]
@@ -174,7 +182,9 @@ def api_key_from_config(for_url: str | None = None, path: Path | None = None) ->
     if not isinstance(judge, dict):
         return None
     key = judge.get("api_key")
-    if for_url and not is_openai_url(for_url) and judge.get("base_url") != for_url:
+    listed = judge.get("base_url")
+    urls = listed if isinstance(listed, list) else [listed]  # each endpoint of the list is the user's
+    if for_url and not is_openai_url(for_url) and for_url not in urls:
         return None
     return key if isinstance(key, str) and key else None
 

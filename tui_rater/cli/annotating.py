@@ -111,7 +111,8 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="URL",
-        help="the server of each API --judge (api:<model>), in the same order; one per API judge",
+        help="the server of each API --judge (api:<model>), in the same order; one per API judge (replicas of "
+        "its model: their URLs in one value, separated by spaces)",
     )
     p.add_argument(
         "--api-key-env",
@@ -197,7 +198,17 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
             check_key_variable(variable)
         tasks = [study.task(task)]
         specs = tuple(
-            resolve_spec(JudgeOptions(m, base_url=url, api_key_env=variable, judge_name=name), tasks, settings.judge)
+            resolve_spec(
+                JudgeOptions(
+                    m,
+                    base_url=url.split()[0] if url and url.split() else None,
+                    replicas=tuple(url.split()[1:]) if url else (),  # a URL holds no space: replicas listed
+                    api_key_env=variable,
+                    judge_name=name,
+                ),
+                tasks,
+                settings.judge,
+            )
             for m, name, url, variable in zip(args.judge, names, servers, variables)
         )
         for spec in specs:

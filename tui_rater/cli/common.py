@@ -211,7 +211,12 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--n-ctx", type=int, help="local: context window in tokens (default 4096)")
     g.add_argument("--n-gpu-layers", type=whole(-1, 100_000), help="local: layers to offload to CUDA/Metal (-1 = all)")
     g.add_argument("--chat-template", metavar="FILE", help="local: a Jinja chat template (default: the GGUF's)")
-    g.add_argument("--base-url", help="API: the server, e.g. http://127.0.0.1:8080/v1 (default: OpenAI)")
+    g.add_argument(
+        "--base-url",
+        action="append",
+        help="API: the server, e.g. http://127.0.0.1:8080/v1 (default: OpenAI); repeat it for replicas of the "
+        "same model: jobs spread over them, one that fails is left alone while the others go on",
+    )
     g.add_argument("--api-key-env", help="API: the environment variable holding the key (default OPENAI_API_KEY)")
     g.add_argument(
         "--timeout", type=real(0, 86_400, low_open=True), default=120.0, help="API: seconds to wait for a reply"
@@ -261,7 +266,8 @@ def judge_options(args: argparse.Namespace) -> JudgeOptions:
         n_ctx=args.n_ctx,
         n_gpu_layers=args.n_gpu_layers,
         chat_template=template,
-        base_url=args.base_url,
+        base_url=args.base_url[0] if args.base_url else None,
+        replicas=tuple(args.base_url[1:]) if args.base_url else (),
         api_key_env=args.api_key_env,
         timeout_s=args.timeout,
         judge_name=args.judge_name,

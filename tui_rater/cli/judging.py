@@ -133,12 +133,23 @@ def cmd_judge(args, settings) -> int:
 
 def _check(study, spec, task_names: list[str], args) -> int:
     from tui_rater.cli import preflight as show
+    from tui_rater.judge.spec import strip_credentials
     from tui_rater.service.preflight import check_judge
 
     if args.check_items < 1:
         raise UserError("--check-items must be at least 1")
     from tui_rater.judge.errors import JudgeError
 
+    if spec.replicas:  # several endpoints: all asked what they serve; the questions go to the first
+        from tui_rater.judge.backends.api_pool import check_endpoints
+
+        check_endpoints(spec)
+        say(
+            f"checking the first endpoint, {strip_credentials(spec.endpoints[0])}; the other "
+            f"{len(spec.replicas)} were asked what they serve (the same model, or nothing said)",
+            err=True,
+        )
+        spec = spec.at(spec.endpoints[0])
     try:
         tasks = [study.task(name) for name in task_names]
         result = check_judge(study, spec, tasks, items=args.check_items, workers=args.workers)

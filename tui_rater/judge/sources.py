@@ -12,21 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from tui_rater.judge.backends.base import Backend
-from tui_rater.judge.spec import JudgeSpec, strip_credentials
+from tui_rater.judge.spec import JudgeSpec
 from tui_rater.store import judges
 from tui_rater.store.study import Study
-
-OPENAI_URL = "https://api.openai.com/v1"
 
 
 def seen(spec: JudgeSpec, backend: Backend) -> list[tuple[str, str, str]]:
     """(source, served model, fingerprint) of the replies since the last call; nothing for an API job
-    answered from the store alone."""
+    answered from the store alone. A judge with several endpoints names each endpoint that answered."""
     if spec.is_api:
-        take = getattr(backend, "take_served", None)
-        pairs = take() if callable(take) else set()
-        url = strip_credentials(spec.base_url or OPENAI_URL)
-        return [(url, model, fingerprint) for model, fingerprint in sorted(pairs)]
+        take = getattr(backend, "take_sources", None)
+        return list(take()) if callable(take) else []
     # the file loaded (resolved once, at load): a symlink re-pointed mid-run does not change what answers
     loaded = getattr(backend, "source", None)
     return [(loaded if isinstance(loaded, str) else str(Path(spec.model).resolve()), "", "")]
@@ -42,9 +38,10 @@ def note(study: Study, rater_id: int, spec: JudgeSpec, backend: Backend | None) 
 
 
 def note_server(study: Study, rater_id: int, spec: JudgeSpec, backend: Backend) -> None:
-    """Record what an API judge's server says about the model behind its alias (once per run and worker; the
+    """Record what an API judge's servers say about the model behind its alias (once per run and worker; each
     server is asked once per run)."""
-    describe = getattr(backend, "describe_server", None)
+    describe = getattr(backend, "describe_servers", None)
     if not spec.is_api or not callable(describe):
         return
-    judges.record_server(study, rater_id, strip_credentials(spec.base_url or OPENAI_URL), describe())
+    for url, facts in describe():
+        judges.record_server(study, rater_id, url, facts)

@@ -52,6 +52,9 @@ class JudgeSpec:
     chat_template: str | None = None  # None: the GGUF's own template, if it has one
     # API
     base_url: str | None = None
+    # more endpoints serving the same model as base_url (replicas: vLLM, SGLang, llama-server behind one
+    # judge, ``backends/api_pool``); not part of the judge's identity, so adding a replica makes no new judge
+    replicas: tuple[str, ...] = ()
     # None: $OPENAI_API_KEY, which is sent to OpenAI only (never to another --base-url unless named)
     api_key_env: str | None = None
     timeout_s: float = 120.0
@@ -67,6 +70,15 @@ class JudgeSpec:
     @property
     def api_model(self) -> str:
         return self.model.removeprefix("api:")
+
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        """Every server this judge asks, the first (its identity's) first; empty for OpenAI's own API."""
+        return (self.base_url, *self.replicas) if self.base_url else ()
+
+    def at(self, endpoint: str) -> JudgeSpec:
+        """This judge asking one of its endpoints alone: the key routing (``api_key``) is that endpoint's."""
+        return replace(self, base_url=endpoint, replicas=())
 
     def validate(self) -> JudgeSpec:
         if self.mode not in MODES:
@@ -86,8 +98,11 @@ class JudgeSpec:
         if self.is_api:
             if not self.api_model:
                 raise UserError("an API model spec is api:<model>, e.g. api:gpt-4o-mini")
-            if self.base_url is not None:
-                check_base_url(self.base_url)
+            if self.replicas and self.base_url is None:
+                raise UserError("several endpoints need a --base-url each (the first is not OpenAI's API)")
+            for url in self.endpoints:
+                check_base_url(url)
+            check_distinct(self.endpoints)
             if self.n_gpu_layers:
                 raise UserError("--n-gpu-layers applies to local .gguf models only")
         else:
@@ -148,6 +163,16 @@ def check_base_url(url: str) -> None:
         raise UserError("--base-url is not a URL (give e.g. http://127.0.0.1:8080/v1)") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UserError("--base-url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080/v1")
+
+
+def check_distinct(urls: tuple[str, ...]) -> None:
+    """The same server given twice would be asked as two replicas (and counted twice): refused."""
+    seen: set[str] = set()
+    for url in urls:
+        shown = strip_credentials(url).rstrip("/")
+        if shown in seen:
+            raise UserError(f"--base-url {shown} is given twice; give each endpoint once")
+        seen.add(shown)
 
 
 def strip_credentials(url: str) -> str:
@@ -405,6 +430,9 @@ def provenance(spec: JudgeSpec) -> dict:
         config.pop("judge_name")  # an unnamed judge keeps the identity it had before names existed
     config.pop("api_key_env", None)
     config.pop("timeout_s", None)
+    # a judge is its model and settings at its first endpoint: the replicas behind it are where jobs run, recorded
+    # per job (``sources``), so a judge made with one --base-url goes on, the same judge, with replicas added after it
+    config.pop("replicas", None)
     if spec.is_api:
         config["backend"] = "openai-compatible"
         config["api_model"] = spec.api_model

@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,10 @@ def make_backend(
     """A worker's backend. A local model is loaded once per process: every call returns a handle on the same
     engine (closing the last handle frees it), with ``parallel`` concurrent sequences when it is first made, at a
     lower priority when ``background`` (a judge inside the app)."""
+    if spec.is_api and spec.replicas:
+        from tui_rater.judge.backends.api_pool import ApiPool
+
+        return ApiPool(spec)  # several endpoints of one model: requests spread over them
     if spec.is_api:
         from tui_rater.judge.backends.api import ApiBackend
 
@@ -226,6 +230,7 @@ class Worker(threading.Thread):
 
     def _process(self, study: Study, job: Job) -> bool:
         """Run one job; False when the judge cannot go on (a fatal error)."""
+        _with_endpoints([], self.backend)  # forget the endpoints of a job that failed before this one
         try:
             try:
                 item = study.item(job.item_key)
@@ -276,6 +281,7 @@ class Worker(threading.Thread):
         with self.progress.lock:
             self.progress.unanswered.clear()
         replies, self.replies = self.replies, {}
+        results = _with_endpoints(results, self.backend)
         if queue.complete(study, job, self.owner, results, replies):
             self.progress.add_readings([r.parse_status for r in results])
             self.progress.add(done=1, parse_failures=sum(r.parse_status != "ok" for r in results))
@@ -357,6 +363,8 @@ class Worker(threading.Thread):
                 details["structured"] = True
             if temperature != spec.temperature:
                 details["temperature"] = temperature
+            if reply.get("sampling_sent"):  # the server refused the paper's top_k / min_p: its own applied
+                details["sampling_sent"] = reply["sampling_sent"]
             if reading.ok:
                 break
             earlier.append(reply["text"])
@@ -419,7 +427,14 @@ class Worker(threading.Thread):
             grammar=grammar,
             json_schema=schema,
         )
-        return {"text": completion.text, "structured": completion.structured, "finish_reason": completion.finish_reason}
+        reply = {
+            "text": completion.text,
+            "structured": completion.structured,
+            "finish_reason": completion.finish_reason,
+        }
+        if getattr(completion, "sampling_sent", None):
+            reply["sampling_sent"] = completion.sampling_sent
+        return reply
 
     def _distribution(
         self,
@@ -483,6 +498,16 @@ class Worker(threading.Thread):
 
 # a greedy judge regenerates an unreadable reply by sampling, as the paper's default decoding
 RETRY_TEMPERATURE = 1.0
+
+
+def _with_endpoints(results: list[RatingResult], backend: Backend | None) -> list[RatingResult]:
+    """A judge with several endpoints: which of them answered this job's requests (none: answered from the
+    store), kept with each of its ratings (issue 25, item 3)."""
+    take = getattr(backend, "take_endpoints", None)
+    endpoints = take() if callable(take) else []
+    if not endpoints:
+        return results
+    return [replace(result, details={**(result.details or {}), "endpoints": endpoints}) for result in results]
 
 
 def _option_reply(found: Mapping[str, float] | OptionProbabilities) -> dict[str, Any]:

@@ -48,6 +48,7 @@ class JudgeOptions:
     n_gpu_layers: int | None = None
     chat_template: str | None = None
     base_url: str | None = None
+    replicas: tuple[str, ...] = ()  # more --base-url: endpoints serving the same model (``JudgeSpec.replicas``)
     api_key_env: str | None = None
     timeout_s: float = 120.0
     judge_name: str | None = None
@@ -94,6 +95,7 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         n_gpu_layers=_pick(options.n_gpu_layers, defaults.n_gpu_layers),
         chat_template=options.chat_template,
         base_url=options.base_url or defaults.base_url,
+        replicas=options.replicas if options.base_url else defaults.replicas,
         api_key_env=options.api_key_env or defaults.api_key_env,
         timeout_s=options.timeout_s,
         judge_name=options.judge_name,
@@ -138,7 +140,12 @@ class JudgePlan:
 def plan_judge(study: Study, spec: JudgeSpec, task_names: list[str], limit: int | None = None) -> JudgePlan:
     """Create (or find) the judge's rater and enqueue the jobs it has not done yet."""
     if spec.is_api:
-        spec.api_key()  # fail now, with one sentence, when there is no key
+        for endpoint in spec.endpoints or (None,):
+            (spec.at(endpoint) if endpoint else spec).api_key()  # fail now, with one sentence, when there is no key
+    if spec.replicas:  # several endpoints: refused before the study changes when they serve different models
+        from tui_rater.judge.backends.api_pool import check_endpoints
+
+        check_endpoints(spec)
     config = provenance(spec)
     rater = study.judge(rater_name(spec, config), config)
     added = 0

@@ -36,6 +36,7 @@ SAMPLED_TRIES = 3
 # llama.cpp's default min_p 0.05 and top_k 40 would cut the alternatives away and leave
 # end-of-text to be sampled again: off, on the servers that take these fields
 SAMPLER_EXTRAS = {"top_k": 0, "min_p": 0.0}
+OPENAI_URL = "https://api.openai.com/v1"
 
 
 def _retry_after(response) -> float | None:
@@ -103,6 +104,7 @@ class ApiBackend:
         self._root = (base or "https://api.openai.com/v1").rstrip("/").removesuffix("/v1")
         self._constraint_style: str | None = None
         self._served: set[tuple[str, str]] = set()  # (model id, fingerprint) replies named since take_served
+        self._extras_sent = False  # the last sampled request carried top_k / min_p
 
     def describe_server(self) -> dict:
         """What the server says about the model behind the alias (``api_server.describe``), asked once per run."""
@@ -192,6 +194,15 @@ class ApiBackend:
         found, self._served = self._served, set()
         return found
 
+    def take_sources(self) -> list[tuple[str, str, str]]:
+        """(server URL without credentials, model id, fingerprint) the replies named since the last call."""
+        url = strip_credentials(self.spec.base_url or OPENAI_URL)
+        return [(url, model, fingerprint) for model, fingerprint in sorted(self.take_served())]
+
+    def describe_servers(self) -> list[tuple[str, dict]]:
+        """(server URL without credentials, what it says of the model): one server here, several in a pool."""
+        return [(strip_credentials(self.spec.base_url or OPENAI_URL), self.describe_server())]
+
     def _judged(self, read: Callable[[], Any]) -> Any:
         """Read a reply; a malformed one counts against the server (a judge that never gets one stops)."""
         try:
@@ -234,14 +245,14 @@ class ApiBackend:
             messages=messages, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed
         )
         if grammar is None and json_schema is None:
-            text, finish = self._text(self._chat(**params))
+            text, finish = self._text(self._sampled(params))
             self.server.note(good=True)
-            return Completion(text, finish_reason=finish)
+            return Completion(text, finish_reason=finish, sampling_sent=self._sampling_sent(temperature, top_p))
         styles = [self._constraint_style] if self._constraint_style else list(CONSTRAINT_STYLES)
         last: JudgeError | None = None
         for style in styles:
             try:
-                body = self._chat(**params, **self._constraint(style, grammar, json_schema))
+                body = self._sampled({**params, **self._constraint(style, grammar, json_schema)})
             except JudgeError as exc:
                 # a server that does not know this kind of constraint says 400/422 (or, like
                 # llama-cpp-python's server, a 500 naming response_format): try the next kind
@@ -255,12 +266,41 @@ class ApiBackend:
             self._constraint_style = style
             text, finish = self._text(body)
             self.server.note(good=True)
-            return Completion(text, structured=style == "json_schema", finish_reason=finish)
+            return Completion(
+                text,
+                structured=style == "json_schema",
+                finish_reason=finish,
+                sampling_sent=self._sampling_sent(temperature, top_p),
+            )
         raise JudgeError(
             "unsupported",
             "the server accepts neither a JSON schema nor a grammar for "
             f"constrained output; use --mode text ({last.message if last else ''})",
         )
+
+    def _sampled(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A sampled reply asks for the paper's sampler: nucleus (top-p) over the whole vocabulary. llama.cpp's
+        server otherwise applies its own top_k 40 and min_p 0.05 first (issue 25, item 1); a server that refuses
+        those fields is asked without them (and the reply's rating says so: ``sampling_sent``)."""
+        self._extras_sent = False
+        if params["temperature"] <= 0 or self.server.sampler_extras is False:
+            return self._chat(**params)
+        try:
+            body = self._chat(**params, **SAMPLER_EXTRAS)
+        except JudgeError as exc:
+            if exc.kind != "bad_request":
+                raise
+            body = self._chat(**params)  # refused again: the constraint, not the sampler fields (the caller's)
+            self.server.sampler_extras = False
+            return body
+        self.server.sampler_extras = self._extras_sent = True
+        return body
+
+    def _sampling_sent(self, temperature: float, top_p: float) -> dict[str, Any] | None:
+        """What was sent of the sampler, where it is less than the paper's (None: all of it, or greedy)."""
+        if temperature <= 0 or self._extras_sent:
+            return None
+        return {"top_p": top_p, "top_k": "the server's", "min_p": "the server's"}
 
     @staticmethod
     def _constraint(style: str, grammar: str | None, json_schema: dict | None) -> dict:

@@ -52,6 +52,10 @@ class ServerFacts:
     good_replies: int = 0
     bad_streak: int = 0
     described: dict[str, Any] | None = None  # what the server says of the model (api_server.describe), once
+    # one of several endpoints of a judge (``api_pool``): requests in flight now, and until when (monotonic
+    # seconds) it is left alone after it did not answer
+    in_flight: int = 0
+    down_until: float = 0.0
 
     def note(self, good: bool) -> None:
         with self.lock:

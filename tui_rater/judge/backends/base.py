@@ -23,6 +23,9 @@ class Completion:
     text: str
     structured: bool = False  # the reply is {"score": ...} JSON from a constrained request
     finish_reason: str = "stop"  # "length" when max_tokens (or the context window) cut the reply
+    # the sampler settings sent, where they fall short of the paper's (a server that refused top_k / min_p samples
+    # with its own: llama.cpp's top_k 40, min_p 0.05); None: sent as asked
+    sampling_sent: dict[str, object] | None = None
 
 
 def spellings(option: str) -> tuple[str, str]:
