@@ -14,7 +14,7 @@ from textual.widgets import Footer, Static
 
 from tui_rater.domain import protocols
 from tui_rater.domain.display import safe_text
-from tui_rater.domain.tasks import Task
+from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.store.session import OtherRating
 from tui_rater.ui.render import format_value
 from tui_rater.ui.screens.input import InputScreen
@@ -88,7 +88,7 @@ class RevealScreen(ModalScreen[None]):
         region = Region(0, top, width, max(1, height))
         pane.call_after_refresh(lambda: pane.scroll_to_region(region, animate=False, immediate=True))
 
-    def _block(self, position: int, attribute) -> Text:
+    def _block(self, position: int, attribute: Attribute) -> Text:
         """One question's lines: ▶ on the marked one, your rating and review, the others' ratings."""
         block = Text()
         focused = position == self.focus_row
@@ -110,7 +110,7 @@ class RevealScreen(ModalScreen[None]):
                 block.append(f"      {safe_text(other.explanation.strip())[:400]}\n", style="italic")
         return block
 
-    def _attribute(self):
+    def _attribute(self) -> Attribute:
         return self.rating_task.attributes[self.focus_row]
 
     def action_move(self, delta: int) -> None:
