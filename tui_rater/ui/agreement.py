@@ -20,7 +20,7 @@ from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
 from tui_rater.ui.retest import retest_text
-from tui_rater.ui.screens import ConfirmScreen
+from tui_rater.ui.screens.confirm import ConfirmScreen
 
 if TYPE_CHECKING:  # the statistics stack (polars, scipy: ~0.8 s) is imported in the workers, never on the UI thread
     from tui_rater.service.retest import RetestSummary

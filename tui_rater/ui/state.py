@@ -108,15 +108,12 @@ class RatingState:
 
     # --- changes -----------------------------------------------------------------------------------
 
-    def submit(self, change: Change) -> None:
-        """A change handed to the store thread: shown as unsaved until its commit is reported."""
+    def submit(self, change: Change, index: int | None = None) -> None:
+        """A change handed to the store thread: shown as unsaved until its commit is reported. A rating of
+        showing ``index`` is one undo takes back, to the value shown before it."""
+        if change.kind == "rating" and index is not None and change.attribute is not None:
+            self.undoable.append(Undoable(index, change.attribute, self.value(index, change.attribute)))
         self.view.add(change)
-
-    def submit_rating(self, index: int, change: Change) -> None:
-        """A rating of showing ``index``: undo takes it back, to the value shown before it."""
-        assert change.attribute is not None
-        self.undoable.append(Undoable(index, change.attribute, self.value(index, change.attribute)))
-        self.submit(change)
 
     def committed(self, report: Committed) -> None:
         self.view.apply(report)
