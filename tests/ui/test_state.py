@@ -18,9 +18,9 @@ def _writer(session: AnnotationSession) -> tuple[StoreWriter, queue.Queue]:
     return StoreWriter(session.save, reports.put), reports
 
 
-def _save(state: RatingState, writer: StoreWriter, change: Change, index: int | None = None) -> None:
+def _save(state: RatingState, writer: StoreWriter, change: Change) -> None:
     """As the app saves a change: shown as unsaved, then handed to the store thread."""
-    state.submit(change, index)
+    state.submit(change)
     writer.submit(change)
 
 
@@ -32,17 +32,13 @@ def _commit_all(state: RatingState, reports: queue.Queue) -> None:
             state.committed(report)
 
 
-def _rating(session: AnnotationSession, index: int, attribute: str, value: float) -> Change:
-    return Change("rating", lambda: session.rate(index, attribute, value), session.key(index), attribute, value)
-
-
 def test_a_rating_is_unsaved_until_its_commit_is_reported_then_counted_rated(study):
     session = AnnotationSession.open(study.reopen(), "story", "alice")
     state, names = RatingState(session), session.task.attribute_names
     writer, reports = _writer(session)
     try:
         for name in names:
-            _save(state, writer, _rating(session, 0, name, 4), 0)
+            _save(state, writer, state.rating(0, name, 4))
         assert state.shown(0, names[0]) == (4, "…") and state.item_complete(0)
         assert state.completed == set() and state.saving() == 1  # complete on screen, not in the file yet
         assert state.first_unrated(0) == 0 and state.first_unrated(1) == 0
@@ -56,26 +52,22 @@ def test_a_rating_is_unsaved_until_its_commit_is_reported_then_counted_rated(stu
 
 
 def test_undo_takes_back_the_last_rating_to_the_value_shown_before_it(study):
+    """Undo typed before the rating's commit is reported: the rating it names is committed first (in order)."""
     session = AnnotationSession.open(study.reopen(), "story", "alice")
     state, name = RatingState(session), session.task.attribute_names[0]
     writer, reports = _writer(session)
     try:
-        _save(state, writer, _rating(session, 1, name, 2), 1)
+        _save(state, writer, state.rating(1, name, 2))
         _commit_all(state, reports)
-        _save(state, writer, _rating(session, 1, name, 5), 1)  # a changed mind: undo goes back to 2
+        _save(state, writer, state.rating(1, name, 5))  # a changed mind: undo goes back to 2
         assert state.undoable == [Undoable(1, name, None), Undoable(1, name, 2)]
-        last = state.undoable.pop()
-
-        def undo() -> object:
-            undone = session.undo()
-            assert undone is not None
-            return (session.key(undone.item_index), undone.attribute), session.value(undone.item_index, name)
-
-        _save(state, writer, Change("undo", undo, session.key(last.index), last.attribute, last.before))
+        last = state.undo()
+        assert last is not None and state.undoable == [Undoable(1, name, None)]
+        _save(state, writer, state.undo_change(last))
         assert state.shown(1, name) == (2, "…")  # shown at once, unsaved
         _commit_all(state, reports)
-        assert state.shown(1, name) == (2, "")
-        assert session.value(1, name) == 2  # the file agrees
+        assert state.shown(1, name) == (2, "") and last.rating_id is not None
+        assert session.value(1, name) == 2  # the file agrees: the 5 is retracted, the 2 in force again
     finally:
         writer.close()
 

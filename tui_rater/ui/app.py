@@ -220,11 +220,10 @@ class RaterApp(QuitWhenSaved):
 
     # --- saving ----------------------------------------------------------------------------------
 
-    def save(self, change: Change, index: int | None = None) -> None:
-        """Queue a change for the store thread; the screen shows it as unsaved until it is committed.
-        ``index``: the showing a rating is of (undo takes it back)."""
+    def save(self, change: Change) -> None:
+        """Queue a change for the store thread; the screen shows it as unsaved until it is committed."""
         assert self.writer is not None
-        self.state.submit(change, index)
+        self.state.submit(change)
         self.writer.submit(change)
 
     def _from_store_thread(self, report: object) -> None:
@@ -247,7 +246,8 @@ class RaterApp(QuitWhenSaved):
         self.rating.refresh_questions()
         self.rating.refresh_status()
         self.rating.refresh_saving()
-        if isinstance(self.screen, RevealScreen):
+        # (a reveal not mounted yet draws the state as it is when it is: its widgets may not be there yet)
+        if isinstance(self.screen, RevealScreen) and self.screen.is_mounted:
             self.screen.refresh_text()
 
     def refresh_saving(self) -> None:

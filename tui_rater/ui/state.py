@@ -1,32 +1,35 @@
 """The rating screen's state, kept once: what is shown, what is saved, what undo takes back.
 
-The session (``store/session.py``) is the store thread's: its ratings, notes and undo stack change
-inside the transactions the store thread commits. The UI thread reads it once, here, at start, and
-from then on hears of it only through the commit reports (``Committed``): ``RatingState`` is the
-one place the app, its widgets and its screens read ratings, notes, comments and undo from. The
-committed view and the unsaved changes over it are its ``SaveView``; what the app kept beside it
-(this session's undo, the comments, the items complete in the file, the items others got first)
-is here too, so nothing is kept twice on the UI thread.
+The session (``store/session.py``) is the store thread's: its ratings and notes change inside the
+transactions the store thread commits. The UI thread reads it once, here, at start, and from then on
+hears of it only through the commit reports (``Committed``): ``RatingState`` is the one place the app,
+its widgets and its screens read ratings, notes, comments and undo from. The committed view and the
+unsaved changes over it are its ``SaveView``; what the app kept beside it (the comments, the items
+complete in the file, the items others got first) is here too, and this session's undo is kept here
+alone: each entry names the rating it takes back, so undo never relies on a second stack (the
+session's) growing and shrinking in the same order.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tui_rater.domain.tasks import Task
-from tui_rater.store.session import AnnotationSession
+from tui_rater.store.session import AnnotationSession, ShowingKey
 from tui_rater.ui.saving import SaveView
 from tui_rater.ui.writer import Change, Committed
 
 
-@dataclass(frozen=True)
+@dataclass
 class Undoable:
-    """A rating of this session, as undo will take it back: the session's undo stack grows and shrinks in
-    the same order (the save queue commits in order), so the last one here is the last one there."""
+    """A rating of this session, as undo will take it back."""
 
     index: int
     attribute: str
     before: float | None  # the value on screen before it: shown (unsaved) once undo is typed
+    # the rating's id, set on the store thread when it is committed: always before an undo of it runs there,
+    # as the save queue commits in the order typed (the UI thread never reads it)
+    rating_id: int | None = field(default=None, compare=False)
 
 
 class RatingState:
@@ -108,12 +111,42 @@ class RatingState:
 
     # --- changes -----------------------------------------------------------------------------------
 
-    def submit(self, change: Change, index: int | None = None) -> None:
-        """A change handed to the store thread: shown as unsaved until its commit is reported. A rating of
-        showing ``index`` is one undo takes back, to the value shown before it."""
-        if change.kind == "rating" and index is not None and change.attribute is not None:
-            self.undoable.append(Undoable(index, change.attribute, self.value(index, change.attribute)))
+    def submit(self, change: Change) -> None:
+        """A change handed to the store thread: shown as unsaved until its commit is reported."""
         self.view.add(change)
+
+    def rating(
+        self, index: int, attribute: str, value: float, *, seconds: float | None = None, revision: bool = False
+    ) -> Change:
+        """A rating of showing ``index``, to submit; undo takes it back to the value shown before it.
+        ``revision``: a changed mind in reveal mode, linked to the rating it revises."""
+        session = self.session
+        entry = Undoable(index, attribute, self.value(index, attribute))
+
+        def run() -> int:
+            # on the store thread, after every earlier change: the rating in force is committed by now
+            revises = session.rating_id(index, attribute) if revision else None
+            entry.rating_id = session.rate(index, attribute, value, seconds=seconds, revises=revises)
+            return entry.rating_id
+
+        self.undoable.append(entry)
+        return Change("rating", run, session.key(index), attribute, value)
+
+    def undo(self) -> Undoable | None:
+        """This session's last rating, to take back with ``undo_change``; None when there is none."""
+        return self.undoable.pop() if self.undoable else None
+
+    def undo_change(self, last: Undoable) -> Change:
+        """Take ``last`` back: the earlier rating (if any) is in force again, as the file says after the commit."""
+        session = self.session
+
+        def run() -> tuple[tuple[ShowingKey, str], float | None]:
+            assert last.rating_id is not None  # committed before this runs: the queue is in order
+            session.study.retract_rating(last.rating_id)
+            session.reload()
+            return (session.key(last.index), last.attribute), session.value(last.index, last.attribute)
+
+        return Change("undo", run, session.key(last.index), last.attribute, last.before)
 
     def committed(self, report: Committed) -> None:
         self.view.apply(report)

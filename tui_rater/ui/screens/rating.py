@@ -246,30 +246,14 @@ class RatingScreen(Screen[None]):
         self, index: int, attribute: str, value: float, *, seconds: float | None = None, revision: bool = False
     ) -> None:
         """A rating; ``revision``: a changed mind in reveal mode, linked to the rating it revises."""
-        session, item_key = self.session, self.session.key(index)
-
-        def run() -> int:
-            # on the store thread, after every earlier change: the rating in force is committed by now
-            revises = session.rating_id(index, attribute) if revision else None
-            return session.rate(index, attribute, value, seconds=seconds, revises=revises)
-
-        self.rater.save(Change("rating", run, item_key, attribute, value), index)
+        self.rater.save(self.state.rating(index, attribute, value, seconds=seconds, revision=revision))
 
     def undo(self) -> None:
-        if not self.state.undoable:
+        last = self.state.undo()
+        if last is None:
             self.app.notify("Nothing to undo in this session")
             return
-        last = self.state.undoable.pop()
-        session = self.session
-
-        def run() -> object:
-            undone = session.undo()  # the same rating: both stacks grow and shrink in the same order
-            if undone is None:
-                return None
-            key = (session.key(undone.item_index), undone.attribute)
-            return key, session.value(undone.item_index, undone.attribute)
-
-        self.rater.save(Change("undo", run, session.key(last.index), last.attribute, last.before))
+        self.rater.save(self.state.undo_change(last))
         self.show_item(last.index, self.task_.attribute_names.index(last.attribute))
 
     # --- reveal mode (Chiang & Lee App. C.3.2) -----------------------------------------------------
