@@ -19,7 +19,8 @@ def _binding_ids(*classes) -> list[str]:
 
 
 def _ui_classes() -> list[type]:
-    """Every class defined in tui_rater/ui/ that declares BINDINGS (a new screen cannot slip past)."""
+    """Every class defined in tui_rater/ui/ and its subpackages (screens/, widgets/) that declares BINDINGS
+    (a new screen cannot slip past)."""
     import importlib
     import inspect
     import pkgutil
@@ -27,8 +28,8 @@ def _ui_classes() -> list[type]:
     import tui_rater.ui
 
     classes = []
-    for info in pkgutil.iter_modules(tui_rater.ui.__path__):
-        module = importlib.import_module(f"tui_rater.ui.{info.name}")
+    for info in pkgutil.walk_packages(tui_rater.ui.__path__, "tui_rater.ui."):
+        module = importlib.import_module(info.name)
         classes += [
             c
             for _, c in inspect.getmembers(module, inspect.isclass)

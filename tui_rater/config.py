@@ -27,8 +27,10 @@ import os
 import stat
 import sys
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from tui_rater.domain.errors import UserError
 from tui_rater.keys import check_keymap, closest
@@ -72,8 +74,8 @@ def config_path() -> Path:
     return Path(platformdirs.user_config_dir("tui-rater", appauthor=False)) / "config.toml"
 
 
-def load_settings(path: Path | None = None, environ: dict[str, str] | None = None) -> Settings:
-    environ = os.environ if environ is None else environ
+def load_settings(path: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    env: Mapping[str, str] = os.environ if environ is None else environ
     path = path or config_path()
     settings = Settings()
     warnings: list[str] = []
@@ -87,18 +89,16 @@ def load_settings(path: Path | None = None, environ: dict[str, str] | None = Non
             # the file may hold an API key (judge.api_key): it should be private
             warnings.append(f"config file {path} is readable by other users; run `chmod 600 {path}`")
         settings = replace(settings, config_path=str(path))
-    if environ.get(ENV_PREFIX + "DB"):
-        settings = replace(settings, db=environ[ENV_PREFIX + "DB"])
-    if environ.get(ENV_PREFIX + "ANNOTATOR"):
-        settings = replace(settings, annotator=environ[ENV_PREFIX + "ANNOTATOR"])
-    if environ.get(ENV_PREFIX + "BASE_URL"):
-        settings = replace(
-            settings, judge=replace(settings.judge, base_url=environ[ENV_PREFIX + "BASE_URL"], replicas=())
-        )
+    if env.get(ENV_PREFIX + "DB"):
+        settings = replace(settings, db=env[ENV_PREFIX + "DB"])
+    if env.get(ENV_PREFIX + "ANNOTATOR"):
+        settings = replace(settings, annotator=env[ENV_PREFIX + "ANNOTATOR"])
+    if env.get(ENV_PREFIX + "BASE_URL"):
+        settings = replace(settings, judge=replace(settings.judge, base_url=env[ENV_PREFIX + "BASE_URL"], replicas=()))
     return replace(settings, warnings=tuple(warnings))
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
@@ -109,12 +109,12 @@ def _read_toml(path: Path) -> dict:
         raise UserError(f"cannot read config file {path}: {exc.strerror}") from None
 
 
-def _apply_file(settings: Settings, raw: dict, path: Path) -> Settings:
+def _apply_file(settings: Settings, raw: dict[str, Any], path: Path) -> Settings:
     known = ["annotator", "db", "judge", "keys", "task_files"]
     unknown = sorted(set(raw) - set(known))
     if unknown:
         raise UserError(f"config file {path}: unknown setting {unknown[0]!r} {_suggest(unknown[0], known)}")
-    changes: dict = {}
+    changes: dict[str, Any] = {}
     for key in ("db", "annotator"):
         if key in raw:
             if not isinstance(raw[key], str) or not raw[key].strip():
@@ -140,7 +140,7 @@ def _judge_from(raw: object, path: Path) -> JudgeDefaults:
         raise UserError(f"config file {path}: [judge] must be a table")
     defaults = JudgeDefaults()
     types = {f.name: type(getattr(defaults, f.name)) for f in fields(JudgeDefaults) if f.name != "replicas"}
-    values: dict = {}
+    values: dict[str, Any] = {}
     for key, value in raw.items():
         if key == "api_key":
             continue  # read by the API backend only; never copied into settings objects

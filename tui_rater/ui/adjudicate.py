@@ -15,21 +15,23 @@ import threading
 from dataclasses import replace
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.driver import Driver
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tui_rater.domain import protocols
 from tui_rater.domain.display import safe_text
-from tui_rater.domain.tasks import Task
+from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.service.adjudication import Disagreement, Split
 from tui_rater.store.adjudication import Adjudication, ItemNote, Voice, item_notes, item_voices
+from tui_rater.store.session import ShowingKey
 from tui_rater.ui.quitting import QuitWhenSaved
 from tui_rater.ui.render import format_value, item_text, scale_hint
 from tui_rater.ui.saving import SaveView
@@ -51,7 +53,7 @@ class DetailReady(Message):
         self.item_key, self.voices, self.notes, self.error = item_key, voices, notes, error
 
 
-class QueueScreen(Screen):
+class QueueScreen(Screen[None]):
     """The list: one line per item, most disagreeing first; Enter opens it."""
 
     BINDINGS = [Binding("q", "app.quit", "quit")]
@@ -81,7 +83,7 @@ class QueueScreen(Screen):
         app.open_item(int(event.option_id or 0))
 
 
-class ItemScreen(Screen):
+class ItemScreen(Screen[int]):
     """One item: its text, every rating and note, and the questions in dispute with the decided values."""
 
     BINDINGS = [
@@ -128,7 +130,7 @@ class ItemScreen(Screen):
     def show(self, index: int) -> None:
         app = self.adjudicating
         self.index, self.typed, self.detail = index, "", None
-        self.focus_row = app.first_undecided(index)
+        self.focus_row = app.first_undecided(index) or 0  # (0 when every question is decided)
         self.query_one("#adj-item", VerticalScroll).scroll_home(animate=False)
         self.refresh_all()
         app.read_detail(self.found.item.key)
@@ -190,7 +192,7 @@ class ItemScreen(Screen):
 
     # --- keys ---------------------------------------------------------------------------------
 
-    def on_key(self, event) -> None:
+    def on_key(self, event: events.Key) -> None:
         app = self.adjudicating
         if app.quitting and app._quitting_key(event.key):
             event.stop()
@@ -212,7 +214,7 @@ class ItemScreen(Screen):
                 self.typed += character
             self.refresh_questions()
 
-    def _takes(self, attribute, character: str) -> bool:
+    def _takes(self, attribute: Attribute, character: str) -> bool:
         """Whether the typed value may go on with ``character``: a sign first where the scale goes below 0, one
         decimal point on a scale that is not whole points (the hint says "type -50-50")."""
         scale, typed = attribute.scale, self.typed
@@ -322,7 +324,7 @@ class AdjudicateApp(QuitWhenSaved):
         self.judges = None  # (ui/run.py stops an app's judges: this one has none)
         self.writer: StoreWriter | None = None
         self.closing = threading.Event()
-        saved = {
+        saved: dict[tuple[ShowingKey, str], float] = {
             (key, attribute): value for attribute, items in adjudication.decided.items() for key, value in items.items()
         }
         self.view = SaveView(saved, set(), set())
@@ -330,7 +332,7 @@ class AdjudicateApp(QuitWhenSaved):
     def get_driver_class(self) -> type[Driver]:
         return hangup_safe(super().get_driver_class(), lambda: self.stop_signal is not None or self.closing.is_set())
 
-    def get_default_screen(self) -> Screen:
+    def get_default_screen(self) -> Screen[None]:
         return QueueScreen(id="_default")
 
     def on_mount(self) -> None:
@@ -456,12 +458,20 @@ class AdjudicateApp(QuitWhenSaved):
         self.quitting = True
         self.refresh_saving()
 
-    def on_key(self, event) -> None:
+    def on_key(self, event: events.Key) -> None:
         if self.quitting and not isinstance(self.screen, ItemScreen) and self._quitting_key(event.key):
             event.stop()
             event.prevent_default()
 
-    def notify(self, message: str, *, title: str = "", severity="information", timeout=None, markup: bool = False):
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
         super().notify(
             safe_text(message, inline=True),
             title=safe_text(title, inline=True),

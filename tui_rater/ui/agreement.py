@@ -6,6 +6,7 @@ the pane re-computes when the file holds new ratings, never on a keypress.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -19,11 +20,13 @@ from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
 from tui_rater.ui.retest import retest_text
-from tui_rater.ui.screens import ConfirmScreen
+from tui_rater.ui.screens.confirm import ConfirmScreen
 
 if TYPE_CHECKING:  # the statistics stack (polars, scipy: ~0.8 s) is imported in the workers, never on the UI thread
     from tui_rater.service.retest import RetestSummary
+    from tui_rater.stats.agreement import Stat
     from tui_rater.stats.live import AttributePane, JudgeRow, PaneData
+    from tui_rater.store.study import ChangeMarker, Study
 
 SHADES = " ░▒▓█"
 NAME_WIDTH = 30  # the judge column: the table is 75 characters wide, for 80 columns
@@ -51,7 +54,7 @@ def _full_labels(text: Text, names: list[str], width: int = NAME_WIDTH) -> None:
         text.append(f"  {fit_label(name, width)} = {safe_text(name, inline=True)}\n", style="dim")
 
 
-def _f(stat, digits=2, suffix="") -> str:
+def _f(stat: Stat | None, digits: int = 2, suffix: str = "") -> str:
     return "n/a" if stat is None or stat.value is None else f"{stat.value:.{digits}f}{suffix}"
 
 
@@ -228,7 +231,7 @@ class AgreementScreen(Screen[int | None]):
     class Computed(Message):
         """New numbers for the pane; a newer computation replaces one not yet shown."""
 
-        def __init__(self, data: PaneData, marker: tuple) -> None:
+        def __init__(self, data: PaneData, marker: ChangeMarker) -> None:
             super().__init__()
             self.data, self.marker = data, marker
 
@@ -238,23 +241,29 @@ class AgreementScreen(Screen[int | None]):
     class RetestComputed(Message):
         """The annotator's test-retest summary (computed apart: the pane's numbers do not wait for it)."""
 
-        def __init__(self, summary: RetestSummary, marker: tuple) -> None:
+        def __init__(self, summary: RetestSummary, marker: ChangeMarker) -> None:
             super().__init__()
             self.summary, self.marker = summary, marker
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, AgreementScreen.RetestComputed)
 
-    def __init__(self, study, task_name: str, item_index_of, annotator: str | None = None):
+    def __init__(
+        self,
+        study: Study,
+        task_name: str,
+        item_index_of: Callable[[int], int | None],
+        annotator: str | None = None,
+    ):
         super().__init__()
         self.study, self.task_name, self.item_index_of = study, task_name, item_index_of
         self.annotator = annotator  # whose test-retest lines to show (None: none)
         self.retest: RetestSummary | None = None
-        self.retest_marker: tuple | None = None
+        self.retest_marker: ChangeMarker | None = None
         self.data: PaneData | None = None
         self.focus_attr = 0
         self.selected_gap = 0
-        self.marker: tuple | None = None
+        self.marker: ChangeMarker | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="agreement"):

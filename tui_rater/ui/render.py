@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.cells import cell_len
 from rich.text import Text
 
@@ -10,6 +12,9 @@ from tui_rater.domain.diff import changed_words
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.store.study import Item
+
+if TYPE_CHECKING:  # (rich.console and rich.table are imported where columns are drawn)
+    from rich.console import Group
 
 
 def label(task: Task, field: str) -> str:
@@ -155,7 +160,7 @@ def questions_text(
     return text
 
 
-def pairwise_columns(task: Task, item: Item, attribute: Attribute):
+def pairwise_columns(task: Task, item: Item, attribute: Attribute) -> Group:
     """Two texts side by side (wide terminals): instructions and prompt above, the compared texts in columns."""
     from rich.console import Group
     from rich.table import Table
@@ -180,7 +185,7 @@ def pairwise_columns(task: Task, item: Item, attribute: Attribute):
 WRITER_MARK = "━━ Writer "
 
 
-def spa_columns(task: Task, item: Item, width: int):
+def spa_columns(task: Task, item: Item, width: int) -> Group | None:
     """SPA's writers side by side when each gets at least 48 columns; None when they would not fit."""
     from rich.console import Group
     from rich.table import Table

@@ -15,22 +15,26 @@ import signal
 import sys
 import threading
 import time
-from typing import TextIO
+from types import FrameType
+from typing import TYPE_CHECKING, TextIO
 
 from tui_rater.domain.display import safe_text
 from tui_rater.ui.app import RaterApp
 from tui_rater.ui.writer import StoreWriter, describe
 
+if TYPE_CHECKING:  # (the annotation app does not pay for importing the adjudication app)
+    from tui_rater.ui.adjudicate import AdjudicateApp
+
 STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 REMIND_EVERY_S = 10.0
 
 
-def run_app(app: RaterApp, err: TextIO | None = None) -> int:
+def run_app(app: RaterApp | AdjudicateApp, err: TextIO | None = None) -> int:
     """Run the app; return the exit status once every change is saved (or knowingly given up)."""
     err = err or sys.stderr
     received: list[int] = []
 
-    def on_signal(signum: int, _frame) -> None:
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
         received.append(signum)
         app.stop_for_signal(signum)
 
@@ -44,7 +48,7 @@ def run_app(app: RaterApp, err: TextIO | None = None) -> int:
         except BaseException as exc:  # still save what is unsaved, then let it through
             crash = exc
         code = _finish(app, received, err)
-        if app.judges is not None:
+        if isinstance(app, RaterApp) and app.judges is not None:
             _stop_judges(app, err)
         if crash is not None and not (received and isinstance(crash, OSError)):
             raise crash  # (an OSError after SIGHUP is the terminal gone: nothing to report to)
@@ -65,6 +69,7 @@ def _stop_judges(app: RaterApp, err: TextIO) -> None:
     a request to a silent server's included, go back to the queue. Said, never a blank wait (issues 22.5 and
     24.10: 10.6 s and 10.9 s of blank screen)."""
     judges = app.judges
+    assert judges is not None
     study = app.session.study.reopen()
     try:
         held = judges.held(study)
@@ -81,7 +86,7 @@ def _say(err: TextIO, line: str) -> None:
         err.flush()
 
 
-def _finish(app: RaterApp, received: list[int], err: TextIO) -> int:
+def _finish(app: RaterApp | AdjudicateApp, received: list[int], err: TextIO) -> int:
     writer = app.writer
     if writer is None:  # the app never started
         return 0

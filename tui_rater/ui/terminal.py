@@ -60,8 +60,9 @@ def hangup_safe(driver_class: type[Driver], closing: Callable[[], bool]) -> type
     class HangupSafeDriver(driver_class):  # type: ignore[valid-type,misc]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            if self._file is not None:
-                self._file = TerminalOutput(self._file)
+            # (Textual's driver assigns _file without an annotation: mypy cannot tell its type)
+            if self._file is not None:  # type: ignore[has-type]
+                self._file = TerminalOutput(self._file)  # type: ignore[has-type]
 
         def _sigcont_application(self, *args: Any) -> None:
             if not closing():  # a resume after Ctrl-Z; never after SIGHUP, nor once the screen closed

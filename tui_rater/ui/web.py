@@ -141,6 +141,10 @@ class LinkServer(Server):
         width = to_int(request.query.get("width", "80"), 80)
         height = to_int(request.query.get("height", "24"), 24)
         app_service: AppSession | None = None
+
+        async def close_socket() -> None:  # (the session awaits it; the socket's own close returns a bool)
+            await websocket.close()
+
         try:
             await websocket.prepare(request)
             self._sockets.add(websocket)
@@ -148,7 +152,7 @@ class LinkServer(Server):
                 self.command_for(annotator),
                 write_bytes=websocket.send_bytes,
                 write_str=websocket.send_str,
-                close=websocket.close,
+                close=close_socket,
                 download_manager=self.download_manager,
                 debug=self.debug,
             )

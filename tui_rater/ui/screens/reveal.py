@@ -1,4 +1,4 @@
-"""Modal screens: help, a one-line input (comment, go to), and reveal (the teachers' review)."""
+"""Reveal mode (Chiang & Lee App. C.3.2): after an item, the other raters' ratings and the teachers' review."""
 
 from __future__ import annotations
 
@@ -7,89 +7,17 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.geometry import Region
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Static
 
 from tui_rater.domain import protocols
 from tui_rater.domain.display import safe_text
-from tui_rater.domain.tasks import Task
+from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.store.session import OtherRating
 from tui_rater.ui.render import format_value
-
-
-class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close", id="help.close")]
-
-    def __init__(self, rows: list[tuple[str, str]]):
-        super().__init__()
-        self.rows = rows
-
-    def compose(self) -> ComposeResult:
-        text = Text()
-        # the keys' column as wide as its widest entry (up to 18): the descriptions stay on one line at 80x24
-        keys_shown = [safe_text(keys, inline=True) for keys, _ in self.rows]  # keys may come from the config file
-        width = min(18, max(map(len, keys_shown), default=0))
-        for keys, (_, description) in zip(keys_shown, self.rows):
-            text.append(f"{keys:>{width}}  ", style="bold")
-            text.append(safe_text(description) + "\n")
-        text.append(
-            "\nThe mouse works but is never needed. Remap keys in the config file's [keys] table.\n", style="dim"
-        )
-        with VerticalScroll(id="help") as box:
-            box.border_title = "Keys"  # in the border: every row in view at 80x24
-            yield Static(text)
-        yield Footer()
-
-
-class InputScreen(ModalScreen[str | None]):
-    BINDINGS = [Binding("escape", "cancel", "cancel", id="input.cancel")]
-
-    def __init__(self, prompt: str, placeholder: str = "", value: str = ""):
-        """``value``: the text to edit (a comment reopened)."""
-        super().__init__()
-        self.prompt = prompt
-        self.placeholder = placeholder
-        self.value = value
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="input-box"):
-            yield Static(Text(safe_text(self.prompt, inline=True), style="bold"))  # prompts quote attribute names
-            # a text to edit: the cursor at its end, nothing selected (a first key must not replace it all)
-            yield Input(value=self.value, placeholder=self.placeholder, id="input-line", select_on_focus=False)
-        yield Footer()
-
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-class ConfirmScreen(ModalScreen[bool]):
-    """A yes/no question before something that cannot be taken back in one key (cancelling the judges' queue)."""
-
-    BINDINGS = [
-        Binding("y", "answer(True)", "yes", id="confirm.yes"),
-        Binding("n,escape", "answer(False)", "no", id="confirm.no"),
-    ]
-
-    def __init__(self, question: str):
-        super().__init__()
-        self.question = question
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="confirm-box"):
-            yield Static(Text(safe_text(self.question), style="bold"))
-            yield Static(Text("y = yes · n or Esc = no", style="dim"))
-        yield Footer()
-
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
+from tui_rater.ui.screens.input import InputScreen
 
 
 class RevealScreen(ModalScreen[None]):
@@ -160,7 +88,7 @@ class RevealScreen(ModalScreen[None]):
         region = Region(0, top, width, max(1, height))
         pane.call_after_refresh(lambda: pane.scroll_to_region(region, animate=False, immediate=True))
 
-    def _block(self, position: int, attribute) -> Text:
+    def _block(self, position: int, attribute: Attribute) -> Text:
         """One question's lines: ▶ on the marked one, your rating and review, the others' ratings."""
         block = Text()
         focused = position == self.focus_row
@@ -182,7 +110,7 @@ class RevealScreen(ModalScreen[None]):
                 block.append(f"      {safe_text(other.explanation.strip())[:400]}\n", style="italic")
         return block
 
-    def _attribute(self):
+    def _attribute(self) -> Attribute:
         return self.rating_task.attributes[self.focus_row]
 
     def action_move(self, delta: int) -> None:
