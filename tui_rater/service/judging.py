@@ -353,8 +353,7 @@ def cancel_jobs(study: Study, rater_id: int | None = None) -> int:
 
 def waiting_jobs(study: Study) -> int:
     """The study's judge jobs still to do (queued, or leased by a worker): what cancelling would stop."""
-    row = study.db.conn.execute("SELECT count(*) FROM jobs WHERE status IN ('queued', 'leased')").fetchone()
-    return int(row[0])
+    return queue.pending(study)
 
 
 def retry_jobs(study: Study, rater_id: int | None = None) -> int:
