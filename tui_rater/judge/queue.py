@@ -48,6 +48,7 @@ from tui_rater.store.jobs import (
     requeue_owners,
     retry,
     take_batched,
+    task_size,
     to_batch,
     unbatch,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "renew",
     "retry",
     "take_batched",
+    "task_size",
     "to_batch",
     "unbatch",
 ]
