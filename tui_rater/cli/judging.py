@@ -101,11 +101,11 @@ def cmd_judge(args, settings) -> int:
         f"{workers} worker(s)",
         err=True,
     )
-    run = judging.start_judge(study.path, plan, workers)
 
     def unfinished() -> int:  # this judge's jobs not done yet, by this process or by another on the same file
         return judging.unfinished_jobs(study, plan.rater.id)
 
+    run = judging.start_judge(study.path, plan, workers)
     try:
         _watch(run.threads, run.progress, run.total, unfinished)
     except KeyboardInterrupt:
