@@ -125,6 +125,9 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
+    # started in the background of a script, this process ignores SIGINT, and so would every `judge` it starts
+    # (an ignored signal is inherited): the Ctrl-C figures need Python's own handler in them
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     out: dict = {"bench": "judge_scale", "items": args.items, "load_average_before": os.getloadavg()[0]}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
