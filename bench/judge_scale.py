@@ -110,6 +110,9 @@ def judge_run(
         "jobs_done": done[-1] if done else None,
         "rss_first_mb": samples[0][1] if samples else None,
         "rss_peak_mb": max(v for _, v in samples) if samples else None,
+        # a flat profile: the same at a tenth, half way and at the end of the judging
+        "rss_tenth_mb": samples[len(samples) // 10][1] if samples else None,
+        "rss_half_mb": samples[len(samples) // 2][1] if samples else None,
         "rss_last_mb": samples[-1][1] if samples else None,
         "rss_samples": len(samples),
         "said": [line for line in said if not line.startswith("judging")][-6:],
@@ -153,7 +156,17 @@ def main() -> None:
                 "second_exit": second["exit"],
                 "second_sigint_to_exit_s": second["sigint_to_exit_s"],
                 "jobs_done": second["jobs_done"],
-                **{k: second[k] for k in ("rss_first_mb", "rss_peak_mb", "rss_last_mb", "rss_samples")},
+                **{
+                    k: second[k]
+                    for k in (
+                        "rss_first_mb",
+                        "rss_tenth_mb",
+                        "rss_half_mb",
+                        "rss_peak_mb",
+                        "rss_last_mb",
+                        "rss_samples",
+                    )
+                },
                 "said": second["said"],
             }
     out["load_average_after"] = os.getloadavg()[0]

@@ -157,7 +157,7 @@ def test_ctrl_c_while_jobs_are_still_being_queued_exits_130_in_2_s_with_none_lea
     for line in proc.stderr:
         if "worker(s)" in line:
             break
-    assert "(the jobs of 7000 more items are being queued)" in line, line
+    assert "(queueing the jobs of 7000 more items meanwhile)" in line, line
     time.sleep(0.3)  # the bar is up (Ctrl-C before it is the CLI's general case), the rest still being queued
     proc.send_signal(signal.SIGINT)
     start = time.monotonic()

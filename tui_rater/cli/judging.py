@@ -95,7 +95,7 @@ def cmd_judge(args, settings) -> int:
 
         return judge_batch(study, plan, cancel=args.cancel)
     workers = args.workers or judging.default_workers(spec)
-    more = f" (the jobs of {plan.items_left} more items are being queued)" if plan.rest else ""
+    more = f" (queueing the jobs of {plan.items_left} more items meanwhile)" if plan.rest else ""
     say(
         f"judge {plan.rater.label} ({plan.rater.name}): {plan.added} new jobs, {plan.pending} to run{more}, "
         f"{workers} worker(s)",
