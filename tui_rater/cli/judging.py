@@ -88,32 +88,36 @@ def cmd_judge(args, settings) -> int:
 
         if why := refusal(spec):  # before anything is stored
             raise UserError(why)
-    plan = judging.plan_judge(study, spec, task_names, args.limit)
+    # a batch is sent whole; a live run queues the first items' jobs now and the rest while its workers run
+    plan = judging.plan_judge(study, spec, task_names, args.limit, first=None if args.batch else judging.FIRST_ITEMS)
     if args.batch:
         from tui_rater.cli.batch import judge_batch
 
         return judge_batch(study, plan, cancel=args.cancel)
     workers = args.workers or judging.default_workers(spec)
+    more = f" (queueing the jobs of {plan.items_left} more items meanwhile)" if plan.rest else ""
     say(
-        f"judge {plan.rater.label} ({plan.rater.name}): {plan.added} new jobs, {plan.pending} to run, "
+        f"judge {plan.rater.label} ({plan.rater.name}): {plan.added} new jobs, {plan.pending} to run{more}, "
         f"{workers} worker(s)",
         err=True,
     )
-    run = judging.start_judge(study.path, plan, workers)
 
     def unfinished() -> int:  # this judge's jobs not done yet, by this process or by another on the same file
-        counts = judging.queue_counts(study, plan.rater.id)
-        return counts["queued"] + counts["leased"]
+        return judging.unfinished_jobs(study, plan.rater.id)
 
+    run = judging.start_judge(study.path, plan, workers)
     try:
-        _watch(run.threads, run.progress, plan.pending, unfinished)
+        _watch(run.threads, run.progress, run.total, unfinished)
     except KeyboardInterrupt:
         return _interrupted(study, run)
     progress = run.progress
     if progress.fatal:
         raise UserError(f"the judge stopped: {progress.fatal.message}")
+    if run.feeder is not None:
+        say(f"queued {plan.added + run.feeder.added} new jobs in all", err=True)
     left = judging.queue_counts(study, plan.rater.id)
-    by_others = plan.pending - min(plan.pending, left["queued"] + left["leased"]) - progress.done - progress.failed
+    total = run.total()
+    by_others = total - min(total, left["queued"] + left["leased"]) - progress.done - progress.failed
     produced = judging.RunYield.of(progress.readings)
     say(
         f"done: {progress.done} jobs"
@@ -159,9 +163,10 @@ def _check(study, spec, task_names: list[str], args) -> int:
     return 0 if result.ready else 1
 
 
-def _watch(threads, progress, total: int, unfinished) -> None:
+def _watch(threads, progress, total, unfinished) -> None:
     """The progress bar of the whole queue: a job another process on the same file did counts too (without it, two
-    `judge` runs on one study each ended at about half the bar, with time still "left")."""
+    `judge` runs on one study each ended at about half the bar, with time still "left"). ``total()`` grows while a
+    large study's jobs are still being queued."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     columns = (
@@ -173,23 +178,29 @@ def _watch(threads, progress, total: int, unfinished) -> None:
         TextColumn("failed {task.fields[failed]}  retrying {task.fields[retried]}"),
     )
     with Progress(*columns, transient=False) as bar:
-        task = bar.add_task("judge", total=total, rate=0.0, failed=0, retried=0)
-        checked, completed = 0.0, 0
+        task = bar.add_task("judge", total=total(), rate=0.0, failed=0, retried=0)
+        checked, every, completed = 0.0, 1.0, 0
         while any(t.is_alive() for t in threads):
             for t in threads:
                 t.join(timeout=0.2)
             now = time.monotonic()
-            if now - checked >= 1.0:  # one count query a second
-                checked, completed = now, total - min(total, unfinished())
-            completed = max(completed, min(total, progress.done + progress.failed))
+            size = total()
+            if now - checked >= every:  # one count query a second, less often where it costs (a million jobs)
+                left = unfinished()
+                checked = time.monotonic()
+                every = max(1.0, 20 * (checked - now))
+                completed = size - min(size, left)
+            completed = max(completed, min(size, progress.done + progress.failed))
             bar.update(
                 task,
+                total=size,
                 completed=completed,
                 rate=progress.done / max(1e-9, now - progress.started),
                 failed=progress.failed,
                 retried=progress.retried,
             )
-        bar.update(task, completed=max(total - min(total, unfinished()), progress.done + progress.failed))
+        size = total()
+        bar.update(task, total=size, completed=max(size - min(size, unfinished()), progress.done + progress.failed))
 
 
 def _interrupted(study, run) -> int:

@@ -140,8 +140,12 @@ class Worker(threading.Thread):
         backend_factory: BackendFactory = make_backend,
         poll_s: float = 0.5,
         on_result: Callable[[Job], None] | None = None,
+        fed: threading.Event | None = None,
     ):
         super().__init__(daemon=True, name=f"judge-{rater_id}")
+        # set once every job of the run is in the queue (``judge/feeder.py`` queues a large study's behind the
+        # workers); None: all were queued before the workers started
+        self.fed = fed
         self.db_path, self.rater_id, self.spec = db_path, rater_id, spec
         self.request_identity = request_identity(rater_config)
         self.progress, self.stop_event, self.drain = progress, stop, drain
@@ -170,7 +174,9 @@ class Worker(threading.Thread):
                 jobs = queue.lease(study, self.rater_id, self.owner, max_jobs=max_jobs, min_jobs=min_jobs)
                 leased_until = time.monotonic() + queue.LEASE_S
                 if not jobs:
-                    if self.drain and queue.pending(study, self.rater_id) == 0:
+                    # fed is read before the count: a chunk landing in between is then counted
+                    fed = self.fed is None or self.fed.is_set()
+                    if self.drain and fed and queue.pending(study, self.rater_id) == 0:
                         return
                     self.progress.wait_for_change(self.poll_s)
                     continue
@@ -552,6 +558,7 @@ def run_judge(
     backend_factory: BackendFactory = make_backend,
     background: bool = False,
     prompts: list[list[Message]] | None = None,
+    fed: threading.Event | None = None,
 ) -> tuple[list[Worker], Progress, threading.Event]:
     """Start ``workers`` threads for one judge; the caller joins them (or sets ``stop``). ``background``: a local
     model decodes at a lower priority than the app's screen."""
@@ -570,6 +577,7 @@ def run_judge(
             stop=stop,
             drain=drain,
             backend_factory=backend_factory,
+            fed=fed,
         )
         for _ in range(workers)
     ]

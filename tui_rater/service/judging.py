@@ -20,6 +20,7 @@ from tui_rater.domain.protocols import Decoding
 from tui_rater.domain.tasks import Task
 from tui_rater.judge import queue
 from tui_rater.judge.errors import JudgeError
+from tui_rater.judge.feeder import CHUNK_ITEMS, Feeder, Span
 from tui_rater.judge.hub import fetch_model, is_hub_model
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
 from tui_rater.judge.worker import BackendFactory, Progress, Worker, job_shapes, make_backend, run_judge
@@ -135,10 +136,26 @@ class JudgePlan:
     pending: int
     # a local judge's longest prompts (chat messages): its KV cache is sized by them, not by --n-ctx x --workers
     prompts: list[list[dict[str, str]]] = field(default_factory=list)
+    # the items whose jobs are not queued yet: ``start_judge`` queues them behind the workers (``judge/feeder.py``)
+    rest: list[Span] = field(default_factory=list)
+
+    @property
+    def items_left(self) -> int:
+        return sum(span.count for span in self.rest)
 
 
-def plan_judge(study: Study, spec: JudgeSpec, task_names: list[str], limit: int | None = None) -> JudgePlan:
-    """Create (or find) the judge's rater and enqueue the jobs it has not done yet."""
+FIRST_ITEMS = 2000  # `judge` queues this many items' jobs (per task) before its workers start, the rest behind them
+
+
+def plan_judge(
+    study: Study, spec: JudgeSpec, task_names: list[str], limit: int | None = None, *, first: int | None = None
+) -> JudgePlan:
+    """Create (or find) the judge's rater and enqueue the jobs it has not done yet.
+
+    ``first``: queue only the first items' jobs of each task now; the rest are left in ``rest``, for ``start_judge``
+    to queue while the workers run (a 100,000-item study's 1.2M jobs took 16 s before the first worker started).
+    None: everything now (the app, ``--batch``, scripts).
+    """
     if spec.is_api:
         for endpoint in spec.endpoints or (None,):
             (spec.at(endpoint) if endpoint else spec).api_key()  # fail now, with one sentence, when there is no key
@@ -150,13 +167,18 @@ def plan_judge(study: Study, spec: JudgeSpec, task_names: list[str], limit: int 
     rater = study.judge(rater_name(spec, config), config)
     added = 0
     prompts: list[list[dict[str, str]]] = []
+    rest: list[Span] = []
     for name in task_names:
         task = study.task(name)
-        items = study.items(name)[:limit]
-        added += queue.enqueue(study, rater.id, [item.key for item in items], job_shapes(task, spec))
+        shapes = job_shapes(task, spec)
+        size = queue.task_size(study, name) if limit is None else min(limit, queue.task_size(study, name))
+        now = size if first is None else min(size, first)
+        added += queue.enqueue_task(study, rater.id, name, shapes, 0, now)
+        if now < size:
+            rest.append(Span(name, shapes, now, size - now))
         if not spec.is_api:
-            prompts += longest_prompts(task, items, spec)
-    return JudgePlan(spec, config, rater, list(task_names), added, queue.pending(study, rater.id), prompts)
+            prompts += longest_prompts(task, study.longest_items(name, LONGEST_ITEMS, limit), spec)
+    return JudgePlan(spec, config, rater, list(task_names), added, queue.pending(study, rater.id), prompts, rest)
 
 
 LONGEST_ITEMS = 8  # items whose prompts are measured in tokens (by the loaded model) to size a local KV cache
@@ -195,14 +217,26 @@ class JudgeRun:
     threads: list[Worker]
     progress: Progress
     stop_event: threading.Event = field(default_factory=threading.Event)
+    feeder: Feeder | None = None  # queues the plan's ``rest`` behind the workers
 
     def alive(self) -> bool:
-        return any(t.is_alive() for t in self.threads)
+        return any(t.is_alive() for t in self._all())
+
+    def _all(self) -> list[threading.Thread]:
+        return [*self.threads, *([self.feeder] if self.feeder else [])]
+
+    def total(self) -> int:
+        """The jobs this run has to do: those queued when it planned, and those the feeder has added since."""
+        return self.plan.pending + (self.feeder.added if self.feeder else 0)
+
+    def queuing(self) -> bool:
+        """Jobs are still being added (the progress bar's total may grow)."""
+        return self.feeder is not None and not self.feeder.fed.is_set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Join the workers; True when all have ended."""
+        """Join the workers (and the feeder); True when all have ended."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in self.threads:
+        for thread in self._all():
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return not self.alive()
 
@@ -252,14 +286,21 @@ def start_judge(
     stop: threading.Event | None = None,
     backend_factory: BackendFactory = make_backend,
     background: bool = False,
+    chunk_items: int = CHUNK_ITEMS,
 ) -> JudgeRun:
-    """Start the workers of a planned judge (they drain its queue, or keep polling when ``drain`` is off);
-    ``background``: behind the app, a local model gives way to the screen."""
+    """Start the workers of a planned judge (they drain its queue, or keep polling when ``drain`` is off), and the
+    thread queueing the plan's ``rest`` in chunks of ``chunk_items`` items; ``background``: behind the app, a local
+    model gives way to the screen."""
     count = workers or default_workers(plan.spec)
     if not 1 <= count <= 64:
         raise UserError("--workers must be between 1 and 64")
     stop = stop or threading.Event()
-    threads, progress, _ = run_judge(
+    progress = Progress()
+    feeder = None
+    if plan.rest:
+        feeder = Feeder(db_path, plan.rater.id, plan.rest, progress=progress, stop=stop, chunk_items=chunk_items)
+        feeder.start()
+    threads, _, _ = run_judge(
         db_path,
         plan.rater.id,
         plan.spec,
@@ -270,8 +311,10 @@ def start_judge(
         backend_factory=backend_factory,
         background=background,
         prompts=plan.prompts,
+        progress=progress,
+        fed=feeder.fed if feeder else None,
     )
-    return JudgeRun(plan, threads, progress, stop)
+    return JudgeRun(plan, threads, progress, stop, feeder)
 
 
 def judge_study(
@@ -349,6 +392,11 @@ def queue_failures(study: Study, limit: int = 20) -> list[dict[str, Any]]:
     return queue.failures(study, limit)
 
 
+def unfinished_jobs(study: Study, rater_id: int) -> int:
+    """A judge's jobs not done yet (queued, or leased by a worker of any process)."""
+    return queue.pending(study, rater_id)
+
+
 def reclaim_dead(study: Study) -> int:
     """Queue again the jobs that processes no longer running on this host left leased."""
     return queue.reclaim_dead(study)
@@ -360,8 +408,7 @@ def cancel_jobs(study: Study, rater_id: int | None = None) -> int:
 
 def waiting_jobs(study: Study) -> int:
     """The study's judge jobs still to do (queued, or leased by a worker): what cancelling would stop."""
-    row = study.db.conn.execute("SELECT count(*) FROM jobs WHERE status IN ('queued', 'leased')").fetchone()
-    return int(row[0])
+    return queue.pending(study)
 
 
 def retry_jobs(study: Study, rater_id: int | None = None) -> int:
@@ -436,4 +483,5 @@ __all__ = [
     "retry_jobs",
     "start_judge",
     "stop_now",
+    "unfinished_jobs",
 ]

@@ -22,7 +22,7 @@ from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
 from tui_rater.stats.records import ALL, HUMANS, Record
 from tui_rater.stats.sections.data import ReportData
-from tui_rater.store.study import RATINGS_IN_FORCE
+from tui_rater.store import readings as stored
 
 
 @dataclass
@@ -118,14 +118,7 @@ def _distribution(
 
 def expected_scores(data: ReportData) -> dict[tuple[str, str], dict[int, float]]:
     """(judge, question) -> item key -> the judge's expected score, averaged over its passes (presentations)."""
-    rows = data.study.db.conn.execute(
-        f"""SELECT ra.label, r.attribute, r.item_key, avg(json_extract(r.details, '$.expected'))
-            FROM {RATINGS_IN_FORCE}
-            WHERE i.task = ? AND ra.kind = 'llm' AND r.details LIKE '%"expected"%' AND json_valid(r.details)
-                  AND json_type(r.details, '$.expected') IN ('real', 'integer')
-            GROUP BY ra.label, r.attribute, r.item_key""",
-        [data.task.name],
-    ).fetchall()
+    rows = stored.expected_scores(data.study, data.task.name)
     found: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     for judge, attribute, item_key, value in rows:
         if value is not None and math.isfinite(value):

@@ -15,8 +15,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tui_rater.store.db import utc_now, write
+from tui_rater.store.jobs import counts_by_rater
 from tui_rater.store.labels import is_configured
-from tui_rater.store.study import Study
+from tui_rater.store.study import RATINGS_IN_FORCE, Study
 
 
 def record_sources(study: Study, rater_id: int, found: list[tuple[str, str, str]]) -> None:
@@ -113,16 +114,11 @@ def list_judges(study: Study) -> list[Judge]:
     counts = {
         rid: (ok, failed)
         for rid, ok, failed in conn.execute(
-            """SELECT r.rater_id, sum(r.value IS NOT NULL), sum(r.value IS NULL)
-               FROM ratings r JOIN (SELECT max(id) AS id FROM ratings WHERE retracted = 0 AND retest_of IS NULL
-                                    GROUP BY item_key, attribute, rater_id, presentation, sample) latest
-                    ON latest.id = r.id
-               GROUP BY r.rater_id"""
+            f"""SELECT r.rater_id, sum(r.value IS NOT NULL), sum(r.value IS NULL)
+                FROM {RATINGS_IN_FORCE} WHERE ra.kind = 'llm' GROUP BY r.rater_id"""
         )
     }
-    jobs: dict[int, dict[str, int]] = {}
-    for rid, status, n in conn.execute("SELECT rater_id, status, count(*) FROM jobs GROUP BY rater_id, status"):
-        jobs.setdefault(rid, {})[status] = n
+    jobs = counts_by_rater(study)
     sources: dict[int, list[Source]] = {}
     for row in conn.execute(
         "SELECT rater_id, source, served_model, system_fingerprint, jobs, first_seen, last_seen FROM judge_sources "

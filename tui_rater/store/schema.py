@@ -432,6 +432,11 @@ MIGRATIONS: list[Migration] = [
     CREATE INDEX jobs_ready ON jobs (status, rater_id, not_before);
     CREATE INDEX jobs_batch ON jobs (batch_id) WHERE batch_id IS NOT NULL;
     """,
+    # 12: a judge's next ready item, in item order, without reading its whole queue (issue 25, item 5: a lease
+    # scanned all 1.2M jobs of a 100k-item study, 0.5 s each; ``store/jobs.py`` walks this index instead)
+    """
+    CREATE INDEX jobs_next ON jobs (rater_id, status, item_key);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -21,6 +21,7 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task, TaskRegistry, definition_change, load_task_file, task_from_definition
 from tui_rater.store.db import connect, inserted_id, utc_now, write
 from tui_rater.store.labels import is_configured, judge_label
+from tui_rater.store.ratings import NewRating, insert_ratings
 
 
 @dataclass(frozen=True, slots=True)  # slots: 100,000 items in the app, each without a __dict__
@@ -211,6 +212,19 @@ class Study:
             rows = self.db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items ORDER BY task, position")
         return [_item(r) for r in rows]
 
+    def longest_items(self, task: str, count: int, first: int | None = None) -> list[Item]:
+        """The ``count`` items with the most text among the task's first ``first`` (import order; None: all),
+        longest first -- chosen in SQL, so that 100,000 items are not loaded to keep 8."""
+        keys = [
+            r[0]
+            for r in self.db.conn.execute(
+                "SELECT key FROM (SELECT key, position, fields FROM items WHERE task = ? ORDER BY position, key "
+                "LIMIT ?) ORDER BY length(CAST(fields AS BLOB)) DESC, position, key LIMIT ?",
+                [task, -1 if first is None else first, count],
+            )
+        ]
+        return [self.item(key) for key in keys]
+
     def item_task_names(self) -> list[str]:
         return [r["task"] for r in self.db.query("SELECT DISTINCT task FROM items ORDER BY task")]
 
@@ -360,26 +374,24 @@ class Study:
         retest_of: int | None = None,
     ) -> int:
         """``retest_of``: the id of the rating this one repeats, blind (a test-retest rating, never in force)."""
+        rating = NewRating(
+            item_key,
+            attribute,
+            rater_id,
+            value,
+            utc_now(),
+            sample=sample,
+            raw=raw,
+            parse_status=parse_status,
+            seconds=seconds,
+            revises=revises,
+            details=details,
+            retest_of=retest_of,
+        )
         with write(self.db) as conn:
-            cur = conn.execute(
-                "INSERT INTO ratings (item_key, attribute, rater_id, sample, value, raw, parse_status, "
-                "seconds, created_at, revises, details, retest_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    item_key,
-                    attribute,
-                    rater_id,
-                    sample,
-                    value,
-                    raw,
-                    parse_status,
-                    seconds,
-                    utc_now(),
-                    revises,
-                    json.dumps(details) if details else None,
-                    retest_of,
-                ],
-            )
-            return inserted_id(cur)
+            rating_id = insert_ratings(conn, [rating])
+        assert rating_id is not None
+        return rating_id
 
     def retract_rating(self, rating_id: int) -> None:
         with write(self.db) as conn:

@@ -22,9 +22,9 @@ from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.stats import agreement as ag
 from tui_rater.stats.records import ALL, HUMANS, Record
 from tui_rater.stats.sections.settings import ReportSettings
+from tui_rater.store import readings as stored
 from tui_rater.store.adjudication import ADJUDICATED, adjudicated_values
-from tui_rater.store.study import RATINGS_IN_FORCE, Study
-from tui_rater.store.team import has_team_tables
+from tui_rater.store.study import Study
 
 _FRAME_SCHEMA = {
     "item_key": pl.Int64,
@@ -46,25 +46,12 @@ _READINGS_SCHEMA = {
 }
 
 
-# gold (attention) items score the annotators (``tui-rater progress``); their ratings are kept out of every
-# agreement statistic and verdict (``cli/reporting.py`` says how many)
-NOT_GOLD = " AND r.item_key NOT IN (SELECT item_key FROM gold)"
-
-
 def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the ratings in force with a value, one row per (item, attribute, rater, presentation, sample), of the
     people and the judges (an adjudicator's decision is never a rater's rating: see ``ReportSettings.reference``);
     every judge reading in force, failed or not, with its parse status and, for a distribution pass,
     its scale mass) -- in one pass over the ratings."""
-    not_gold = NOT_GOLD if has_team_tables(study) else ""
-    rows = study.db.conn.execute(
-        f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.label, ra.kind, r.presentation, r.sample,
-                   r.value, r.id, r.parse_status,
-                   CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"mass"%' AND json_valid(r.details)
-                        THEN json_extract(r.details, '$.mass') END
-            FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND ra.kind IN ('human', 'llm'){not_gold}""",
-        [task],
-    ).fetchall()
+    rows = stored.task_ratings(study, task)
     frame = pl.DataFrame([row[:9] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row")
     readings = pl.DataFrame(
         [(row[3], row[2], row[9], row[7] is not None, _number(row[10])) for row in rows if row[4] == "llm"],

@@ -31,7 +31,7 @@ from tui_rater.stats.records import ALL, Record
 from tui_rater.stats.sections import cells
 from tui_rater.stats.sections.base import Found, Layout, Runs, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
-from tui_rater.store.study import RATINGS_IN_FORCE
+from tui_rater.store import readings as stored
 
 READY_MAX_FAILURE_SHARE = 0.10
 READY_MIN_MASS = 0.5
@@ -146,16 +146,7 @@ def implicit_jumps(data: ReportData) -> dict[tuple[str, str], tuple[int, float]]
     """(judge, question) -> (how many of its Implicit Scores had no "No" among the top-5 tokens, the least
     p(yes) among them): each of those reads 100 whatever p(yes) was (``ImplicitScore.read_top_tokens``)."""
     if "implicit_jumps" not in data.extra:
-        rows = data.study.db.conn.execute(
-            f"""SELECT ra.label, r.attribute, count(*), min(json_extract(r.details, '$.p_yes'))
-                FROM {RATINGS_IN_FORCE}
-                WHERE i.task = ? AND ra.kind = 'llm' AND r.value IS NOT NULL AND r.details LIKE '%"p_no"%'
-                      AND json_valid(r.details) AND json_type(r.details, '$.p_no') IN ('real', 'integer')
-                      AND json_extract(r.details, '$.p_no') = 0
-                      AND json_type(r.details, '$.p_yes') IN ('real', 'integer')
-                GROUP BY ra.label, r.attribute""",
-            [data.task.name],
-        ).fetchall()
+        rows = stored.implicit_jumps(data.study, data.task.name)
         data.extra["implicit_jumps"] = {
             (str(judge), str(attribute)): (int(count), float(least)) for judge, attribute, count, least in rows
         }

@@ -1,0 +1,54 @@
+"""The statements the report reads ratings with (``stats/``): stats computes, the store owns the SQL on ``ratings``
+(issue 23, item 4). Every one reads the ratings in force (``study.ratings_in_force``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tui_rater.store.study import RATINGS_IN_FORCE, Study
+from tui_rater.store.team import has_team_tables
+
+# gold (attention) items score the annotators (``tui-rater progress``); their ratings are kept out of every
+# agreement statistic and verdict (``cli/reporting.py`` says how many)
+NOT_GOLD = " AND r.item_key NOT IN (SELECT item_key FROM gold)"
+
+
+def task_ratings(study: Study, task: str) -> list[tuple[Any, ...]]:
+    """Every rating in force of the task's people and judges, gold items left out: (item key, system, attribute,
+    rater label, rater kind, presentation, sample, value, rating id, parse status, a distribution pass's scale
+    mass or None) -- one pass over the ratings."""
+    not_gold = NOT_GOLD if has_team_tables(study) else ""
+    return study.db.conn.execute(
+        f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.label, ra.kind, r.presentation, r.sample,
+                   r.value, r.id, r.parse_status,
+                   CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"mass"%' AND json_valid(r.details)
+                        THEN json_extract(r.details, '$.mass') END
+            FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND ra.kind IN ('human', 'llm'){not_gold}""",
+        [task],
+    ).fetchall()
+
+
+def implicit_jumps(study: Study, task: str) -> list[tuple[Any, ...]]:
+    """(judge, question, how many of its Implicit Scores had p(no) = 0, the least p(yes) among them)."""
+    return study.db.conn.execute(
+        f"""SELECT ra.label, r.attribute, count(*), min(json_extract(r.details, '$.p_yes'))
+            FROM {RATINGS_IN_FORCE}
+            WHERE i.task = ? AND ra.kind = 'llm' AND r.value IS NOT NULL AND r.details LIKE '%"p_no"%'
+                  AND json_valid(r.details) AND json_type(r.details, '$.p_no') IN ('real', 'integer')
+                  AND json_extract(r.details, '$.p_no') = 0
+                  AND json_type(r.details, '$.p_yes') IN ('real', 'integer')
+            GROUP BY ra.label, r.attribute""",
+        [task],
+    ).fetchall()
+
+
+def expected_scores(study: Study, task: str) -> list[tuple[Any, ...]]:
+    """(judge, question, item key, the judge's expected score averaged over its passes)."""
+    return study.db.conn.execute(
+        f"""SELECT ra.label, r.attribute, r.item_key, avg(json_extract(r.details, '$.expected'))
+            FROM {RATINGS_IN_FORCE}
+            WHERE i.task = ? AND ra.kind = 'llm' AND r.details LIKE '%"expected"%' AND json_valid(r.details)
+                  AND json_type(r.details, '$.expected') IN ('real', 'integer')
+            GROUP BY ra.label, r.attribute, r.item_key""",
+        [task],
+    ).fetchall()
