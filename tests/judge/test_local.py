@@ -268,3 +268,23 @@ def test_the_source_recorded_is_the_file_loaded_even_when_its_link_moves(tmp_pat
         assert sum(third.option_probabilities(question, ["1", "2", "3", "4", "5"]).values()) > 0
     finally:
         third.close()
+
+
+def test_a_worker_that_finds_nothing_to_do_loads_no_model(story_study, tiny_gguf):
+    """A backend is made at a worker's first job: workers that find the queue drained by the others load nothing
+    (under load, a late worker reloaded the model the others had just released: two loads, two KV caches)."""
+    from tui_rater.judge.worker import make_backend
+    from tui_rater.service.judging import judge_study
+
+    made: list[JudgeSpec] = []
+
+    def counted(spec: JudgeSpec):
+        made.append(spec)
+        return make_backend(spec)
+
+    spec = JudgeSpec(str(tiny_gguf), mode="constrained", samples=1, max_retries=0).validate()
+    run = judge_study(story_study, spec, ["story"], workers=1, limit=1, backend_factory=counted)
+    assert run.progress.done == 4 and len(made) == 1
+    again = judge_study(story_study, spec, ["story"], workers=4, limit=1, backend_factory=counted)
+    assert again.progress.done == 0 and not again.progress.fatal
+    assert len(made) == 1  # nothing to do: no worker made a backend

@@ -167,9 +167,6 @@ class Worker(threading.Thread):
         held: list[Job] = []
         try:
             queue.reclaim_dead(study)
-            self.backend = self.backend_factory(self.spec)
-            self.counts = self.backend.counts
-            sources.note_server(study, self.rater_id, self.spec, self.backend)  # what stands behind an API alias
             while not self.stop_event.is_set():
                 jobs = queue.lease(study, self.rater_id, self.owner, max_jobs=max_jobs, min_jobs=min_jobs)
                 leased_until = time.monotonic() + queue.LEASE_S
@@ -180,6 +177,13 @@ class Worker(threading.Thread):
                         return
                     self.progress.wait_for_change(self.poll_s)
                     continue
+                if self.backend is None:
+                    # made at the first job, not before: a worker that finds the queue drained by the others loads
+                    # nothing (a late worker reloaded the model the others had just released, under load)
+                    held = jobs
+                    self.backend = self.backend_factory(self.spec)
+                    self.counts = self.backend.counts
+                    sources.note_server(study, self.rater_id, self.spec, self.backend)  # what stands behind an alias
                 for index, job in enumerate(jobs):
                     held = jobs[index:]
                     if self.stop_event.is_set():
@@ -196,6 +200,8 @@ class Worker(threading.Thread):
                 held = []
         except JudgeError as exc:  # the backend could not start (missing or corrupt model ...)
             self._stop_judge(exc)
+            with contextlib.suppress(Exception):
+                queue.release(study, held, self.owner)
         except Exception as exc:  # a bug, or the study file failing under us: never a silent death
             self._stop_judge(JudgeError("internal", f"the judge's worker failed: {type(exc).__name__}: {exc}"))
             with contextlib.suppress(Exception):
@@ -208,7 +214,7 @@ class Worker(threading.Thread):
 
     @property
     def _made_backend(self) -> Backend:
-        """The backend ``run`` made before leasing its first job (every job is asked after that)."""
+        """The backend ``run`` made when it leased its first job (every job is asked after that)."""
         if self.backend is None:
             raise RuntimeError("a judge worker asked its backend before making it")
         return self.backend
