@@ -254,3 +254,19 @@ def test_annotate_takes_a_judges_endpoints_in_one_value(tmp_path):
     twice = "http://127.0.0.1:9/v1 http://127.0.0.1:9/v1"  # split into endpoints: the same one twice is refused
     result = run_cli_process("annotate", "--db", db, "--annotator", "amy", "--judge", "api:a", "--base-url", twice)
     assert result.returncode == 2 and "--base-url http://127.0.0.1:9/v1 is given twice" in result.stderr, result.stderr
+
+
+def test_the_same_endpoint_spelled_two_ways_is_refused(tmp_path):
+    # a host's case and a scheme's default port do not make another server: asked as two replicas, it would be
+    # counted twice and each job's endpoints would name it twice
+    db = story_study(tmp_path / "s.db", STORIES[:1])
+    before = Path(db).read_bytes()
+    for first, second in (
+        ("http://localhost:9/v1", "http://LocalHost:9/v1/"),
+        ("http://localhost/v1", "http://localhost:80/v1"),
+        ("https://Example.org/v1", "https://example.org:443/v1"),
+    ):
+        result = _judge(db, first, second)
+        assert result.returncode == 2 and "is given twice" in result.stderr, (first, second, result.stderr)
+        assert "Traceback" not in result.stderr
+    assert Path(db).read_bytes() == before  # refused before the study changes
