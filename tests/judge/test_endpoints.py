@@ -254,3 +254,32 @@ def test_annotate_takes_a_judges_endpoints_in_one_value(tmp_path):
     twice = "http://127.0.0.1:9/v1 http://127.0.0.1:9/v1"  # split into endpoints: the same one twice is refused
     result = run_cli_process("annotate", "--db", db, "--annotator", "amy", "--judge", "api:a", "--base-url", twice)
     assert result.returncode == 2 and "--base-url http://127.0.0.1:9/v1 is given twice" in result.stderr, result.stderr
+
+
+def test_the_same_endpoint_spelled_two_ways_is_refused(tmp_path):
+    # a host's case and a scheme's default port do not make another server: asked as two replicas, it would be
+    # counted twice and each job's endpoints would name it twice
+    db = story_study(tmp_path / "s.db", STORIES[:1])
+    before = Path(db).read_bytes()
+    for first, second in (
+        ("http://localhost:9/v1", "http://LocalHost:9/v1/"),
+        ("http://localhost/v1", "http://localhost:80/v1"),
+        ("https://Example.org/v1", "https://example.org:443/v1"),
+    ):
+        result = _judge(db, first, second)
+        assert result.returncode == 2 and "is given twice" in result.stderr, (first, second, result.stderr)
+        assert "Traceback" not in result.stderr
+    assert Path(db).read_bytes() == before  # refused before the study changes
+
+
+def test_an_endpoint_answering_garbage_is_left_alone_and_its_requests_go_to_another(tmp_path, serve_zoo):
+    # a replica behind a proxy answering 200 with an HTML error page: that endpoint, not the request, is broken;
+    # its jobs were failed (or put back again and again) while another endpoint answered them
+    garbage_zoo, garbage = serve_zoo(default_case="html")
+    alive_zoo, alive = serve_zoo()
+    db = story_study(tmp_path / "s.db", STORIES[:3])
+    result = _judge(db, garbage, alive, flags=("--workers", "1"))
+    assert result.returncode == 0, result.stderr
+    assert _count(db, "SELECT count(*) FROM jobs WHERE status = 'done' AND attempts = 1") == 12  # no job failed once
+    assert all(r["endpoints"] == [alive] for r in _ratings(db)) and len(_ratings(db)) == 12
+    assert len(_chats(garbage_zoo)) == 1 and len(_chats(alive_zoo)) == 12  # asked once, then left alone DOWN_S

@@ -167,12 +167,16 @@ def check_base_url(url: str) -> None:
 
 def check_distinct(urls: tuple[str, ...]) -> None:
     """The same server given twice would be asked as two replicas (and counted twice): refused."""
-    seen: set[str] = set()
+    seen: set[tuple[str, str, int | None, str, str]] = set()
     for url in urls:
         shown = strip_credentials(url).rstrip("/")
-        if shown in seen:
+        parts = urlsplit(shown)
+        # a host's case and the scheme's default port written out name the same server
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+        server = (parts.scheme.lower(), parts.hostname or "", port, parts.path.rstrip("/"), parts.query)
+        if server in seen:
             raise UserError(f"--base-url {shown} is given twice; give each endpoint once")
-        seen.add(shown)
+        seen.add(server)
 
 
 def strip_credentials(url: str) -> str:

@@ -28,8 +28,9 @@ from tui_rater.judge.spec import JudgeSpec, strip_credentials
 
 T = TypeVar("T")
 
-# failures that say this endpoint, not the request, is the problem: another endpoint is asked
-FAILOVER = frozenset({"connection", "timeout", "server_error"})
+# failures that say this endpoint, not the request, is the problem: another endpoint is asked (an answer that
+# does not read, e.g. a proxy's HTML page sent with 200, is the endpoint's: the same request reads elsewhere)
+FAILOVER = frozenset({"connection", "timeout", "server_error", "malformed"})
 DOWN_S = 30.0  # an endpoint that did not answer is asked again after this (a restarted replica comes back)
 _TURNS = itertools.count()  # ties between equally busy endpoints go round (over all workers)
 _TURNS_LOCK = threading.Lock()
