@@ -49,7 +49,6 @@ import asyncio
 import json
 import os
 import platform
-import resource
 import socket
 import statistics
 import subprocess
@@ -251,7 +250,9 @@ def child(args) -> None:
         out = child_api(f"http://127.0.0.1:{args.port}/v1", args.items, args.mode, workdir)
     else:
         out = child_client(args.port, Path(args.tokens), args.items, args.mode, args.paper)
-    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM, not ru_maxrss: after fork + exec, ru_maxrss keeps the parent's peak (the bench's own ~470 MB)
+    hwm = [line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:")]
+    out["peak_rss_mb"] = int(hwm[0].split()[1]) / 1024 if hwm else float("nan")
     print(json.dumps(out), flush=True)
 
 
