@@ -348,31 +348,32 @@ def unbatch(study: Study, batch_id: str, kind: str, message: str, *, counts: boo
 # --- the whole queue ------------------------------------------------------------------------------------------------
 
 
-def cancel(study: Study, rater_id: int | None = None) -> int:
+def _update_all(study: Study, sql: str, rater_id: int | None) -> int:
+    """Run a queue-wide UPDATE (its first parameter the time), for one judge's jobs or everyone's."""
+    params: list[Any] = [utc_now()]
+    if rater_id is not None:
+        sql += " AND rater_id = ?"
+        params.append(rater_id)
     with write(study.db) as conn:
-        sql = (
-            "UPDATE jobs SET status = 'cancelled', lease_owner = NULL, updated_at = ? "
-            "WHERE status IN ('queued', 'leased')"
-        )
-        params: list[Any] = [utc_now()]
-        if rater_id is not None:
-            sql += " AND rater_id = ?"
-            params.append(rater_id)
         return conn.execute(sql, params).rowcount
+
+
+def cancel(study: Study, rater_id: int | None = None) -> int:
+    return _update_all(
+        study,
+        "UPDATE jobs SET status = 'cancelled', lease_owner = NULL, updated_at = ? WHERE status IN ('queued', 'leased')",
+        rater_id,
+    )
 
 
 def retry(study: Study, rater_id: int | None = None) -> int:
     """Queue failed and cancelled jobs again, with a fresh attempt budget."""
-    with write(study.db) as conn:
-        sql = (
-            "UPDATE jobs SET status = 'queued', attempts = 0, not_before = 0, lease_owner = NULL, updated_at = ? "
-            "WHERE status IN ('failed', 'cancelled')"
-        )
-        params: list[Any] = [utc_now()]
-        if rater_id is not None:
-            sql += " AND rater_id = ?"
-            params.append(rater_id)
-        return conn.execute(sql, params).rowcount
+    return _update_all(
+        study,
+        "UPDATE jobs SET status = 'queued', attempts = 0, not_before = 0, lease_owner = NULL, updated_at = ? "
+        "WHERE status IN ('failed', 'cancelled')",
+        rater_id,
+    )
 
 
 def counts(study: Study, rater_id: int | None = None) -> dict[str, int]:
