@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
 
 MODEL_BYTES = b"GGUF not really a model"
@@ -27,17 +28,19 @@ def _specs(model_path: str) -> list[JudgeSpec]:
         JudgeSpec("api:gpt-4o-mini"),
         JudgeSpec(
             "api:m",
+            decoding=Decoding(samples=5, temperature=0.7, top_p=0.95, seed=9, max_tokens=512),
             mode="distribution",
             variant="v2",
-            samples=5,
-            temperature=0.7,
-            top_p=0.95,
-            seed=9,
-            max_tokens=512,
             base_url="http://u:secretsecret@127.0.0.1:8080/v1",
             judge_name="mine",
         ),
-        JudgeSpec(model_path, mode="constrained", temperature=0.0, seed=3, conversation=True, chat_template="{{x}}"),
+        JudgeSpec(
+            model_path,
+            decoding=Decoding(temperature=0.0, seed=3),
+            mode="constrained",
+            conversation=True,
+            chat_template="{{x}}",
+        ),
     ]
 
 

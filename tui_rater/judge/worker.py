@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -333,8 +333,9 @@ class Worker(threading.Thread):
         reading = Reading(None, "no_number")
         reply: dict[str, Any] = {"text": ""}
         details: dict[str, Any] = {}
+        asked = spec.decoding.temperature
         for attempt in range(spec.max_retries + 1):
-            temperature = spec.temperature if attempt == 0 or spec.temperature > 0 else RETRY_TEMPERATURE
+            temperature = asked if attempt == 0 or asked > 0 else RETRY_TEMPERATURE
             attempt_seed = seed(job.sample, attempt)
             reply = self._cached(
                 messages,
@@ -355,7 +356,7 @@ class Worker(threading.Thread):
             details["finish_reason"] = reply.get("finish_reason", "stop")
             if reply.get("structured"):
                 details["structured"] = True
-            if temperature != spec.temperature:
+            if temperature != asked:
                 details["temperature"] = temperature
             if reading.ok:
                 break
@@ -412,10 +413,7 @@ class Worker(threading.Thread):
     ) -> dict[str, Any]:
         completion = self._made_backend.complete(
             messages,
-            temperature=temperature,
-            top_p=self.spec.top_p,
-            max_tokens=self.spec.max_tokens,
-            seed=seed,
+            replace(self.spec.decoding, temperature=temperature, seed=seed),
             grammar=grammar,
             json_schema=schema,
         )
@@ -447,10 +445,7 @@ class Worker(threading.Thread):
             attribute,
             spec.variant,
             job.presentation,
-            samples=spec.samples,
-            temperature=spec.temperature,
-            top_p=spec.top_p,
-            seed=seed,
+            decoding=replace(spec.decoding, seed=seed),
             min_mass=spec.min_mass,
             unscored=reply.get("unscored", ()),
             unscored_mass_at_most=reply.get("unscored_mass_at_most", 0.0),
@@ -504,13 +499,13 @@ def job_shapes(task: Task, spec: JudgeSpec) -> list[tuple[str, str, int]]:
     """(attribute, presentation, sample) of every job one item needs for this judge configuration."""
     if spec.conversation:
         presentations = protocols.of(task.attributes[0]).presentations(task.attributes[0])
-        return [("*", p, s) for p in presentations for s in range(spec.samples)]
+        return [("*", p, s) for p in presentations for s in range(spec.decoding.samples)]
     per_pass = spec.mode in ("distribution", "implicit")  # one forward pass yields every sample
     shapes = []
     for attribute in task.attributes:
         protocol = protocols.for_mode(task, attribute, spec.mode)
         for presentation in protocol.presentations(attribute):
-            shapes += [(attribute.name, presentation, s) for s in range(1 if per_pass else spec.samples)]
+            shapes += [(attribute.name, presentation, s) for s in range(1 if per_pass else spec.decoding.samples)]
     return shapes
 
 

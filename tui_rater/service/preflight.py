@@ -184,7 +184,7 @@ def check_judge(
         spec.mode,
         template,
         None if spec.is_api else spec.n_ctx,
-        spec.max_tokens,
+        spec.decoding.max_tokens,
         spec.min_mass,
         checks,
         verdict,
@@ -321,9 +321,7 @@ def _text_reply(
     backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, presentation: str, messages: list[dict[str, str]]
 ) -> dict[str, Any]:
     """One free reply with the run's decoding and length limit, read by the protocol as the run reads it."""
-    reply = backend.complete(
-        messages, temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens, seed=spec.seed
-    )
+    reply = backend.complete(messages, spec.decoding)
     reading = protocol.read_reply(
         reply.text,
         attribute,
@@ -341,10 +339,7 @@ def _ask_once(backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, mess
     constrained = spec.mode == "constrained"
     backend.complete(
         messages,
-        temperature=spec.temperature,
-        top_p=spec.top_p,
-        max_tokens=1,
-        seed=spec.seed,
+        replace(spec.decoding, max_tokens=1),
         grammar=protocol.grammar(attribute, spec.variant) if constrained else None,
         json_schema=protocol.json_schema(attribute, spec.variant) if constrained else None,
     )
@@ -362,9 +357,10 @@ def _blocked(spec: JudgeSpec, checks: list[PromptCheck]) -> str | None:
         return f"prompts start with {doubled[0].bos} BOS tokens (the template and the tokenizer both add one)"
     if not spec.is_api:
         longest = max(c.tokens or 0 for c in checks)
-        if longest + (spec.max_tokens if spec.mode in ("text", "constrained") else 1) > spec.n_ctx:
+        reply = spec.decoding.max_tokens
+        if longest + (reply if spec.mode in ("text", "constrained") else 1) > spec.n_ctx:
             return (
-                f"the longest prompt has {longest:,} tokens: with --max-tokens {spec.max_tokens} it does not fit "
+                f"the longest prompt has {longest:,} tokens: with --max-tokens {reply} it does not fit "
                 f"--n-ctx {spec.n_ctx:,}; raise --n-ctx"
             )
     return None

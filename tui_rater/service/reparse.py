@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tui_rater.domain import protocols
+from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.protocols import EvaluationProtocol, Reading
 from tui_rater.domain.questions import Attribute
 from tui_rater.store.study import Study
@@ -112,10 +113,7 @@ def _distribution(
         attribute,
         variant,
         first["presentation"],
-        samples=len(group),
-        temperature=config.get("temperature", 1.0),
-        top_p=config.get("top_p", 1.0),
-        seed=seed,
+        decoding=replace(Decoding.of_record(config), samples=len(group), seed=seed),
         min_mass=config.get("min_mass", 0.5),
         unscored=stored.get("unscored", ()),
         unscored_mass_at_most=stored.get("unscored_mass_at_most", 0.0),

@@ -20,6 +20,7 @@ from datetime import UTC
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
+from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.protocols.base import MAX_UNSCORED_SHARE
 from tui_rater.judge.backends import api_logprobs, api_reply, http_limits
 from tui_rater.judge.backends.api_reply import MAX_BODY_BYTES, Listing
@@ -222,17 +223,12 @@ class ApiBackend:
     def complete(
         self,
         messages: list[Message],
+        decoding: Decoding,
         *,
-        temperature: float,
-        top_p: float,
-        max_tokens: int,
-        seed: int,
         grammar: str | None = None,
         json_schema: dict | None = None,
     ) -> Completion:
-        params: dict[str, Any] = dict(
-            messages=messages, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed
-        )
+        params: dict[str, Any] = dict(messages=messages, **decoding.sent())
         if grammar is None and json_schema is None:
             text, finish = self._text(self._chat(**params))
             self.server.note(good=True)
