@@ -15,6 +15,7 @@ from tui_rater.config import DEFAULT_DB, Settings, load_settings
 from tui_rater.domain.decoding import Decoding, default_of, flag_name
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.errors import UserError
+from tui_rater.domain.modes import MODES
 
 if TYPE_CHECKING:
     from tui_rater.service.judging import JudgeOptions
@@ -179,7 +180,7 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--mode",
         default="text",
-        choices=("text", "constrained", "distribution", "implicit"),
+        choices=tuple(MODES),
         help="text: free reply + parser (the paper); constrained: reply forced to a valid score; "
         "distribution: the scale tokens' probabilities, N samples drawn from them; "
         "implicit: Chen et al.'s yes/no Implicit Score (story-explicit)",

@@ -19,11 +19,11 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
+from tui_rater.domain import modes
 from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.errors import UserError
 from tui_rater.judge.paths import cache_dir
 
-MODES = ("text", "constrained", "distribution", "implicit")
 NO_KEY = "no-key"
 DEFAULT_N_CTX = 4096
 LARGE_MODEL_BYTES = 1 << 30  # above this, say what is being loaded before the long wait
@@ -66,8 +66,7 @@ class JudgeSpec:
         return self.model.removeprefix("api:")
 
     def validate(self) -> JudgeSpec:
-        if self.mode not in MODES:
-            raise UserError(f"--mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        modes.mode_of(self.mode)  # one sentence naming the modes if it is none of them
         decoding = self.decoding
         if decoding.samples < 1 or decoding.samples > 100:
             raise UserError("--samples must be between 1 and 100")

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from tui_rater.config import JudgeDefaults
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
+from tui_rater.domain.modes import mode_of
 from tui_rater.domain.tasks import Task
 from tui_rater.judge import queue
 from tui_rater.judge.errors import JudgeError
@@ -61,7 +62,7 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         options = replace(options, model=fetch_model(options.model))
     if not tasks:
         raise UserError("there is nothing to judge: the study holds no items")
-    if options.conversation and options.mode in ("distribution", "implicit"):
+    if options.conversation and not mode_of(options.mode).in_conversation:
         raise UserError("--conversation works with --mode text or constrained")
     variant = options.variant or _agreed(
         {task.name: _one(task, lambda p, t, a: p.default_variant(t, a), options.mode) for task in tasks}, "prompt"

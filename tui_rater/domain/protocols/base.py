@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tui_rater.domain.decoding import Decoding
+from tui_rater.domain.decoding import Decoding as Decoding  # re-exported: protocols take it from here
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.parsing import ParseResult, parse_score
 from tui_rater.domain.prompts import PERSONA, RenderedPrompt, fill, generic_template

@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from tui_rater.domain import protocols
+from tui_rater.domain.modes import Details
 from tui_rater.domain.protocols import EvaluationProtocol
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.stats import agreement as ag
@@ -63,8 +64,8 @@ def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     rows = study.db.conn.execute(
         f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.label, ra.kind, r.presentation, r.sample,
                    r.value, r.id, r.parse_status,
-                   CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"mass"%' AND json_valid(r.details)
-                        THEN json_extract(r.details, '$.mass') END
+                   CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"{Details.MASS}"%' AND json_valid(r.details)
+                        THEN json_extract(r.details, '$.{Details.MASS}') END
             FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND ra.kind IN ('human', 'llm'){not_gold}""",
         [task],
     ).fetchall()
