@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from tui_rater.domain.decoding import Decoding  # noqa: E402
 from tui_rater.store.db import utc_now  # noqa: E402
 from tui_rater.store.study import Study, content_hash  # noqa: E402
 
@@ -253,7 +254,7 @@ def local_judge_keypress_bench(db: Path, workdir: Path) -> dict:
 
     os.environ.setdefault("TUI_RATER_CACHE_DIR", str(workdir / "cache"))
     model = write_model(workdir / "judge-test.gguf", "test")
-    spec = JudgeSpec(str(model), mode="text", samples=3, max_tokens=48).validate()
+    spec = JudgeSpec(str(model), decoding=Decoding(samples=3, max_tokens=48), mode="text").validate()
     study = Study.open(db)
     session = AnnotationSession.open(study.reopen(), "story", "bench-local-judge")
     app = make_app(session, AppOptions(judge_specs=(spec,)))

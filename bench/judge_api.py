@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tui_rater.domain.decoding import Decoding  # noqa: E402
 from tui_rater.domain.tasks import TITLE_FLUENCY  # noqa: E402
 from tui_rater.judge.spec import JudgeSpec  # noqa: E402
 from tui_rater.service.judging import plan_judge, start_judge  # noqa: E402
@@ -111,7 +112,7 @@ def queue_rate(url: str, n_jobs: int, workers: int, workdir: Path, name: str) ->
         TITLE_FLUENCY,
         [{"id": f"t{i}", "system": None, "title": f"Headline number {i} about markets"} for i in range(n_jobs)],
     )
-    spec = JudgeSpec("api:m", base_url=url, samples=1, max_retries=0).validate()
+    spec = JudgeSpec("api:m", decoding=Decoding(samples=1), base_url=url, max_retries=0).validate()
     plan = plan_judge(study, spec, [TITLE_FLUENCY.name])
     rater = plan.rater
     start = time.perf_counter()

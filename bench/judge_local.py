@@ -57,6 +57,7 @@ import llama_cpp  # noqa: E402  (before numpy users: see bench-tools/README.md o
 import numpy as np  # noqa: E402
 
 from tui_rater.domain import protocols  # noqa: E402
+from tui_rater.domain.decoding import Decoding  # noqa: E402
 from tui_rater.domain.tasks import STORY  # noqa: E402
 from tui_rater.judge.spec import JudgeSpec  # noqa: E402
 from tui_rater.judge.tiny_gguf import read_vocab, write_tiny_gguf  # noqa: E402
@@ -135,7 +136,7 @@ def tui_run(model: str, rows: list[dict], mode: str, ngl: int, workers: int, wor
     study = Study.open(db)
     study.add_items(STORY, [{k: r[k] for k in ("id", "system", "prompt", "story")} for r in rows])
     spec = JudgeSpec(
-        model, mode=mode, samples=SAMPLES, max_tokens=MAX_TOKENS, max_retries=0, n_gpu_layers=ngl
+        model, decoding=Decoding(samples=SAMPLES, max_tokens=MAX_TOKENS), mode=mode, max_retries=0, n_gpu_layers=ngl
     ).validate()
     plan = plan_judge(study, spec, [STORY.name])
     from tui_rater.judge.backends.local import LocalBackend

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from judge_local import MAX_TOKENS, SAMPLES, SHAPES, load_items, write_model  # noqa: E402
 
+from tui_rater.domain.decoding import Decoding  # noqa: E402
 from tui_rater.domain.tasks import STORY  # noqa: E402
 from tui_rater.judge.spec import JudgeSpec  # noqa: E402
 from tui_rater.service.judging import plan_judge, start_judge  # noqa: E402
@@ -44,7 +45,9 @@ def one_run(model: str, rows: list[dict], mode: str, workers: int, db: Path) -> 
     The CPU time is the steadier measure on a shared machine: others' load stretches the seconds, not it."""
     study = Study.open(db)
     study.add_items(STORY, [{k: r[k] for k in ("id", "system", "prompt", "story")} for r in rows])
-    spec = JudgeSpec(model, mode=mode, samples=SAMPLES, max_tokens=MAX_TOKENS, max_retries=0, min_mass=0.0)
+    spec = JudgeSpec(
+        model, decoding=Decoding(samples=SAMPLES, max_tokens=MAX_TOKENS), mode=mode, max_retries=0, min_mass=0.0
+    )
     plan = plan_judge(study, spec.validate(), [STORY.name])
     from tui_rater.judge.backends.local import LocalBackend
 

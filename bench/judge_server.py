@@ -91,6 +91,7 @@ def child_engine(model: str, n_items: int, mode: str, workdir: Path) -> dict:
 def child_api(url: str, n_items: int, mode: str, workdir: Path) -> dict:
     import judge_local
 
+    from tui_rater.domain.decoding import Decoding
     from tui_rater.domain.tasks import STORY
     from tui_rater.judge.spec import JudgeSpec
     from tui_rater.service.judging import plan_judge, start_judge
@@ -104,10 +105,9 @@ def child_api(url: str, n_items: int, mode: str, workdir: Path) -> dict:
     spec = JudgeSpec(
         "api:bench",
         mode=mode,
-        samples=judge_local.SAMPLES,
-        max_tokens=judge_local.MAX_TOKENS,
-        temperature=TEMPERATURE,
-        top_p=TOP_P,
+        decoding=Decoding(
+            samples=judge_local.SAMPLES, max_tokens=judge_local.MAX_TOKENS, temperature=TEMPERATURE, top_p=TOP_P
+        ),
         max_retries=0,
         base_url=url,
     ).validate()

@@ -194,3 +194,14 @@ def hanna_explanations() -> list[str]:
     if full.exists():
         assert texts == list(dict.fromkeys(r["Input.explanation"] for r in _read_csv(full)))
     return texts
+
+
+def spec_of(model: str, **settings):
+    """A JudgeSpec from flat settings, as a table of test cases writes them (samples=..., mode=...): the fields of
+    ``Decoding`` go into its decoding, the rest to the spec."""
+    from tui_rater.domain.decoding import KNOBS, Decoding
+    from tui_rater.judge.spec import JudgeSpec
+
+    knobs = {knob.name for knob in KNOBS}
+    decoding = Decoding(**{name: value for name, value in settings.items() if name in knobs})
+    return JudgeSpec(model, decoding=decoding, **{name: value for name, value in settings.items() if name not in knobs})

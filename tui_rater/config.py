@@ -28,10 +28,11 @@ import stat
 import sys
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from tui_rater.domain.decoding import Decoding, default_of
 from tui_rater.domain.errors import UserError
 from tui_rater.keys import check_keymap, closest
 
@@ -41,10 +42,8 @@ ENV_PREFIX = "TUI_RATER_"
 
 @dataclass(frozen=True)
 class JudgeDefaults:
-    samples: int = 3  # Chiang & Lee §3.2: three samples per question
-    temperature: float = 1.0
-    top_p: float = 0.9
-    max_tokens: int = 128
+    # [judge] samples, temperature, top_p, max_tokens, seed: one key per field of Decoding, where they are defined
+    decoding: Decoding = field(default_factory=Decoding)
     max_retries: int = 3
     base_url: str | None = None
     replicas: tuple[str, ...] = ()  # base_url as a list: the endpoints after the first
@@ -135,12 +134,18 @@ def _apply_file(settings: Settings, raw: dict[str, Any], path: Path) -> Settings
     return replace(settings, **changes)
 
 
-def _judge_from(raw: object, path: Path) -> JudgeDefaults:
+def _judge_from(raw: object, path: Path, decoding: Decoding | None = None) -> JudgeDefaults:
+    """The [judge] table; its decoding keys are the fields of ``decoding`` (by default ``Decoding()``)."""
     if not isinstance(raw, dict):
         raise UserError(f"config file {path}: [judge] must be a table")
-    defaults = JudgeDefaults()
-    types = {f.name: type(getattr(defaults, f.name)) for f in fields(JudgeDefaults) if f.name != "replicas"}
+    defaults = JudgeDefaults() if decoding is None else JudgeDefaults(decoding=decoding)
+    knobs = {knob.name: knob for knob in fields(defaults.decoding)}
+    types = {
+        f.name: type(getattr(defaults, f.name)) for f in fields(JudgeDefaults) if f.name not in ("decoding", "replicas")
+    }
+    types.update({name: type(default_of(knob)) for name, knob in knobs.items()})
     values: dict[str, Any] = {}
+    given: dict[str, Any] = {}
     for key, value in raw.items():
         if key == "api_key":
             continue  # read by the API backend only; never copied into settings objects
@@ -158,8 +163,19 @@ def _judge_from(raw: object, path: Path) -> JudgeDefaults:
             value = float(value)
         if not isinstance(value, expected) or isinstance(value, bool):
             raise UserError(f"config file {path}: [judge] {key} must be a {expected.__name__}")
-        values[key] = value
-    return replace(defaults, **values)
+        if key in knobs:
+            _check_range(knobs[key], value, path)
+            given[key] = value
+        else:
+            values[key] = value
+    return replace(defaults, decoding=defaults.decoding.given(given), **values)
+
+
+def _check_range(knob: Field[Any], value: float, path: Path) -> None:
+    low, high = knob.metadata["low"], knob.metadata["high"]
+    if not low <= value <= high or (knob.metadata["low_open"] and value == low):
+        opening = "(" if knob.metadata["low_open"] else "["
+        raise UserError(f"config file {path}: [judge] {knob.name} must be in {opening}{low}, {high}]")
 
 
 def _suggest(word: str, known: list[str]) -> str:

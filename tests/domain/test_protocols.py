@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from tui_rater.domain import protocols
+from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.protocols import ORIGINAL, SWAPPED, Level
 from tui_rater.domain.protocols.base import tempered
@@ -82,7 +85,7 @@ def test_distribution_low_mass_is_a_typed_failure():
     likert = protocols.of(LIKABILITY)
     noise = {"1": 1e-5, "2": 2e-5, "3": 1e-5, "4": 0.0, "5": 0.0}
     reading = likert.read_distribution(
-        noise, LIKABILITY, "plain", samples=3, temperature=1.0, top_p=0.9, seed=1, min_mass=0.5
+        noise, LIKABILITY, "plain", decoding=Decoding(samples=3, temperature=1.0, top_p=0.9, seed=1), min_mass=0.5
     )
     assert [s.status for s in reading.samples] == ["low_mass"] * 3
     assert reading.details["mass"] == pytest.approx(4e-5)
@@ -90,10 +93,7 @@ def test_distribution_low_mass_is_a_typed_failure():
         {"1": 0.1, "2": 0.1, "3": 0.2, "4": 0.4, "5": 0.0},
         LIKABILITY,
         "plain",
-        samples=2000,
-        temperature=1.0,
-        top_p=1.0,
-        seed=0,
+        decoding=Decoding(samples=2000, temperature=1.0, top_p=1.0, seed=0),
         min_mass=0.5,
     )
     values = [s.value for s in ok.samples]
@@ -107,7 +107,7 @@ def test_probabilities_adding_up_to_more_than_one_are_no_distribution():
     """Options' next-token probabilities add up to at most 1. More is no distribution (logits sent as logprobs, a
     token counted under two options): every sample a typed failure, never a renormalised draw."""
     likert = protocols.of(LIKABILITY)
-    args = dict(samples=3, temperature=1.0, top_p=0.9, seed=1, min_mass=0.5)
+    args = dict(decoding=Decoding(samples=3, temperature=1.0, top_p=0.9, seed=1), min_mass=0.5)
     reading = likert.read_distribution({"1": 0.2, "2": 0.3, "3": 0.5, "4": 0.5, "5": 0.3}, LIKABILITY, "plain", **args)
     assert [s.status for s in reading.samples] == ["not_probabilities"] * 3
     assert [s.value for s in reading.samples] == [None] * 3 and "distribution" not in reading.details
@@ -124,10 +124,7 @@ def test_distribution_of_a_pair_is_canonical_per_draw():
         PREFERENCE,
         "v1",
         SWAPPED,
-        samples=4,
-        temperature=1.0,
-        top_p=0.9,
-        seed=3,
+        decoding=Decoding(samples=4, temperature=1.0, top_p=0.9, seed=3),
         min_mass=0.5,
     )
     assert [s.value for s in reading.samples] == [1.0] * 4  # "A" in the swapped order is story_b
@@ -137,10 +134,13 @@ def test_distribution_of_a_pair_is_canonical_per_draw():
 def test_same_seed_same_draws_and_independent_seeds_differ():
     likert = protocols.of(LIKABILITY)
     p = {"1": 0.2, "2": 0.2, "3": 0.2, "4": 0.2, "5": 0.2}
-    args = dict(samples=50, temperature=1.0, top_p=1.0, min_mass=0.5)
-    a = [s.value for s in likert.read_distribution(p, LIKABILITY, "plain", seed=7, **args).samples]
-    b = [s.value for s in likert.read_distribution(p, LIKABILITY, "plain", seed=7, **args).samples]
-    c = [s.value for s in likert.read_distribution(p, LIKABILITY, "plain", seed=8, **args).samples]
+    decoding = Decoding(samples=50, temperature=1.0, top_p=1.0)
+
+    def draws(seed: int) -> list[float | None]:
+        reading = likert.read_distribution(p, LIKABILITY, "plain", decoding=replace(decoding, seed=seed), min_mass=0.5)
+        return [s.value for s in reading.samples]
+
+    a, b, c = draws(7), draws(7), draws(8)
     assert a == b and a != c
     seeds = {protocols.derive_seed("judge", "story", "s1", attr, "", 0) for attr in STORY.attribute_names}
     assert len(seeds) == 4  # each question its own stream

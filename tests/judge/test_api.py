@@ -10,8 +10,9 @@ from importlib import metadata
 import pytest
 
 from tests.judge.distributions import check_reading, question, server_truth
-from tests.support import ERR, STORIES, Script, free_port, judge, ok_body
+from tests.support import ERR, STORIES, Script, free_port, judge, ok_body, spec_of
 from tui_rater.domain import protocols
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge import queue
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
 from tui_rater.judge.worker import run_judge
@@ -23,7 +24,9 @@ def test_text_mode_through_the_real_server(story_study, llama_server, monkeypatc
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
     rater, _progress, rows = judge(
         story_study,
-        JudgeSpec("api:tiny", api_key_env="OPENAI_API_KEY", base_url=llama_server, max_tokens=12, samples=1),
+        JudgeSpec(
+            "api:tiny", decoding=Decoding(max_tokens=12, samples=1), api_key_env="OPENAI_API_KEY", base_url=llama_server
+        ),
         workers=4,
     )
     assert len(rows) == 16 and len({r["raw"] for r in rows}) > 1  # the model's sampled replies, each its own
@@ -59,7 +62,13 @@ def test_text_mode_through_the_real_server(story_study, llama_server, monkeypatc
 def test_constrained_mode_falls_back_to_a_grammar(story_study, llama_server):
     _, _, rows = judge(
         story_study,
-        JudgeSpec("api:tiny", api_key_env="OPENAI_API_KEY", base_url=llama_server, mode="constrained", samples=1),
+        JudgeSpec(
+            "api:tiny",
+            decoding=Decoding(samples=1),
+            api_key_env="OPENAI_API_KEY",
+            base_url=llama_server,
+            mode="constrained",
+        ),
     )
     assert len(rows) == 16
     assert all(r["parse_status"] == "ok" and r["value"] in (1, 2, 3, 4, 5) for r in rows)
@@ -69,7 +78,12 @@ def test_constrained_mode_falls_back_to_a_grammar(story_study, llama_server):
 def test_distribution_mode_from_top_logprobs(story_study, llama_server):
     # the random model puts ~0.1 % of its mass on "1".."5" (low_mass at the default --min-mass): 0 reads it
     spec = JudgeSpec(
-        "api:tiny", api_key_env="OPENAI_API_KEY", base_url=llama_server, mode="distribution", samples=3, min_mass=0
+        "api:tiny",
+        decoding=Decoding(samples=3),
+        api_key_env="OPENAI_API_KEY",
+        base_url=llama_server,
+        mode="distribution",
+        min_mass=0,
     )
     _rater, _progress, rows = judge(story_study, spec)
     # the random model's top-20 next tokens rarely include a digit: each is asked for on its own
@@ -92,7 +106,12 @@ def test_conversation_sends_each_question_after_the_earlier_turns(story_study, f
     said = [f"Rating: {1 + (3 * k) % 5}" for k in range(16)]  # the server's answers, in the order asked
     script = Script([(200, {}, ok_body(text), 0) for text in said])
     spec = JudgeSpec(
-        "api:m", api_key_env="OPENAI_API_KEY", base_url=fake_server(script), samples=1, conversation=True, max_retries=0
+        "api:m",
+        decoding=Decoding(samples=1),
+        api_key_env="OPENAI_API_KEY",
+        base_url=fake_server(script),
+        conversation=True,
+        max_retries=0,
     )
     _rater, _progress, rows = judge(story_study, spec)
     task, items = story_study.task("story"), story_study.items("story")
@@ -126,7 +145,7 @@ def test_each_job_sends_its_own_seed_and_the_same_judge_the_same_seeds(tmp_path,
         behaviour.requests.clear()
         _, _, rows = judge(
             study,
-            JudgeSpec("api:zoo", api_key_env="OPENAI_API_KEY", base_url=url, **{"samples": 2, "seed": 3, **changes}),
+            spec_of("api:zoo", api_key_env="OPENAI_API_KEY", base_url=url, **{"samples": 2, "seed": 3, **changes}),
         )
         task, items = study.task("story"), {item.key: item for item in study.items()}
         stored = {
@@ -164,7 +183,9 @@ def run_one(study, spec, n_items=1):
 def test_final_errors_fail_fast_with_a_typed_failure(story_study, fake_server, status, kind, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
     url = fake_server(Script([(status, {}, ERR, 0)]))
-    _rater, progress = run_one(story_study, JudgeSpec("api:m", api_key_env="OPENAI_API_KEY", base_url=url, samples=1))
+    _rater, progress = run_one(
+        story_study, JudgeSpec("api:m", decoding=Decoding(samples=1), api_key_env="OPENAI_API_KEY", base_url=url)
+    )
     failed = queue.failures(story_study)
     assert [f["error_kind"] for f in failed] == [kind]
     assert failed[0]["attempts"] == 1  # not retried
@@ -176,7 +197,9 @@ def test_final_errors_fail_fast_with_a_typed_failure(story_study, fake_server, s
 def test_429_with_retry_after_is_honoured(story_study, fake_server):
     script = Script([(429, {"retry-after": "1"}, ERR, 0), (200, {}, ok_body(), 0)])
     url = fake_server(script)
-    rater, _progress = run_one(story_study, JudgeSpec("api:m", api_key_env="OPENAI_API_KEY", base_url=url, samples=1))
+    rater, _progress = run_one(
+        story_study, JudgeSpec("api:m", decoding=Decoding(samples=1), api_key_env="OPENAI_API_KEY", base_url=url)
+    )
     assert queue.counts(story_study, rater.id)["done"] == 1
     assert script.times[1] - script.times[0] >= 0.95  # waited as asked
     value = story_study.db.conn.execute("SELECT value FROM ratings WHERE rater_id = ?", [rater.id]).fetchone()[0]
@@ -195,7 +218,8 @@ def test_transient_errors_are_retried_then_succeed(story_study, fake_server, ans
     script = Script([answer, (200, {}, ok_body("5"), 0)])
     url = fake_server(script)
     rater, progress = run_one(
-        story_study, JudgeSpec("api:m", api_key_env="OPENAI_API_KEY", base_url=url, samples=1, timeout_s=1.0)
+        story_study,
+        JudgeSpec("api:m", decoding=Decoding(samples=1), api_key_env="OPENAI_API_KEY", base_url=url, timeout_s=1.0),
     )
     assert queue.counts(story_study, rater.id)["done"] == 1
     assert progress.retried == 1
@@ -207,7 +231,8 @@ def test_connection_refused_ends_as_failed_after_retries(story_study, monkeypatc
     monkeypatch.setattr(queue, "MAX_ATTEMPTS", 3)
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens here
     _rater, _progress = run_one(
-        story_study, JudgeSpec("api:m", api_key_env="OPENAI_API_KEY", base_url=url, samples=1, timeout_s=2)
+        story_study,
+        JudgeSpec("api:m", decoding=Decoding(samples=1), api_key_env="OPENAI_API_KEY", base_url=url, timeout_s=2),
     )
     failed = queue.failures(story_study)
     assert [(f["error_kind"], f["attempts"]) for f in failed] == [("connection", 3)]
@@ -217,7 +242,8 @@ def test_refusals_are_regenerated_then_recorded(story_study, fake_server):
     refusal = ok_body("I am an AI and I do not have the ability to experience enjoyment.")
     url = fake_server(Script([(200, {}, refusal, 0)]))
     _rater, _ = run_one(
-        story_study, JudgeSpec("api:m", api_key_env="OPENAI_API_KEY", base_url=url, samples=1, max_retries=2)
+        story_study,
+        JudgeSpec("api:m", decoding=Decoding(samples=1), api_key_env="OPENAI_API_KEY", base_url=url, max_retries=2),
     )
     row = story_study.db.conn.execute("SELECT value, parse_status, details FROM ratings").fetchone()
     assert row[0] is None and row[1] == "refusal"
@@ -246,14 +272,18 @@ def test_a_reply_cut_by_the_length_limit_is_truncated_not_read(story_study, fake
     cut = json.loads(ok_body("1"))
     cut["choices"][0]["finish_reason"] = "length"
     url = fake_server(Script([(200, {}, json.dumps(cut), 0), (200, {}, ok_body("1"), 0)]))
-    _rater, _ = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1, max_retries=1, max_tokens=1))
+    _rater, _ = run_one(
+        story_study, JudgeSpec("api:m", decoding=Decoding(samples=1, max_tokens=1), base_url=url, max_retries=1)
+    )
     row = story_study.db.conn.execute("SELECT value, parse_status, raw, details FROM ratings").fetchone()
     details = json.loads(row[3])
     assert (row[0], row[1], row[2]) == (1.0, "ok", "1")  # the retry ended on its own
     assert details["finish_reason"] == "stop" and details["earlier_replies"] == ["1"]
     url = fake_server(Script([(200, {}, json.dumps(cut), 0)]))
     story_study.db.conn.execute("DELETE FROM ratings")
-    _rater, _ = run_one(story_study, JudgeSpec("api:n", base_url=url, samples=1, max_retries=0, max_tokens=1))
+    _rater, _ = run_one(
+        story_study, JudgeSpec("api:n", decoding=Decoding(samples=1, max_tokens=1), base_url=url, max_retries=0)
+    )
     row = story_study.db.conn.execute("SELECT value, parse_status, raw, details FROM ratings").fetchone()
     assert (row[0], row[1], row[2]) == (None, "truncated", "1")
     assert json.loads(row[3])["finish_reason"] == "length"
@@ -305,9 +335,9 @@ def test_what_the_server_says_of_the_weights_is_recorded_and_shown(story_study, 
     ]
     url, vllm_url, alias_url = (u for _, u in started)
     try:
-        rater, _ = run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1))
-        other, _ = run_one(story_study, JudgeSpec("api:v", base_url=vllm_url, samples=1))
-        bare, _ = run_one(story_study, JudgeSpec("api:a", base_url=alias_url, samples=1))
+        rater, _ = run_one(story_study, JudgeSpec("api:m", decoding=Decoding(samples=1), base_url=url))
+        other, _ = run_one(story_study, JudgeSpec("api:v", decoding=Decoding(samples=1), base_url=vllm_url))
+        bare, _ = run_one(story_study, JudgeSpec("api:a", decoding=Decoding(samples=1), base_url=alias_url))
     finally:
         for server, _ in started:
             server.shutdown()
@@ -337,7 +367,7 @@ def test_a_corrected_reply_stored_by_the_old_parser_changes_only_through_reparse
     """Issue 26, item 5: the judge reads "4/5 -- wait, on reflection, 3/5." as 3. A reading the old parser stored (4)
     stays 4 until `tui-rater reparse`, which re-reads the stored reply and says what changed."""
     url = fake_server(Script([(200, {}, ok_body("Score: 4/5 -- wait, on reflection, 3/5."), 0)]))
-    run_one(story_study, JudgeSpec("api:m", base_url=url, samples=1))
+    run_one(story_study, JudgeSpec("api:m", decoding=Decoding(samples=1), base_url=url))
     conn = story_study.db.conn
     assert conn.execute("SELECT value, parse_status FROM ratings").fetchone() == (3.0, "ok")
     with conn:

@@ -15,6 +15,7 @@ import pytest
 
 from tests.support import STORIES
 from tui_rater.domain import protocols
+from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.tasks import STORY
 from tui_rater.judge.backends.local import LocalBackend
 from tui_rater.judge.errors import JudgeError
@@ -43,7 +44,7 @@ def generate_all(backend, prompts, seeds, *, temperature: float, concurrent: boo
 
     def one(i: int) -> list[int]:
         return backend.engine.generate(
-            tokens[i], max_tokens=max_tokens, temperature=temperature, top_p=0.9, seed=seeds[i], grammar=None
+            tokens[i], Decoding(max_tokens=max_tokens, temperature=temperature, top_p=0.9, seed=seeds[i]), grammar=None
         ).tokens
 
     if not concurrent:
@@ -124,10 +125,10 @@ def test_a_conversation_turn_reuses_the_earlier_turns(qwen_bos_gguf):
     backend = LocalBackend(JudgeSpec(str(qwen_bos_gguf)), parallel=4)
     try:
         chat = [story_prompts(1)[0][0]]
-        reply = backend.complete(chat, temperature=1.0, top_p=0.9, max_tokens=8, seed=1).text
+        reply = backend.complete(chat, Decoding(temperature=1.0, top_p=0.9, max_tokens=8, seed=1)).text
         chat += [{"role": "assistant", "content": reply}, story_prompts(1)[1][0]]
         before = backend.counts.evaluated
-        backend.complete(chat, temperature=1.0, top_p=0.9, max_tokens=8, seed=2)
+        backend.complete(chat, Decoding(temperature=1.0, top_p=0.9, max_tokens=8, seed=2))
         first_turn = len(backend.prompt_tokens(chat[:1]))
         assert backend.counts.evaluated - before < len(backend.prompt_tokens(chat)) - first_turn + 8
     finally:
@@ -146,7 +147,7 @@ def test_many_threads_at_once(qwen_gguf):
             messages = prompts[i % len(prompts)]
             kind = i % 4
             if kind == 0:
-                reply = backend.complete(messages, temperature=1.0, top_p=0.9, max_tokens=6, seed=i)
+                reply = backend.complete(messages, Decoding(temperature=1.0, top_p=0.9, max_tokens=6, seed=i))
                 assert reply.finish_reason in ("stop", "length")
             elif kind == 1:
                 probs = backend.option_probabilities(messages, ["1", "2", "3", "4", "5"])
@@ -155,7 +156,9 @@ def test_many_threads_at_once(qwen_gguf):
                 top = backend.top_tokens(messages, 5)
                 assert len(top) == 5 and top[0][1] >= top[-1][1]
             else:
-                reply = backend.complete(messages, temperature=1.0, top_p=0.9, max_tokens=8, seed=i, grammar=likert)
+                reply = backend.complete(
+                    messages, Decoding(temperature=1.0, top_p=0.9, max_tokens=8, seed=i), grammar=likert
+                )
                 assert reply.text in {"1", "2", "3", "4", "5"}
         except BaseException as exc:  # reported below, on the test thread
             errors.append(exc)
@@ -186,7 +189,7 @@ def test_grammar_constrained_replies_are_always_valid(model, request):
             replies = list(
                 pool.map(
                     lambda s: backend.complete(
-                        messages, temperature=1.0, top_p=0.9, max_tokens=16, seed=s, grammar=explicit
+                        messages, Decoding(temperature=1.0, top_p=0.9, max_tokens=16, seed=s), grammar=explicit
                     ),
                     range(24),
                 )
@@ -205,10 +208,12 @@ def test_a_grammar_that_does_not_parse_is_a_typed_failure(qwen_gguf):
     try:
         with pytest.raises(JudgeError) as info:
             backend.complete(
-                story_prompts(1)[0], temperature=1.0, top_p=0.9, max_tokens=4, seed=0, grammar='root ::= "1" | digit'
+                story_prompts(1)[0],
+                Decoding(temperature=1.0, top_p=0.9, max_tokens=4, seed=0),
+                grammar='root ::= "1" | digit',
             )
         assert info.value.kind == "bad_request"
-        assert backend.complete(story_prompts(1)[0], temperature=0.0, top_p=0.9, max_tokens=2, seed=0).text
+        assert backend.complete(story_prompts(1)[0], Decoding(temperature=0.0, top_p=0.9, max_tokens=2, seed=0)).text
     finally:
         backend.close()
 
@@ -313,7 +318,7 @@ def test_a_prompt_longer_than_the_context_is_a_typed_failure(qwen_gguf):
     long = [{"role": "user", "content": "word " * 200}]
     try:
         for call in (
-            lambda: backend.complete(long, temperature=1.0, top_p=0.9, max_tokens=4, seed=0),
+            lambda: backend.complete(long, Decoding(temperature=1.0, top_p=0.9, max_tokens=4, seed=0)),
             lambda: backend.option_probabilities(long, ["1", "2"]),
             lambda: backend.top_tokens(long, 3),
         ):
@@ -324,9 +329,11 @@ def test_a_prompt_longer_than_the_context_is_a_typed_failure(qwen_gguf):
         edge = [{"role": "user", "content": " ".join(["word"] * 62)}]
         assert len(backend.prompt_tokens(edge)) == 63
         with pytest.raises(JudgeError, match="no room left"):
-            backend.complete(edge, temperature=1.0, top_p=0.9, max_tokens=4, seed=0)
+            backend.complete(edge, Decoding(temperature=1.0, top_p=0.9, max_tokens=4, seed=0))
         # the engine goes on
-        reply = backend.complete([{"role": "user", "content": "Hi"}], temperature=0, top_p=0.9, max_tokens=3, seed=0)
+        reply = backend.complete(
+            [{"role": "user", "content": "Hi"}], Decoding(temperature=0, top_p=0.9, max_tokens=3, seed=0)
+        )
         assert reply.finish_reason == "length" and len(backend.model.tokenize(reply.text, special=False)) <= 3
     finally:
         backend.close()
@@ -340,7 +347,7 @@ def test_one_engine_per_model_shared_by_every_handle(qwen_gguf):
         assert first.engine is second.engine and other.engine is not first.engine
         first.close()
         first.close()  # idempotent
-        assert second.complete(story_prompts(1)[0], temperature=0, top_p=0.9, max_tokens=2, seed=0).text
+        assert second.complete(story_prompts(1)[0], Decoding(temperature=0, top_p=0.9, max_tokens=2, seed=0)).text
         engine = second.engine
         second.close()
         assert not engine._thread.is_alive()  # the last handle freed it
@@ -355,7 +362,7 @@ def test_local_workers_share_one_engine_through_the_queue(story_study, qwen_gguf
     """`judge --workers 8` on a local model: 8 sequences of one model, each item's prefix shared across workers."""
     from tui_rater.service.judging import judge_study
 
-    spec = JudgeSpec(str(qwen_gguf), max_tokens=6, max_retries=0).validate()
+    spec = JudgeSpec(str(qwen_gguf), decoding=Decoding(max_tokens=6), max_retries=0).validate()
     run = judge_study(story_study, spec, ["story"], workers=8)
     threads, progress = run.threads, run.progress
     assert progress.fatal is None and progress.done == 4 * 4 * 3
@@ -392,7 +399,7 @@ def test_a_judge_behind_the_app_decodes_at_a_lower_priority(qwen_gguf, backgroun
 
     def ask(messages) -> None:
         callers.append(threading.get_native_id())
-        backend.complete(messages, temperature=1.0, top_p=0.9, max_tokens=48, seed=1)
+        backend.complete(messages, Decoding(temperature=1.0, top_p=0.9, max_tokens=48, seed=1))
 
     try:
         with ThreadPoolExecutor(3) as pool:

@@ -10,6 +10,7 @@ import re
 from typing import ClassVar
 
 from tui_rater.domain import protocols
+from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.parsing import ParseResult
 from tui_rater.domain.protocols import EvaluationProtocol, Level
 from tui_rater.domain.questions import Attribute
@@ -64,7 +65,9 @@ def test_a_fourth_protocol_judged_reparsed_and_reported(tmp_path, deterministic_
     human = study.human("expert")
     for item, value in zip(study.items("mt-bench"), (3, 7, 9, 2, 8, 5)):
         study.add_rating(item.key, "rating", human.id, value)
-    run = judge_study(study, JudgeSpec("api:m", base_url=deterministic_judge, samples=2).validate(), ["mt-bench"])
+    run = judge_study(
+        study, JudgeSpec("api:m", decoding=Decoding(samples=2), base_url=deterministic_judge).validate(), ["mt-bench"]
+    )
     assert run.progress.done == 12 and run.progress.failed == 0
     # the loopback judge writes "Rating: 4", "5", ... -- none in brackets: typed failures, never a number
     statuses = {r[0] for r in study.db.conn.execute("SELECT parse_status FROM ratings WHERE job_id IS NOT NULL")}

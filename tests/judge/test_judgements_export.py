@@ -16,8 +16,7 @@ import stat
 
 import pytest
 
-from tests.support import digest, run_cli_process
-from tui_rater.judge.spec import JudgeSpec
+from tests.support import digest, run_cli_process, spec_of
 from tui_rater.service.judging import judge_study
 from tui_rater.store.study import Study
 
@@ -49,7 +48,7 @@ def judged(tmp_path_factory, deterministic_judge):
     study.add_items(study.task("story-pairwise"), PAIRS)
     labels = {}
     for task, flags, name in JUDGES:
-        spec = JudgeSpec("api:det", base_url=deterministic_judge, judge_name=name, **flags).validate()
+        spec = spec_of("api:det", base_url=deterministic_judge, judge_name=name, **flags).validate()
         run = judge_study(study, spec, [task])
         assert run.progress.fatal is None and run.progress.failed == 0
         labels[name] = run.plan.rater

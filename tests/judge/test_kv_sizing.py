@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.support import STORIES
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.backends.local import LocalBackend
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import JudgeSpec
@@ -20,7 +21,7 @@ def test_the_cache_is_sized_from_the_longest_prompts_and_longer_ones_are_a_typed
     study = Study.open(tmp_path / "s.db")
     task = study.task("story")
     study.add_items(task, STORIES)
-    spec = JudgeSpec(str(qwen_bos_gguf), mode="text", max_tokens=32).validate()
+    spec = JudgeSpec(str(qwen_bos_gguf), decoding=Decoding(max_tokens=32), mode="text").validate()
     prompts = longest_prompts(task, study.items("story"), spec)
     assert len(prompts) == len(task.attributes) * min(8, len(STORIES))
     backend = LocalBackend(spec, parallel=16, prompts=prompts)
@@ -41,7 +42,9 @@ def test_the_cache_is_sized_from_the_longest_prompts_and_longer_ones_are_a_typed
             repeats += 1
 
         def ask(seed: int, repeats: int = repeats):
-            return backend.complete(prompt_of(seed, repeats), temperature=1.0, top_p=0.9, max_tokens=8, seed=seed)
+            return backend.complete(
+                prompt_of(seed, repeats), Decoding(temperature=1.0, top_p=0.9, max_tokens=8, seed=seed)
+            )
 
         with ThreadPoolExecutor(16) as pool:
             replies = list(pool.map(ask, range(16)))

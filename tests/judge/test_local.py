@@ -8,7 +8,8 @@ import re
 import pytest
 
 from tests.judge.distributions import LlamaTruth, check_reading, question
-from tests.support import STORIES, judge
+from tests.support import STORIES, judge, spec_of
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge import queue
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
 from tui_rater.judge.worker import run_judge
@@ -20,7 +21,9 @@ def test_text_mode_stores_raw_replies_and_typed_failures(story_study, tiny_gguf)
 
     from tui_rater.domain import protocols
 
-    rater, _progress, rows = judge(story_study, JudgeSpec(str(tiny_gguf), max_tokens=16, max_retries=1))
+    rater, _progress, rows = judge(
+        story_study, JudgeSpec(str(tiny_gguf), decoding=Decoding(max_tokens=16), max_retries=1)
+    )
     # the provenance, value by value: the model file's own SHA-256 (hashlib over its bytes), the library's version
     sha256 = hashlib.sha256(tiny_gguf.read_bytes()).hexdigest()
     assert rater.config == {
@@ -70,7 +73,7 @@ def test_text_mode_stores_raw_replies_and_typed_failures(story_study, tiny_gguf)
 
 
 def test_constrained_mode_only_valid_scores(story_study, tiny_gguf):
-    _, _, rows = judge(story_study, JudgeSpec(str(tiny_gguf), mode="constrained", samples=2))
+    _, _, rows = judge(story_study, JudgeSpec(str(tiny_gguf), decoding=Decoding(samples=2), mode="constrained"))
     assert len(rows) == 32
     assert all(r["parse_status"] == "ok" and r["value"] in (1, 2, 3, 4, 5) for r in rows)
     assert all(r["raw"].strip() in {"1", "2", "3", "4", "5"} for r in rows)
@@ -82,7 +85,9 @@ def test_constrained_mode_only_valid_scores(story_study, tiny_gguf):
 
 def test_distribution_mode_one_pass_n_samples(story_study, tiny_gguf):
     # the random test model puts almost no probability on "1".."5": min_mass 0 reads it anyway
-    rater, _progress, rows = judge(story_study, JudgeSpec(str(tiny_gguf), mode="distribution", samples=5, min_mass=0))
+    rater, _progress, rows = judge(
+        story_study, JudgeSpec(str(tiny_gguf), decoding=Decoding(samples=5), mode="distribution", min_mass=0)
+    )
     assert len(rows) == 4 * 4 * 5
     assert queue.counts(story_study, rater.id)["done"] == 16  # one job (forward pass) per question
     task, truth = story_study.task("story"), LlamaTruth(tiny_gguf)
@@ -110,7 +115,7 @@ def test_same_seed_same_ratings(tmp_path, tiny_gguf):
         study = Study.open(tmp_path / f"{name}.db")
         study.add_items(study.task("story"), STORIES[:2])
         settings = {"max_tokens": 16, "samples": 2, "seed": 11, "max_retries": 0, **changes}
-        spec = JudgeSpec(str(tiny_gguf), **settings)
+        spec = spec_of(str(tiny_gguf), **settings)
         _, _, rows = judge(study, spec)
         ids = {item.key: item.id for item in study.items()}
         jobs = [(ids[r["item_key"]], r["attribute"], r["sample"]) for r in rows]
@@ -139,7 +144,9 @@ def test_conversation_mode_asks_in_order(story_study, tiny_gguf):
     from tui_rater.judge.backends.local import LocalBackend
     from tui_rater.service.judging import judge_study
 
-    spec = JudgeSpec(str(tiny_gguf), samples=1, conversation=True, max_tokens=16, max_retries=0).validate()
+    spec = JudgeSpec(
+        str(tiny_gguf), decoding=Decoding(samples=1, max_tokens=16), conversation=True, max_retries=0
+    ).validate()
     run = judge_study(story_study, spec, ["story"], workers=1)
     assert run.progress.fatal is None and queue.counts(story_study, run.plan.rater.id)["done"] == 4  # a chat per item
     rows = list(story_study.db.query("SELECT * FROM ratings WHERE rater_id = ?", [run.plan.rater.id]))
@@ -162,7 +169,7 @@ def test_conversation_mode_asks_in_order(story_study, tiny_gguf):
                 text = "\n\n".join(turn["content"] for turn in chat)
                 prompt_tokens += len(tokenizer.tokenize(text.encode(), add_bos=True, special=False))
                 seed = json.loads(row["details"])["seed"]
-                replay = backend.complete(chat, temperature=1.0, top_p=0.9, max_tokens=16, seed=seed)
+                replay = backend.complete(chat, Decoding(temperature=1.0, top_p=0.9, max_tokens=16, seed=seed))
                 assert replay.text == row["raw"], (item.id, attribute)
                 chat.append({"role": "assistant", "content": row["raw"]})
     finally:
@@ -173,7 +180,7 @@ def test_conversation_mode_asks_in_order(story_study, tiny_gguf):
 
 
 def test_identical_requests_answered_from_the_store(story_study, tiny_gguf):
-    spec = JudgeSpec(str(tiny_gguf), max_tokens=8, samples=1)
+    spec = JudgeSpec(str(tiny_gguf), decoding=Decoding(max_tokens=8, samples=1))
     rater, first, rows = judge(story_study, spec)
     assert first.cached == 0
     # forget the results but keep the stored replies: a re-run recomputes nothing
@@ -205,7 +212,7 @@ def test_story_longer_than_the_context_is_a_typed_failure(tmp_path, tiny_gguf):
 
     study = Study.open(tmp_path / "long.db")
     study.add_items(study.task("story"), [{"id": "long", "system": None, "prompt": "P", "story": "word " * 900}])
-    spec = JudgeSpec(str(tiny_gguf), n_ctx=512, samples=1).validate()
+    spec = JudgeSpec(str(tiny_gguf), decoding=Decoding(samples=1), n_ctx=512).validate()
     config = provenance(spec)
     rater = study.judge(rater_name(spec, config), config)
     queue.enqueue(study, rater.id, [study.items()[0].key], [("likability", "", 0)])
@@ -282,7 +289,7 @@ def test_a_worker_that_finds_nothing_to_do_loads_no_model(story_study, tiny_gguf
         made.append(spec)
         return make_backend(spec)
 
-    spec = JudgeSpec(str(tiny_gguf), mode="constrained", samples=1, max_retries=0).validate()
+    spec = JudgeSpec(str(tiny_gguf), mode="constrained", decoding=Decoding(samples=1), max_retries=0).validate()
     run = judge_study(story_study, spec, ["story"], workers=1, limit=1, backend_factory=counted)
     assert run.progress.done == 4 and len(made) == 1
     again = judge_study(story_study, spec, ["story"], workers=4, limit=1, backend_factory=counted)

@@ -10,6 +10,7 @@ import pytest
 
 from tests.judge.distributions import LlamaTruth, question
 from tests.support import Script, judge, ok_body
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.stats.report import ReportSettings, SpaSettings, build_report
 from tui_rater.store import spa
@@ -48,7 +49,7 @@ def canonical(raw: str, presentation: str) -> float:
 def test_pairwise_both_orders_on_gguf(pair_study, tiny_gguf):
     _rater, _, rows = judge(
         pair_study,
-        JudgeSpec(str(tiny_gguf), variant="v1", mode="constrained", samples=1, temperature=0.0),
+        JudgeSpec(str(tiny_gguf), decoding=Decoding(samples=1, temperature=0.0), variant="v1", mode="constrained"),
         task="story-pairwise",
     )
     assert len(rows) == 3 * 2  # each pair in both orders
@@ -69,7 +70,9 @@ def test_pairwise_both_orders_on_gguf(pair_study, tiny_gguf):
 def test_position_bias_and_v3_inversion(pair_study, fake_server):
     url = fake_server(Script([(200, {}, ok_body(" (A)"), 0)]))  # a judge that always picks the first text
     rater, _, rows = judge(
-        pair_study, JudgeSpec("api:m", base_url=url, variant="v1", samples=1, temperature=0.0), task="story-pairwise"
+        pair_study,
+        JudgeSpec("api:m", decoding=Decoding(samples=1, temperature=0.0), base_url=url, variant="v1"),
+        task="story-pairwise",
     )
     by_order = {r["presentation"]: r["value"] for r in rows if r["item_key"] == rows[0]["item_key"]}
     assert by_order == {"original": 0, "swapped": 1}  # canonical: story_a, then story_b
@@ -80,7 +83,7 @@ def test_position_bias_and_v3_inversion(pair_study, fake_server):
     assert records[("first_position_rate", rater.label)] == 1.0
     assert records[("order_consistency", rater.label)] == 0.0
     assert records[("final_tie", rater.label)] == 3  # inconsistent orders count as ties
-    v3 = JudgeSpec("api:m", base_url=url, variant="v3", samples=1, temperature=0.0)
+    v3 = JudgeSpec("api:m", decoding=Decoding(samples=1, temperature=0.0), base_url=url, variant="v3")
     _rater3, _, rows3 = judge(pair_study, v3, task="story-pairwise")
     first = {r["presentation"]: r["value"] for r in rows3 if r["item_key"] == rows3[0]["item_key"]}
     assert first == {"original": 1, "swapped": 0}  # "(A) is worse" means the other is better
@@ -91,7 +94,9 @@ def test_explicit_v4_stars_normalised(tmp_path, fake_server):
     study.add_items(study.task("story-explicit"), EXPLICIT)
     url = fake_server(Script([(200, {}, ok_body("4 stars"), 0)]))
     _, _, rows = judge(
-        study, JudgeSpec("api:m", base_url=url, variant="v4", samples=1, temperature=0.0), task="story-explicit"
+        study,
+        JudgeSpec("api:m", decoding=Decoding(samples=1, temperature=0.0), base_url=url, variant="v4"),
+        task="story-explicit",
     )
     assert {r["value"] for r in rows} == {75.0}
     assert json.loads(rows[0]["details"])["stars"] == 4
@@ -125,11 +130,15 @@ def test_implicit_score_over_api_and_gguf(tmp_path, fake_server, tiny_gguf):
     url = fake_server(
         Script([(200, {}, logprob_body({"Yes": 0.5, " yes": 0.1, "No": 0.25, "NO": 0.05, "Maybe": 0.1}), 0)])
     )
-    _, _, rows = judge(study, JudgeSpec("api:m", base_url=url, mode="implicit", samples=1), task="story-explicit")
+    _, _, rows = judge(
+        study, JudgeSpec("api:m", decoding=Decoding(samples=1), base_url=url, mode="implicit"), task="story-explicit"
+    )
     details = json.loads(rows[0]["details"])
     assert details["p_yes"] == pytest.approx(0.6) and details["p_no"] == pytest.approx(0.3)
     assert rows[0]["value"] == pytest.approx(100 * max(0.6, 1 - 0.3))
-    _, _, local = judge(study, JudgeSpec(str(tiny_gguf), mode="implicit", samples=1), task="story-explicit")
+    _, _, local = judge(
+        study, JudgeSpec(str(tiny_gguf), decoding=Decoding(samples=1), mode="implicit"), task="story-explicit"
+    )
     # the byte-level test model has no "Yes" / "No" token: a typed failure, never 1 - p(no) = 100
     assert len(local) == 4 and {r["parse_status"] for r in local} == {"no_answer_token"}
     assert all(r["value"] is None for r in local)
@@ -157,7 +166,9 @@ def test_meta_evaluation_in_report(tmp_path, fake_server):
         study.add_rating(item.key, "overall", human.id, value)
     url = fake_server(Script([(200, {}, ok_body(f"Score: {score}"), 0) for score in (10, 90, 60, 40)]))
     rater, _, rows = judge(
-        study, JudgeSpec("api:m", base_url=url, samples=1, temperature=0.0, variant="v1"), task="story-explicit"
+        study,
+        JudgeSpec("api:m", decoding=Decoding(samples=1, temperature=0.0), base_url=url, variant="v1"),
+        task="story-explicit",
     )
     judged = {r["item_key"]: r["value"] for r in rows}
     humans = [20, 80, 30, 70]
@@ -193,7 +204,9 @@ def test_spa_with_a_judge_and_the_tau_filter(tmp_path, fake_server, tiny_gguf):
     )
     spa.setup(study, ["human", "gpt2"], m=4, packets=2, seed=1)
     url = fake_server(Script([(200, {}, ok_body("I would say 70"), 0)]))  # 70% both ways: 1.4 > 1.1
-    rater, _, rows = judge(study, JudgeSpec("api:m", base_url=url, samples=2, temperature=1.0), task="spa")
+    rater, _, rows = judge(
+        study, JudgeSpec("api:m", decoding=Decoding(samples=2, temperature=1.0), base_url=url), task="spa"
+    )
     assert len(rows) == 2 * 4 * 2  # packets x questions x samples
     filtered = [r for r in build_report(study, "spa") if r.table == "spa" and r.evaluator == rater.label]
     kept = next(r for r in filtered if r.statistic == "annotators_kept")
@@ -204,7 +217,9 @@ def test_spa_with_a_judge_and_the_tau_filter(tmp_path, fake_server, tiny_gguf):
         if r.table == "spa" and r.evaluator == rater.label and r.attribute != "*"
     }
     assert unfiltered["p_x_over_y"].value == pytest.approx(0.7) and unfiltered["p_x_over_y"].n == 4
-    _, _, local = judge(study, JudgeSpec(str(tiny_gguf), samples=1, max_tokens=8, max_retries=0), task="spa")
+    _, _, local = judge(
+        study, JudgeSpec(str(tiny_gguf), decoding=Decoding(samples=1, max_tokens=8), max_retries=0), task="spa"
+    )
     assert len(local) == 2 * 4
 
 
@@ -226,7 +241,13 @@ def test_bradley_terry_from_human_pairwise(pair_study):
 def test_pairwise_and_spa_through_the_real_server(pair_study, llama_server, tmp_path):
     _, _, rows = judge(
         pair_study,
-        JudgeSpec("api:tiny", base_url=llama_server, mode="constrained", samples=1, temperature=0.0, variant="v1"),
+        JudgeSpec(
+            "api:tiny",
+            decoding=Decoding(samples=1, temperature=0.0),
+            base_url=llama_server,
+            mode="constrained",
+            variant="v1",
+        ),
         task="story-pairwise",
     )
     assert len(rows) == 6 and all(r["value"] == canonical(r["raw"], r["presentation"]) for r in rows)
@@ -241,7 +262,9 @@ def test_pairwise_and_spa_through_the_real_server(pair_study, llama_server, tmp_
     )
     spa.setup(study, ["human", "gpt2"], m=4, packets=1, likert=False)
     _, _, spa_rows = judge(
-        study, JudgeSpec("api:tiny", base_url=llama_server, mode="constrained", samples=2, temperature=1.0), task="spa"
+        study,
+        JudgeSpec("api:tiny", decoding=Decoding(samples=2, temperature=1.0), base_url=llama_server, mode="constrained"),
+        task="spa",
     )
     assert len(spa_rows) == 2 * 2 and all(0 <= r["value"] == float(r["raw"]) <= 100 for r in spa_rows)
 
@@ -250,7 +273,7 @@ def test_a_job_error_fails_the_job_and_the_worker_goes_on(pair_study, tiny_gguf)
     from tui_rater.judge import queue
 
     _rater, _progress, _rows = judge(
-        pair_study, JudgeSpec(str(tiny_gguf), samples=1, max_tokens=4), task="story-pairwise"
+        pair_study, JudgeSpec(str(tiny_gguf), decoding=Decoding(samples=1, max_tokens=4)), task="story-pairwise"
     )
     failures = queue.failures(pair_study)
     assert len(failures) == 6 and {f["error_kind"] for f in failures} == {"bad_request"}

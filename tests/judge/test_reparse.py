@@ -11,8 +11,8 @@ import json
 
 import pytest
 
+from tests.support import spec_of
 from tui_rater.domain.tasks import task_from_definition
-from tui_rater.judge.spec import JudgeSpec
 from tui_rater.service.judging import judge_study
 from tui_rater.store import spa
 from tui_rater.store.study import Study
@@ -84,7 +84,7 @@ def _ratings(study):
 
 def test_reparse_changes_nothing_then_restores_tampered_values(full_study, deterministic_judge, cli):
     for task, flags in CASES:
-        spec = JudgeSpec("api:det", base_url=deterministic_judge, seed=5, **flags).validate()
+        spec = spec_of("api:det", seed=5, base_url=deterministic_judge, **flags).validate()
         run = judge_study(full_study, spec, [task])
         assert run.progress.fatal is None and run.progress.failed == 0, (task, flags, run.progress.fatal)
     before = _ratings(full_study)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.support import STORIES
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.spec import JudgeSpec, provenance
 from tui_rater.service.judging import judge_study
 from tui_rater.store.study import Study
@@ -39,7 +40,7 @@ def _stored(path, spec: JudgeSpec, workers: int) -> list[tuple]:
 @pytest.mark.parametrize("mode", ["distribution", "text"])
 def test_readings_are_bit_identical_across_runs_and_worker_counts(tmp_path, qwen_gguf, mode):
     # min_mass 0: the random model puts little mass on the digits; every reading is then stored with a value
-    spec = JudgeSpec(str(qwen_gguf), mode=mode, max_tokens=12, max_retries=0, min_mass=0.0)
+    spec = JudgeSpec(str(qwen_gguf), decoding=Decoding(max_tokens=12), mode=mode, max_retries=0, min_mass=0.0)
     first = _stored(tmp_path / "first.db", spec, workers=16)
     again = _stored(tmp_path / "again.db", spec, workers=16)
     alone = _stored(tmp_path / "alone.db", spec, workers=1)

@@ -8,6 +8,7 @@ import llama_cpp as lc
 import numpy as np
 import pytest
 
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.engine.native import TOKEN_DATA
 from tui_rater.judge.engine.sampling import SORTED_NUCLEUS, SequenceSampler, nucleus
 
@@ -91,7 +92,7 @@ def test_draws_equal_llama_cpp_s_chain_for_a_seed(qwen_gguf):
             logits = (rng.standard_normal(model.n_vocab) * 6.0).astype(np.float32)
             assert nucleus(logits, 0.9)[0].size <= SORTED_NUCLEUS  # (a larger one is drawn in another order)
             for seed in range(40):
-                ours = SequenceSampler(model, temperature=temperature, top_p=0.9, seed=seed, grammar=None)
+                ours = SequenceSampler(model, Decoding(temperature=temperature, top_p=0.9, seed=seed), grammar=None)
                 chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
                 for sampler in (
                     lc.llama_sampler_init_top_k(0),
@@ -123,7 +124,7 @@ def test_the_draws_follow_the_nucleus_distribution(qwen_gguf):
         logits[40:] = -6.5 + 0.1 * rng.standard_normal(19_960)  # a long flat tail: the other 1/3
         ids, ordered = nucleus(logits, 0.9)
         assert ids.size > SORTED_NUCLEUS and not ordered
-        sampler = SequenceSampler(model, temperature=1.0, top_p=0.9, seed=5, grammar=None)
+        sampler = SequenceSampler(model, Decoding(temperature=1.0, top_p=0.9, seed=5), grammar=None)
         draws = np.array([sampler.sample(logits) for _ in range(3000)])
         sampler.close()
     finally:

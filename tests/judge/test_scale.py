@@ -14,6 +14,7 @@ import time
 import pytest
 
 from tests.support import STORIES, run_cli_process
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge import queue
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.judge.worker import run_judge
@@ -65,7 +66,7 @@ def test_planning_again_adds_nothing_with_one_statement_per_task_and_no_row_per_
     items); now one INSERT ... SELECT per task, whose rows SQLite builds."""
     study = Study.open(tmp_path / "s.db")
     study.add_items(study.task("story"), _many(30))
-    spec = JudgeSpec(str(tiny_gguf), mode="constrained", samples=3).validate()
+    spec = JudgeSpec(str(tiny_gguf), mode="constrained", decoding=Decoding(samples=3)).validate()
     first = plan_judge(study, spec, ["story"])
     assert first.added == first.pending == 30 * 4 * 3 and not first.rest
     statements: list[str] = []
@@ -81,7 +82,9 @@ def test_planning_again_adds_nothing_with_one_statement_per_task_and_no_row_per_
     attributes = [a.name for a in study.task("story").attributes]
     assert rows == [(k, a, s) for k in keys for a in attributes for s in range(3)]
     # --limit: only the first items
-    limited = plan_judge(study, JudgeSpec(str(tiny_gguf), mode="constrained", samples=1).validate(), ["story"], 7)
+    limited = plan_judge(
+        study, JudgeSpec(str(tiny_gguf), mode="constrained", decoding=Decoding(samples=1)).validate(), ["story"], 7
+    )
     assert limited.added == 7 * 4
     assert {
         r[0] for r in study.db.conn.execute("SELECT item_key FROM jobs WHERE rater_id = ?", [limited.rater.id])
@@ -105,7 +108,7 @@ def test_workers_wait_for_the_feeding_before_they_call_the_queue_drained(tmp_pat
     db = tmp_path / "s.db"
     study = Study.open(db)
     study.add_items(study.task("story"), _many(5))
-    spec = JudgeSpec("api:m", base_url=deterministic_judge, samples=1).validate()
+    spec = JudgeSpec("api:m", base_url=deterministic_judge, decoding=Decoding(samples=1)).validate()
     plan = plan_judge(study, spec, ["story"], first=0)
     assert plan.added == 0 and plan.items_left == 5
     fed = threading.Event()
@@ -127,7 +130,7 @@ def test_a_run_queues_the_rest_behind_its_workers_and_does_every_job_once(tmp_pa
     db = tmp_path / "s.db"
     study = Study.open(db)
     study.add_items(study.task("story"), _many(23))
-    spec = JudgeSpec("api:m", base_url=deterministic_judge, samples=2).validate()
+    spec = JudgeSpec("api:m", base_url=deterministic_judge, decoding=Decoding(samples=2)).validate()
     plan = plan_judge(study, spec, ["story"], limit=21, first=4)
     assert plan.added == 4 * 8 and plan.items_left == 17
     run = start_judge(db, plan, workers=3, chunk_items=3)

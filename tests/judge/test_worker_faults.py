@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 
 from tests.support import STORIES
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge import queue
 from tui_rater.judge.backends.api import ApiBackend
 from tui_rater.judge.spec import JudgeSpec
@@ -18,16 +19,16 @@ from tui_rater.service.judging import judge_study
 
 
 class BuggyBackend(ApiBackend):
-    def complete(self, messages, **params):
+    def complete(self, messages, decoding, **params):
         if "BUG" in messages[-1]["content"]:
             return 1 / 0  # a bug in our code, in one job
-        return super().complete(messages, **params)
+        return super().complete(messages, decoding, **params)
 
 
 def test_a_bug_in_one_job_fails_that_job_and_the_rest_go_on(story_study, serve_zoo):
     story_study.add_items(story_study.task("story"), [dict(STORIES[0], id="bug", story="BUG in this one.")])
     _, url = serve_zoo()
-    spec = JudgeSpec("api:zoo", base_url=url, samples=1).validate()
+    spec = JudgeSpec("api:zoo", decoding=Decoding(samples=1), base_url=url).validate()
     run = judge_study(story_study, spec, ["story"], workers=3, backend_factory=BuggyBackend)
     assert run.progress.fatal is None and not run.alive()
     counts = queue.counts(story_study, run.plan.rater.id)
@@ -42,7 +43,7 @@ def test_a_backend_that_cannot_start_stops_the_judge_visibly(story_study, serve_
         raise RuntimeError("the backend's library is broken")
 
     _, url = serve_zoo()
-    spec = JudgeSpec("api:zoo", base_url=url, samples=1).validate()
+    spec = JudgeSpec("api:zoo", decoding=Decoding(samples=1), base_url=url).validate()
     run = judge_study(story_study, spec, ["story"], workers=2, backend_factory=broken)
     assert not run.alive()
     assert run.progress.fatal is not None and run.progress.fatal.kind == "internal"
@@ -53,7 +54,7 @@ def test_a_backend_that_cannot_start_stops_the_judge_visibly(story_study, serve_
 class TableThief(ApiBackend):
     """Renames the ratings table under the worker (another program changing the file), once."""
 
-    def complete(self, messages, **params):
+    def complete(self, messages, decoding, **params):
         conn = sqlite3.connect(self.db_path, timeout=30)
         try:
             with conn:
@@ -62,12 +63,12 @@ class TableThief(ApiBackend):
             pass  # already gone
         finally:
             conn.close()
-        return super().complete(messages, **params)
+        return super().complete(messages, decoding, **params)
 
 
 def test_the_study_changing_under_a_worker_stops_the_judge_visibly(story_study, serve_zoo):
     _, url = serve_zoo()
-    spec = JudgeSpec("api:zoo", base_url=url, samples=1).validate()
+    spec = JudgeSpec("api:zoo", decoding=Decoding(samples=1), base_url=url).validate()
 
     def factory(spec):
         backend = TableThief(spec)

@@ -10,6 +10,7 @@ import pytest
 from tests import zoo
 from tests.support import ERR, STORIES, Script, ratings_of, run_cli_process, settle, wait_until
 from tests.ui.tmux import TmuxApp, annotate_command, needs_tmux
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.service.judging import BackgroundJudges
 from tui_rater.stats.report import build_report
@@ -23,7 +24,9 @@ async def test_failing_judge_does_not_stop_the_person(tmp_path, fake_server):
     study.add_items(study.task("story"), STORIES)
     url = fake_server(Script([(401, {}, ERR, 0)]))
     runner = BackgroundJudges(
-        study, "story", [JudgeSpec("api:m", api_key_env="OPENAI_API_KEY", base_url=url, samples=1).validate()]
+        study,
+        "story",
+        [JudgeSpec("api:m", decoding=Decoding(samples=1), api_key_env="OPENAI_API_KEY", base_url=url).validate()],
     )
     app = make_app(AnnotationSession.open(study.reopen(), "story", "alice"), judges=runner)
     async with app.run_test(size=(100, 30)) as pilot:

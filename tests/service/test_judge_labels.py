@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from tests.support import STORIES
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.service.judging import BackgroundJudges
 from tui_rater.service.live import agreement_pane
@@ -23,8 +24,8 @@ def test_background_judges_and_the_live_pane_use_the_labels(tmp_path, serve_zoo)
             study.add_rating(item.key, attribute, person.id, 1 + n % 5)
     _, url = serve_zoo()
     specs = [
-        JudgeSpec("api:zoo", base_url=url, samples=1, judge_name="[i]named[/i]").validate(),
-        JudgeSpec("api:zoo", base_url=url, samples=1).validate(),
+        JudgeSpec("api:zoo", decoding=Decoding(samples=1), base_url=url, judge_name="[i]named[/i]").validate(),
+        JudgeSpec("api:zoo", decoding=Decoding(samples=1), base_url=url).validate(),
     ]
     judges = BackgroundJudges(study, "story", specs)
     try:

@@ -18,6 +18,7 @@ import pytest
 from tests.stats.ratings import insert, vote
 from tests.support import judge as run_judge
 from tui_rater.domain import protocols
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.stats import render
 from tui_rater.stats.report import build_report
@@ -343,7 +344,7 @@ def test_pairwise_v4_through_the_judge_is_voted_per_order(tmp_path, seeded_serve
             for i in range(30)
         ],
     )
-    spec = JudgeSpec("api:m", base_url=seeded_server, variant="v4", samples=5, temperature=1.0)
+    spec = JudgeSpec("api:m", decoding=Decoding(samples=5, temperature=1.0), base_url=seeded_server, variant="v4")
     rater, _, rows = run_judge(study, spec, task="story-pairwise")
     assert len(rows) == 30 * 2 * 5 and {r["parse_status"] for r in rows} == {"ok"}
     by_order: dict[tuple[int, str], list[float]] = {}

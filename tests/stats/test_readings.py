@@ -8,6 +8,7 @@ import pytest
 
 from tests.stats.ratings import insert
 from tests.support import STORIES, judge
+from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.protocols import FAILURES
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.stats import render
@@ -81,7 +82,7 @@ def test_a_real_judge_without_scale_mass_is_not_agreement_ready(tmp_path, tiny_g
     human = study.human("teacher")
     for item in study.items("story"):
         study.add_rating(item.key, "grammaticality", human.id, 3)
-    spec = JudgeSpec(str(tiny_gguf), mode="distribution", samples=2, min_mass=0.0)
+    spec = JudgeSpec(str(tiny_gguf), decoding=Decoding(samples=2), mode="distribution", min_mass=0.0)
     rater, _, rows = judge(study, spec)
     assert {r["parse_status"] for r in rows} == {"ok"}  # every pass stored: --min-mass 0
     records = build_report(study, "story")

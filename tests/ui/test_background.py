@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.support import STORIES, Script, ok_body, wait_until
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.store.session import AnnotationSession
 from tui_rater.store.study import Study
@@ -13,7 +14,7 @@ async def test_judges_start_after_the_first_screen_and_report_as_messages(tmp_pa
     study = Study.open(tmp_path / "bg.db")
     study.add_items(study.task("story"), STORIES)
     url = fake_server(Script([(200, {}, ok_body("Rating: 4"), 0)]))
-    spec = JudgeSpec("api:m", base_url=url, samples=1).validate()
+    spec = JudgeSpec("api:m", decoding=Decoding(samples=1), base_url=url).validate()
     app = make_app(AnnotationSession.open(study.reopen(), "story", "alice"), AppOptions(judge_specs=(spec,)))
     # building the app plans nothing: the jobs are enqueued by a worker once the screen is up
     assert study.db.conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
@@ -31,7 +32,7 @@ async def test_a_local_judge_runs_inside_the_app(tmp_path, tiny_gguf):
     taking keys while it generates, at a lower priority than the screen."""
     study = Study.open(tmp_path / "local.db")
     study.add_items(study.task("story"), STORIES[:2])
-    spec = JudgeSpec(str(tiny_gguf), mode="constrained", samples=1).validate()
+    spec = JudgeSpec(str(tiny_gguf), decoding=Decoding(samples=1), mode="constrained").validate()
     app = make_app(AnnotationSession.open(study.reopen(), "story", "alice"), AppOptions(judge_specs=(spec,)))
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: "judges:" in str(app.query_one("#status").render()), "judges shown", 30)

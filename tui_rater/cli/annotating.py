@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tui_rater.cli.common import MAX_SEED, check_key_variable, db_path, open_study, say, whole
+from tui_rater.cli.common import check_key_variable, db_path, open_study, say, whole
 from tui_rater.cli.data import import_items_file, print_info
+from tui_rater.domain.decoding import MAX_SEED
 from tui_rater.domain.errors import UserError
 
 # a person's name labels their ratings in every table: a line, not a paragraph

@@ -7,12 +7,15 @@ import contextlib
 import math
 import sys
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tui_rater.config import DEFAULT_DB, Settings, load_settings
+from tui_rater.domain.decoding import Decoding, default_of, flag_name
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.errors import UserError
+from tui_rater.domain.modes import MODES
 
 if TYPE_CHECKING:
     from tui_rater.service.judging import JudgeOptions
@@ -117,10 +120,6 @@ def say(message: str, *, err: bool = False) -> None:
     print(safe_text(message, inline=True), file=sys.stderr if err else sys.stdout)
 
 
-# seeds are handed to llama.cpp and to servers as unsigned 32-bit integers
-MAX_SEED = 2**32 - 1
-
-
 def whole(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: a whole number in [low, high] (``--limit -1`` or a 23-digit seed is refused)."""
 
@@ -181,7 +180,7 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--mode",
         default="text",
-        choices=("text", "constrained", "distribution", "implicit"),
+        choices=tuple(MODES),
         help="text: free reply + parser (the paper); constrained: reply forced to a valid score; "
         "distribution: the scale tokens' probabilities, N samples drawn from them; "
         "implicit: Chen et al.'s yes/no Implicit Score (story-explicit)",
@@ -191,16 +190,12 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help="plain | persona | explain (Chiang & Lee §3.3.2); v1..v5 for the Chen et al. tasks",
     )
-    g.add_argument("--samples", type=whole(1, 1000), help="samples per question (default 3, as in the paper)")
-    g.add_argument("--temperature", type=real(0, 100), help="default 1.0")
-    g.add_argument("--top-p", type=real(0, 1, low_open=True), help="nucleus sampling p (default 0.9)")
-    g.add_argument("--seed", type=whole(0, MAX_SEED), default=0, help="base seed; sample k uses seed + k")
+    decoding_flags(g)
     g.add_argument(
         "--conversation",
         action="store_true",
         help="ask all of an item's questions in one chat, in order (the paper's ChatGPT setting)",
     )
-    g.add_argument("--max-tokens", type=whole(1, 1_000_000), help="reply length limit (default 128)")
     g.add_argument("--max-retries", type=whole(0, 100), help="regenerations of a reply that does not parse (default 3)")
     g.add_argument(
         "--min-mass",
@@ -229,6 +224,24 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def decoding_flags(group: argparse._ArgumentGroup, decoding: type[Decoding] = Decoding) -> None:
+    """One flag per field of ``Decoding``: its name, type, range, help and default are the field's (config keys are
+    derived from the same fields). Not given: None, so the protocol's or the config file's default applies."""
+    for knob in fields(decoding):
+        default, meta = default_of(knob), knob.metadata
+        kind = (
+            whole(int(meta["low"]), int(meta["high"]))
+            if isinstance(default, int)
+            else real(meta["low"], meta["high"], low_open=meta["low_open"])
+        )
+        group.add_argument(flag_name(knob), dest=knob.name, type=kind, help=f"{meta['doc']} (default {default})")
+
+
+def decoding_given(args: argparse.Namespace, decoding: type[Decoding] = Decoding) -> dict[str, Any]:
+    """The decoding flags the user gave, by field name."""
+    return {knob.name: getattr(args, knob.name) for knob in fields(decoding) if getattr(args, knob.name) is not None}
+
+
 def check_key_variable(name: str | None) -> None:
     """``--api-key-env NAME`` names where the key is: $NAME unset (a typo) is one sentence, never no key at all
     (a keyless server answered as if it had been sent; one that wants a key asked to name the variable)."""
@@ -255,12 +268,8 @@ def judge_options(args: argparse.Namespace) -> JudgeOptions:
         model=args.model,
         mode=args.mode,
         variant=args.variant,
-        samples=args.samples,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        seed=args.seed,
+        decoding=decoding_given(args),
         conversation=args.conversation,
-        max_tokens=args.max_tokens,
         max_retries=args.max_retries,
         min_mass=args.min_mass,
         n_ctx=args.n_ctx,

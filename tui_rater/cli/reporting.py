@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from tui_rater.cli.common import (
-    MAX_SEED,
     RAW_CSV_HELP,
     common_flags,
     data,
@@ -20,6 +19,7 @@ from tui_rater.cli.common import (
     say,
     whole,
 )
+from tui_rater.domain.decoding import MAX_SEED
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.errors import UserError
 

@@ -19,10 +19,11 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
+from tui_rater.domain import modes
+from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.errors import UserError
 from tui_rater.judge.paths import cache_dir
 
-MODES = ("text", "constrained", "distribution", "implicit")
 NO_KEY = "no-key"
 DEFAULT_N_CTX = 4096
 LARGE_MODEL_BYTES = 1 << 30  # above this, say what is being loaded before the long wait
@@ -36,12 +37,8 @@ class JudgeSpec:
     model: str  # the path of a .gguf file, or "api:<model id>"
     mode: str = "text"
     variant: str = "plain"
-    samples: int = 3  # Chiang & Lee: 3 samples per question, as 3 "annotators"
-    temperature: float = 1.0
-    top_p: float = 0.9
-    seed: int = 0
+    decoding: Decoding = field(default_factory=Decoding)  # samples, temperature, top_p, max_tokens, seed
     conversation: bool = False  # the paper's ChatGPT setting: all questions in one chat
-    max_tokens: int = 128
     max_retries: int = 3  # regenerations of a reply that does not parse
     # distribution mode: a pass with less next-token probability than this on the options is
     # stored as low_mass (the model was not answering), not as a rating
@@ -81,15 +78,15 @@ class JudgeSpec:
         return replace(self, base_url=endpoint, replicas=())
 
     def validate(self) -> JudgeSpec:
-        if self.mode not in MODES:
-            raise UserError(f"--mode must be one of {', '.join(MODES)}, not {self.mode!r}")
-        if self.samples < 1 or self.samples > 100:
+        modes.mode_of(self.mode)  # one sentence naming the modes if it is none of them
+        decoding = self.decoding
+        if decoding.samples < 1 or decoding.samples > 100:
             raise UserError("--samples must be between 1 and 100")
-        if not 0 <= self.temperature <= 5:
+        if not 0 <= decoding.temperature <= 5:
             raise UserError("--temperature must be between 0 and 5")
-        if not 0 < self.top_p <= 1:
+        if not 0 < decoding.top_p <= 1:
             raise UserError("--top-p must be in (0, 1]")
-        if self.max_retries < 0 or self.max_tokens < 1:
+        if self.max_retries < 0 or decoding.max_tokens < 1:
             raise UserError("--max-retries must be >= 0 and --max-tokens >= 1")
         if not 0 <= self.min_mass <= 1:
             raise UserError("--min-mass must be between 0 and 1")
@@ -429,7 +426,13 @@ def _version(package: str) -> str | None:
 
 def provenance(spec: JudgeSpec) -> dict:
     """Everything needed to say which judge produced a rating (never the API key)."""
-    config = asdict(spec)
+    # the decoding settings are written flat, by name, as before they were one object: a judge's identity
+    # (its rater name hashes this dict) must not change with the code's shape
+    config = {
+        key: value
+        for name, held in asdict(spec).items()
+        for key, value in (spec.decoding.record().items() if name == "decoding" else [(name, held)])
+    }
     if spec.judge_name is None:
         config.pop("judge_name")  # an unnamed judge keeps the identity it had before names existed
     config.pop("api_key_env", None)
@@ -471,7 +474,8 @@ def rater_name(spec: JudgeSpec, config: dict) -> str:
         model = f"{Path(spec.model).name}@{config['model_sha256'][:8]}"
     identity = {k: v for k, v in config.items() if not k.endswith("_version")}
     digest = hashlib.sha256(repr(sorted(identity.items())).encode()).hexdigest()[:6]
-    parts = [model, spec.mode, spec.variant, f"T{spec.temperature:g}", f"p{spec.top_p:g}", f"s{spec.seed}"]
+    decoding = spec.decoding
+    parts = [model, spec.mode, spec.variant, f"T{decoding.temperature:g}", f"p{decoding.top_p:g}", f"s{decoding.seed}"]
     if spec.conversation:
         parts.append("chat")
     return "/".join(parts) + f"#{digest}"

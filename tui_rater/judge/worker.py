@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from tui_rater.domain import protocols
+from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.errors import UserError
-from tui_rater.domain.protocols import EvaluationProtocol, Reading, derive_seed
+from tui_rater.domain.modes import Question, Unsupported, mode_of
+from tui_rater.domain.protocols import EvaluationProtocol, derive_seed
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.judge import queue, sources
 from tui_rater.judge.backends.base import Backend, Message, OptionProbabilities, TokenCounts
@@ -323,75 +325,59 @@ class Worker(threading.Thread):
         facts = {"template_id": prompt.template_id, "template_sha256": prompt.template_hash}
         # each job's random stream is its own, yet reproducible (judge configuration, item, question, sample)
         seed = partial(derive_seed, self.request_identity, item.task, item.id, attribute.name, job.presentation)
-        if spec.mode == "distribution":
-            return self._distribution(protocol, attribute, messages, job, facts, seed("distribution")), ""
-        if spec.mode == "implicit":
-            return [self._implicit(protocol, attribute, messages, job, facts)], ""
-        return self._text(protocol, attribute, messages, job, facts, seed)
-
-    def _text(
-        self,
-        protocol: EvaluationProtocol,
-        attribute: Attribute,
-        messages: list[Message],
-        job: Job,
-        facts: dict[str, Any],
-        seed: Callable[..., int],
-    ) -> tuple[list[RatingResult], str]:
-        """A free (or grammar-constrained) reply, read by the protocol; regenerated while it does not read.
-
-        Chiang & Lee regenerated until a rating came. A regeneration must change something: each
-        attempt has its own seed, and a greedy judge (T = 0) regenerates by sampling (T = 1, top-p).
-        """
-        spec = self.spec
-        constrained = spec.mode == "constrained"
-        grammar = protocol.grammar(attribute, spec.variant) if constrained else None
-        schema = protocol.json_schema(attribute, spec.variant) if constrained else None
-        earlier: list[str] = []
-        reading = Reading(None, "no_number")
-        reply: dict[str, Any] = {"text": ""}
-        details: dict[str, Any] = {}
-        for attempt in range(spec.max_retries + 1):
-            temperature = spec.temperature if attempt == 0 or spec.temperature > 0 else RETRY_TEMPERATURE
-            attempt_seed = seed(job.sample, attempt)
-            reply = self._cached(
-                messages,
-                [attempt_seed, temperature],
-                partial(self._complete, messages, attempt_seed, temperature, grammar, schema),
-            )
-            reading = protocol.read_reply(
-                reply["text"],
-                attribute,
-                spec.variant,
-                job.presentation,
-                structured=reply.get("structured", False),
-                truncated=reply.get("finish_reason") == "length",
-                constrained=constrained,
-            )
-            details = {**facts, "seed": attempt_seed, "attempts": attempt + 1}
-            # what reparse needs to read the reply the same way again
-            details["finish_reason"] = reply.get("finish_reason", "stop")
-            if reply.get("structured"):
-                details["structured"] = True
-            if temperature != spec.temperature:
-                details["temperature"] = temperature
-            if reply.get("sampling_sent"):  # the server refused the paper's top_k / min_p: its own applied
-                details["sampling_sent"] = reply["sampling_sent"]
-            if reading.ok:
-                break
-            earlier.append(reply["text"])
-        if constrained and not spec.is_api and (mass := self._scale_mass(protocol, attribute, messages)) is not None:
-            details["mass"] = mass  # what the model meant to answer before the grammar forced it (issue 26, item 2)
-        if earlier and not reading.ok:
-            details["earlier_replies"] = earlier[:-1]
-        elif earlier:
-            details["earlier_replies"] = earlier
-        rating = RatingResult(
-            attribute.name, job.sample, reading.value, reply["text"], reading.status, {**details, **reading.details}
+        question = Question(
+            protocol,
+            attribute,
+            spec.variant,
+            job.presentation,
+            job.sample,
+            messages,
+            facts,
+            seed,
+            spec.decoding,
+            spec.max_retries,
+            spec.min_mass,
+            local=not spec.is_api,
         )
-        return [rating], reply["text"]
+        try:
+            rated, reply = mode_of(spec.mode).ask(self, question)
+        except Unsupported as exc:
+            raise JudgeError("unsupported", str(exc)) from None
+        return [RatingResult(r.attribute, r.sample, r.value, r.raw, r.status, r.details) for r in rated], reply
 
-    def _scale_mass(self, protocol: EvaluationProtocol, attribute: Attribute, messages: list[Message]) -> float | None:
+    # --- what a mode asks of the model (domain/modes.py's Asker): each answer cached in the study file ----------
+
+    def reply(
+        self, messages: list[Message], decoding: Decoding, grammar: str | None, schema: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        return self._cached(
+            messages,
+            [decoding.seed, decoding.temperature],
+            partial(self._complete, messages, decoding, grammar, schema),
+        )
+
+    def option_probabilities(self, messages: list[Message], labels: list[str]) -> dict[str, Any]:
+        return self._cached(
+            messages, None, lambda: _option_reply(self._made_backend.option_probabilities(messages, labels))
+        )
+
+    def top_tokens(self, messages: list[Message], k: int) -> dict[str, Any]:
+        return self._cached(messages, None, lambda: {"top": self._made_backend.top_tokens(messages, k)})
+
+    def _complete(
+        self, messages: list[Message], decoding: Decoding, grammar: str | None, schema: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        completion = self._made_backend.complete(messages, decoding, grammar=grammar, json_schema=schema)
+        reply = {
+            "text": completion.text,
+            "structured": completion.structured,
+            "finish_reason": completion.finish_reason,
+        }
+        if getattr(completion, "sampling_sent", None):  # the server refused the paper's top_k / min_p
+            reply["sampling_sent"] = completion.sampling_sent
+        return reply
+
+    def scale_mass(self, protocol: EvaluationProtocol, attribute: Attribute, messages: list[Message]) -> float | None:
         """The probability that the reply begins on the scale, unconstrained: the number distribution mode stores
         and the pre-flight check shows (one probe per question, answered from the store on a re-run)."""
         starts = list(protocol.answer_starts(attribute, self.spec.variant))
@@ -406,95 +392,6 @@ class Worker(threading.Thread):
             return None
         return float(reply["mass"])
 
-    def _implicit(
-        self,
-        protocol: EvaluationProtocol,
-        attribute: Attribute,
-        messages: list[Message],
-        job: Job,
-        facts: dict[str, Any],
-    ) -> RatingResult:
-        """Chen et al. §2.1: the yes/no question's top tokens, read by the implicit protocol."""
-        k = getattr(protocol, "TOP_K", 5)
-        reply = self._cached(messages, None, lambda: {"top": self._made_backend.top_tokens(messages, k)})
-        reading = protocol.read_top_tokens([tuple(t) for t in reply["top"]], attribute)
-        return RatingResult(
-            attribute.name, job.sample, reading.value, None, reading.status, {**facts, **reading.details}
-        )
-
-    def _complete(
-        self,
-        messages: list[Message],
-        seed: int,
-        temperature: float,
-        grammar: str | None,
-        schema: dict[str, Any] | None,
-    ) -> dict[str, Any]:
-        completion = self._made_backend.complete(
-            messages,
-            temperature=temperature,
-            top_p=self.spec.top_p,
-            max_tokens=self.spec.max_tokens,
-            seed=seed,
-            grammar=grammar,
-            json_schema=schema,
-        )
-        reply = {
-            "text": completion.text,
-            "structured": completion.structured,
-            "finish_reason": completion.finish_reason,
-        }
-        if getattr(completion, "sampling_sent", None):
-            reply["sampling_sent"] = completion.sampling_sent
-        return reply
-
-    def _distribution(
-        self,
-        protocol: EvaluationProtocol,
-        attribute: Attribute,
-        messages: list[Message],
-        job: Job,
-        facts: dict[str, Any],
-        seed: int,
-    ) -> list[RatingResult]:
-        """One forward pass; the protocol draws the N samples (samples 0..N-1) from the options' probabilities."""
-        spec = self.spec
-        options = protocol.options(attribute, spec.variant)
-        if options is None:
-            raise JudgeError(
-                "unsupported",
-                f"--mode distribution needs discrete options; {attribute.name} has none (use --mode text)",
-            )
-        labels = list(options.labels)
-        reply = self._cached(
-            messages, None, lambda: _option_reply(self._made_backend.option_probabilities(messages, labels))
-        )
-        reading = protocol.read_distribution(
-            reply["probabilities"],
-            attribute,
-            spec.variant,
-            job.presentation,
-            samples=spec.samples,
-            temperature=spec.temperature,
-            top_p=spec.top_p,
-            seed=seed,
-            min_mass=spec.min_mass,
-            unscored=reply.get("unscored", ()),
-            unscored_mass_at_most=reply.get("unscored_mass_at_most", 0.0),
-        )
-        # the pass's facts are kept once, with sample 0; reparse reads them from there
-        return [
-            RatingResult(
-                attribute.name,
-                s,
-                sample.value,
-                None,
-                sample.status,
-                {**facts, **reading.details, **sample.details} if s == 0 else dict(sample.details),
-            )
-            for s, sample in enumerate(reading.samples)
-        ]
-
     def _cached(self, messages: list[Message], seed: object, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """Identical requests (model, prompt, parameters, seed) are answered from the store."""
         key = hashlib.sha256(json.dumps([self.request_identity, messages, seed]).encode()).hexdigest()
@@ -506,10 +403,6 @@ class Worker(threading.Thread):
         reply = compute()
         self.replies[key] = reply  # stored with the job's result, in one transaction
         return reply
-
-
-# a greedy judge regenerates an unreadable reply by sampling, as the paper's default decoding
-RETRY_TEMPERATURE = 1.0
 
 
 def _with_endpoints(results: list[RatingResult], backend: Backend | None) -> list[RatingResult]:
@@ -541,13 +434,13 @@ def job_shapes(task: Task, spec: JudgeSpec) -> list[tuple[str, str, int]]:
     """(attribute, presentation, sample) of every job one item needs for this judge configuration."""
     if spec.conversation:
         presentations = protocols.of(task.attributes[0]).presentations(task.attributes[0])
-        return [("*", p, s) for p in presentations for s in range(spec.samples)]
-    per_pass = spec.mode in ("distribution", "implicit")  # one forward pass yields every sample
+        return [("*", p, s) for p in presentations for s in range(spec.decoding.samples)]
+    per_pass = mode_of(spec.mode).per_pass  # one forward pass yields every sample
     shapes = []
     for attribute in task.attributes:
         protocol = protocols.for_mode(task, attribute, spec.mode)
         for presentation in protocol.presentations(attribute):
-            shapes += [(attribute.name, presentation, s) for s in range(1 if per_pass else spec.samples)]
+            shapes += [(attribute.name, presentation, s) for s in range(1 if per_pass else spec.decoding.samples)]
     return shapes
 
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from tui_rater.config import JudgeDefaults
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
-from tui_rater.domain.protocols import Decoding
+from tui_rater.domain.modes import mode_of
 from tui_rater.domain.tasks import Task
 from tui_rater.judge import queue
 from tui_rater.judge.errors import JudgeError
@@ -37,12 +37,9 @@ class JudgeOptions:
     model: str
     mode: str = "text"
     variant: str | None = None
-    samples: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    seed: int = 0
+    # the decoding settings the user gave, by Decoding's field names; the others are the protocol's or the config's
+    decoding: dict[str, Any] = field(default_factory=dict)
     conversation: bool = False
-    max_tokens: int | None = None
     max_retries: int | None = None
     min_mass: float | None = None
     n_ctx: int | None = None
@@ -67,12 +64,12 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         options = replace(options, model=fetch_model(options.model))
     if not tasks:
         raise UserError("there is nothing to judge: the study holds no items")
-    if options.conversation and options.mode in ("distribution", "implicit"):
+    if options.conversation and not mode_of(options.mode).in_conversation:
         raise UserError("--conversation works with --mode text or constrained")
     variant = options.variant or _agreed(
         {task.name: _one(task, lambda p, t, a: p.default_variant(t, a), options.mode) for task in tasks}, "prompt"
     )
-    base = Decoding(defaults.samples, defaults.temperature, defaults.top_p, defaults.max_tokens)
+    base = defaults.decoding
     for task in tasks:
         for attribute in task.attributes:
             protocols.for_mode(task, attribute, options.mode).check_variant(task, attribute, variant)
@@ -84,12 +81,8 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         model=options.model,
         mode=options.mode,
         variant=variant,
-        samples=_pick(options.samples, decoding.samples),
-        temperature=_pick(options.temperature, decoding.temperature),
-        top_p=_pick(options.top_p, decoding.top_p),
-        seed=options.seed,
+        decoding=decoding.given(options.decoding),
         conversation=options.conversation,
-        max_tokens=_pick(options.max_tokens, decoding.max_tokens),
         max_retries=_pick(options.max_retries, defaults.max_retries),
         min_mass=_pick(options.min_mass, 0.5),
         n_ctx=_pick(options.n_ctx, defaults.n_ctx),

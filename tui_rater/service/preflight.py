@@ -35,15 +35,16 @@ from statistics import median
 from typing import Any
 
 from tui_rater.domain import protocols
+from tui_rater.domain.modes import IMPLICIT, MODES, TEXT, ReplyFacts, mode_of
 from tui_rater.domain.tasks import Task
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.store.study import Study
 
-MODES_READ_AT_THE_ANSWER = ("distribution", "implicit")
+MODES_READ_AT_THE_ANSWER = tuple(name for name, mode in MODES.items() if mode.at_answer_position)
 # the order a mode is recommended in when the one asked is not ready: the cheapest reading first
 RECOMMENDED_ORDER = ("distribution", "constrained", "text", "implicit")
-TOP_K = 5
+TOP_K = IMPLICIT.top_k(protocols.REGISTRY["implicit"])  # the top tokens shown: as many as the implicit score reads
 # the report's agreement-ready rule (stats/sections/readings.py): at most this share of typed failures
 READY_MAX_FAILURE_SHARE = 0.10
 
@@ -184,7 +185,7 @@ def check_judge(
         spec.mode,
         template,
         None if spec.is_api else spec.n_ctx,
-        spec.max_tokens,
+        spec.decoding.max_tokens,
         spec.min_mass,
         checks,
         verdict,
@@ -254,7 +255,7 @@ def _local_answer_position(
     """The scale's token paths and the probability that the reply begins on the scale -- the numbers distribution
     mode stores -- the top next tokens, and (text mode) one reply as the run would ask and read it."""
     facts: dict[str, Any] = {}
-    scale_modes = [m for m in modes if m != "implicit"]
+    scale_modes = [m for m in modes if m != IMPLICIT.name]
     if scale_modes:
         protocol = protocols.for_mode(task, attribute, scale_modes[0])
         starts = protocol.answer_starts(attribute, spec.variant)
@@ -265,13 +266,12 @@ def _local_answer_position(
         if scored:
             facts["mass"] = sum(backend.option_probabilities(messages, scored).values())
         facts["top"] = [(str(text), float(p)) for text, p in backend.top_tokens(messages, TOP_K)]
-    if "implicit" in modes:
-        implicit = protocols.for_mode(task, attribute, "implicit")
+    if IMPLICIT.name in modes:
+        implicit = protocols.for_mode(task, attribute, IMPLICIT.name)
         asked = implicit.render(task, attribute, item.fields, spec.variant, presentation)
         top = [(str(t), float(p)) for t, p in backend.top_tokens([{"role": "user", "content": asked.text}], TOP_K)]
-        answers = implicit.YES | implicit.NO  # type: ignore[attr-defined]
-        facts["implicit_mass"] = sum(p for text, p in top if text.strip() in answers)
-        if spec.mode == "implicit":
+        facts["implicit_mass"] = IMPLICIT.answer_mass(implicit, top)
+        if spec.mode == IMPLICIT.name:
             facts["top"], facts["mass"], facts["mass_is_lower_bound"] = top, facts["implicit_mass"], True
     return facts
 
@@ -280,10 +280,9 @@ def _api_answer_position(
     backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, presentation: str, messages: list[dict[str, str]]
 ) -> dict[str, Any]:
     """A server: the implicit question's top tokens, the options' logprobs (distribution), or one short reply."""
-    if spec.mode == "implicit":  # Chen et al. §2.1: yes / no among the top tokens
-        top = [(str(text), float(p)) for text, p in backend.top_tokens(messages, protocol.TOP_K)]
-        answers = protocol.YES | protocol.NO
-        return {"top": top, "mass": sum(p for text, p in top if text.strip() in answers), "mass_is_lower_bound": True}
+    if spec.mode == IMPLICIT.name:  # Chen et al. §2.1: yes / no among the top tokens
+        top = [(str(text), float(p)) for text, p in backend.top_tokens(messages, IMPLICIT.top_k(protocol))]
+        return {"top": top, "mass": IMPLICIT.answer_mass(protocol, top), "mass_is_lower_bound": True}
     options = protocol.options(attribute, spec.variant)
     labels = list(options.labels) if options is not None else []
     if spec.mode == "text":  # one reply, asked and read as the run would: does the server's model answer?
@@ -321,30 +320,19 @@ def _text_reply(
     backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, presentation: str, messages: list[dict[str, str]]
 ) -> dict[str, Any]:
     """One free reply with the run's decoding and length limit, read by the protocol as the run reads it."""
-    reply = backend.complete(
-        messages, temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens, seed=spec.seed
-    )
-    reading = protocol.read_reply(
-        reply.text,
-        attribute,
-        spec.variant,
-        presentation,
-        structured=reply.structured,
-        truncated=reply.finish_reason == "length",
-    )
+    reply = backend.complete(messages, spec.decoding)
+    facts = ReplyFacts(reply.finish_reason, reply.structured)
+    reading = TEXT.read(protocol, attribute, spec.variant, presentation, reply.text, facts)
     return {"reply": reply.text, "reply_status": reading.status, "finish_reason": reply.finish_reason}
 
 
 def _ask_once(backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, messages: list[dict[str, str]]) -> None:
     """One reply of one token, as the judge would ask (its constraint included): a server that cannot be reached,
     has no such model, answers garbage or refuses the constraint fails here, not hours into the run."""
-    constrained = spec.mode == "constrained"
+    constrained = mode_of(spec.mode).constrained
     backend.complete(
         messages,
-        temperature=spec.temperature,
-        top_p=spec.top_p,
-        max_tokens=1,
-        seed=spec.seed,
+        replace(spec.decoding, max_tokens=1),
         grammar=protocol.grammar(attribute, spec.variant) if constrained else None,
         json_schema=protocol.json_schema(attribute, spec.variant) if constrained else None,
     )
@@ -362,9 +350,10 @@ def _blocked(spec: JudgeSpec, checks: list[PromptCheck]) -> str | None:
         return f"prompts start with {doubled[0].bos} BOS tokens (the template and the tokenizer both add one)"
     if not spec.is_api:
         longest = max(c.tokens or 0 for c in checks)
-        if longest + (spec.max_tokens if spec.mode in ("text", "constrained") else 1) > spec.n_ctx:
+        reply = spec.decoding.max_tokens
+        if longest + (1 if mode_of(spec.mode).at_answer_position else reply) > spec.n_ctx:
             return (
-                f"the longest prompt has {longest:,} tokens: with --max-tokens {spec.max_tokens} it does not fit "
+                f"the longest prompt has {longest:,} tokens: with --max-tokens {reply} it does not fit "
                 f"--n-ctx {spec.n_ctx:,}; raise --n-ctx"
             )
     return None

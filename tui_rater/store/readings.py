@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui_rater.domain.modes import Details
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
 from tui_rater.store.team import has_team_tables
 
@@ -21,8 +22,8 @@ def task_ratings(study: Study, task: str) -> list[tuple[Any, ...]]:
     return study.db.conn.execute(
         f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.label, ra.kind, r.presentation, r.sample,
                    r.value, r.id, r.parse_status,
-                   CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"mass"%' AND json_valid(r.details)
-                        THEN json_extract(r.details, '$.mass') END
+                   CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"{Details.MASS}"%' AND json_valid(r.details)
+                        THEN json_extract(r.details, '$.{Details.MASS}') END
             FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND ra.kind IN ('human', 'llm'){not_gold}""",
         [task],
     ).fetchall()

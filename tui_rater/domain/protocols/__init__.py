@@ -104,8 +104,10 @@ def of(attribute: Attribute) -> EvaluationProtocol:
 
 def for_mode(task: Task, attribute: Attribute, mode: str) -> EvaluationProtocol:
     """The protocol a judge uses for this question in ``mode`` (checked: one sentence if it does not apply)."""
+    from tui_rater.domain.modes import mode_of  # the modes read protocols: imported when asked
+
     protocol = of(attribute)
-    protocol.check_mode(task, attribute, mode)
+    protocol.check_mode(task, attribute, mode_of(mode).asked_as)
     if mode == "implicit":  # Chen et al. §2.1: the implicit score asks its own yes/no question
         return REGISTRY["implicit"]
     return protocol

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from tui_rater.domain.decoding import Decoding as Decoding  # re-exported: protocols take it from here
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.parsing import ParseResult, parse_score
 from tui_rater.domain.prompts import PERSONA, RenderedPrompt, fill, generic_template
@@ -63,16 +64,6 @@ class Level(StrEnum):
     NOMINAL = "nominal"  # categories: shares, kappa, alpha nominal, votes -- never means
     ORDINAL = "ordinal"  # ordered points: ranks, alpha ordinal; the papers also report means
     INTERVAL = "interval"  # numbers: means, alpha interval, Pearson
-
-
-@dataclass(frozen=True)
-class Decoding:
-    """How a judge samples, unless the user says otherwise."""
-
-    samples: int = 3
-    temperature: float = 1.0
-    top_p: float = 0.9
-    max_tokens: int = 128
 
 
 # A reply cut by the length limit is read only where one more token of these could not change its reading.
@@ -354,15 +345,13 @@ class EvaluationProtocol:
         variant: str,
         presentation: str = "",
         *,
-        samples: int,
-        temperature: float,
-        top_p: float,
-        seed: int,
+        decoding: Decoding,
         min_mass: float,
         unscored: Sequence[str] = (),
         unscored_mass_at_most: float = 0.0,
     ) -> DistributionReading:
-        """The options' next-token probabilities -> N samples drawn with the judge's T and top-p.
+        """The options' next-token probabilities -> N samples drawn with the judge's T and top-p, from ``decoding``'s
+        seed (the pass's, not the judge's).
 
         ``raw`` holds each option's probability as the model gave it (not renormalised). When
         less than ``min_mass`` of the next-token probability falls on the options, the model
@@ -375,6 +364,7 @@ class EvaluationProtocol:
         options = self.options(attribute, variant)
         if options is None:
             raise UserError(f"{attribute.name} has no discrete options to read a distribution over")
+        samples, seed = decoding.samples, decoding.seed
         p = np.array([max(float(raw.get(label, 0.0)), 0.0) for label in options.labels], dtype=float)
         mass = float(p.sum())
         details: dict[str, Any] = {"raw": {k: float(v) for k, v in raw.items()}, "mass": mass, "seed": seed}
@@ -398,7 +388,7 @@ class EvaluationProtocol:
         if self.level is not Level.NOMINAL:
             details["expected"] = float(sum(pi * cv for pi, (cv, _) in zip(p, canonical_values)))
         rng = np.random.default_rng(seed)
-        q = tempered(p, temperature, top_p)
+        q = tempered(p, decoding.temperature, decoding.top_p)
         drawn = rng.choice(len(values), size=samples, p=q)
         readings = []
         for index in drawn:

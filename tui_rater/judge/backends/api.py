@@ -20,6 +20,7 @@ from datetime import UTC
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
+from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.protocols.base import MAX_UNSCORED_SHARE
 from tui_rater.judge.backends import api_logprobs, api_reply, http_limits
 from tui_rater.judge.backends.api_reply import MAX_BODY_BYTES, Listing
@@ -233,21 +234,16 @@ class ApiBackend:
     def complete(
         self,
         messages: list[Message],
+        decoding: Decoding,
         *,
-        temperature: float,
-        top_p: float,
-        max_tokens: int,
-        seed: int,
         grammar: str | None = None,
         json_schema: dict | None = None,
     ) -> Completion:
-        params: dict[str, Any] = dict(
-            messages=messages, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed
-        )
+        params: dict[str, Any] = dict(messages=messages, **decoding.sent())
         if grammar is None and json_schema is None:
             text, finish = self._text(self._sampled(params))
             self.server.note(good=True)
-            return Completion(text, finish_reason=finish, sampling_sent=self._sampling_sent(temperature, top_p))
+            return Completion(text, finish_reason=finish, sampling_sent=self._sampling_sent(decoding))
         styles = [self._constraint_style] if self._constraint_style else list(CONSTRAINT_STYLES)
         last: JudgeError | None = None
         for style in styles:
@@ -270,7 +266,7 @@ class ApiBackend:
                 text,
                 structured=style == "json_schema",
                 finish_reason=finish,
-                sampling_sent=self._sampling_sent(temperature, top_p),
+                sampling_sent=self._sampling_sent(decoding),
             )
         raise JudgeError(
             "unsupported",
@@ -296,11 +292,11 @@ class ApiBackend:
         self.server.sampler_extras = self._extras_sent = True
         return body
 
-    def _sampling_sent(self, temperature: float, top_p: float) -> dict[str, Any] | None:
+    def _sampling_sent(self, decoding: Decoding) -> dict[str, Any] | None:
         """What was sent of the sampler, where it is less than the paper's (None: all of it, or greedy)."""
-        if temperature <= 0 or self._extras_sent:
+        if decoding.temperature <= 0 or self._extras_sent:
             return None
-        return {"top_p": top_p, "top_k": "the server's", "min_p": "the server's"}
+        return {"top_p": decoding.top_p, "top_k": "the server's", "min_p": "the server's"}
 
     @staticmethod
     def _constraint(style: str, grammar: str | None, json_schema: dict | None) -> dict:

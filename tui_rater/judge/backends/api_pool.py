@@ -20,9 +20,10 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
+from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.errors import UserError
 from tui_rater.judge.backends.api import ApiBackend
-from tui_rater.judge.backends.base import TokenCounts
+from tui_rater.judge.backends.base import Completion, Message, TokenCounts
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import JudgeSpec, strip_credentials
 
@@ -94,8 +95,15 @@ class ApiPool:
 
     # --- the backend interface -----------------------------------------------------------------
 
-    def complete(self, messages: list, **settings: Any) -> Any:
-        return self._ask(lambda member: member.complete(messages, **settings))
+    def complete(
+        self,
+        messages: list[Message],
+        decoding: Decoding,
+        *,
+        grammar: str | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        return self._ask(lambda member: member.complete(messages, decoding, grammar=grammar, json_schema=json_schema))
 
     def option_probabilities(self, messages: list, options: list[str]) -> Any:
         return self._ask(lambda member: member.option_probabilities(messages, options))

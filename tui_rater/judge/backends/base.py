@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tui_rater.domain.decoding import Decoding
+
 Message = dict[str, str]  # {"role": "user" | "assistant", "content": ...}
 
 
@@ -69,11 +71,8 @@ class Backend(Protocol):
     def complete(
         self,
         messages: list[Message],
+        decoding: Decoding,  # this request's: the judge's settings with the request's own seed
         *,
-        temperature: float,
-        top_p: float,
-        max_tokens: int,
-        seed: int,
         grammar: str | None = None,  # GBNF: only valid answers (the protocol's)
         json_schema: dict[str, Any] | None = None,  # the same constraint for servers that take a JSON schema
     ) -> Completion: ...

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
 
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.backends.base import Completion, Message, TokenCounts
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import JudgeSpec
@@ -119,7 +120,7 @@ def tokens_needed(model, *, spec: JudgeSpec, prompts: list[list[Message]]) -> in
     prompts (1.6 GB for a 253 MB model; issues 22.6, 25.5)."""
     formatter = _chat_formatter(model, spec.chat_template)
     longest = max(len(_prompt_tokens(model, formatter, messages)) for messages in prompts)
-    reply = 1 if spec.mode in ("distribution", "implicit") else spec.max_tokens
+    reply = 1 if spec.mode in ("distribution", "implicit") else spec.decoding.max_tokens
     need = longest + reply + 1
     need += need // 4
     return min(spec.n_ctx, -(-need // SIZE_STEP) * SIZE_STEP)
@@ -184,23 +185,21 @@ class LocalBackend:
     def complete(
         self,
         messages: list[Message],
+        decoding: Decoding,
         *,
-        temperature: float,
-        top_p: float,
-        max_tokens: int,
-        seed: int,
         grammar: str | None = None,
         json_schema: dict | None = None,
     ) -> Completion:
         """``json_schema`` is for servers that take one; here ``grammar`` (GBNF) constrains the reply."""
         tokens = self.prompt_tokens(messages)
+        max_tokens = decoding.max_tokens
         if grammar is not None:  # a constrained answer is short (the old backend's limit, kept)
             max_tokens = min(max_tokens, 8)
         budget = min(max_tokens, self.spec.n_ctx - len(tokens) - 1)
         if len(tokens) < self.spec.n_ctx and budget < 1:
             raise JudgeError("context_overflow", "no room left in the context window for the reply")
         result = self.engine.generate(  # type: ignore[attr-defined]
-            tokens, max_tokens=budget, temperature=temperature, top_p=top_p, seed=seed, grammar=grammar
+            tokens, replace(decoding, max_tokens=budget), grammar=grammar
         )
         return Completion(self.model.detokenize(result.tokens), finish_reason=result.finish_reason)
 

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.backends.base import TokenCounts
 from tui_rater.judge.engine.native import Batch, Context, LoadError, Model, lower_thread_priority, note_in_log
 from tui_rater.judge.engine.sampling import SequenceSampler
@@ -105,18 +106,9 @@ class Engine:
 
     # --- the callers' side (any thread) ---------------------------------------------------
 
-    def generate(
-        self, tokens: list[int], *, max_tokens: int, temperature: float, top_p: float, seed: int, grammar: str | None
-    ) -> Generated:
-        request = Request(
-            self._checked(tokens, min(max_tokens, self.n_ctx - len(tokens))),
-            max_tokens=max_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-            grammar=grammar,
-        )
-        return self._submit(request)
+    def generate(self, tokens: list[int], decoding: Decoding, *, grammar: str | None) -> Generated:
+        checked = self._checked(tokens, min(decoding.max_tokens, self.n_ctx - len(tokens)))
+        return self._submit(Request(checked, decoding=decoding, grammar=grammar))
 
     def probe(self, tokens: list[int]) -> np.ndarray:
         """The next-token logits after the prompt (a float32 copy)."""
@@ -207,7 +199,7 @@ class Engine:
     @staticmethod
     def _cells(request: Request) -> int:
         """The most KV cells a request may fill: its prompt and its whole reply budget."""
-        return len(request.tokens) + (1 if request.probe else request.max_tokens)
+        return len(request.tokens) + (1 if request.probe else request.decoding.max_tokens)
 
     def _admit(self) -> None:
         kept: deque[Request] = deque()  # prompts waiting for a prefix another sequence is evaluating
@@ -226,13 +218,7 @@ class Engine:
             try:
                 sampler = None
                 if not request.probe:
-                    sampler = SequenceSampler(
-                        self.model,
-                        temperature=request.temperature,
-                        top_p=request.top_p,
-                        seed=request.seed,
-                        grammar=request.grammar,
-                    )
+                    sampler = SequenceSampler(self.model, request.decoding, grammar=request.grammar)
             except ValueError as exc:
                 request.future.set_exception(JudgeError("bad_request", str(exc)))
                 continue
@@ -358,7 +344,8 @@ class Engine:
             return
         slot.generated.append(token)
         self.counts.generated += 1
-        if len(slot.generated) >= request.max_tokens or len(request.tokens) + len(slot.generated) >= self.n_ctx:
+        limit = request.decoding.max_tokens
+        if len(slot.generated) >= limit or len(request.tokens) + len(slot.generated) >= self.n_ctx:
             self._finish(slot, Generated(slot.generated, "length"))
             return
         slot.next_token = token

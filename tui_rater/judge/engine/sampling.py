@@ -22,6 +22,7 @@ import ctypes
 import llama_cpp as lc
 import numpy as np
 
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.engine.native import TOKEN_DATA, Model
 
 SORTED_NUCLEUS = 4096
@@ -95,11 +96,12 @@ def _apply(sampler: object, logits: np.ndarray, ids: np.ndarray | None = None, o
 
 
 class SequenceSampler:
-    def __init__(self, model: Model, *, temperature: float, top_p: float, seed: int, grammar: str | None):
+    def __init__(self, model: Model, decoding: Decoding, *, grammar: str | None):
         self.model = model
-        self.greedy = temperature <= 0  # llama.cpp and the APIs: T = 0 is greedy decoding
-        self.temperature = np.float32(temperature)
-        self.top_p = top_p
+        self.greedy = decoding.temperature <= 0  # llama.cpp and the APIs: T = 0 is greedy decoding
+        self.temperature = np.float32(decoding.temperature)
+        self.top_p = decoding.top_p
+        seed = decoding.seed
         self.grammar = None
         if grammar is not None:
             self.grammar = lc.llama_sampler_init_grammar(model.vocab, grammar.encode(), b"root")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.engine.sampling import SequenceSampler
 
 
@@ -25,10 +26,7 @@ class Request:
 
     tokens: np.ndarray  # int32, BOS rule already applied
     probe: bool = False
-    max_tokens: int = 0
-    temperature: float = 1.0
-    top_p: float = 1.0
-    seed: int = 0
+    decoding: Decoding = field(default_factory=Decoding)  # a reply's; its max_tokens is the reply's length limit
     grammar: str | None = None
     future: Future = field(default_factory=Future)
 
