@@ -84,6 +84,26 @@ def test_a_server_that_refuses_top_k_samples_with_its_own_and_each_rating_says_s
     assert sum("top_k" not in body for body in chats) == 4
 
 
+def test_a_judge_may_sample_as_llama_cpp_s_server_does_and_is_then_another_judge(tmp_path, serve_zoo):
+    """--top-k / --min-p (llama.cpp's server defaults: 40, 0.05) reach the body; the judge is a new one, named so."""
+    behaviour, url = serve_zoo()
+    db = story_study(tmp_path / "s.db", STORIES[:1])
+    assert _judge(db, url, flags=("--temperature", "1", "--limit", "1")).returncode == 0
+    result = _judge(db, url, flags=("--temperature", "1", "--top-k", "40", "--min-p", "0.05", "--limit", "1"))
+    assert result.returncode == 0, result.stderr
+    chats = _chats(behaviour)
+    assert [(b["top_k"], b["min_p"]) for b in chats] == [(0, 0.0)] * 4 + [(40, 0.05)] * 4
+    conn = sqlite3.connect(db)
+    judges = conn.execute("SELECT label, config FROM raters WHERE kind = 'llm' ORDER BY id").fetchall()
+    conn.close()
+    assert len(judges) == 2  # the same model sampled another way is another judge
+    paper, server = (json.loads(config) for _, config in judges)
+    assert "top_k" not in paper and "min_p" not in paper  # as before these settings existed: the same identity
+    assert (server["top_k"], server["min_p"]) == (40, 0.05)
+    bad = _judge(db, url, flags=("--min-p", "1.5"))
+    assert bad.returncode == 2 and "--min-p" in bad.stderr and "Traceback" not in bad.stderr
+
+
 # --- item 3: several endpoints -----------------------------------------------------------------------------------
 
 

@@ -132,3 +132,55 @@ def test_the_draws_follow_the_nucleus_distribution(qwen_gguf):
     assert set(draws.tolist()) <= set(ids.tolist())
     p = np.exp(logits[ids].astype(np.float64))
     assert abs((draws < 40).mean() - p[ids < 40].sum() / p.sum()) < 0.03
+
+
+@pytest.mark.parametrize(
+    ("top_k", "top_p", "min_p", "spread"),
+    [
+        (40, 0.95, 0.05, 0.3),  # llama.cpp server's defaults, on a flat distribution (a random-weight model)
+        (40, 0.95, 0.05, 3.0),
+        (40, 1.0, 0.0, 0.3),
+        (5, 0.5, 0.0, 2.0),
+        (0, 0.9, 0.05, 6.0),  # min-p alone, after a small nucleus
+        (200_000, 0.9, 0.1, 6.0),  # k above the vocabulary: the whole of it
+    ],
+)
+def test_top_k_and_min_p_draw_as_llama_cpp_s_chain(qwen_gguf, top_k, top_p, min_p, spread):
+    """--top-k / --min-p (a judge set up as llama.cpp's server samples): the same tokens as llama.cpp's chain
+    top-k -> top-p -> min-p -> temp -> dist for each seed."""
+    from tui_rater.judge.engine.native import Model
+
+    model = Model(str(qwen_gguf))
+    rng = np.random.default_rng(int(spread * 10) + top_k)
+    try:
+        for temperature in (1.0, 0.8):
+            logits = (rng.standard_normal(model.n_vocab) * spread).astype(np.float32)
+            for seed in range(25):
+                decoding = Decoding(temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p, seed=seed)
+                ours = SequenceSampler(model, decoding, grammar=None)
+                chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
+                for sampler in (
+                    lc.llama_sampler_init_top_k(top_k),
+                    lc.llama_sampler_init_typical(1.0, 1),
+                    lc.llama_sampler_init_top_p(top_p, 1),
+                    lc.llama_sampler_init_min_p(min_p, 1),
+                    lc.llama_sampler_init_temp(temperature),
+                    lc.llama_sampler_init_dist(seed),
+                ):
+                    lc.llama_sampler_chain_add(chain, sampler)
+                data, array = _candidates(logits)
+                lc.llama_sampler_apply(chain, ctypes.byref(array))
+                assert ours.sample(logits) == int(data["id"][array.selected]), (temperature, seed)
+                ours.close()
+                lc.llama_sampler_free(chain)
+    finally:
+        model.close()
+
+
+def test_top_k_never_keeps_a_token_the_grammar_ruled_out():
+    from tui_rater.judge.engine.sampling import top_k
+
+    logits = np.full(1000, -np.inf, np.float32)
+    logits[[3, 500, 999]] = [1.0, 3.0, 2.0]
+    assert top_k(logits, 40).tolist() == [500, 999, 3]
+    assert top_k(logits, 2).tolist() == [500, 999]

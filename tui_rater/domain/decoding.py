@@ -18,10 +18,25 @@ from typing import Any
 MAX_SEED = 2**32 - 1
 
 
-def knob(default: Any, doc: str, low: float, high: float, *, low_open: bool = False, sent: bool = True) -> Any:
+def knob(
+    default: Any,
+    doc: str,
+    low: float,
+    high: float,
+    *,
+    low_open: bool = False,
+    sent: bool = True,
+    extension: bool = False,
+) -> Any:
     """A decoding setting: its default, what it means (the flag's help), its range (the flag's and the config
-    file's check), and whether each request to a model carries it (``sent``; ``samples`` is the worker's)."""
-    return field(default=default, metadata={"doc": doc, "low": low, "high": high, "low_open": low_open, "sent": sent})
+    file's check), and whether each request to a model carries it (``sent``; ``samples`` is the worker's).
+
+    ``extension``: a sampler setting OpenAI's own API does not take but llama.cpp's server, vLLM and SGLang do. It
+    is sent with sampled requests only, left out for a server that refuses it (the rating says so), and written
+    in a judge's stored record only when it is not its default: a judge recorded before the setting existed
+    sampled with the default, and keeps its identity."""
+    metadata = {"doc": doc, "low": low, "high": high, "low_open": low_open, "sent": sent, "extension": extension}
+    return field(default=default, metadata=metadata)
 
 
 @dataclass(frozen=True)
@@ -39,6 +54,24 @@ class Decoding:
         0,
         MAX_SEED,
     )
+    # the papers sample from the nucleus of the whole vocabulary; llama.cpp's server cuts to top-k 40 and min-p
+    # 0.05 first unless told otherwise. Sampler order, as llama.cpp's: top-k, top-p, min-p, temperature.
+    top_k: int = knob(
+        0,
+        "keep the k most probable tokens before top-p; 0 keeps the whole vocabulary, as the papers sample "
+        "(llama.cpp's server would use 40)",
+        0,
+        1_000_000,
+        extension=True,
+    )
+    min_p: float = knob(
+        0.0,
+        "after top-p, drop the tokens less probable than min-p times the most probable one; 0 drops none, as the "
+        "papers sample (llama.cpp's server would use 0.05)",
+        0,
+        1,
+        extension=True,
+    )
 
     def given(self, settings: Mapping[str, Any]) -> Decoding:
         """These settings with the ones given replaced (None: not given)."""
@@ -49,11 +82,24 @@ class Decoding:
 
     def sent(self) -> dict[str, Any]:
         """The settings each request to a model carries, by field name (an OpenAI-compatible body's names)."""
-        return {knob.name: getattr(self, knob.name) for knob in fields(self) if knob.metadata["sent"]}
+        return {
+            knob.name: getattr(self, knob.name)
+            for knob in fields(self)
+            if knob.metadata["sent"] and not knob.metadata["extension"]
+        }
+
+    def extensions(self) -> dict[str, Any]:
+        """The sampler settings a sampled request carries to servers that take them (llama.cpp, vLLM, SGLang)."""
+        return {knob.name: getattr(self, knob.name) for knob in fields(self) if knob.metadata["extension"]}
 
     def record(self) -> dict[str, Any]:
-        """The fields as the stored provenance writes them (flat, by name)."""
-        return {knob.name: getattr(self, knob.name) for knob in fields(self)}
+        """The fields as the stored provenance writes them (flat, by name); an extension at its default is left
+        out, so that a judge's identity is what it was before that setting existed."""
+        return {
+            knob.name: getattr(self, knob.name)
+            for knob in fields(self)
+            if not (knob.metadata["extension"] and getattr(self, knob.name) == default_of(knob))
+        }
 
     @classmethod
     def of_record(cls, config: Mapping[str, Any]) -> Decoding:

@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 from tui_rater.domain import modes
-from tui_rater.domain.decoding import Decoding
+from tui_rater.domain.decoding import KNOBS, Decoding, flag_name
 from tui_rater.domain.errors import UserError
 from tui_rater.judge.paths import cache_dir
 
@@ -88,6 +88,11 @@ class JudgeSpec:
             raise UserError("--top-p must be in (0, 1]")
         if self.max_retries < 0 or decoding.max_tokens < 1:
             raise UserError("--max-retries must be >= 0 and --max-tokens >= 1")
+        for knob in KNOBS:  # every setting within its range (the flags and the config file check the same)
+            value, meta = getattr(decoding, knob.name), knob.metadata
+            if not meta["low"] <= value <= meta["high"] or (meta["low_open"] and value == meta["low"]):
+                opening = "(" if meta["low_open"] else "["
+                raise UserError(f"{flag_name(knob)} must be in {opening}{meta['low']}, {meta['high']}]")
         if not 0 <= self.min_mass <= 1:
             raise UserError("--min-mass must be between 0 and 1")
         if self.judge_name is not None:
@@ -476,6 +481,8 @@ def rater_name(spec: JudgeSpec, config: dict) -> str:
     digest = hashlib.sha256(repr(sorted(identity.items())).encode()).hexdigest()[:6]
     decoding = spec.decoding
     parts = [model, spec.mode, spec.variant, f"T{decoding.temperature:g}", f"p{decoding.top_p:g}", f"s{decoding.seed}"]
+    if decoding.top_k or decoding.min_p:  # llama.cpp's cuts, asked for (the papers use neither)
+        parts.insert(-1, f"k{decoding.top_k}m{decoding.min_p:g}")
     if spec.conversation:
         parts.append("chat")
     return "/".join(parts) + f"#{digest}"

@@ -34,9 +34,10 @@ TOP_LOGPROBS = 20  # the most OpenAI (and vLLM by default) list
 # a greedy reply without logprobs (end-of-text was the most probable token) is asked again by
 # sampling, which leaves the reported log-probabilities unchanged (issue 13, item 4)
 SAMPLED_TRIES = 3
-# llama.cpp's default min_p 0.05 and top_k 40 would cut the alternatives away and leave
-# end-of-text to be sampled again: off, on the servers that take these fields
-SAMPLER_EXTRAS = {"top_k": 0, "min_p": 0.0}
+# a listing sampled again after end-of-text: from the model's whole distribution (llama.cpp's default min_p 0.05
+# and top_k 40 would cut the alternatives away and leave end-of-text to be sampled again), on the servers that
+# take these fields
+WHOLE_DISTRIBUTION = {"top_k": 0, "min_p": 0.0}
 OPENAI_URL = "https://api.openai.com/v1"
 
 
@@ -241,14 +242,14 @@ class ApiBackend:
     ) -> Completion:
         params: dict[str, Any] = dict(messages=messages, **decoding.sent())
         if grammar is None and json_schema is None:
-            text, finish = self._text(self._sampled(params))
+            text, finish = self._text(self._sampled(params, decoding))
             self.server.note(good=True)
             return Completion(text, finish_reason=finish, sampling_sent=self._sampling_sent(decoding))
         styles = [self._constraint_style] if self._constraint_style else list(CONSTRAINT_STYLES)
         last: JudgeError | None = None
         for style in styles:
             try:
-                body = self._sampled({**params, **self._constraint(style, grammar, json_schema)})
+                body = self._sampled({**params, **self._constraint(style, grammar, json_schema)}, decoding)
             except JudgeError as exc:
                 # a server that does not know this kind of constraint says 400/422 (or, like
                 # llama-cpp-python's server, a 500 naming response_format): try the next kind
@@ -274,15 +275,16 @@ class ApiBackend:
             f"constrained output; use --mode text ({last.message if last else ''})",
         )
 
-    def _sampled(self, params: dict[str, Any]) -> dict[str, Any]:
-        """A sampled reply asks for the paper's sampler: nucleus (top-p) over the whole vocabulary. llama.cpp's
-        server otherwise applies its own top_k 40 and min_p 0.05 first (issue 25, item 1); a server that refuses
-        those fields is asked without them (and the reply's rating says so: ``sampling_sent``)."""
+    def _sampled(self, params: dict[str, Any], decoding: Decoding) -> dict[str, Any]:
+        """A sampled reply carries the judge's whole sampler, its top_k and min_p too (by default the paper's:
+        nucleus over the whole vocabulary; llama.cpp's server would otherwise cut to its own top_k 40 and min_p
+        0.05 first); a server that refuses those fields is asked without them (and the reply's rating says so:
+        ``sampling_sent``)."""
         self._extras_sent = False
         if params["temperature"] <= 0 or self.server.sampler_extras is False:
             return self._chat(**params)
         try:
-            body = self._chat(**params, **SAMPLER_EXTRAS)
+            body = self._chat(**params, **decoding.extensions())
         except JudgeError as exc:
             if exc.kind != "bad_request":
                 raise
@@ -296,7 +298,7 @@ class ApiBackend:
         """What was sent of the sampler, where it is less than the paper's (None: all of it, or greedy)."""
         if decoding.temperature <= 0 or self._extras_sent:
             return None
-        return {"top_p": decoding.top_p, "top_k": "the server's", "min_p": "the server's"}
+        return {"top_p": decoding.top_p, **{name: "the server's" for name in decoding.extensions()}}
 
     @staticmethod
     def _constraint(style: str, grammar: str | None, json_schema: dict | None) -> dict:
@@ -322,13 +324,13 @@ class ApiBackend:
         if temperature > 0:  # sampling from the model's own distribution, not a truncated one
             params["top_p"] = 1.0
             if self.server.sampler_extras is not False:
-                params.update(SAMPLER_EXTRAS)
+                params.update(WHOLE_DISTRIBUTION)
         if logit_bias:
             params["logit_bias"] = logit_bias
         try:
             body = self._chat(**params)
         except JudgeError as exc:
-            if exc.kind != "bad_request" or not set(SAMPLER_EXTRAS) <= set(params):
+            if exc.kind != "bad_request" or not set(WHOLE_DISTRIBUTION) <= set(params):
                 raise
             self.server.sampler_extras = False  # a server that refuses llama.cpp's sampler fields
             return self._listing_once(messages, asked, temperature, seed, logit_bias)

@@ -13,6 +13,10 @@ in descending order, as llama.cpp's top-p leaves it, so such steps draw the same
 same seed and logits. A larger nucleus (a nearly flat distribution) is cut with float64 sums and drawn in two steps
 of the same ``dist`` sampler -- a block of ``DRAW_BLOCK`` candidates by its mass, then a candidate within it: the
 same distribution, a different token for the same seed.
+
+A judge may ask for llama.cpp's other two cuts (``--top-k``, ``--min-p``; its server's defaults are 40 and 0.05,
+the papers use neither). The chain is then llama.cpp's: top-k -> top-p -> min-p -> temp -> dist. The top k are
+found by selection (``argpartition``) and sorted; top-p and min-p on them are llama.cpp's own samplers.
 """
 
 from __future__ import annotations
@@ -95,13 +99,40 @@ def _apply(sampler: object, logits: np.ndarray, ids: np.ndarray | None = None, o
     return int(array.selected)
 
 
+def _kept(sampler: object, logits: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The candidates (ids, in descending order of their logits) a llama.cpp cutting sampler keeps (top-p, min-p
+    cut a sorted array to a prefix, in place)."""
+    candidates = np.empty(ids.size, TOKEN_DATA)
+    candidates["id"] = ids
+    candidates["logit"] = logits[ids]
+    array = lc.llama_token_data_array(
+        data=candidates.ctypes.data_as(ctypes.POINTER(lc.llama_token_data)), size=ids.size, selected=-1, sorted=True
+    )
+    lc.llama_sampler_apply(sampler, ctypes.byref(array))
+    return ids[: int(array.size)]
+
+
+def top_k(logits: np.ndarray, k: int) -> np.ndarray:
+    """The ids of the k highest logits, in descending order (ties: lower id first), by selection then a sort of k."""
+    if k >= logits.size:
+        ids = np.arange(logits.size)
+    else:
+        ids = np.argpartition(-logits, k - 1)[:k]
+    ids = ids[np.lexsort((ids, -logits[ids]))]
+    return ids[logits[ids] > -np.inf]  # never a token a grammar ruled out
+
+
 class SequenceSampler:
     def __init__(self, model: Model, decoding: Decoding, *, grammar: str | None):
         self.model = model
         self.greedy = decoding.temperature <= 0  # llama.cpp and the APIs: T = 0 is greedy decoding
         self.temperature = np.float32(decoding.temperature)
         self.top_p = decoding.top_p
+        self.top_k, self.min_p = decoding.top_k, decoding.min_p
         seed = decoding.seed
+        # llama.cpp's own cuts, on the top k (sorted) -- made only for a judge that asks for top-k or min-p
+        self.cut_top_p = lc.llama_sampler_init_top_p(self.top_p, 1) if self.top_k > 0 else None
+        self.cut_min_p = lc.llama_sampler_init_min_p(self.min_p, 1) if self.min_p > 0 else None
         self.grammar = None
         if grammar is not None:
             self.grammar = lc.llama_sampler_init_grammar(model.vocab, grammar.encode(), b"root")
@@ -126,7 +157,15 @@ class SequenceSampler:
 
     def _draw(self, logits: np.ndarray) -> int:
         """Temperature on the nucleus (llama.cpp's temp sampler: logit / T in float32), then dist's draw."""
-        ids, ordered = nucleus(logits, self.top_p)
+        if self.top_k > 0:
+            ids, ordered = _kept(self.cut_top_p, logits, top_k(logits, self.top_k)), True
+        else:
+            ids, ordered = nucleus(logits, self.top_p)
+        if self.cut_min_p is not None:
+            if ordered:
+                ids = _kept(self.cut_min_p, logits, ids)
+            else:  # llama.cpp's min-p on unsorted candidates: a filter that keeps their order
+                ids = ids[logits[ids] >= logits[ids].max() + np.log(np.float32(self.min_p))]
         scaled = logits[ids] if self.temperature == 1 else logits[ids] / self.temperature
         if ordered or ids.size <= DRAW_BLOCK:
             return int(ids[_apply(self.dist, scaled, ids, ordered)])
@@ -155,7 +194,7 @@ class SequenceSampler:
         return candidates["logit"].copy()
 
     def close(self) -> None:
-        for sampler in (self.dist, self.grammar):
+        for sampler in (self.dist, self.grammar, self.cut_top_p, self.cut_min_p):
             if sampler:
                 lc.llama_sampler_free(sampler)
-        self.dist = self.grammar = None
+        self.dist = self.grammar = self.cut_top_p = self.cut_min_p = None
