@@ -130,13 +130,20 @@ def tui_best(model: str, rows: list[dict], mode: str, ngl: int, workers: int, wo
     return {**best, "runs_s": [r["seconds"] for r in runs]}
 
 
-def tui_run(model: str, rows: list[dict], mode: str, ngl: int, workers: int, workdir: Path) -> dict:
+def tui_run(
+    model: str, rows: list[dict], mode: str, ngl: int, workers: int, workdir: Path, cuts: dict | None = None
+) -> dict:
+    """``cuts``: top_k / min_p (bench/judge_server.py samples as llama-server's defaults do too)."""
     workdir.mkdir(parents=True, exist_ok=True)
     db = workdir / f"{mode}-{len(rows)}.db"
     study = Study.open(db)
     study.add_items(STORY, [{k: r[k] for k in ("id", "system", "prompt", "story")} for r in rows])
     spec = JudgeSpec(
-        model, decoding=Decoding(samples=SAMPLES, max_tokens=MAX_TOKENS), mode=mode, max_retries=0, n_gpu_layers=ngl
+        model,
+        decoding=Decoding(samples=SAMPLES, max_tokens=MAX_TOKENS, **(cuts or {})),
+        mode=mode,
+        max_retries=0,
+        n_gpu_layers=ngl,
     ).validate()
     plan = plan_judge(study, spec, [STORY.name])
     from tui_rater.judge.backends.local import LocalBackend

@@ -5,7 +5,14 @@ with llama-server built from the llama.cpp that the pinned llama-cpp-python vend
 
 Model: judge_local.py's random-weight llama of make_model.py's ``test`` shape around Qwen2's real 152k vocabulary.
 Workload: judge_local.py's -- the sample stories, task ``story`` (4 questions), 3 samples, 48-token replies, T 1.0,
-top-p 0.9 -- in text mode (``--text-items`` stories) and distribution mode (``--dist-items``). Paths:
+top-p 0.9 -- in text mode (``--text-items`` stories) and distribution mode (``--dist-items``). Text mode samples two
+ways, on every path alike (each request says its sampler, so no path depends on a server's defaults):
+
+- ``paper``: the papers' nucleus over the whole vocabulary (``top_k 0, min_p 0``: tui-rater's default);
+- ``llama``: llama-server's default cuts first (``top_k 40, min_p 0.05``; the engine with ``--top-k 40 --min-p
+  0.05``, the API judge with the same flags) -- what a user running the server with its defaults gets.
+
+Paths:
 
 - ``engine``: tui-rater's local engine (the queue and 16 workers of ``tui-rater judge --mode text|distribution``,
   through the same ``plan_judge`` / ``start_judge`` the CLI calls; the model loaded before the clock starts, as a
@@ -22,22 +29,18 @@ top-p 0.9 -- in text mode (``--text-items`` stories) and distribution mode (``--
 Servers (each started fresh for each run, so that no run finds the previous one's prompts in the server's slots or
 prompt cache; its start is not timed): ``llama-server -m MODEL -np 16 -cb -c 8192 --metrics`` plus, by config,
 
-- ``default``: nothing else -- the server's own sampling defaults (top-k 40, min-p 0.05: cheaper than the paper's);
-- ``paper``: ``--top-k 0 --min-p 0`` -- the paper's nucleus over the whole vocabulary, the engine's sampling; the
-  client sends ``top_k: 0, min_p: 0`` too, so it does not depend on what the API judge sends;
-- ``tuned``: ``-t 1 --kv-unified`` (the fastest server seen on this 2-core machine), default sampling;
-- ``tuned-paper``: both.
+- ``default``: nothing else;
+- ``tuned``: ``-t 1 --kv-unified`` (the fastest server seen on this 2-core machine).
 
 ``-c 8192`` is not a tuning: with 16 slots the server's default context (the model's 4096) leaves 256 tokens a slot,
-less than one story prompt (279-350 tokens). Distribution mode samples nothing (greedy, and the API judge's sampled
-retries send ``top_k: 0, min_p: 0`` itself), so it runs against ``default`` and ``tuned`` only.
+less than one story prompt (279-350 tokens). Distribution mode samples nothing (greedy), so it runs once per path.
 
 Each path runs in its own process (its peak RSS is ``ru_maxrss``; the server's is ``VmHWM``), with the process CPU
 time of both. ``--repeats`` interleaved rounds (every path once per round, the order reversed every other round), the
 load average before and after each run; the table gives medians.
 
     python bench/judge_server.py [--server PATH] [--text-items 3 --dist-items 20 --repeats 3]
-        [--configs default,tuned,tuned-paper] [--paths engine,api,client]
+        [--configs default,tuned] [--samplings paper,llama] [--paths engine,api,client]
 
 Prints a table and ends with one JSON line of figures.
 """
@@ -66,13 +69,9 @@ sys.path.insert(0, str(ROOT))
 SERVER_BINARY = Path(os.environ.get("BUILD_DIR", "/tmp/llama-server-build")) / "build" / "bin" / "llama-server"
 SLOTS, CTX = 16, 8192
 SERVER_BASE = ["-np", str(SLOTS), "-cb", "-c", str(CTX), "--metrics", "--alias", "bench"]
-PAPER = ["--top-k", "0", "--min-p", "0"]
-CONFIGS = {
-    "default": [],
-    "paper": PAPER,
-    "tuned": ["-t", "1", "--kv-unified"],
-    "tuned-paper": ["-t", "1", "--kv-unified", *PAPER],
-}
+CONFIGS = {"default": [], "tuned": ["-t", "1", "--kv-unified"]}
+# the cuts before top-p, said in every sampled request (or the engine's decoding)
+SAMPLINGS = {"paper": {"top_k": 0, "min_p": 0.0}, "llama": {"top_k": 40, "min_p": 0.05}}
 WORKERS = 16
 TEMPERATURE, TOP_P = 1.0, 0.9
 TOP_N = 20  # the answer position's listing the client asks for (what OpenAI-compatible servers list at most)
@@ -81,14 +80,14 @@ TOP_N = 20  # the answer position's listing the client asks for (what OpenAI-com
 # --- the paths, each in a child process ------------------------------------------------------------------------
 
 
-def child_engine(model: str, n_items: int, mode: str, workdir: Path) -> dict:
+def child_engine(model: str, n_items: int, mode: str, workdir: Path, cuts: dict) -> dict:
     import judge_local
 
     rows = judge_local.load_items(n_items)
-    return judge_local.tui_run(model, rows, mode, 0, WORKERS, workdir)
+    return judge_local.tui_run(model, rows, mode, 0, WORKERS, workdir, cuts)
 
 
-def child_api(url: str, n_items: int, mode: str, workdir: Path) -> dict:
+def child_api(url: str, n_items: int, mode: str, workdir: Path, cuts: dict) -> dict:
     import judge_local
 
     from tui_rater.domain.decoding import Decoding
@@ -106,7 +105,11 @@ def child_api(url: str, n_items: int, mode: str, workdir: Path) -> dict:
         "api:bench",
         mode=mode,
         decoding=Decoding(
-            samples=judge_local.SAMPLES, max_tokens=judge_local.MAX_TOKENS, temperature=TEMPERATURE, top_p=TOP_P
+            samples=judge_local.SAMPLES,
+            max_tokens=judge_local.MAX_TOKENS,
+            temperature=TEMPERATURE,
+            top_p=TOP_P,
+            **cuts,
         ),
         max_retries=0,
         base_url=url,
@@ -122,7 +125,7 @@ def child_api(url: str, n_items: int, mode: str, workdir: Path) -> dict:
     n, valued = study.db.conn.execute(
         "SELECT count(*), count(value) FROM ratings WHERE rater_id = ?", [rater.id]
     ).fetchone()
-    counts = run.threads[0].counts
+    counts = _summed([thread.counts for thread in run.threads])  # each worker's API backend counts its own
     study.close()
     return {
         "seconds": seconds,
@@ -134,6 +137,16 @@ def child_api(url: str, n_items: int, mode: str, workdir: Path) -> dict:
         "prompt_tokens_evaluated": counts.evaluated,
         "generated_tokens": counts.generated,
     }
+
+
+def _summed(counts: list) -> object:
+    from tui_rater.judge.backends.base import TokenCounts
+
+    total = TokenCounts()
+    for one in {id(c): c for c in counts if c is not None}.values():
+        total.evaluated += one.evaluated
+        total.generated += one.generated
+    return total
 
 
 class Connection:
@@ -195,7 +208,7 @@ async def _client(port: int, bodies: list[dict], in_flight: int) -> list:
     return answers
 
 
-def child_client(port: int, tokens_file: Path, n_items: int, mode: str, paper: bool) -> dict:
+def child_client(port: int, tokens_file: Path, n_items: int, mode: str, cuts: dict) -> dict:
     import judge_local
 
     items = json.loads(tokens_file.read_text())[:n_items]
@@ -203,7 +216,7 @@ def child_client(port: int, tokens_file: Path, n_items: int, mode: str, paper: b
     # llama-server's default, said here: a slot keeps its prompt, and a request sharing its prefix reuses it
     cached = {"cache_prompt": True}
     if mode == "text":
-        sampling = {"temperature": TEMPERATURE, "top_p": TOP_P, **({"top_k": 0, "min_p": 0.0} if paper else {})}
+        sampling = {"temperature": TEMPERATURE, "top_p": TOP_P, **cuts}
         bodies = [
             {
                 "prompt": t,
@@ -244,12 +257,13 @@ def child_client(port: int, tokens_file: Path, n_items: int, mode: str, paper: b
 
 def child(args) -> None:
     workdir = Path(args.workdir)
+    cuts = SAMPLINGS[args.sampling]
     if args.child == "engine":
-        out = child_engine(args.model, args.items, args.mode, workdir)
+        out = child_engine(args.model, args.items, args.mode, workdir, cuts)
     elif args.child == "api":
-        out = child_api(f"http://127.0.0.1:{args.port}/v1", args.items, args.mode, workdir)
+        out = child_api(f"http://127.0.0.1:{args.port}/v1", args.items, args.mode, workdir, cuts)
     else:
-        out = child_client(args.port, Path(args.tokens), args.items, args.mode, args.paper)
+        out = child_client(args.port, Path(args.tokens), args.items, args.mode, cuts)
     # VmHWM, not ru_maxrss: after fork + exec, ru_maxrss keeps the parent's peak (the bench's own ~470 MB)
     hwm = [line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:")]
     out["peak_rss_mb"] = int(hwm[0].split()[1]) / 1024 if hwm else float("nan")
@@ -322,14 +336,15 @@ class Server:
 # --- the rounds ------------------------------------------------------------------------------------------------
 
 
-def one_run(path: str, config: str | None, mode: str, n_items: int, ctx: dict, tag: str) -> dict:
+def one_run(path: str, config: str | None, sampling: str, mode: str, n_items: int, ctx: dict, tag: str) -> dict:
     workdir = ctx["workdir"] / tag
     command = [sys.executable, __file__, "--child", path, "--mode", mode, "--items", str(n_items),
-               "--workdir", str(workdir), "--model", ctx["model"], "--tokens", str(ctx["tokens"])]  # fmt: skip
+               "--workdir", str(workdir), "--model", ctx["model"], "--tokens", str(ctx["tokens"]),
+               "--sampling", sampling]  # fmt: skip
     server = None
     if config is not None:
         server = Server(ctx["binary"], ctx["model"], config, ctx["workdir"] / "server.log")
-        command += ["--port", str(server.port)] + (["--paper"] if "paper" in config else [])
+        command += ["--port", str(server.port)]
     load_before = os.getloadavg()[0]
     try:
         server_cpu = server.cpu_s() if server else 0.0
@@ -354,7 +369,8 @@ def main() -> None:
     parser.add_argument("--text-items", type=int, default=3)
     parser.add_argument("--dist-items", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--configs", default="default,tuned,tuned-paper")
+    parser.add_argument("--configs", default="default,tuned")
+    parser.add_argument("--samplings", default="paper,llama")
     parser.add_argument("--paths", default="engine,api,client")
     parser.add_argument("--modes", default="text,distribution")
     # in a child process
@@ -365,7 +381,7 @@ def main() -> None:
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--tokens", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--paper", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sampling", default="paper", choices=tuple(SAMPLINGS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
@@ -373,9 +389,13 @@ def main() -> None:
     if not args.server.is_file():
         raise SystemExit(f"no llama-server at {args.server}: build it with bench/build_llama_server.sh (or --server)")
     configs, paths, modes = args.configs.split(","), args.paths.split(","), args.modes.split(",")
+    samplings = args.samplings.split(",")
     for config in configs:
         if config not in CONFIGS:
             raise SystemExit(f"--configs: {config!r} is none of {', '.join(CONFIGS)}")
+    for sampling in samplings:
+        if sampling not in SAMPLINGS:
+            raise SystemExit(f"--samplings: {sampling!r} is none of {', '.join(SAMPLINGS)}")
     import judge_local
 
     version = subprocess.run([str(args.server), "--version"], capture_output=True, text=True)
@@ -386,6 +406,7 @@ def main() -> None:
         "llama_server": (version.stdout + version.stderr).strip().splitlines()[:1],
         "server_args": SERVER_BASE,
         "configs": {c: CONFIGS[c] for c in configs},
+        "samplings": {s: SAMPLINGS[s] for s in samplings},
         "text_items": args.text_items,
         "dist_items": args.dist_items,
         "load_average_start": os.getloadavg()[0],
@@ -402,16 +423,17 @@ def main() -> None:
         plan = []
         for mode in modes:
             n = args.text_items if mode == "text" else args.dist_items
-            for path in paths:
-                for config in [None] if path == "engine" else configs:
-                    if mode == "distribution" and config and "paper" in config:
-                        continue  # nothing is sampled: the same as its config without -paper
-                    plan.append((path, config, mode, n))
+            # distribution mode samples nothing: one sampling
+            for sampling in samplings if mode == "text" else samplings[:1]:
+                for path in paths:
+                    for config in [None] if path == "engine" else configs:
+                        plan.append((path, config, sampling, mode, n))
         runs: dict = {}
         for r in range(args.repeats):
-            for path, config, mode, n in plan if r % 2 == 0 else plan[::-1]:
-                name = f"{mode}/{path}" + (f"@{config}" if config else "")
-                result = one_run(path, config, mode, n, ctx, f"{name.replace('/', '-')}-{r}")
+            for path, config, sampling, mode, n in plan if r % 2 == 0 else plan[::-1]:
+                where = f"{mode}-{sampling}" if mode == "text" else mode
+                name = f"{where}/{path}" + (f"@{config}" if config else "")
+                result = one_run(path, config, sampling, mode, n, ctx, f"{name.replace('/', '-')}-{r}")
                 runs.setdefault(name, []).append(result)
                 print(f"round {r + 1}: {name}: {json.dumps(_rounded(result))}", flush=True)
     out["load_average_end"] = os.getloadavg()[0]

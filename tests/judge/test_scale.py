@@ -171,3 +171,25 @@ def test_ctrl_c_while_jobs_are_still_being_queued_exits_130_in_2_s_with_none_lea
     assert conn.execute("SELECT count(*) FROM jobs WHERE status = 'leased'").fetchone()[0] == 0
     assert "Traceback" not in err
     assert run_cli_process("queue", "--db", db).returncode == 0
+
+
+def test_an_api_judge_s_workers_share_a_small_run_s_replies(tmp_path, fake_server, monkeypatch):
+    """One item, 12 replies (4 questions x 3 samples), 4 workers: the replies are asked side by side, not by the one
+    worker that leased the whole item (a 3-item run left 13 of 16 workers idle and the server decoding one reply
+    at a time)."""
+    from tests.support import Script, ok_body
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    script = Script([(200, {}, ok_body("4"), 0.4)])
+    url = fake_server(script)
+    db = tmp_path / "s.db"
+    study = Study.open(db)
+    study.add_items(study.task("story"), _many(1))
+    spec = JudgeSpec("api:m", base_url=url, decoding=Decoding(samples=3), max_retries=0).validate()
+    run = start_judge(db, plan_judge(study, spec, ["story"]), workers=4)
+    assert run.wait(60) and run.progress.fatal is None and run.progress.done == 12
+    times = sorted(script.times)
+    assert len(times) == 12
+    # at most 4 requests at a time: 3 rounds of 0.4 s, not 12 (one worker asking all the item's jobs in turn)
+    in_flight = max(sum(1 for t in times if start <= t < start + 0.35) for start in times)
+    assert in_flight >= 3, times

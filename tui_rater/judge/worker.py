@@ -54,10 +54,16 @@ def make_backend(
 
 
 def lease_size(spec: JudgeSpec) -> tuple[int, int]:
-    """(min_jobs, max_jobs) a worker leases at once. API workers take a few items per transaction; a local
-    worker takes one job, so that an item's questions and samples run at once in the shared engine and share
-    the item's prefix there (instead of one worker asking them one after another)."""
-    return (4, 64) if spec.is_api else (1, 1)
+    """(min_jobs, max_jobs) a worker leases at once. A local worker takes one job, so that an item's questions and
+    samples run at once in the shared engine and share the item's prefix there (instead of one worker asking
+    them one after another). An API worker asks its jobs one after another: for a reply (text, constrained) it
+    takes 4, so that a few items' jobs spread over all the workers and the server decodes them side by side
+    (whole items left 13 of 16 workers idle on a 3-item run, the server decoding one reply at a time); at the
+    answer position (one token: the prompt is the work) it takes whole items, so the server's prompt cache
+    meets an item's questions in turn."""
+    if not spec.is_api:
+        return (1, 1)
+    return (4, 64) if mode_of(spec.mode).at_answer_position else (4, 4)
 
 
 def _sized_factory(
