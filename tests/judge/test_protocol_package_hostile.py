@@ -25,6 +25,7 @@ from tests.judge.test_fourth_protocol_package import (
     install,
     one_sentence,
 )
+from tests.support import digest
 
 PACKAGE = "the package 'mt-bench-protocol' registers the protocol 'bracket-rating' as 'mt_bench_protocol:BracketRating'"
 EXITS_WHEN_MADE = MODULE + "\n    def __init__(self):\n        raise SystemExit(0)\n"
@@ -131,3 +132,48 @@ def test_an_installed_package_whose_entry_points_cannot_be_read_is_named(tmp_pat
     assert "the installed package 'unrelated-tool' has an entry_points.txt that cannot be read" in error, error
     assert not db.exists()
     assert cli("tasks", env=env).returncode == 0  # the papers' protocols never read it
+
+
+@pytest.fixture
+def study_with_a_package_task(tmp_path) -> tuple[Path, dict[str, str]]:
+    """The demo study (the papers' tasks) plus the walk-through's task, imported with its package installed."""
+    db = tmp_path / "study.db"
+    assert cli("demo", "--no-app", "--db", db).returncode == 0
+    (tmp_path / "mt.toml").write_text(TASK)
+    (tmp_path / "items.csv").write_text(ITEMS)
+    (tmp_path / "human.csv").write_text(HUMAN_RATINGS)
+    env = install(tmp_path)
+    importing = ("import", tmp_path / "items.csv", "--task", "mt-bench", "--task-file", tmp_path / "mt.toml")
+    assert cli(*importing, "--db", db, env=env).returncode == 0
+    assert cli("import-ratings", tmp_path / "human.csv", "--db", db, env=env).returncode == 0
+    return db, env
+
+
+UNINSTALLED = "the study's task 'mt-bench', attribute 1: unknown protocol 'bracket-rating'"
+
+
+def test_a_study_keeps_its_other_tasks_when_a_protocol_package_is_uninstalled(study_with_a_package_task):
+    db, _ = study_with_a_package_task
+    before = digest(db)
+    # every command on the study failed, the papers' tasks too, with "task file the study file, task 1, ..."
+    done = cli("report", "--db", db, "--task", "hanna", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert "hanna" in json.loads(done.stdout)["tasks"]
+    assert cli("adjudicate", "--task", "hanna", "--list", "--db", db).returncode == 0
+    # a command that needs the package's task still says so, in one sentence naming the task
+    assert UNINSTALLED in one_sentence(cli("report", "--db", db, "--task", "mt-bench"))
+    assert UNINSTALLED in one_sentence(cli("report", "--db", db))
+    # the listing shows the tasks it can, names the one it cannot, and does not exit 0
+    listing = cli("tasks", "--db", db)
+    assert UNINSTALLED in one_sentence(listing)
+    assert "hanna" in listing.stdout and "mt-bench" not in listing.stdout
+    assert digest(db) == before
+
+
+def test_a_broken_package_leaves_the_papers_protocols_alone(study_with_a_package_task, tmp_path):
+    db, _ = study_with_a_package_task
+    broken = install(tmp_path, MODULE + "\nimport sys\nsys.exit(0)\n", name="broken")
+    assert cli("--help", env=broken).returncode == 0
+    assert cli("report", "--db", db, "--task", "hanna", env=broken).returncode == 0
+    error = one_sentence(cli("report", "--db", db, "--task", "mt-bench", env=broken))
+    assert f"{PACKAGE}, which cannot be loaded (SystemExit: 0)" in error, error
