@@ -25,7 +25,7 @@ from tests.judge.test_fourth_protocol_package import (
     install,
     one_sentence,
 )
-from tests.support import digest
+from tests.support import Script, digest, ok_body
 
 PACKAGE = "the package 'mt-bench-protocol' registers the protocol 'bracket-rating' as 'mt_bench_protocol:BracketRating'"
 EXITS_WHEN_MADE = MODULE + "\n    def __init__(self):\n        raise SystemExit(0)\n"
@@ -177,3 +177,40 @@ def test_a_broken_package_leaves_the_papers_protocols_alone(study_with_a_package
     assert cli("report", "--db", db, "--task", "hanna", env=broken).returncode == 0
     error = one_sentence(cli("report", "--db", db, "--task", "mt-bench", env=broken))
     assert f"{PACKAGE}, which cannot be loaded (SystemExit: 0)" in error, error
+
+
+LOUD = (
+    MODULE.replace(
+        'title: ClassVar[str] = "single-answer grading, [[rating]] (Zheng et al. 2023)"',
+        'title: ClassVar[str] = "\\x1b[31mred [bold]title[/bold]"',
+    )
+    + """
+    def variants(self, task, attribute):
+        return ("\\x1b]0;pwn\\x07v1",)
+
+    def format_value(self, attribute, value):
+        return "·" if value is None else f"[bold red]{value:g}\\x1b[5m"
+"""
+)
+
+
+def test_what_a_package_protocol_says_is_shown_literally(tmp_path, fake_server):
+    # its title, its variant's name (stored in the judge's label) and how it shows a value: escapes and markup
+    (tmp_path / "mt.toml").write_text(TASK)
+    (tmp_path / "items.csv").write_text(ITEMS)
+    (tmp_path / "human.csv").write_text(HUMAN_RATINGS + "q0,second,rating,9\n")
+    env = install(tmp_path, LOUD)
+    db = tmp_path / "mt.db"
+    importing = ("import", tmp_path / "items.csv", "--task", "mt-bench", "--task-file", tmp_path / "mt.toml")
+    assert cli(*importing, "--db", db, env=env).returncode == 0
+    assert cli("import-ratings", tmp_path / "human.csv", "--db", db, env=env).returncode == 0
+    url = fake_server(Script([(200, {}, ok_body("[[7]]"), 0)]))
+    judging = ("judge", "--db", db, "--model", "api:m", "--base-url", url, "--samples", "1")
+    assert cli(*judging, env=env).returncode == 0
+    error = one_sentence(cli(*judging, "--mode", "distribution", env=env))
+    assert "(⟨ESC⟩[31mred [bold]title[/bold]); use one of" in error, error
+    judges = cli("judges", "--db", db, env=env)
+    assert "⟨ESC⟩]0;pwn⟨BEL⟩v1" in judges.stdout
+    listed = cli("adjudicate", "--task", "mt-bench", "--list", "--db", db, env=env)
+    assert "expert [bold red]3⟨ESC⟩[5m" in listed.stdout
+    assert not any(c in out for out in (judges.stdout, listed.stdout, error) for c in "\x1b\x07")
