@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -214,3 +218,25 @@ def test_what_a_package_protocol_says_is_shown_literally(tmp_path, fake_server):
     listed = cli("adjudicate", "--task", "mt-bench", "--list", "--db", db, env=env)
     assert "expert [bold red]3⟨ESC⟩[5m" in listed.stdout
     assert not any(c in out for out in (judges.stdout, listed.stdout, error) for c in "\x1b\x07")
+
+
+def test_ctrl_c_while_a_slow_package_imports_ends_the_command_cleanly(tmp_path):
+    # a package that takes its time at import (a large model, a network call) is waited for; Ctrl-C still works
+    started = tmp_path / "importing"
+    slow = f"import pathlib, time\npathlib.Path({str(started)!r}).write_text('')\ntime.sleep(60)\n" + MODULE
+    (tmp_path / "mt.toml").write_text(TASK)
+    (tmp_path / "items.csv").write_text(ITEMS)
+    env = install(tmp_path, slow)
+    db = tmp_path / "mt.db"
+    importing = ("import", tmp_path / "items.csv", "--task", "mt-bench", "--task-file", tmp_path / "mt.toml")
+    command = [sys.executable, "-m", "tui_rater.cli", *map(str, importing), "--db", str(db)]
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        assert started.exists()
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    assert stderr.count("\n") == 1 and "interrupted" in stderr and "Traceback" not in stderr, stderr
+    assert not db.exists()
