@@ -258,3 +258,23 @@ def test_spa_db_before_the_subcommand_is_used(tmp_path):
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "tui-rater.db").exists()
     assert "spa" in Study.open(db).item_task_names()
+
+
+def _parsers(parser, words=()):
+    """Every parser of the CLI, with the command words that reach it (subcommands of subcommands too)."""
+    import argparse
+
+    yield " ".join(words) or "tui-rater", parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*words, name))
+
+
+def test_no_command_takes_an_abbreviated_flag():
+    # `import-ratings --task X` silently became `--task-file X`: every parser, present and future, refuses them
+    from tui_rater.cli import _parser
+
+    found = dict(_parsers(_parser()))
+    assert {"import-ratings", "judge", "report", "spa setup"} <= set(found)
+    assert [words for words, parser in found.items() if parser.allow_abbrev] == []

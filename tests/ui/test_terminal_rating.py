@@ -325,3 +325,25 @@ def test_a_choice_hint_is_cut_again_to_the_new_width_when_the_terminal_is_resize
         app.wait_screen(lambda s: hint(s).endswith(TIE))
     finally:
         app.close()
+
+
+def test_a_package_protocols_keys_and_labels_are_shown_literally():
+    # a protocol from another package says which keys answer; the hint shows them as it shows data
+    from tui_rater.domain import protocols
+    from tui_rater.domain.protocols import ChoiceAnswer, HumanInput
+    from tui_rater.domain.questions import Attribute, Choice, Scale
+    from tui_rater.ui.render import scale_hint
+
+    class LoudKeys(ChoiceAnswer):
+        name = "loud-keys"
+
+        def human_input(self, attribute):
+            return HumanInput("key", ("\x1b[2J", "b"), (0.0, 1.0), labels=("\x1b]0;pwn\x07x", "[bold]y"))
+
+    protocols.register(LoudKeys())
+    try:
+        choices = (Choice("A", "x"), Choice("B", "y"))
+        attribute = Attribute("pick", "Which?", Scale("choice", 0, 1, choices=choices), protocol="loud-keys")
+        assert scale_hint(attribute) == "⟨ESC⟩[2J = ⟨ESC⟩]0;pwn⟨BEL⟩x  b = [bold]y"
+    finally:  # the other tests see the papers' protocols only
+        del protocols.REGISTRY["loud-keys"]

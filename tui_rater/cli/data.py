@@ -97,7 +97,9 @@ def cmd_tasks(args, settings) -> int:
             row.append(Text("\n").join(Text(safe_text(a.question)) for a in task.attributes))
         table.add_row(*row)
     make_console().print(table)
-    return 0
+    for error in registry.unusable.values():  # listed without them; not exit 0, the listing is not whole
+        say(f"tui-rater: error: {error}", err=True)
+    return 2 if registry.unusable else 0
 
 
 def import_items_file(study, path: Path, task_name: str, mapping: list[str], ignore_extra: bool):

@@ -232,11 +232,12 @@ def load_task_file(path: str | Path) -> list[Task]:
 
 def task_from_definition(entry: dict[str, Any], where: str = "the study file") -> Task:
     """Rebuild a custom task from the definition stored with its items."""
-    return _task_from_toml(entry, Path(where), 1)
+    # a sentence names the task: the study may hold several ("task file the study file, task 1" named none)
+    return _task_from_toml(entry, Path(where), 1, f"the study's task {entry.get('name')!r}")
 
 
-def _task_from_toml(entry: object, path: Path, index: int) -> Task:
-    where = f"task file {path}, task {index}"
+def _task_from_toml(entry: object, path: Path, index: int, where: str = "") -> Task:
+    where = where or f"task file {path}, task {index}"
     if not isinstance(entry, dict):
         raise UserError(f"{where} is not a table")
     name = _required_str(entry, "name", where)
@@ -400,14 +401,21 @@ def _scale_from_toml(raw: object, where: str) -> Scale:
 
 
 class TaskRegistry:
-    """Built-in tasks plus any loaded from ``--task-file``."""
+    """Built-in tasks plus any loaded from ``--task-file``.
 
-    def __init__(self, extra: list[Task] | None = None):
+    ``unusable``: the study's tasks that cannot be rebuilt here, each with its sentence (a protocol from a package
+    uninstalled since): asking for one says why, while the other tasks, the papers' among them, stay usable.
+    """
+
+    def __init__(self, extra: list[Task] | None = None, unusable: dict[str, UserError] | None = None):
         self._tasks = dict(BUILTIN_TASKS)
         for task in extra or []:
             self._tasks[task.name] = task
+        self.unusable = {name: error for name, error in (unusable or {}).items() if name not in self._tasks}
 
     def get(self, name: str) -> Task:
+        if name in self.unusable and name not in self._tasks:
+            raise self.unusable[name]
         try:
             return self._tasks[name]
         except KeyError:
@@ -418,7 +426,7 @@ class TaskRegistry:
         return iter(self._tasks.values())
 
     def __contains__(self, name: str) -> bool:
-        return name in self._tasks
+        return name in self._tasks or name in self.unusable
 
     @classmethod
     def with_files(cls, paths: list[str] | None) -> TaskRegistry:

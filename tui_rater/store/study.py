@@ -144,14 +144,20 @@ class Study:
             definitions = [
                 json.loads(row["definition"]) for row in self.db.query("SELECT definition FROM tasks ORDER BY name")
             ]
-            stored = [task_from_definition(definition) for definition in definitions]
+            stored: list[Task] = []
+            unusable: dict[str, UserError] = {}
+            for definition in definitions:
+                try:
+                    stored.append(task_from_definition(definition))
+                except UserError as exc:  # one task's missing protocol package must not lock the study's others
+                    unusable[str(definition.get("name"))] = exc
             from_files = [task for path in self._task_files for task in load_task_file(path)]
             # a file overrides the stored copy, as `import` would store it: not a rated task's other definition
-            by_name = {task.name: definition for task, definition in zip(stored, definitions)}
+            by_name = {str(definition.get("name")): definition for definition in definitions}
             for task in from_files:
                 if task.name in by_name and task.definition is not None:
                     self._check_redefinition(task, by_name[task.name])
-            self._registry = TaskRegistry(stored + from_files)
+            self._registry = TaskRegistry(stored + from_files, unusable)
         return self._registry
 
     def _check_redefinition(self, task: Task, stored: Any) -> None:

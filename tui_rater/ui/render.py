@@ -86,9 +86,10 @@ def scale_hint(attribute: Attribute, width: int | None = None) -> str:
     if not human.labels:
         return shorten(safe_text(human.hint, inline=True), width)
     labels = [safe_text(label, inline=True) for label in human.labels]
+    keys = [safe_text(key, inline=True) for key in human.keys]  # a package's protocol says them too
 
     def joined(longest: int | None) -> str:
-        return "  ".join(f"{key} = {shorten(label, longest)}" for key, label in zip(human.keys, labels))
+        return "  ".join(f"{key} = {shorten(label, longest)}" for key, label in zip(keys, labels))
 
     if width is None or cell_len(joined(None)) <= width:
         return joined(None)
