@@ -131,9 +131,17 @@ def tui_best(model: str, rows: list[dict], mode: str, ngl: int, workers: int, wo
 
 
 def tui_run(
-    model: str, rows: list[dict], mode: str, ngl: int, workers: int, workdir: Path, cuts: dict | None = None
+    model: str,
+    rows: list[dict],
+    mode: str,
+    ngl: int,
+    workers: int,
+    workdir: Path,
+    cuts: dict | None = None,
+    threads: int = 0,
 ) -> dict:
-    """``cuts``: top_k / min_p (bench/judge_server.py samples as llama-server's defaults do too)."""
+    """``cuts``: top_k / min_p (bench/judge_server.py samples as llama-server's defaults do too); ``threads``:
+    llama.cpp's CPU threads (0: every core)."""
     workdir.mkdir(parents=True, exist_ok=True)
     db = workdir / f"{mode}-{len(rows)}.db"
     study = Study.open(db)
@@ -144,6 +152,7 @@ def tui_run(
         mode=mode,
         max_retries=0,
         n_gpu_layers=ngl,
+        n_threads=threads,
     ).validate()
     plan = plan_judge(study, spec, [STORY.name])
     from tui_rater.judge.backends.local import LocalBackend

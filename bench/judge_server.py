@@ -30,7 +30,8 @@ Servers (each started fresh for each run, so that no run finds the previous one'
 prompt cache; its start is not timed): ``llama-server -m MODEL -np 16 -cb -c 8192 --metrics`` plus, by config,
 
 - ``default``: nothing else;
-- ``tuned``: ``-t 1 --kv-unified`` (the fastest server seen on this 2-core machine).
+- ``tuned``: ``-t 1 --kv-unified`` (the fastest server seen on this 2-core machine); ``engine@tuned`` is the engine
+  with one thread too (``tui-rater judge --threads 1``).
 
 ``-c 8192`` is not a tuning: with 16 slots the server's default context (the model's 4096) leaves 256 tokens a slot,
 less than one story prompt (279-350 tokens). Distribution mode samples nothing (greedy), so it runs once per path.
@@ -80,11 +81,11 @@ TOP_N = 20  # the answer position's listing the client asks for (what OpenAI-com
 # --- the paths, each in a child process ------------------------------------------------------------------------
 
 
-def child_engine(model: str, n_items: int, mode: str, workdir: Path, cuts: dict) -> dict:
+def child_engine(model: str, n_items: int, mode: str, workdir: Path, cuts: dict, threads: int) -> dict:
     import judge_local
 
     rows = judge_local.load_items(n_items)
-    return judge_local.tui_run(model, rows, mode, 0, WORKERS, workdir, cuts)
+    return judge_local.tui_run(model, rows, mode, 0, WORKERS, workdir, cuts, threads)
 
 
 def child_api(url: str, n_items: int, mode: str, workdir: Path, cuts: dict) -> dict:
@@ -259,7 +260,7 @@ def child(args) -> None:
     workdir = Path(args.workdir)
     cuts = SAMPLINGS[args.sampling]
     if args.child == "engine":
-        out = child_engine(args.model, args.items, args.mode, workdir, cuts)
+        out = child_engine(args.model, args.items, args.mode, workdir, cuts, args.threads)
     elif args.child == "api":
         out = child_api(f"http://127.0.0.1:{args.port}/v1", args.items, args.mode, workdir, cuts)
     else:
@@ -342,6 +343,9 @@ def one_run(path: str, config: str | None, sampling: str, mode: str, n_items: in
                "--workdir", str(workdir), "--model", ctx["model"], "--tokens", str(ctx["tokens"]),
                "--sampling", sampling]  # fmt: skip
     server = None
+    if path == "engine" and config is not None:  # the engine as the server is tuned: --threads 1
+        command += ["--threads", "1"]
+        config = None
     if config is not None:
         server = Server(ctx["binary"], ctx["model"], config, ctx["workdir"] / "server.log")
         command += ["--port", str(server.port)]
@@ -382,6 +386,7 @@ def main() -> None:
     parser.add_argument("--tokens", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--sampling", default="paper", choices=tuple(SAMPLINGS), help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
@@ -426,7 +431,9 @@ def main() -> None:
             # distribution mode samples nothing: one sampling
             for sampling in samplings if mode == "text" else samplings[:1]:
                 for path in paths:
-                    for config in [None] if path == "engine" else configs:
+                    # the engine once with every core, and once as "tuned" is (one thread: --threads 1)
+                    engine_configs = [None] + (["tuned"] if "tuned" in configs else [])
+                    for config in engine_configs if path == "engine" else configs:
                         plan.append((path, config, sampling, mode, n))
         runs: dict = {}
         for r in range(args.repeats):

@@ -51,6 +51,7 @@ class JudgeDefaults:
     api_key_env: str | None = None
     n_ctx: int = 4096
     n_gpu_layers: int = 0
+    n_threads: int = 0  # 0: every core
 
 
 @dataclass(frozen=True)

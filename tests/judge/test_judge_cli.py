@@ -146,3 +146,24 @@ def test_queue_cancel_and_retry(tmp_path, tiny_gguf):
     assert out.startswith("queued 6 jobs again\n")
     assert queue_table(out) == {"j": (6, 0, 0, 0, 0, 0)}
     assert queue.counts(study, rater.id)["queued"] == 6
+
+
+def test_threads_sets_llama_cpp_s_threads_for_a_local_model_only(tmp_path, tiny_gguf):
+    db = tmp_path / "s.db"
+    assert run_cli_process("import", SAMPLE / "stories.csv", "--task", "story", "--db", db).returncode == 0
+    local = run_cli_process(
+        "judge", "--db", db, "--model", tiny_gguf, "--threads", "1", "--limit", "1", "--samples", "1",
+        "--max-tokens", "4", "--max-retries", "0",
+    )  # fmt: skip
+    assert local.returncode in (0, 1), local.stderr  # 1: the tiny model's replies hold no rating
+    assert "Traceback" not in local.stderr
+    conn = sqlite3.connect(db)
+    config = conn.execute("SELECT config FROM raters WHERE kind = 'llm'").fetchone()[0]
+    assert "n_threads" not in config  # not part of the judge
+    conn.close()
+    api = run_cli_process(
+        "judge", "--db", db, "--model", "api:m", "--base-url", "http://127.0.0.1:9/v1", "--threads", "2"
+    )
+    assert api.returncode == 2 and "--threads applies to local .gguf models only" in api.stderr
+    bad = run_cli_process("judge", "--db", db, "--model", tiny_gguf, "--threads", "0")
+    assert bad.returncode == 2 and "--threads" in bad.stderr and "Traceback" not in bad.stderr

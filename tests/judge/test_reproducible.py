@@ -9,6 +9,7 @@ the workers the CLI runs (``judge_study``).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -44,6 +45,7 @@ def test_readings_are_bit_identical_across_runs_and_worker_counts(tmp_path, qwen
     first = _stored(tmp_path / "first.db", spec, workers=16)
     again = _stored(tmp_path / "again.db", spec, workers=16)
     alone = _stored(tmp_path / "alone.db", spec, workers=1)
+    one_thread = _stored(tmp_path / "one-thread.db", replace(spec, n_threads=1), workers=16)  # --threads 1
     assert len(first) == len(STORIES) * 4 * 3
     if mode == "distribution":  # the readings carry the probabilities themselves (not a few rounded digits)
         probabilities = [json.loads(r[6])["raw"] for r in first if r[2] == 0]  # samples 1, 2 draw from sample 0's
@@ -53,6 +55,8 @@ def test_readings_are_bit_identical_across_runs_and_worker_counts(tmp_path, qwen
         assert len({r[4] for r in first}) > len(first) / 2  # real, different replies
     assert again == first
     assert alone == first
+    assert one_thread == first  # llama.cpp's thread count is not part of the judge: it must not change a reading
+    assert provenance(replace(spec, n_threads=1)) == provenance(spec)
 
 
 def test_the_numerics_that_change_readings_are_in_the_provenance(qwen_gguf):

@@ -205,6 +205,13 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--n-ctx", type=int, help="local: context window in tokens (default 4096)")
     g.add_argument("--n-gpu-layers", type=whole(-1, 100_000), help="local: layers to offload to CUDA/Metal (-1 = all)")
+    g.add_argument(
+        "--threads",
+        dest="n_threads",
+        type=whole(1, 4096),
+        help="local: CPU threads llama.cpp computes with (default: every core; fewer can be faster on a busy "
+        "machine); the readings are the same with any number",
+    )
     g.add_argument("--chat-template", metavar="FILE", help="local: a Jinja chat template (default: the GGUF's)")
     g.add_argument(
         "--base-url",
@@ -274,6 +281,7 @@ def judge_options(args: argparse.Namespace) -> JudgeOptions:
         min_mass=args.min_mass,
         n_ctx=args.n_ctx,
         n_gpu_layers=args.n_gpu_layers,
+        n_threads=args.n_threads,
         chat_template=template,
         base_url=args.base_url[0] if args.base_url else None,
         replicas=tuple(args.base_url[1:]) if args.base_url else (),

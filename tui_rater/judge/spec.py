@@ -46,6 +46,7 @@ class JudgeSpec:
     # local
     n_ctx: int = 4096  # DEFAULT_N_CTX
     n_gpu_layers: int = 0
+    n_threads: int = 0  # llama.cpp's CPU threads (0: every core); the readings do not depend on it
     chat_template: str | None = None  # None: the GGUF's own template, if it has one
     # API
     base_url: str | None = None
@@ -107,6 +108,8 @@ class JudgeSpec:
             check_distinct(self.endpoints)
             if self.n_gpu_layers:
                 raise UserError("--n-gpu-layers applies to local .gguf models only")
+            if self.n_threads:
+                raise UserError("--threads applies to local .gguf models only")
         else:
             if self.n_ctx < 1:
                 raise UserError("--n-ctx must be at least 1")
@@ -445,6 +448,8 @@ def provenance(spec: JudgeSpec) -> dict:
     # a judge is its model and settings at its first endpoint: the replicas behind it are where jobs run, recorded
     # per job (``sources``), so a judge made with one --base-url goes on, the same judge, with replicas added after it
     config.pop("replicas", None)
+    # how many CPU threads compute: the same numbers with any count (tests/judge/test_reproducible.py)
+    config.pop("n_threads", None)
     if spec.is_api:
         config["backend"] = "openai-compatible"
         config["api_model"] = spec.api_model

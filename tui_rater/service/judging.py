@@ -44,6 +44,7 @@ class JudgeOptions:
     min_mass: float | None = None
     n_ctx: int | None = None
     n_gpu_layers: int | None = None
+    n_threads: int | None = None
     chat_template: str | None = None
     base_url: str | None = None
     replicas: tuple[str, ...] = ()  # more --base-url: endpoints serving the same model (``JudgeSpec.replicas``)
@@ -87,6 +88,7 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         min_mass=_pick(options.min_mass, 0.5),
         n_ctx=_pick(options.n_ctx, defaults.n_ctx),
         n_gpu_layers=_pick(options.n_gpu_layers, defaults.n_gpu_layers),
+        n_threads=_pick(options.n_threads, defaults.n_threads),
         chat_template=options.chat_template,
         base_url=options.base_url or defaults.base_url,
         replicas=options.replicas if options.base_url else defaults.replicas,

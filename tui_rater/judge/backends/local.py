@@ -43,7 +43,7 @@ _LOCK = threading.Lock()
 
 
 def _key(spec: JudgeSpec) -> tuple:
-    return (os.path.realpath(spec.model), spec.n_ctx, spec.n_gpu_layers, spec.chat_template)
+    return (os.path.realpath(spec.model), spec.n_ctx, spec.n_gpu_layers, spec.n_threads, spec.chat_template)
 
 
 def _acquire(spec: JudgeSpec, parallel: int, background: bool, prompts: list[list[Message]] | None = None) -> _Shared:
@@ -63,6 +63,7 @@ def _acquire(spec: JudgeSpec, parallel: int, background: bool, prompts: list[lis
                     n_ctx=spec.n_ctx,
                     n_seq=parallel,
                     n_gpu_layers=spec.n_gpu_layers,
+                    n_threads=spec.n_threads or None,
                     background=background,
                     size_for=size_for,
                 )
