@@ -3,7 +3,7 @@
 Chiang & Lee App. D.2.1 strip "1-5", "out of 5", "/5" (and "title 1"/"title 2"), then take the first
 number, keeping .5 scores. That rule reads "On a scale of 1-5, with 1 being the lowest, I would rate ...
 as a 5" as 1 (the paper read ChatGPT's replies by hand), and a base model's "1. Grammar: ...", "3,000
-years" or "2004/05" as a score. A wrong number is worse than a typed failure (issue 13), so this parser
+years" or "2004/05" as a score. A wrong number is worse than a typed failure, so this parser
 keeps the paper's stripping and its .5 scores but takes a number only where the reply *assigns* it:
 
 1. the part of the reply before any echoed prompt ("Question: ...", "Storyline: ...") is the answer;
@@ -202,7 +202,7 @@ _PERCENT = re.compile(r"\s*(?:%|percent\b)", re.IGNORECASE)
 _STARS_AFTER = re.compile(r"\s*-?\s*stars?\b", re.IGNORECASE)
 _CONVENTIONAL_DENOMINATORS = {1.0, 5.0, 10.0, 20.0, 100.0}
 # Lower-case words that may follow a score; any other word makes the number a count ("3 miles",
-# "2 people", "4 out of 5 households") -- issue 13's base-model replies.
+# "2 people", "4 out of 5 households") -- as base models' replies do.
 _FOLLOW_WORDS = frozenset(
     (  # noqa: SIM905 -- a word list reads better as words
         "for in on because as since and but overall with from though although given due which that this here so "
@@ -642,7 +642,7 @@ def _other_letters(text: str, key: str, options: _Options) -> bool:
     )
 
 
-# "Storyline-1 wins.", "A is better than B.": a reply whose first sentence is only that verdict (issue 26, item 5)
+# "Storyline-1 wins.", "A is better than B.": a reply whose first sentence is only that verdict
 _VERDICT_VERB = re.compile(
     r"[ \t]+(?:(?:clearly|definitely|slightly|much|far|a bit|somewhat|is)[ \t]+)*"
     r"(?:(?P<better>wins|is[ \t]+(?:(?:clearly|definitely|slightly|much|far|a bit|somewhat)[ \t]+)*(?:the[ \t]+)?"

@@ -334,7 +334,8 @@ POOR_SHARE = 0.5
 @dataclass(frozen=True)
 class RunYield:
     """What a run produced: usable readings (parsed, on the scale) and typed failures by kind. A run whose jobs
-    all ended but none of whose readings is usable did not succeed (issue 22: 120 of 120 ``no_number``, exit 0)."""
+    all ended but none of whose readings is usable did not succeed (a first judge once ended with 120 of 120
+    ``no_number`` and exit 0)."""
 
     usable: int
     failures: dict[str, int]

@@ -1,7 +1,7 @@
 """The judge queue's table: every statement on ``jobs`` (the policy -- who leases what, backoff, reclaiming a dead
 worker's jobs -- is ``judge/queue.py``; it calls these).
 
-The lease queries are written for a queue of a million jobs (issue 25, item 5): they walk the ``jobs_next`` index
+The lease queries are written for a queue of a million jobs (a 100,000-item study): they walk the ``jobs_next`` index
 (rater, status, item) in item order and stop at the first ready item, and read one item's jobs through the
 UNIQUE (item_key, ...) index. A ``+`` before a column keeps SQLite from choosing another index by it.
 """

@@ -1,5 +1,5 @@
-"""The statements the report reads ratings with (``stats/``): stats computes, the store owns the SQL on ``ratings``
-(issue 23, item 4). Every one reads the ratings in force (``study.ratings_in_force``)."""
+"""The statements the report reads ratings with (``stats/``): stats computes, the store owns the SQL on ``ratings``.
+Every one reads the ratings in force (``study.ratings_in_force``)."""
 
 from __future__ import annotations
 

@@ -125,7 +125,8 @@ def _judge_labels(conn: sqlite3.Connection) -> None:
     A person and an imported judge are labelled by their names; judge configurations are numbered in
     the order they were created (``J1 tiny text``). ``judge_sources``: per judge, each model file it
     was loaded from or server it asked, with the model id and ``system_fingerprint`` the server
-    reported -- one row while they stay the same, a new row when they change (issue 13, item 11).
+    reported -- one row while they stay the same, a new row when they change (a served model that changed
+    under the same alias).
     """
     conn.execute("ALTER TABLE raters ADD COLUMN label TEXT")
     rows = conn.execute("SELECT id, name, kind, config FROM raters ORDER BY id").fetchall()
@@ -388,7 +389,7 @@ MIGRATIONS: list[Migration] = [
     # 9: which judge's run cached each reply: `judges --forget` removes a judge's cached replies with it (replies
     # cached before this column existed name none, and stay)
     "ALTER TABLE replies ADD COLUMN rater_id INTEGER;",
-    # 10: what an API judge's server said about the model behind its alias (issue 26, item 10)
+    # 10: what an API judge's server said about the model behind its alias (so a report can name it)
     """
     CREATE TABLE judge_servers (
         rater_id INTEGER NOT NULL REFERENCES raters (id),
@@ -399,7 +400,7 @@ MIGRATIONS: list[Migration] = [
     );
     """,
     # 11: a job may wait in an OpenAI batch (`judge --batch`): the status 'batched' and the batch's id, stored with
-    # the jobs so that the process may exit and a later run collect the replies (issue 25, item 4). SQLite cannot
+    # the jobs so that the process may exit and a later run collect the replies. SQLite cannot
     # widen a CHECK in place: the table is copied (as migration 2 did)
     """
     CREATE TABLE jobs_v11 (
@@ -432,7 +433,7 @@ MIGRATIONS: list[Migration] = [
     CREATE INDEX jobs_ready ON jobs (status, rater_id, not_before);
     CREATE INDEX jobs_batch ON jobs (batch_id) WHERE batch_id IS NOT NULL;
     """,
-    # 12: a judge's next ready item, in item order, without reading its whole queue (issue 25, item 5: a lease
+    # 12: a judge's next ready item, in item order, without reading its whole queue (a lease
     # scanned all 1.2M jobs of a 100k-item study, 0.5 s each; ``store/jobs.py`` walks this index instead)
     """
     CREATE INDEX jobs_next ON jobs (rater_id, status, item_key);

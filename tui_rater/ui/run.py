@@ -66,8 +66,8 @@ def run_app(app: RaterApp | AdjudicateApp, err: TextIO | None = None) -> int:
 
 def _stop_judges(app: RaterApp, err: TextIO) -> None:
     """The judges stop within half a second (a local one between two decode steps); the jobs they still hold,
-    a request to a silent server's included, go back to the queue. Said, never a blank wait (issues 22.5 and
-    24.10: 10.6 s and 10.9 s of blank screen)."""
+    a request to a silent server's included, go back to the queue. Said, never a blank wait (quitting used to
+    leave 10.6 s and 10.9 s of blank screen)."""
     judges = app.judges
     assert judges is not None
     study = app.session.study.reopen()
@@ -95,7 +95,7 @@ def _finish(app: RaterApp | AdjudicateApp, received: list[int], err: TextIO) -> 
         if lost:
             _say(err, f"quit without saving {describe(lost)}, as asked; everything else is in the file")
             return 1
-        # the last save went through between the question and the `y` (issue 24.10: exit 1, no word)
+        # the last save went through between the question and the `y` (this used to exit 1 without a word)
         _say(err, "nothing was lost: every change was saved before quitting")
         return 0
     if writer.unsaved():

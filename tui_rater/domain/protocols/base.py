@@ -54,7 +54,7 @@ TEXT_MODES = ("text", "constrained")
 # slack, a server that sends logits, counts a token twice or sends garbage does not (1.8 was accepted, renormalised)
 MAX_MASS = 1.001
 # An option the server gave no probability for may hold at most this share of the scored options'
-# mass, else the distribution is not known well enough to draw from (issue 13, item 3).
+# mass, else the distribution is not known well enough to draw from (servers list only the top 20).
 MAX_UNSCORED_SHARE = 0.01
 
 
@@ -303,7 +303,7 @@ class EvaluationProtocol:
         """The one path from a reply's text to a stored value, for the judge and for ``reparse``.
 
         ``truncated``: the reply stopped on the length limit. Its answer is read only where the reply went on
-        past it: a cut "1" may have been "10", "1.5" or "1-5 scale ..." (issue 26, item 6); a ``constrained``
+        past it: a cut "1" may have been "10", "1.5" or "1-5 scale ..."; a ``constrained``
         reply is complete when its grammar allows nothing longer ("3" on 1-5, but not "1" on 0-100)."""
         if truncated and self.reason_first(variant):
             # the answer comes after the reasons: a cut reply's numbers come from the reasons

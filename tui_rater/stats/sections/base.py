@@ -1,6 +1,6 @@
 """A report section as one object: the name protocols give it, what it computes, the record tables it writes,
-and the layout of the tables it prints (issue 23: a section and its printed table were joined by strings
-across two modules, and a typo printed an empty table).
+and the layout of the tables it prints (a section and its printed table used to be joined by strings across
+two modules, and a typo printed an empty table).
 
 - ``Section.compute(data, attributes)`` appends records (``records.Record``) to the report data; the
   report lets it write only the tables it declares (``tables``), so a misspelt table name raises.

@@ -1,7 +1,7 @@
 """Sections for nominal answers (a choice; a pairwise A / B / tie): shares, κ and α nominal -- never means.
 
 A tie is not "more than B": answer codes are categories, so no mean, standard deviation, ordinal or
-interval α, or rank correlation of the codes is computed (Stevens' levels; issue 12). Instead:
+interval α, or rank correlation of the codes is computed (Stevens' levels of measurement). Instead:
 
 - ``nominal`` table: each evaluator's verdict shares per system (and pooled), and the agreement
   among its own annotators (Krippendorff's α nominal, % of items all agree on);

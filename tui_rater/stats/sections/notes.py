@@ -1,4 +1,4 @@
-"""The notes people left: the flagged items and the comments in force (issue 21: notes are data).
+"""The notes people left: the flagged items and the comments in force (notes are data: they go into the report).
 
 One record per flag (``statistic`` "flag") and per comment ("comment", its words in ``note``); ``evaluator``
 is who left it, ``evaluator_b`` the item's id, ``value`` the item's key, ``attribute`` the question a note is
@@ -52,5 +52,5 @@ TABLE = Layout(
     ("notes",),
     _lay_out,
 )
-# the flagged items and comments, whatever the questions (issue 21): after the judges' marks are set
+# the flagged items and comments, whatever the questions: after the judges' marks are set
 SECTION = Section("notes", notes, ("notes",), (TABLE,), Runs.ALWAYS)

@@ -9,10 +9,10 @@ A judge is **agreement-ready** on a question only when its numbers describe answ
 
 - at most 10% of its readings are typed failures (the values left are a selection, not a sample);
 - at most 10% of its distribution passes put less than half of the next-token probability on the
-  scale -- whatever ``--min-mass`` it was run with (issue 13: a model without a fitting template put
+  scale -- whatever ``--min-mass`` it was run with (a model without a fitting chat template put
   0.0002-0.04% there, and every pass was stored as ``ok``). A constrained judge's readings count
   too: each stores the mass the model put on the allowed answers *before* the grammar forced one
-  (issue 26, item 2: a judge forced out of 0.03% was "agreement-ready: yes").
+  (a judge forced out of 0.03% of the probability was once called "agreement-ready: yes").
 
 A judge that is not agreement-ready is marked beside every agreement number it appears in.
 """
