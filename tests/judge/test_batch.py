@@ -37,6 +37,10 @@ class BatchServer:
         self.dropped: set[int] = set()
         self.ids = itertools.count(1)
         self.hang_s = 0.0  # creating a batch waits this long (a process killed between upload and batch id)
+        self.mangled: dict[int, str] = {}  # job id -> 'oversized' (a line past the cap) or 'truncated' (cut short)
+        # a misbehaving server: what -> how ('poll', 'download' or 'upload' -> 'stall', 'drip' or 'endless')
+        self.misbehave: dict[str, str] = {}
+        self.stop = threading.Event()  # ends a stall or a drip at once (the fixture's teardown)
         self.creating = threading.Event()
         self.lock = threading.Lock()
         server = self
@@ -52,8 +56,33 @@ class BatchServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
+            def _misbehave(self, how: str) -> None:
+                """Headers, then a body that never arrives whole: bounded (at most 20 s, at most 64 MB)."""
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(1 << 30))
+                self.end_headers()
+                try:
+                    if how == "stall":
+                        server.stop.wait(20)
+                    elif how == "drip":  # a byte every 0.2 s: no read waits long, the answer never ends
+                        for _ in range(100):
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            if server.stop.wait(0.2):
+                                break
+                    else:  # endless: far past any cap on an answer
+                        chunk = b" " * (1 << 16)
+                        for _ in range(1024):
+                            self.wfile.write(chunk)
+                except OSError:  # the client gave up: what the test wants
+                    pass
+                self.close_connection = True
+
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+                if self.path.split("?")[0] == "/v1/files" and "upload" in server.misbehave:
+                    return self._misbehave(server.misbehave["upload"])
                 if self.path.split("?")[0] == "/v1/batches" and server.hang_s:
                     server.creating.set()
                     time.sleep(server.hang_s)  # the client is killed meanwhile
@@ -62,6 +91,10 @@ class BatchServer:
                 self._send(status, json.dumps(answer).encode())
 
             def do_GET(self):
+                path = self.path.split("?")[0]
+                what = "download" if path.endswith("/content") else "poll"
+                if what in server.misbehave:
+                    return self._misbehave(server.misbehave[what])
                 with server.lock:
                     status, payload = server.get(self.path.split("?")[0])
                 self._send(status, payload)
@@ -121,11 +154,18 @@ class BatchServer:
                 errors.append({"id": f"r{n}", "custom_id": request["custom_id"], "response": response, "error": None})
                 continue
             response = {"status_code": 200, "request_id": f"q{n}", "body": deterministic_answer(request["body"])}
+            if self.mangled.get(job_id) == "oversized":  # a reply past the cap on one answer (8 MB)
+                response["body"]["choices"][0]["message"]["content"] += " " * (9 << 20)
             output.append({"id": f"r{n}", "custom_id": request["custom_id"], "response": response, "error": None})
+        # a truncated line is the file's last, cut in the middle, without its end of line
+        output.sort(key=lambda line: self.mangled.get(parse_custom_id(line["custom_id"])[0]) == "truncated")
         for name, lines in (("output_file_id", output), ("error_file_id", errors)):
             if lines:
                 file_id = f"file-{next(self.ids)}"
-                self.files[file_id] = "".join(json.dumps(line) + "\n" for line in lines).encode()
+                text = "".join(json.dumps(line) + "\n" for line in lines)
+                if name == "output_file_id" and "truncated" in self.mangled.values():
+                    text = text[: len(text) - len(json.dumps(lines[-1])) // 2 - 1]
+                self.files[file_id] = text.encode()
                 batch[name] = file_id
         batch["status"] = "completed"
         batch["counts"] = (len(output) + len(errors), len(output), len(errors))
@@ -156,6 +196,7 @@ class BatchServer:
 def batch_server():
     server = BatchServer()
     yield server
+    server.stop.set()
     server.http.shutdown()
 
 
@@ -207,11 +248,6 @@ def test_a_batch_is_submitted_polled_read_as_live_replies_and_cancelled(tmp_path
     assert polled.returncode == 0, polled.stderr
     assert "batch batch_2: in_progress" in polled.stdout
     assert _jobs(db) == jobs and len(batch_server.uploaded) == 1 and _ratings(db) == {}
-
-    # `queue` counts them as batched; `queue --cancel` leaves them (the server's batch would run all the same)
-    shown = run_cli_process("queue", "--db", db, "--cancel")
-    assert shown.returncode == 0 and "16 jobs wait in a server's batch" in shown.stdout, shown.stderr
-    assert _jobs(db) == jobs
 
     # 3. completed: read as live replies; a 500 line and a missing line put their jobs back in the queue
     erroring, dropped = sorted(jobs)[3], sorted(jobs)[10]
@@ -331,3 +367,145 @@ def test_batch_refuses_what_it_cannot_ask(tmp_path, flags, said):
     assert result.returncode == 2, result.stderr
     assert said in result.stderr and "Traceback" not in result.stderr
     assert _jobs(db) == {}  # nothing enqueued
+
+
+def _rows(db, sql: str) -> list[tuple]:
+    study = Study.open(db, create=False)
+    try:
+        return [tuple(r) for r in study.db.conn.execute(sql)]
+    finally:
+        study.close()
+
+
+def test_jobs_cancelled_while_batched_never_store_their_replies(tmp_path, batch_server):
+    """`queue --cancel` while a batch runs: the batch's later read stores no reply of the cancelled jobs and says how
+    many it dropped; another judge's batch, not cancelled, is read whole."""
+    db = story_study(tmp_path / "batch.db")
+    for model in ("api:m", "api:other"):
+        sent = _judge(db, batch_server.url, "--max-retries", "0", "--batch", "--model", model)
+        assert sent.returncode == 0 and "submitted batch" in sent.stdout, sent.stderr
+    raters = dict(_rows(db, "SELECT name, id FROM raters WHERE kind = 'llm'"))
+    cancelled_rater = next(rid for name, rid in raters.items() if "other" not in name)
+    name = next(name for name, rid in raters.items() if rid == cancelled_rater)
+    batch_of = dict(_rows(db, "SELECT DISTINCT rater_id, batch_id FROM jobs"))
+    assert len(set(batch_of.values())) == 2
+
+    shown = run_cli_process("queue", "--db", db, "--cancel", "--rater", name)
+    assert shown.returncode == 0, shown.stderr
+    assert "cancelled 16 jobs; the replies of the 16 cancelled jobs waiting in a server's batch will not be stored" in (
+        " ".join(shown.stdout.split())
+    )
+    by_status = _rows(db, "SELECT rater_id, status, count(*) FROM jobs GROUP BY rater_id, status ORDER BY rater_id")
+    assert {(r, s) for r, s, _ in by_status} == {
+        (cancelled_rater, "cancelled"),
+        (next(r for r in raters.values() if r != cancelled_rater), "batched"),
+    }
+
+    batch_server.finish = True
+    read = _judge(db, batch_server.url, "--max-retries", "0", "--batch", "--model", "api:other")
+    assert read.returncode == 0, read.stderr
+    assert "read: 16 jobs done, 0 queued again, 0 failed" in read.stdout and "dropped" not in read.stdout
+    dropped = _judge(db, batch_server.url, "--max-retries", "0", "--batch")
+    assert dropped.returncode == 0, dropped.stderr
+    assert (
+        f"batch {batch_of[cancelled_rater]} (completed) read: 0 jobs done, 0 queued again, 0 failed; "
+        "16 replies dropped, not stored: their jobs were cancelled"
+    ) in dropped.stdout
+    assert "submitted" not in dropped.stdout  # a cancelled job is not sent again either
+    stored = _rows(db, "SELECT j.rater_id, count(*) FROM ratings r JOIN jobs j ON j.id = r.job_id GROUP BY j.rater_id")
+    assert stored == [(next(r for r in raters.values() if r != cancelled_rater), 16)]
+    assert set(_rows(db, f"SELECT status, batch_id FROM jobs WHERE rater_id = {cancelled_rater}")) == {
+        ("cancelled", None)
+    }
+    polls = len(batch_server.files)
+    again = _judge(db, batch_server.url, "--max-retries", "0", "--batch")
+    assert again.returncode == 0 and batch_of[cancelled_rater] not in again.stdout, again.stdout
+    assert len(batch_server.files) == polls
+
+    # retried, they are sent in a new batch: the cancel lost nothing
+    assert run_cli_process("queue", "--db", db, "--retry", "--rater", name).returncode == 0
+    resent = _judge(db, batch_server.url, "--max-retries", "0", "--batch")
+    assert "submitted batch" in resent.stdout and ": 16 requests" in resent.stdout, resent.stdout
+
+
+def test_an_unreadable_line_of_the_output_queues_its_job_again(tmp_path, batch_server):
+    """The output file is read a line at a time: a line past the cap on one reply (skipped as it streams, never
+    held whole) and a last line cut short each fail their job as a malformed reply would (queued again)."""
+    db = story_study(tmp_path / "batch.db")
+    flags = ("--max-retries", "0", "--batch")
+    assert _judge(db, batch_server.url, *flags).returncode == 0
+    jobs = sorted(_jobs(db))
+    oversized, truncated = jobs[2], jobs[7]
+    batch_server.mangled = {oversized: "oversized", truncated: "truncated"}
+    batch_server.finish = True
+    read = _judge(db, batch_server.url, *flags)
+    assert read.returncode == 0, read.stderr
+    assert "read: 14 jobs done, 2 queued again, 0 failed" in read.stdout
+    errors = dict(_rows(db, "SELECT id, error_kind || ': ' || last_error FROM jobs WHERE status != 'done'"))
+    assert errors.keys() == {oversized, truncated}
+    assert "malformed" in errors[oversized] and "larger than 8 MB" in errors[oversized]
+    assert "malformed" in errors[truncated] and "cut short" in errors[truncated]
+    assert len(_ratings(db)) == 14
+
+
+def test_result_lines_are_split_in_bounded_memory():
+    """A line far past the cap costs no more memory than the cap: it is skipped as its bytes arrive."""
+    import tracemalloc
+
+    from tui_rater.judge.batch import Unreadable, split_lines
+
+    def chunks():
+        yield b'{"custom_id": "job-7-' + b"a" * 32 + b'", "x": "'
+        for _ in range(64 * 16):  # 64 MB of one line, 64 KB at a time
+            yield b"y" * (1 << 16)
+        yield b'"}\n{"ok": 1}\n{"cut'
+
+    tracemalloc.start()
+    try:
+        lines = list(split_lines(chunks(), limit=1 << 20))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [type(line) for line in lines] == [Unreadable, str, Unreadable]
+    assert lines[0].head.startswith('{"custom_id": "job-7-') and lines[1] == '{"ok": 1}'
+    assert peak < 8 << 20, peak
+
+
+@pytest.mark.parametrize(
+    ("what", "how", "said"),
+    [
+        ("poll", "stall", "no answer within 1 s"),
+        ("poll", "drip", "no answer within 1 s"),  # each byte in time: only the total deadline stops it
+        ("poll", "endless", "larger than 8 MB"),
+        ("download", "stall", "no answer within"),
+        ("upload", "stall", "no answer within 1 s"),
+    ],
+)
+def test_a_server_that_stalls_or_sends_without_end_fails_the_run_in_one_sentence(
+    tmp_path, batch_server, what, how, said
+):
+    """Every batch request goes through the live judge's limits (a total deadline, a cap on an answer): a server
+    that stalls, drips or never ends its answer fails the run in one sentence, the jobs as they were."""
+    db = story_study(tmp_path / "batch.db", STORIES[:1])
+    flags = ("--max-retries", "0", "--timeout", "1", "--batch")
+    if what != "upload":
+        assert _judge(db, batch_server.url, *flags).returncode == 0
+        batch_server.finish = what == "download"
+    before = _rows(db, "SELECT id, status, batch_id, attempts, error_kind FROM jobs ORDER BY id")
+    batch_server.misbehave = {what: how}
+    started = time.monotonic()
+    failed = _judge(db, batch_server.url, *flags)
+    took = time.monotonic() - started
+    assert failed.returncode != 0, failed.stdout
+    [error] = [line for line in failed.stderr.splitlines() if line.startswith("tui-rater: error:")]
+    assert said in error, failed.stderr
+    assert took < 15  # the stall and the drip last 20 s: the deadline ended them
+    after = _rows(db, "SELECT id, status, batch_id, attempts, error_kind FROM jobs ORDER BY id")
+    if what == "upload":  # never sent: queued as before the run, its attempt not counted
+        assert before == [] and {row[1:] for row in after} == {("queued", None, 0, None)}
+    else:
+        assert after == before and {row[1] for row in after} == {"batched"}
+    batch_server.misbehave = {}
+    batch_server.stop.set()
+    retried = _judge(db, batch_server.url, *flags)
+    assert retried.returncode == 0, retried.stderr

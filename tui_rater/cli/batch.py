@@ -30,6 +30,12 @@ def judge_batch(study, plan, *, cancel: bool) -> int:
             f"batch {found.state.id} ({found.state.status}) read: {found.done} jobs done, {found.queued} queued "
             f"again, {found.failed} failed"
             + (f", {found.next_round} asked again in the next batch" if found.next_round else "")
+            + (
+                f"; {found.dropped} repl{'ies' if found.dropped != 1 else 'y'} dropped, not stored: "
+                f"{'their jobs were' if found.dropped != 1 else 'its job was'} cancelled"
+                if found.dropped
+                else ""
+            )
         )
     if run.answered_from_store:
         say(f"{run.answered_from_store} jobs answered from the store")

@@ -254,12 +254,15 @@ def cmd_queue(args, settings) -> int:
         from tui_rater.store.roles import require_lead
 
         require_lead(study, identity(args, settings), "cancel the judges' queue")
-        say(f"cancelled {judging.cancel_jobs(study, rater_id)} jobs")
-        waiting = sum(
-            judging.queue_counts(study, r.id)["batched"] for r in study.raters("llm") if rater_id in (None, r.id)
-        )
-        if waiting:  # a server's batch is not stopped from here: it would run (and be paid for) all the same
-            say(f"{waiting} jobs wait in a server's batch: cancel it with `tui-rater judge ... --batch --cancel`")
+        cancelled = judging.cancel_jobs(study, rater_id)
+        in_batch = judging.cancelled_in_batches(study, rater_id)
+        if in_batch:  # a server's batch is not stopped from here (no key, no URL): it runs and is paid for
+            say(
+                f"cancelled {cancelled} jobs; the replies of the {in_batch} cancelled jobs waiting in a server's "
+                "batch will not be stored (`tui-rater judge ... --batch --cancel` also stops the batch on the server)"
+            )
+        else:
+            say(f"cancelled {cancelled} jobs")
     if args.retry:
         say(f"queued {judging.retry_jobs(study, rater_id)} jobs again")
     statuses = judging.JOB_STATUSES

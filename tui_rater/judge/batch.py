@@ -23,13 +23,15 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from tui_rater.judge import queue, sources
-from tui_rater.judge.backends import api_reply
+from tui_rater.judge.backends import api_reply, http_limits
 from tui_rater.judge.backends.api import ApiBackend, _split_query
 from tui_rater.judge.backends.api_reply import MAX_BODY_BYTES
 from tui_rater.judge.errors import JudgeError
@@ -47,6 +49,13 @@ SUBMIT_LEASE_S = 3600.0
 # the server's states of a batch that has not ended yet
 RUNNING = frozenset({"validating", "in_progress", "finalizing", "cancelling"})
 BATCH_MODES = ("text", "constrained")
+# a result file is read a line at a time: a line is one reply (capped as a live reply is, MAX_BODY_BYTES) and the
+# file as a whole may hold 50,000 of them, so the download has its own cap and a deadline no shorter than this
+MAX_LINE_BYTES = MAX_BODY_BYTES
+MAX_FILE_BYTES = 8 << 30
+DOWNLOAD_MIN_S = 900.0
+_HEAD_BYTES = 512  # of a line that cannot be read: where its custom_id is looked for
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"(job-\d+-[0-9a-f]{32})"')
 API_ONLY = "--batch sends the requests to an API's Batch endpoint: it needs an API judge (--model api:MODEL)"
 
 
@@ -183,18 +192,70 @@ def _line_error(response: object, error: object, secrets: list[str]) -> JudgeErr
     return JudgeError("bad_request", f"the server rejected the request ({status}): {detail}")
 
 
-def read_lines(lines: Iterator[str], secrets: list[str]) -> dict[int, dict[str, dict[str, Any] | JudgeError]]:
-    """job id -> {request key -> the reply body (a JSON object, unread) or the line's error}. A line that cannot
-    be routed back to a job is skipped (its job, if any, has no line and is queued again)."""
-    found: dict[int, dict[str, dict[str, Any] | JudgeError]] = {}
+@dataclass(frozen=True)
+class Unreadable:
+    """A line of a result file that was not read: longer than MAX_LINE_BYTES (skipped, never held whole), or cut
+    short (the file's last line without its end). ``head``: its first bytes, where its custom_id is looked for."""
+
+    head: str
+    why: str
+
+
+def split_lines(chunks: Iterable[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[str | Unreadable]:
+    """A result file's lines as its bytes arrive; no more than ``limit`` bytes of one line are ever held."""
+    buffer, skipped = bytearray(), None  # skipped: the head of a line over the limit, whose rest is dropped
+    for chunk in chunks:
+        start = 0
+        while start <= len(chunk):
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            if skipped is None:
+                buffer += piece
+                if len(buffer) > limit:
+                    skipped = buffer[:_HEAD_BYTES].decode("utf-8", "replace")
+                    buffer.clear()
+            if end < 0:
+                break
+            if skipped is not None:
+                yield Unreadable(skipped, f"its line in the batch's results is larger than {limit >> 20} MB")
+            elif buffer:
+                yield buffer.decode("utf-8", "replace")
+            buffer, skipped, start = bytearray(), None, end + 1
+    if skipped is not None:
+        yield Unreadable(skipped, f"its line in the batch's results is larger than {limit >> 20} MB")
+    elif buffer.strip():
+        try:
+            json.loads(buffer)
+            yield buffer.decode("utf-8", "replace")
+        except ValueError:
+            yield Unreadable(
+                buffer[:_HEAD_BYTES].decode("utf-8", "replace"), "its line in the batch's results was cut short"
+            )
+
+
+def read_lines(
+    lines: Iterable[str | Unreadable], secrets: list[str]
+) -> Iterator[tuple[int, str, dict[str, Any] | JudgeError]]:
+    """(job id, request key, the reply body (a JSON object, unread) or the line's error), a line at a time. A line
+    that cannot be read is a malformed reply of its job (queued again, as a live reply that does not read), when
+    its custom_id can be found; a line that cannot be routed back to a job is skipped (its job, if any, has no
+    line and is queued again)."""
     for line in lines:
-        if not line.strip():
+        if isinstance(line, Unreadable):
+            match = _CUSTOM_ID.search(line.head)
+            routed = parse_custom_id(match.group(1)) if match else None
+            if routed is not None:
+                yield (*routed, JudgeError("malformed", line.why))
             continue
-        if len(line) > MAX_BODY_BYTES:
+        if not line.strip():
             continue
         try:
             entry = json.loads(line)
         except (ValueError, RecursionError):
+            match = _CUSTOM_ID.search(line[:_HEAD_BYTES])
+            routed = parse_custom_id(match.group(1)) if match else None
+            if routed is not None:
+                yield (*routed, JudgeError("malformed", "its line in the batch's results is not JSON"))
             continue
         routed = parse_custom_id(entry.get("custom_id")) if isinstance(entry, dict) else None
         if routed is None:
@@ -209,8 +270,7 @@ def read_lines(lines: Iterator[str], secrets: list[str]) -> dict[int, dict[str, 
                 answer = exc
         else:
             answer = _line_error(response, error, secrets)
-        found.setdefault(job_id, {})[key] = answer
-    return found
+        yield job_id, key, answer
 
 
 # --- the server's batch endpoints -------------------------------------------------------------------------------
@@ -243,26 +303,66 @@ class BatchServer:
         key = spec.api_key()
         self.secrets = [k for k in (key, *url_secrets(spec.base_url)) if k != NO_KEY]
         url, query = _split_query(spec.base_url)
-        # the client's own retries are off: creating a batch twice would pay for it twice
-        self.client = openai.OpenAI(
-            base_url=url, api_key=key, max_retries=0, timeout=spec.timeout_s, default_query=query or None
-        )
+        self.download_s = max(spec.timeout_s, DOWNLOAD_MIN_S)
+
+        def client(timeout_s: float, max_bytes: int) -> Any:
+            # the live judge's limits (http_limits): a total deadline a server dripping bytes cannot stretch, and a
+            # cap on what an answer decodes to. The client's own retries are off: creating a batch twice would pay
+            # for it twice
+            http = http_limits.http_client(openai, timeout_s, max_bytes)
+            return openai.OpenAI(
+                base_url=url,
+                api_key=key,
+                max_retries=0,
+                timeout=spec.timeout_s,
+                default_query=query or None,
+                http_client=http,
+            )
+
+        self.client = client(spec.timeout_s, MAX_BODY_BYTES)
+        self.files = client(self.download_s, MAX_FILE_BYTES)  # a result file: read a line at a time
         self.where = strip_credentials(spec.base_url) if spec.base_url else "api.openai.com"
 
-    def _call(self, what: str, call: Any) -> Any:
+    @contextmanager
+    def _failing(self, what: str, seconds: float, max_bytes: int = MAX_BODY_BYTES) -> Iterator[None]:
+        """Every failure of a request made inside as one typed ``JudgeError``; each read within ``seconds`` in all."""
         openai = self._openai
+        httpx = http_limits.httpx_of(openai)  # a streamed file's reads raise the client's httpx errors, unwrapped
         try:
-            return call()
+            with http_limits.deadline(seconds):
+                yield
+        except (openai.APITimeoutError, httpx.TimeoutException):
+            raise JudgeError("timeout", f"{what} at {self.where}: no answer within {self.spec.timeout_s:g} s") from None
+        except http_limits.BodyTooSlow:
+            raise JudgeError("timeout", f"{what} at {self.where}: its answer took longer than {seconds:g} s") from None
+        except httpx.HTTPError:
+            raise JudgeError("connection", f"{what}: the connection to {self.where} broke") from None
         except openai.APIStatusError as exc:
             detail = api_reply.scrub(str(exc.message)[:300], self.secrets)
             kind = "auth" if exc.status_code in (401, 403) else "server_error"
             raise JudgeError(kind, f"{what} at {self.where} failed ({exc.status_code}): {detail}") from None
-        except openai.APITimeoutError:
-            raise JudgeError("timeout", f"{what} at {self.where}: no answer within {self.spec.timeout_s:g} s") from None
-        except openai.APIConnectionError:
+        except openai.APIConnectionError as exc:
+            if isinstance(exc.__cause__, http_limits.BodyTooLarge):  # the client wraps what a hook raised
+                raise JudgeError(
+                    "malformed", f"{what} at {self.where}: its answer is larger than {max_bytes >> 20} MB"
+                ) from None
+            if isinstance(exc.__cause__, http_limits.BodyTooSlow):
+                raise JudgeError(
+                    "timeout", f"{what} at {self.where}: its answer took longer than {seconds:g} s"
+                ) from None
             raise JudgeError("connection", f"{what}: cannot reach {self.where}") from None
+        except http_limits.BodyTooLarge:
+            raise JudgeError(
+                "malformed", f"{what} at {self.where}: its answer is larger than {max_bytes >> 20} MB"
+            ) from None
+        except http_limits.BadEncoding as exc:
+            raise JudgeError("malformed", f"{what} at {self.where}: the answer could not be read ({exc})") from None
         except openai.OpenAIError as exc:
             raise JudgeError("malformed", f"{what} at {self.where}: the answer could not be read ({exc})") from None
+
+    def _call(self, what: str, call: Callable[[], Any]) -> Any:
+        with self._failing(what, self.spec.timeout_s):
+            return call()
 
     def submit(self, content: bytes) -> str:
         """Upload the input file and create the batch; its id."""
@@ -296,14 +396,14 @@ class BatchServer:
             api_reply.scrub(errors, self.secrets),
         )
 
-    def lines(self, file_id: str) -> list[str]:
-        """A result file's lines (streamed: an output file may hold 50,000 replies)."""
-
-        def read() -> list[str]:
-            with self.client.files.with_streaming_response.content(file_id) as response:
-                return list(response.iter_lines())
-
-        return self._call(f"downloading file {file_id}", read)
+    def lines(self, file_id: str) -> Iterator[str | Unreadable]:
+        """A result file's lines as they arrive (an output file may hold 50,000 replies: never held whole); a
+        failure midway is a ``JudgeError`` raised by the iteration."""
+        with (
+            self._failing(f"downloading file {file_id}", self.download_s, MAX_FILE_BYTES),
+            self.files.files.with_streaming_response.content(file_id) as response,
+        ):
+            yield from split_lines(response.iter_bytes())
 
     def cancel(self, batch_id: str) -> None:
         self._call(f"cancelling batch {batch_id}", lambda: self.client.batches.cancel(batch_id))

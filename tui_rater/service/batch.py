@@ -34,6 +34,7 @@ class Collected:
     queued: int  # its line was a transient error, or it had none (the batch expired, failed or was cancelled)
     failed: int
     next_round: int  # jobs that need another request (a regeneration, a conversation's next turn)
+    dropped: int = 0  # replies not stored: their jobs were cancelled (``queue --cancel``) while the batch ran
 
 
 @dataclass
@@ -100,27 +101,37 @@ def _state(server: BatchServer, batch_id: str) -> BatchState:
 def _collect(
     study: Study, server: BatchServer, judge: BatchJudge, state: BatchState, requests: list[Request]
 ) -> Collected:
-    """Read an ended batch's output and error files into its jobs; the jobs without a line go back to the queue."""
-    answers: dict[int, Answers] = {}
+    """Read an ended batch's output and error files into its jobs, a line at a time (a job is stored as its line
+    arrives: a download failing midway leaves the jobs not read yet in the batch, for the next run); the jobs
+    without a line go back to the queue. Only a job still 'batched' in this batch takes its reply: the reply of a
+    job cancelled meanwhile (``queue --cancel``) is dropped and counted."""
+    waiting, cancelled = set(queue.batched_jobs(study, state.id)), queue.cancelled_in_batch(study, state.id)
+    round_, dropped = Round(), set()
     try:
         for file_id in (state.output_file_id, state.error_file_id):
-            if file_id:
-                for job_id, found in read_lines(iter(server.lines(file_id)), server.secrets).items():
-                    answers.setdefault(job_id, {}).update(found)
+            if not file_id:
+                continue
+            for job_id, key, answer in read_lines(server.lines(file_id), server.secrets):
+                if job_id in cancelled:
+                    dropped.add(job_id)
+                if job_id not in waiting:
+                    continue
+                waiting.discard(job_id)  # one line per job in a batch: a second one is not read
+                job = queue.take_batched(study, job_id, state.id, judge.owner, SUBMIT_LEASE_S)
+                if job is not None:
+                    judge.run([job], {key: answer}, round_)
     except JudgeError as exc:
-        why = f"batch {state.id} ended ({state.status}) but its results cannot be read: {exc.message}"
+        why = (
+            f"batch {state.id} ended ({state.status}) but its results cannot be read: {exc.message}; "
+            f"{round_.done + round_.failed + round_.queued + len(round_.requests)} of its jobs were read, the others "
+            "wait in it: run the same command again to read them"
+        )
         raise UserError(why) from None
-    round_ = Round()
-    for job_id in queue.batched_jobs(study, state.id):
-        if job_id not in answers:
-            continue
-        job = queue.take_batched(study, job_id, state.id, judge.owner, SUBMIT_LEASE_S)
-        if job is not None:
-            judge.run([job], answers[job_id], round_)
     why = f"the batch ended ({state.status}) without answering it" + (f": {state.errors}" if state.errors else "")
     missing = queue.unbatch(study, state.id, "batch_" + state.status[:40], why)
+    queue.forget_batch(study, state.id)
     requests += round_.requests
-    return Collected(state, round_.done, round_.queued + missing, round_.failed, len(round_.requests))
+    return Collected(state, round_.done, round_.queued + missing, round_.failed, len(round_.requests), len(dropped))
 
 
 def _submit(study: Study, server: BatchServer, judge: BatchJudge, requests: list[Request]) -> str:
@@ -149,4 +160,5 @@ def cancel_batches(study: Study, plan: JudgePlan) -> tuple[list[str], int]:
         except JudgeError as exc:
             raise UserError(f"batch {batch_id} could not be cancelled: {exc.message}") from None
         back += queue.unbatch(study, batch_id, "cancelled", "the batch was cancelled", counts=False)
+        queue.forget_batch(study, batch_id)
     return ids, back

@@ -402,6 +402,11 @@ def cancel_jobs(study: Study, rater_id: int | None = None) -> int:
     return queue.cancel(study, rater_id)
 
 
+def cancelled_in_batches(study: Study, rater_id: int | None = None) -> int:
+    """Cancelled jobs whose server batch has not been read yet (``judge --batch`` drops their replies)."""
+    return queue.cancelled_batched(study, rater_id)
+
+
 def waiting_jobs(study: Study) -> int:
     """The study's judge jobs still to do (queued, or leased by a worker): what cancelling would stop."""
     return queue.pending(study)

@@ -296,14 +296,33 @@ def to_batch(study: Study, jobs: list[Job], owner: str, batch_id: str) -> int:
 
 
 def batches(study: Study, rater_id: int) -> list[str]:
-    """The batches holding this judge's jobs (in the order of their first job)."""
+    """The batches holding this judge's jobs, or jobs cancelled while they waited in one (their batch is read once
+    more, to drop their replies and say so), in the order of their first job."""
     return [
         r[0]
         for r in study.db.conn.execute(
-            "SELECT batch_id FROM jobs WHERE rater_id = ? AND status = 'batched' GROUP BY batch_id ORDER BY min(id)",
+            "SELECT batch_id FROM jobs WHERE rater_id = ? AND status IN ('batched', 'cancelled') "
+            "AND batch_id IS NOT NULL GROUP BY batch_id ORDER BY min(id)",
             [rater_id],
         )
     ]
+
+
+def cancelled_in_batch(study: Study, batch_id: str) -> set[int]:
+    """The jobs cancelled (``queue --cancel``) while they waited in this batch: their replies are never stored."""
+    return {
+        r[0]
+        for r in study.db.conn.execute("SELECT id FROM jobs WHERE status = 'cancelled' AND batch_id = ?", [batch_id])
+    }
+
+
+def forget_batch(study: Study, batch_id: str) -> int:
+    """The cancelled jobs of a batch that was read (or cancelled on the server) lose its id: it is not asked again."""
+    with write(study.db) as conn:
+        return conn.execute(
+            "UPDATE jobs SET batch_id = NULL, updated_at = ? WHERE status = 'cancelled' AND batch_id = ?",
+            [utc_now(), batch_id],
+        ).rowcount
 
 
 def batched_jobs(study: Study, batch_id: str) -> list[int]:
@@ -359,19 +378,30 @@ def _update_all(study: Study, sql: str, rater_id: int | None) -> int:
 
 
 def cancel(study: Study, rater_id: int | None = None) -> int:
+    """Cancel the jobs not done yet, those waiting in a server's batch too: a batched job keeps its batch id, so the
+    run reading that batch drops its reply (``judge --batch`` stores replies only for jobs still 'batched')."""
     return _update_all(
         study,
-        "UPDATE jobs SET status = 'cancelled', lease_owner = NULL, updated_at = ? WHERE status IN ('queued', 'leased')",
+        "UPDATE jobs SET status = 'cancelled', lease_owner = NULL, updated_at = ? "
+        "WHERE status IN ('queued', 'leased', 'batched')",
         rater_id,
     )
+
+
+def cancelled_batched(study: Study, rater_id: int | None = None) -> int:
+    """Cancelled jobs whose server batch has not been read yet (it runs, and is paid for, all the same)."""
+    sql = "SELECT count(*) FROM jobs WHERE status = 'cancelled' AND batch_id IS NOT NULL"
+    if rater_id is None:
+        return int(study.db.conn.execute(sql).fetchone()[0])
+    return int(study.db.conn.execute(sql + " AND rater_id = ?", [rater_id]).fetchone()[0])
 
 
 def retry(study: Study, rater_id: int | None = None) -> int:
     """Queue failed and cancelled jobs again, with a fresh attempt budget."""
     return _update_all(
         study,
-        "UPDATE jobs SET status = 'queued', attempts = 0, not_before = 0, lease_owner = NULL, updated_at = ? "
-        "WHERE status IN ('failed', 'cancelled')",
+        "UPDATE jobs SET status = 'queued', attempts = 0, not_before = 0, lease_owner = NULL, batch_id = NULL, "
+        "updated_at = ? WHERE status IN ('failed', 'cancelled')",
         rater_id,
     )
 

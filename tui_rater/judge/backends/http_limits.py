@@ -69,6 +69,11 @@ def _modules(openai: Any) -> tuple[Any, Any]:
     return httpx, importlib.import_module(httpx.__name__.replace("httpx", "httpcore", 1))
 
 
+def httpx_of(openai: Any) -> Any:
+    """The httpx module the openai client uses (a streamed body's reads raise its errors, not openai's)."""
+    return _modules(openai)[0]
+
+
 def _deadline_backend(httpcore: Any) -> Any:
     """httpcore's sync network backend, each read, write, connect and TLS handshake bounded by the deadline."""
     timeout_error = httpcore.ReadTimeout
@@ -127,8 +132,8 @@ def _transport(httpx: Any, httpcore: Any) -> Any:
     return DeadlineTransport()
 
 
-def _decoded(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
-    """A gzip or deflate body decompressed, never past MAX_BODY_BYTES (the cap counts what it decodes to)."""
+def _decoded(chunks: Iterator[bytes], encoding: str, limit: int = MAX_BODY_BYTES) -> Iterator[bytes]:
+    """A gzip or deflate body decompressed, never past ``limit`` (the cap counts what it decodes to)."""
     # 32 + MAX_WBITS: a gzip or zlib header, found by zlib; raw deflate (no header) as some servers send it,
     # tried (as httpx does) when a deflate body's first bytes are no header
     decoder = zlib.decompressobj(32 + zlib.MAX_WBITS)
@@ -136,17 +141,17 @@ def _decoded(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
     for chunk in chunks:
         try:
             try:
-                out = decoder.decompress(chunk, MAX_BODY_BYTES + 1 - size)
+                out = decoder.decompress(chunk, limit + 1 - size)
             except zlib.error:
                 if not (first and encoding == "deflate"):
                     raise
                 decoder = zlib.decompressobj(-zlib.MAX_WBITS)
-                out = decoder.decompress(chunk, MAX_BODY_BYTES + 1 - size)
+                out = decoder.decompress(chunk, limit + 1 - size)
         except zlib.error:
             raise BadEncoding(f"its {encoding} body is not valid") from None
         first = first and not chunk
         size += len(out)
-        if size > MAX_BODY_BYTES or decoder.unconsumed_tail:
+        if size > limit or decoder.unconsumed_tail:
             raise BodyTooLarge()
         yield out
     yield decoder.flush()
@@ -154,16 +159,17 @@ def _decoded(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
 
 def _capped(base: type) -> type:
     class CappedStream(base):  # type: ignore[valid-type,misc]
-        """A response body that stops at MAX_BODY_BYTES (decoded) and at the request's deadline."""
+        """A response body that stops at its limit (decoded; MAX_BODY_BYTES but for a batch's result file) and at
+        the request's deadline."""
 
-        def __init__(self, stream: Any, deadline_at: float, encoding: str):
-            self.stream, self.deadline_at, self.encoding = stream, deadline_at, encoding
+        def __init__(self, stream: Any, deadline_at: float, encoding: str, limit: int):
+            self.stream, self.deadline_at, self.encoding, self.limit = stream, deadline_at, encoding, limit
 
         def _raw(self) -> Iterator[bytes]:
             size = 0
             for chunk in self.stream:
                 size += len(chunk)
-                if size > MAX_BODY_BYTES:
+                if size > self.limit:
                     raise BodyTooLarge()
                 if time.monotonic() > self.deadline_at:  # a server that drips bytes defeats a read timeout
                     raise BodyTooSlow()
@@ -173,7 +179,7 @@ def _capped(base: type) -> type:
             if self.encoding in ("", "identity"):
                 yield from self._raw()
             else:
-                yield from _decoded(self._raw(), self.encoding)
+                yield from _decoded(self._raw(), self.encoding, self.limit)
 
         def close(self) -> None:
             self.stream.close()
@@ -185,7 +191,7 @@ _CAPPED: dict[type, type] = {}
 ENCODINGS = {"": "", "identity": "", "gzip": "gzip", "x-gzip": "gzip", "deflate": "deflate"}
 
 
-def _cap_body(timeout_s: float, response: Any) -> None:
+def _cap_body(timeout_s: float, response: Any, max_bytes: int = MAX_BODY_BYTES) -> None:
     """Response hook: the body is read through the cap (the headers are in, the body not yet); a gzip or
     deflate body is decoded here, so the client gets it as identity and the cap counts decoded bytes."""
     module = sys.modules[type(response).__module__.partition(".")[0]]
@@ -197,14 +203,15 @@ def _cap_body(timeout_s: float, response: Any) -> None:
     base = module.SyncByteStream
     if base not in _CAPPED:
         _CAPPED[base] = _capped(base)
-    response.stream = _CAPPED[base](response.stream, time.monotonic() + timeout_s, ENCODINGS[encoding])
+    response.stream = _CAPPED[base](response.stream, time.monotonic() + timeout_s, ENCODINGS[encoding], max_bytes)
 
 
-def http_client(openai: Any, timeout_s: float) -> Any:
-    """The httpx client for one judge: the deadline transport, the decoded-size cap, no compression asked."""
+def http_client(openai: Any, timeout_s: float, max_bytes: int = MAX_BODY_BYTES) -> Any:
+    """The httpx client for one judge: the deadline transport, the decoded-size cap (``max_bytes``: a batch's
+    result file, read line by line, may be larger than one reply), no compression asked."""
     httpx, httpcore = _modules(openai)
     return openai.DefaultHttpxClient(
         transport=_transport(httpx, httpcore),
-        event_hooks={"response": [partial(_cap_body, timeout_s)]},
+        event_hooks={"response": [partial(_cap_body, timeout_s, max_bytes=max_bytes)]},
         headers={"accept-encoding": "identity"},  # asked not to compress; decoded and counted if it does
     )
