@@ -1,22 +1,45 @@
 """A new way of reading a model, as one module: G-Eval's probability-weighted score (Liu et al. 2023, §2.3): the
 options' values weighted by their next-token probabilities, one reading per question. Nothing else in tui-rater
-names it: --mode, the worker, planning and reparse find it in the registry (tests/judge/test_modes.py)."""
+names it: --mode, the worker, planning, reparse and `judge --check` find it in the registry, the check through its
+own ``preflight`` (tests/judge/test_modes.py)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tui_rater.domain.modes import Asker, Details, DistributionMode, Question, Rated, Reread, Row, register
+from tui_rater.domain.preflight import READY_MAX_FAILURE_SHARE, Limits, ModeCheck, PromptCheck, ScaleMass
 from tui_rater.domain.protocols import EvaluationProtocol, Reading
 from tui_rater.domain.questions import Attribute
+
+
+@dataclass(frozen=True)
+class WeightedCheck(ScaleMass):
+    """What `judge --check` says of G-Eval: each question gives one weighted score, and one with less than --min-mass
+    on the options gives none (no other sample stands in), so the questions below it are counted, not the median."""
+
+    what: str = "on the options G-Eval weights"
+
+    def verdict(self, mode: str, checks: Sequence[PromptCheck], limits: Limits) -> ModeCheck:
+        found = super().verdict(mode, checks, limits)  # no token path, no mass read: not ready, as distribution
+        masses = [c.mass for c in checks if c.mass is not None]
+        if not masses:
+            return found
+        low = sum(m < limits.min_mass for m in masses)
+        reason = (
+            f"{len(masses) - low} of {len(masses)} checked questions have at least --min-mass {limits.min_mass:g} "
+            f"{self.what}"
+        )
+        return ModeCheck(mode, low <= READY_MAX_FAILURE_SHARE * len(masses), reason, found.mass)
 
 
 class ProbabilityWeighted(DistributionMode):
     name = "geval"
     asked_as = "distribution"  # the same question and options as a distribution pass
+    preflight = WeightedCheck()  # the same probes as distribution, G-Eval's own verdict
 
     def weighted(
         self,

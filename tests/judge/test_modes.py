@@ -1,5 +1,6 @@
 """A judge's mode is an object (domain/modes.py, issue 23 item 2): the worker asks and reads through it, reparse
-reads the stored answers again through the same object, and a new mode is one module (tests/judge/geval_mode.py)."""
+reads the stored answers again through the same object, `judge --check` asks the mode what to read and how to judge
+it, and a new mode is one module (tests/judge/geval_mode.py)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,33 @@ def test_a_new_mode_is_one_module(tmp_path, cli, deterministic_judge, geval):
     assert result.checked == 8 and result.changed == 1
     restored = study.db.conn.execute("SELECT value FROM ratings WHERE id = ?", [tampered]).fetchone()[0]
     assert restored == pytest.approx(rows[0][1])
+    study.close()
+
+
+def test_a_new_mode_brings_its_own_pre_flight_check(tmp_path, cli, deterministic_judge, geval):
+    """`judge --check --mode geval` reads what G-Eval's check names (the options' logprobs on the server) and
+    judges them by G-Eval's own rule, defined in its module: questions below --min-mass counted, not the median."""
+    db = tmp_path / "s.db"
+    assert cli("import", SAMPLE / "stories.csv", "--task", "story", "--db", db)[0] == 0
+    check = ("judge", "--db", db, "--model", "api:det", "--base-url", deterministic_judge, "--mode", "geval")
+    code, out, err = cli(*check, "--check", "--check-items", "1", "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    masses = [c["mass"] for c in report["checks"]]
+    assert len(masses) == 4 and all(m == pytest.approx(0.95) for m in masses)  # the server puts 95% on the options
+    assert report["verdict"] == "ready" and report["recommended"] == "geval"
+    geval_check = report["modes"]["geval"]
+    assert (
+        geval_check["reason"] == "4 of 4 checked questions have at least --min-mass 0.5 on the options G-Eval weights"
+    )
+    assert geval_check["mass"] == pytest.approx(0.95)
+    # above the mass every question has, no question would give a score: G-Eval's rule says so, in its words
+    code, out, err = cli(*check, "--check", "--check-items", "1", "--format", "json", "--min-mass", "0.96")
+    report = json.loads(out)
+    assert code == 1 and report["verdict"] == "not ready", err
+    assert report["reason"].startswith("0 of 4 checked questions have at least --min-mass 0.96 on the options G-Eval")
+    study = Study.open(db)
+    assert study.db.conn.execute("SELECT count(*) FROM raters WHERE kind = 'llm'").fetchone()[0] == 0  # nothing stored
     study.close()
 
 

@@ -4,7 +4,8 @@ the top tokens after a yes/no question) and how what it gave reads as ratings (i
 Each mode is one object. The judge worker and ``reparse`` read an answer through the same method (``read``), so a
 stored reply reads again exactly as it read when it came; the worker, planning and pre-flight ask the mode what it
 is (one forward pass per question? a chat of questions? read at the answer's position?) instead of comparing its
-name. ``Details`` names the keys of a rating's stored ``details`` that more than one module reads.
+name; what ``judge --check`` reads for a mode and how it words its verdict are the mode's too (``preflight``,
+domain/preflight.py). ``Details`` names the keys of a rating's stored ``details`` that more than one module reads.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, ClassVar, Protocol
 
 from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.errors import UserError
+from tui_rater.domain.preflight import ModePreflight, Probe, RepliesRead, ScaleMass, YesNoMass
 from tui_rater.domain.protocols.base import DistributionReading, EvaluationProtocol, Reading
 from tui_rater.domain.questions import Attribute
 
@@ -122,6 +124,8 @@ class Mode:
     in_conversation: ClassVar[bool] = True  # may be asked as a chat of the item's questions (--conversation)
     at_answer_position: ClassVar[bool] = False  # read from the next token's probabilities, not from a reply
     constrained: ClassVar[bool] = False  # the reply is held to the protocol's answers (grammar / JSON schema)
+    own_protocol: ClassVar[str | None] = None  # the protocol that asks every question (its own), else the question's
+    preflight: ClassVar[ModePreflight]  # what `judge --check` reads for this mode and its verdict (domain/preflight.py)
 
     @property
     def asked_as(self) -> str:
@@ -148,6 +152,7 @@ class TextMode(Mode):
     """A free reply read by the protocol's parser (Chiang & Lee)."""
 
     name = "text"
+    preflight: ClassVar[ModePreflight] = RepliesRead()
 
     def read(
         self,
@@ -238,6 +243,11 @@ class ConstrainedMode(TextMode):
 
     name = "constrained"
     constrained = True
+    # the grammar makes every reply valid: what says whether the model answers is its mass before the constraint
+    # (a run's unusable readings are then the setup's fault: the reply is held to the scale)
+    preflight: ClassVar[ModePreflight] = ScaleMass(
+        "on the allowed answers before the constraint", server=Probe.ANSWERED, unusable=None
+    )
 
 
 class DistributionMode(Mode):
@@ -247,6 +257,7 @@ class DistributionMode(Mode):
     per_pass = True
     in_conversation = False
     at_answer_position = True
+    preflight: ClassVar[ModePreflight] = ScaleMass()
 
     def read(
         self,
@@ -356,6 +367,8 @@ class ImplicitMode(Mode):
     per_pass = True
     in_conversation = False
     at_answer_position = True
+    own_protocol = "implicit"  # Chen et al. §2.1: the implicit score asks its own yes/no question
+    preflight: ClassVar[ModePreflight] = YesNoMass()
 
     def top_k(self, protocol: EvaluationProtocol) -> int:
         """How many top tokens to ask for (Chen et al. read five)."""

@@ -367,12 +367,9 @@ class RunYield:
     def next_step(self, mode: str) -> str:
         """The mode that would work, and the check that shows why this one did not."""
         check = "see why with `tui-rater judge --check` (what the model reads and answers)"
-        if mode == "constrained":  # the reply is held to the scale: what fails is the setup, not the parsing
+        why = mode_of(mode).preflight.unusable
+        if why is None:  # the reply is held to the scale: what fails is the setup, not the parsing
             return check
-        if mode == "text":
-            why = "the replies do not read as an answer on the scale"
-        else:
-            why = "the model puts too little probability on the scale's options"
         return f"{why}: try --mode constrained (the reply is held to the scale), or {check}"
 
 

@@ -5,7 +5,9 @@ model's chat template, its token count and BOS tokens, how each scale label maps
 tokens and, at the answer position, how much of the next-token probability falls on the scale.
 
 Then a verdict **per mode** (issue 22, item 4; issue 26, item 2), each from what decides that mode's
-readings, with the same thresholds the report's "agreement-ready" flag applies to a finished run:
+readings, with the same thresholds the report's "agreement-ready" flag applies to a finished run. What is read
+for a mode and its verdict are the mode's own (``Mode.preflight``, domain/preflight.py; issue 23, item 2): this
+module runs the probes the modes name over a backend and asks each mode for its verdict. The built-in modes:
 
 - ``text``: the checked questions are answered once, as the run asks them (its decoding, its length
   limit), and read by the protocol. Ready when the replies that fail to read, regenerated up to
@@ -31,56 +33,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from statistics import median
 from typing import Any
 
 from tui_rater.domain import protocols
-from tui_rater.domain.modes import IMPLICIT, MODES, TEXT, ReplyFacts, mode_of
+from tui_rater.domain.modes import IMPLICIT, TEXT, ReplyFacts, mode_of
+from tui_rater.domain.preflight import Limits, ModeCheck, Probe, PromptCheck
 from tui_rater.domain.tasks import Task
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.store.study import Study
 
-MODES_READ_AT_THE_ANSWER = tuple(name for name, mode in MODES.items() if mode.at_answer_position)
 # the order a mode is recommended in when the one asked is not ready: the cheapest reading first
 RECOMMENDED_ORDER = ("distribution", "constrained", "text", "implicit")
 TOP_K = IMPLICIT.top_k(protocols.REGISTRY["implicit"])  # the top tokens shown: as many as the implicit score reads
-# the report's agreement-ready rule (stats/sections/readings.py): at most this share of typed failures
-READY_MAX_FAILURE_SHARE = 0.10
-
-
-@dataclass(frozen=True)
-class PromptCheck:
-    """One question of one item, as the judge would ask it."""
-
-    task: str
-    item: str
-    attribute: str
-    presentation: str
-    prompt: str  # what the model reads: the template applied (local), else the message text (API)
-    tokens: int | None  # None: counted by the server, not here
-    bos: int | None  # BOS tokens at the start of the prompt (None: an API model)
-    option_tokens: dict[str, list[str]] = field(default_factory=dict)  # scale label -> the token paths that spell it
-    missing_options: tuple[str, ...] = ()  # labels the model has no token path for
-    mass: float | None = None  # probability that the reply begins with one of the scale's labels
-    mass_is_lower_bound: bool = False  # an API that listed only its top tokens: the mass is at least this
-    top: list[tuple[str, float]] = field(default_factory=list)  # the most probable next tokens
-    error: str | None = None  # the backend could not answer this check (one sentence)
-    reply: str | None = None  # text mode: the reply the run would get, as the run asks (a local model)
-    reply_status: str | None = None  # ... and how the protocol reads it ("ok" or a typed failure)
-    finish_reason: str | None = None  # ... and why it stopped ("stop", "length")
-    implicit_mass: float | None = None  # implicit mode: p(yes) + p(no) among the top tokens of its own question
-
-
-@dataclass(frozen=True)
-class ModeCheck:
-    """Whether one mode would give readings, and why (one sentence)."""
-
-    mode: str
-    ready: bool
-    reason: str
-    mass: float | None = None  # the median checked question's scale mass
-    read_share: float | None = None  # text: the share of checked replies that read
 
 
 @dataclass(frozen=True)
@@ -159,6 +124,7 @@ def check_judge(
     else:
         backend = make_backend(spec, parallel=workers or max(1, min(len(asked), 16)))
     modes = (spec.mode,) if spec.is_api else tuple(dict.fromkeys((spec.mode, *applicable_modes(tasks, spec.variant))))
+    owners = {} if spec.is_api else _local_probes(modes)
     try:
         # the answer position, question after question as a --workers 1 run reads it (the engine shares prompt
         # prefixes between sequences: asked together, the numbers would move with what else is in the batch);
@@ -166,12 +132,14 @@ def check_judge(
         checks: list[PromptCheck] = []
         unanswered = False
         for one in asked:
-            checks.append(_check(backend, spec, modes, *one, skip=unanswered))
+            checks.append(_check(backend, spec, owners, *one, skip=unanswered))
             error = checks[-1].error or ""
             unanswered = unanswered or (spec.is_api and error.startswith(("timeout:", "connection:")))
-        if "text" in modes and not spec.is_api:  # ... then one reply per question, decoded together
+        if (replying := owners.get(Probe.REPLY)) is not None:  # ... then one reply per question, decoded together
             with ThreadPoolExecutor(max_workers=max(1, min(len(asked), 16))) as pool:
-                checks = list(pool.map(lambda pair: _with_reply(backend, spec, pair[0], *pair[1]), zip(checks, asked)))
+                checks = list(
+                    pool.map(lambda pair: _with_reply(backend, spec, replying, pair[0], *pair[1]), zip(checks, asked))
+                )
         template = _template_source(backend, spec)
     finally:
         close = getattr(backend, "close", None)
@@ -203,10 +171,21 @@ def _template_source(backend: Any, spec: JudgeSpec) -> str:
     return "the model's" if getattr(backend, "has_chat_template", False) else "none"
 
 
+def _local_probes(modes: tuple[str, ...]) -> dict[Probe, str]:
+    """Each probe the checked modes read on a local model, run once for all of them with the question of the first
+    mode that reads it (the modes are in the order they are checked: the one asked first)."""
+    owners: dict[Probe, str] = {}
+    for name in modes:
+        for probe in Probe:
+            if probe in mode_of(name).preflight.local:
+                owners.setdefault(probe, name)
+    return owners
+
+
 def _check(
     backend: Any,
     spec: JudgeSpec,
-    modes: tuple[str, ...],
+    owners: dict[Probe, str],
     task: Task,
     item: Any,
     attribute: Any,
@@ -236,7 +215,7 @@ def _check(
         if spec.is_api:
             facts = _api_answer_position(backend, spec, protocol, attribute, presentation, messages)
         elif tokens is not None and tokens < spec.n_ctx:
-            facts = _local_answer_position(backend, spec, modes, task, item, attribute, presentation, messages)
+            facts = _local_answer_position(backend, spec, owners, task, item, attribute, presentation, messages)
     except JudgeError as exc:
         facts = {"error": f"{exc.kind}: {exc.message}"}
     return PromptCheck(**where, prompt=rendered, tokens=tokens, bos=bos, **facts)
@@ -245,7 +224,7 @@ def _check(
 def _local_answer_position(
     backend: Any,
     spec: JudgeSpec,
-    modes: tuple[str, ...],
+    owners: dict[Probe, str],
     task: Task,
     item: Any,
     attribute: Any,
@@ -253,11 +232,10 @@ def _local_answer_position(
     messages: list[dict[str, str]],
 ) -> dict[str, Any]:
     """The scale's token paths and the probability that the reply begins on the scale -- the numbers distribution
-    mode stores -- the top next tokens, and (text mode) one reply as the run would ask and read it."""
+    mode stores -- the top next tokens, and the implicit score's yes / no, as the checked modes read them."""
     facts: dict[str, Any] = {}
-    scale_modes = [m for m in modes if m != IMPLICIT.name]
-    if scale_modes:
-        protocol = protocols.for_mode(task, attribute, scale_modes[0])
+    if (scale := owners.get(Probe.SCALE)) is not None:
+        protocol = protocols.for_mode(task, attribute, scale)
         starts = protocol.answer_starts(attribute, spec.variant)
         mapping = {label: backend.option_token_pieces(label) for label in starts}
         facts["option_tokens"] = {label: pieces for label, pieces in mapping.items() if pieces}
@@ -266,12 +244,12 @@ def _local_answer_position(
         if scored:
             facts["mass"] = sum(backend.option_probabilities(messages, scored).values())
         facts["top"] = [(str(text), float(p)) for text, p in backend.top_tokens(messages, TOP_K)]
-    if IMPLICIT.name in modes:
-        implicit = protocols.for_mode(task, attribute, IMPLICIT.name)
+    if (yes_no := owners.get(Probe.YES_NO)) is not None:
+        implicit = protocols.for_mode(task, attribute, yes_no)
         asked = implicit.render(task, attribute, item.fields, spec.variant, presentation)
         top = [(str(t), float(p)) for t, p in backend.top_tokens([{"role": "user", "content": asked.text}], TOP_K)]
         facts["implicit_mass"] = IMPLICIT.answer_mass(implicit, top)
-        if spec.mode == IMPLICIT.name:
+        if Probe.YES_NO in mode_of(spec.mode).preflight.local:  # the mode asked reads these: they are its numbers
             facts["top"], facts["mass"], facts["mass_is_lower_bound"] = top, facts["implicit_mass"], True
     return facts
 
@@ -279,19 +257,21 @@ def _local_answer_position(
 def _api_answer_position(
     backend: Any, spec: JudgeSpec, protocol: Any, attribute: Any, presentation: str, messages: list[dict[str, str]]
 ) -> dict[str, Any]:
-    """A server: the implicit question's top tokens, the options' logprobs (distribution), or one short reply."""
-    if spec.mode == IMPLICIT.name:  # Chen et al. §2.1: yes / no among the top tokens
+    """A server: the one probe the mode asked reads there (its question's top tokens, the options' logprobs, one
+    reply as the run reads it, or one short reply that takes the run's constraint)."""
+    probe = mode_of(spec.mode).preflight.server
+    if probe is Probe.YES_NO:  # Chen et al. §2.1: yes / no among the top tokens
         top = [(str(text), float(p)) for text, p in backend.top_tokens(messages, IMPLICIT.top_k(protocol))]
         return {"top": top, "mass": IMPLICIT.answer_mass(protocol, top), "mass_is_lower_bound": True}
-    options = protocol.options(attribute, spec.variant)
-    labels = list(options.labels) if options is not None else []
-    if spec.mode == "text":  # one reply, asked and read as the run would: does the server's model answer?
+    if probe is Probe.REPLY:  # one reply, asked and read as the run would: does the server's model answer?
         return _text_reply(backend, spec, protocol, attribute, presentation, messages)
-    if spec.mode == "constrained":  # no logprobs to read, but the server must answer and take the constraint
+    if probe is Probe.ANSWERED:  # no logprobs to read, but the server must answer and take the constraint
         _ask_once(backend, spec, protocol, attribute, messages)
         return {}
+    options = protocol.options(attribute, spec.variant)
+    labels = list(options.labels) if options is not None else []
     facts: dict[str, Any] = {}
-    if labels:  # distribution: only a server with logprobs can say
+    if labels:  # the scale: only a server with logprobs can say
         from tui_rater.judge.backends.base import OptionProbabilities
 
         found = OptionProbabilities.of(backend.option_probabilities(messages, labels))
@@ -301,12 +281,19 @@ def _api_answer_position(
 
 
 def _with_reply(
-    backend: Any, spec: JudgeSpec, check: PromptCheck, task: Task, item: Any, attribute: Any, presentation: str
+    backend: Any,
+    spec: JudgeSpec,
+    mode: str,
+    check: PromptCheck,
+    task: Task,
+    item: Any,
+    attribute: Any,
+    presentation: str,
 ) -> PromptCheck:
-    """The check with one text-mode reply, asked and read as the run would (a local model)."""
+    """The check with one reply to ``mode``'s question, asked and read as the run would (a local model)."""
     if check.error or check.tokens is None or check.tokens >= spec.n_ctx:
         return check
-    protocol = protocols.for_mode(task, attribute, "text")
+    protocol = protocols.for_mode(task, attribute, mode)
     prompt = protocol.render(task, attribute, item.fields, spec.variant, presentation)
     try:
         messages = [{"role": "user", "content": prompt.text}]
@@ -359,56 +346,13 @@ def _blocked(spec: JudgeSpec, checks: list[PromptCheck]) -> str | None:
     return None
 
 
-def _mass_verdict(spec: JudgeSpec, mode: str, masses: list[float], what: str, lower_bound: bool) -> ModeCheck:
-    typical = median(masses)
-    low = sum(m < spec.min_mass for m in masses)
-    bound = " (a lower bound: only the top tokens are known)" if lower_bound else ""
-    share = f"{typical:.2%} of the next-token probability (median) is {what}{bound}"
-    if typical < spec.min_mass:
-        return ModeCheck(mode, False, f"only {share} (below --min-mass {spec.min_mass:g})", typical)
-    some = f"; {low} of {len(masses)} questions below --min-mass {spec.min_mass:g}" if low else ""
-    return ModeCheck(mode, True, share + some, typical)
-
-
 def _mode_verdict(
     spec: JudgeSpec, mode: str, checks: list[PromptCheck], template: str, blocked: str | None
 ) -> ModeCheck:
+    """The mode's own verdict over the checked questions (domain/preflight.py), unless something stops every mode."""
     if blocked:
         return ModeCheck(mode, False, blocked)
-    if spec.is_api and mode != "text":  # a server: only the mode asked is checked
-        masses = [c.mass for c in checks if c.mass is not None]
-        if mode in MODES_READ_AT_THE_ANSWER and masses:
-            where = "on yes / no" if mode == "implicit" else "on the scale"
-            return _mass_verdict(spec, mode, masses, where, any(c.mass_is_lower_bound for c in checks))
-        return ModeCheck(mode, True, "the server answers the judge's questions")
-    if mode == "text":
-        statuses = [c.reply_status for c in checks if c.reply_status is not None]
-        read = sum(s == "ok" for s in statuses) / len(statuses)
-        left = (1 - read) ** (spec.max_retries + 1)
-        failures = sorted({s for s in statuses if s != "ok"})
-        said = f"{read:.0%} of {len(statuses)} checked replies read" + (
-            f" (failures: {', '.join(failures)})" if failures else ""
-        )
-        if left > READY_MAX_FAILURE_SHARE:
-            return ModeCheck(
-                mode,
-                False,
-                f"only {said}: with --max-retries {spec.max_retries}, about {left:.0%} of readings would be typed "
-                f"failures (more than {READY_MAX_FAILURE_SHARE:.0%})",
-                read_share=read,
-            )
-        return ModeCheck(mode, True, said, read_share=read)
-    if mode == "implicit":
-        masses = [c.implicit_mass for c in checks if c.implicit_mass is not None]
-        return _mass_verdict(spec, mode, masses, "on yes / no", True)
-    missing = sorted({label for c in checks for label in c.missing_options})
-    if missing:
-        return ModeCheck(mode, False, f"the model has no token path for {', '.join(map(repr, missing))}")
-    masses = [c.mass for c in checks if c.mass is not None]
-    if not masses:
-        return ModeCheck(mode, False, "the scale mass could not be read")
-    what = "on the allowed answers before the constraint" if mode == "constrained" else "on the scale"
-    return _mass_verdict(spec, mode, masses, what, False)
+    return mode_of(mode).preflight.verdict(mode, checks, Limits(spec.min_mass, spec.max_retries, spec.is_api))
 
 
 def _verdict(

@@ -107,9 +107,10 @@ def for_mode(task: Task, attribute: Attribute, mode: str) -> EvaluationProtocol:
     from tui_rater.domain.modes import mode_of  # the modes read protocols: imported when asked
 
     protocol = of(attribute)
-    protocol.check_mode(task, attribute, mode_of(mode).asked_as)
-    if mode == "implicit":  # Chen et al. §2.1: the implicit score asks its own yes/no question
-        return REGISTRY["implicit"]
+    asked = mode_of(mode)
+    protocol.check_mode(task, attribute, asked.asked_as)
+    if asked.own_protocol is not None:  # Chen et al. §2.1: the implicit score asks its own yes/no question
+        return REGISTRY[asked.own_protocol]
     return protocol
 
 

@@ -17,6 +17,7 @@ from functools import partial
 import numpy as np
 
 from tui_rater.domain.decoding import Decoding
+from tui_rater.domain.modes import mode_of
 from tui_rater.judge.backends.base import Completion, Message, TokenCounts
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import JudgeSpec
@@ -121,7 +122,7 @@ def tokens_needed(model, *, spec: JudgeSpec, prompts: list[list[Message]]) -> in
     prompts (1.6 GB for a 253 MB model; issues 22.6, 25.5)."""
     formatter = _chat_formatter(model, spec.chat_template)
     longest = max(len(_prompt_tokens(model, formatter, messages)) for messages in prompts)
-    reply = 1 if spec.mode in ("distribution", "implicit") else spec.decoding.max_tokens
+    reply = 1 if mode_of(spec.mode).at_answer_position else spec.decoding.max_tokens
     need = longest + reply + 1
     need += need // 4
     return min(spec.n_ctx, -(-need // SIZE_STEP) * SIZE_STEP)
