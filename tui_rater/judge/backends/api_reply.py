@@ -128,8 +128,9 @@ def usage(body: dict[str, Any]) -> tuple[int, int]:
 
     def count(name: str) -> int:
         value = found.get(name)
-        ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10**9
-        return value if ok else 0  # type: ignore[return-value]
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10**9:
+            return value
+        return 0
 
     return count("prompt_tokens"), count("completion_tokens")
 

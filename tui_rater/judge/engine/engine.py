@@ -327,18 +327,19 @@ class Engine:
     def _outputs(self, outputs: list[tuple[int, Slot]]) -> None:
         # logits views first, on this thread: llama_get_logits_ith may reorder the outputs on its first call
         rows = [(slot, self.ctx.logits(index)) for index, slot in outputs]
-        drawing = []
+        drawing: list[tuple[Slot, SequenceSampler, np.ndarray]] = []
         for slot, logits in rows:
             assert slot.request is not None
             if slot.request.probe:
                 self._finish(slot, np.array(logits, dtype=np.float32))
             else:
-                drawing.append((slot, logits))
+                assert slot.sampler is not None  # a reply's slot got its sampler when it started
+                drawing.append((slot, slot.sampler, logits))
         if self._samplers is not None and len(drawing) > 1:
-            tokens = list(self._samplers.map(lambda row: row[0].sampler.sample(row[1]), drawing))
+            tokens = list(self._samplers.map(lambda row: row[1].sample(row[2]), drawing))
         else:
-            tokens = [slot.sampler.sample(logits) for slot, logits in drawing]  # type: ignore[union-attr]
-        for (slot, _), token in zip(drawing, tokens):
+            tokens = [sampler.sample(logits) for _, sampler, logits in drawing]
+        for (slot, _, _), token in zip(drawing, tokens):
             self._generated(slot, token)
 
     def _generated(self, slot: Slot, token: int) -> None:
