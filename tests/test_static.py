@@ -45,7 +45,7 @@ def test_import_contracts():
 
 
 def test_mypy_strict():
-    """mypy --strict on the packages pyproject.toml's [tool.mypy] names (domain, store, stats, service).
+    """mypy --strict on what pyproject.toml's [tool.mypy] names: the whole tui_rater package.
 
     The cache (.mypy_cache, git-ignored) makes a second run take seconds; a cold one takes about 25 s."""
     result = _run(sys.executable, "-m", "mypy", "--config-file", "pyproject.toml", "--cache-dir", ".mypy_cache")

@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_for(args)
         for warning in settings.warnings:
             say(f"tui-rater: warning: {warning}", err=True)
-        return args.run(args, settings)
+        code: int = args.run(args, settings)
+        return code
     except UserError as exc:
         # messages quote file names and file contents: printed literally, on one line
         say(f"tui-rater: error: {exc}", err=True)

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from tui_rater.cli.common import data, make_console, new_table, open_study, say
+from tui_rater.cli.common import Subparsers, data, make_console, new_table, open_study, say
 from tui_rater.domain.errors import UserError
 
+if TYPE_CHECKING:
+    from tui_rater.config import Settings
+    from tui_rater.domain.tasks import Task
+    from tui_rater.service.adjudication import Disagreement
+    from tui_rater.store.study import Study
 
-def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+
+def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "adjudicate",
         parents=[common],
@@ -38,7 +45,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run=cmd_adjudicate)
 
 
-def check_may_adjudicate(study, task: str, adjudicator: str) -> None:
+def check_may_adjudicate(study: Study, task: str, adjudicator: str) -> None:
     """The study's list of leads (``tui-rater roles --leads``) is asked before a decision is stored: once it
     names any, only they may adjudicate (a stated list, not authentication)."""
     from tui_rater.store.roles import require_lead
@@ -46,7 +53,7 @@ def check_may_adjudicate(study, task: str, adjudicator: str) -> None:
     require_lead(study, adjudicator, "adjudicate")
 
 
-def cmd_adjudicate(args, settings) -> int:
+def cmd_adjudicate(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.service.adjudication import check_margin, disagreements
 
     check_margin(args.margin)  # one sentence before the study is opened
@@ -86,7 +93,7 @@ def cmd_adjudicate(args, settings) -> int:
     return run_app(AdjudicateApp(task, adjudication, queue, args.margin, args.with_judges))
 
 
-def _print_table(task, queue, margin: float, who: str) -> None:
+def _print_table(task: Task, queue: list[Disagreement], margin: float, who: str) -> None:
     from tui_rater.domain import protocols
 
     table = new_table(

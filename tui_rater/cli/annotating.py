@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tui_rater.cli.common import check_key_variable, db_path, open_study, say, whole
+from tui_rater.cli.common import Subparsers, check_key_variable, db_path, open_study, say, whole
 from tui_rater.cli.data import import_items_file, print_info
 from tui_rater.domain.decoding import MAX_SEED
 from tui_rater.domain.errors import UserError
+
+if TYPE_CHECKING:
+    from tui_rater.config import Settings
+    from tui_rater.judge.spec import JudgeSpec
+    from tui_rater.store.study import Study
 
 # a person's name labels their ratings in every table: a line, not a paragraph
 MAX_ANNOTATOR_NAME = 80
@@ -20,7 +26,7 @@ REPO_SAMPLE_DATA = Path(__file__).resolve().parent.parent.parent / "sample_data"
 DEMO_TASK = "hanna"
 
 # what `tui-rater demo` imports: (file, task, column mapping, ignore extra columns)
-SAMPLE_IMPORTS = (
+SAMPLE_IMPORTS: tuple[tuple[str, str, list[str], bool], ...] = (
     ("stories.csv", "story", [], False),
     ("titles.csv", "title-fluency", ["title=attacked"], True),
     ("titles.csv", "title-meaning", [], True),
@@ -28,7 +34,7 @@ SAMPLE_IMPORTS = (
 )
 
 
-def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "demo",
         parents=[common],
@@ -133,7 +139,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run=cmd_annotate)
 
 
-def cmd_demo(args, settings) -> int:
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.store.io import import_ratings
 
     if not REPO_SAMPLE_DATA.is_dir():
@@ -155,7 +161,7 @@ def cmd_demo(args, settings) -> int:
     return _run_app(args, settings, study, DEMO_TASK, annotator)
 
 
-def cmd_annotate(args, settings) -> int:
+def cmd_annotate(args: argparse.Namespace, settings: Settings) -> int:
     study = open_study(args, settings, create=False)
     annotator = args.annotator or settings.annotator
     if not annotator:
@@ -171,7 +177,7 @@ def cmd_annotate(args, settings) -> int:
     return _run_app(args, settings, study, task, annotator)
 
 
-def _run_app(args, settings, study, task: str, annotator: str) -> int:
+def _run_app(args: argparse.Namespace, settings: Settings, study: Study, task: str, annotator: str) -> int:
     from tui_rater.domain.display import check_name
     from tui_rater.store.session import AnnotationSession
 
@@ -188,7 +194,7 @@ def _run_app(args, settings, study, task: str, annotator: str) -> int:
         raise UserError(f"give one --judge-name per --judge ({len(judges)}), or none; {len(names)} given")
     if getattr(args, "uncertain_judge", None) and order != "uncertain":
         raise UserError("--uncertain-judge goes with --order uncertain")
-    specs: tuple = ()
+    specs: tuple[JudgeSpec, ...] = ()
     if getattr(args, "judge", []):  # checked before anything is stored (one sentence), started by the app
         from tui_rater.service.judging import JudgeOptions, resolve_spec
 

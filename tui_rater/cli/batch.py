@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tui_rater.cli.common import say
 
+if TYPE_CHECKING:
+    from tui_rater.service.judging import JudgePlan
+    from tui_rater.store.study import Study
 
-def judge_batch(study, plan, *, cancel: bool) -> int:
+
+def judge_batch(study: Study, plan: JudgePlan, *, cancel: bool) -> int:
     """Exit 0 while batches run or were submitted; 1 when jobs failed or nothing read was usable (as a live run)."""
     from tui_rater.service import batch, judging
 

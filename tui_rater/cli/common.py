@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tui_rater.config import DEFAULT_DB, Settings, load_settings
 from tui_rater.domain.decoding import Decoding, default_of, flag_name
@@ -18,8 +18,16 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.modes import MODES
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     from tui_rater.service.judging import JudgeOptions
     from tui_rater.store.study import Study
+
+
+# what ``add_subparsers`` returns, as each command module's ``add_parsers`` takes it (not subscriptable at run time)
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def version() -> str:
@@ -39,7 +47,8 @@ def db_path(args: argparse.Namespace, settings: Settings) -> str:
 def common_flags(nested: bool = False) -> argparse.ArgumentParser:
     """The flags every command takes. ``nested``: for a sub-subcommand (``spa setup``), whose
     defaults must not overwrite what was given before it (``tui-rater spa --db X setup``)."""
-    unset = {"default": argparse.SUPPRESS} if nested else {}
+    unset: dict[str, Any] = {"default": argparse.SUPPRESS} if nested else {}
+    listed: dict[str, Any] = unset if nested else {"default": []}
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--db",
@@ -52,7 +61,7 @@ def common_flags(nested: bool = False) -> argparse.ArgumentParser:
         action="append",
         metavar="TOML",
         help="load custom tasks from a TOML file (repeatable)",
-        **({"default": []} if not nested else unset),
+        **listed,
     )
     common.add_argument(
         "--shared",
@@ -66,7 +75,7 @@ def common_flags(nested: bool = False) -> argparse.ArgumentParser:
 _OPENED: list[Study] = []  # studies this command opened, closed (and checkpointed) on exit
 
 
-def open_study(args: argparse.Namespace, settings: Settings, create: bool = True, readonly: bool = False):
+def open_study(args: argparse.Namespace, settings: Settings, create: bool = True, readonly: bool = False) -> Study:
     """The study file. ``readonly``: the command only reads it (info, report, export, tasks, queue), so
     it works on a file or folder the user may not write to."""
     from tui_rater.store.study import Study
@@ -83,11 +92,11 @@ def open_study(args: argparse.Namespace, settings: Settings, create: bool = True
     return study
 
 
-def db_exists(args, settings) -> bool:
+def db_exists(args: argparse.Namespace, settings: Settings) -> bool:
     return Path(db_path(args, settings)).exists()
 
 
-def make_console(**options):
+def make_console(**options: Any) -> Console:
     """A Rich console that interprets nothing: no markup, no emoji codes, no highlighting.
 
     Whatever came from data is also passed through ``safe_text`` (see ``data``, ``say``): the
@@ -98,14 +107,14 @@ def make_console(**options):
     return Console(highlight=False, markup=False, emoji=False, **options)
 
 
-def data(value: object, style: str = ""):
+def data(value: object, style: str = "") -> Text:
     """A value from data (a name, an id, a reply, an error body) as a literal one-line Rich text."""
     from rich.text import Text
 
     return Text(safe_text(value, inline=True), style=style)
 
 
-def new_table(title: str, columns: list[str]):
+def new_table(title: str, columns: list[str]) -> Table:
     """A Rich table whose title and headers are literal text (they may hold task or rater names)."""
     from rich.table import Table
 

@@ -4,12 +4,28 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from tui_rater.cli.common import RAW_CSV_HELP, data, db_exists, formula_note, make_console, new_table, open_study, say
+from tui_rater.cli.common import (
+    RAW_CSV_HELP,
+    Subparsers,
+    data,
+    db_exists,
+    formula_note,
+    make_console,
+    new_table,
+    open_study,
+    say,
+)
 from tui_rater.domain.display import safe_text
 
+if TYPE_CHECKING:
+    from tui_rater.config import Settings
+    from tui_rater.store.io import ImportResult
+    from tui_rater.store.study import Study
 
-def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+
+def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("tasks", parents=[common], help="list the tasks, their attributes and scales")
     p.add_argument("--verbose", "-v", action="store_true", help="also print each question verbatim")
     p.set_defaults(run=cmd_tasks)
@@ -73,7 +89,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run=cmd_info)
 
 
-def cmd_tasks(args, settings) -> int:
+def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
     from rich.table import Table
     from rich.text import Text
 
@@ -102,14 +118,14 @@ def cmd_tasks(args, settings) -> int:
     return 2 if registry.unusable else 0
 
 
-def import_items_file(study, path: Path, task_name: str, mapping: list[str], ignore_extra: bool):
+def import_items_file(study: Study, path: Path, task_name: str, mapping: list[str], ignore_extra: bool) -> ImportResult:
     from tui_rater.store.io import import_items, parse_mapping
 
     task = study.task(task_name)
     return import_items(study, path, task, parse_mapping(mapping), ignore_extra=ignore_extra)
 
 
-def cmd_import(args, settings) -> int:
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.domain.tasks import TaskRegistry
     from tui_rater.store.io import parse_mapping, prepare_items
 
@@ -134,7 +150,7 @@ def cmd_import(args, settings) -> int:
     return 0
 
 
-def cmd_import_ratings(args, settings) -> int:
+def cmd_import_ratings(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.store.io import import_ratings, read_rows
 
     read_rows(args.file)
@@ -144,7 +160,7 @@ def cmd_import_ratings(args, settings) -> int:
     return 0
 
 
-def cmd_export(args, settings) -> int:
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.store.io import file_format, items_frame, ratings_frame, wide_frame, write_frame
     from tui_rater.store.outputs import check_output_target
 
@@ -175,7 +191,7 @@ def cmd_export(args, settings) -> int:
     return 0
 
 
-def cmd_info(args, settings) -> int:
+def cmd_info(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
     study = open_study(args, settings, create=False, readonly=True)
@@ -187,7 +203,7 @@ def cmd_info(args, settings) -> int:
     return 0
 
 
-def print_info(info: dict) -> None:
+def print_info(info: dict[str, Any]) -> None:
     console = make_console()
     console.print(data(info["path"], style="bold") + data(f": {info['ratings']} ratings"))
     items = new_table("Items", ["task", "system", "items"])

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tui_rater.cli.common import data, make_console, new_table, open_study
+from tui_rater.cli.common import Subparsers, data, make_console, new_table, open_study
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from tui_rater.config import Settings
+    from tui_rater.store.judges import Judge
 
 # provenance shown by name, in this order; the rest of a configuration follows under its own keys
 SHOWN = (
@@ -34,7 +40,7 @@ SHOWN = (
 )
 
 
-def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "judges",
         parents=[common],
@@ -55,7 +61,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run=cmd_judges)
 
 
-def cmd_judges(args, settings) -> int:
+def cmd_judges(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.store.judges import list_judges
 
     if args.forget is not None:
@@ -93,7 +99,7 @@ def cmd_judges(args, settings) -> int:
     return 0
 
 
-def _forget(args, settings) -> int:
+def _forget(args: argparse.Namespace, settings: Settings) -> int:
     import sys
 
     from tui_rater.cli.common import say
@@ -118,14 +124,14 @@ def _forget(args, settings) -> int:
     return 0
 
 
-def _folded(table):
+def _folded(table: Table) -> Table:
     """A narrow terminal wraps a long value (a checksum, a URL) onto more lines, never cuts it."""
     for column in table.columns:
         column.overflow = "fold"
     return table
 
 
-def _rows(judge) -> list[tuple[str, Any]]:
+def _rows(judge: Judge) -> list[tuple[str, Any]]:
     config = dict(judge.config)
     rows: list[tuple[str, Any]] = [("label", judge.label), ("rater", judge.name), ("created", judge.created_at)]
     if "imported_from" in config:

@@ -4,12 +4,32 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
-from tui_rater.cli.common import data, judge_flags, judge_options, make_console, new_table, open_study, say, whole
+from tui_rater.cli.common import (
+    Subparsers,
+    data,
+    judge_flags,
+    judge_options,
+    make_console,
+    new_table,
+    open_study,
+    say,
+    whole,
+)
 from tui_rater.domain.errors import UserError
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+    from tui_rater.config import Settings
+    from tui_rater.judge.spec import JudgeSpec
+    from tui_rater.judge.worker import Progress, Worker
+    from tui_rater.service.judging import JudgeRun
+    from tui_rater.store.study import Study
+
+
+def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     from tui_rater.judge.paths import llama_log_path
 
     p = sub.add_parser(
@@ -63,7 +83,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run=cmd_reparse)
 
 
-def cmd_judge(args, settings) -> int:
+def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.judge.spec import load_note
     from tui_rater.service import judging
 
@@ -135,7 +155,7 @@ def cmd_judge(args, settings) -> int:
     return 1 if left["failed"] else 0
 
 
-def _check(study, spec, task_names: list[str], args) -> int:
+def _check(study: Study, spec: JudgeSpec, task_names: list[str], args: argparse.Namespace) -> int:
     from tui_rater.cli import preflight as show
     from tui_rater.judge.spec import strip_credentials
     from tui_rater.service.preflight import check_judge
@@ -163,7 +183,7 @@ def _check(study, spec, task_names: list[str], args) -> int:
     return 0 if result.ready else 1
 
 
-def _watch(threads, progress, total, unfinished) -> None:
+def _watch(threads: list[Worker], progress: Progress, total: Callable[[], int], unfinished: Callable[[], int]) -> None:
     """The progress bar of the whole queue: a job another process on the same file did counts too (without it, two
     `judge` runs on one study each ended at about half the bar, with time still "left"). ``total()`` grows while a
     large study's jobs are still being queued."""
@@ -203,7 +223,7 @@ def _watch(threads, progress, total, unfinished) -> None:
         bar.update(task, total=size, completed=max(size - min(size, unfinished()), progress.done + progress.failed))
 
 
-def _interrupted(study, run) -> int:
+def _interrupted(study: Study, run: JudgeRun) -> int:
     """Ctrl-C: stop within ~2 s, saying what is being waited for; no job is left leased; exit 130 (issue 22.5:
     2.5 minutes of silence, then a segfault and 3 jobs left leased). A second Ctrl-C stops waiting at once."""
     import os
@@ -239,7 +259,7 @@ def _interrupted(study, run) -> int:
     return 130
 
 
-def cmd_queue(args, settings) -> int:
+def cmd_queue(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.service import judging
 
     study = open_study(args, settings, create=False, readonly=not (args.cancel or args.retry))
@@ -292,7 +312,7 @@ def cmd_queue(args, settings) -> int:
     return 0
 
 
-def cmd_reparse(args, settings) -> int:
+def cmd_reparse(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.service.reparse import reparse
 
     study = open_study(args, settings, create=False)

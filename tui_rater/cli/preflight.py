@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from tui_rater.cli.common import data, make_console
-from tui_rater.service.preflight import Preflight, PromptCheck
+from tui_rater.domain.preflight import PromptCheck
+from tui_rater.service.preflight import Preflight
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
 
 PROMPT_LINES = 40  # a long story is cut on screen (--format json has it whole)
 
@@ -59,7 +65,7 @@ def _short(text: str, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _prompt(console, check: PromptCheck) -> None:
+def _prompt(console: Console, check: PromptCheck) -> None:
     from rich.text import Text
 
     from tui_rater.domain.display import safe_text

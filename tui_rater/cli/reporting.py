@@ -7,9 +7,11 @@ import io
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tui_rater.cli.common import (
     RAW_CSV_HELP,
+    Subparsers,
     common_flags,
     data,
     formula_note,
@@ -22,6 +24,13 @@ from tui_rater.cli.common import (
 from tui_rater.domain.decoding import MAX_SEED
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.errors import UserError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from tui_rater.config import Settings
+    from tui_rater.stats.sections.settings import ReportSettings
+    from tui_rater.store.study import Study
 
 # the kinds of raters of stats/sections/settings.py (EPSILON_FOR_RATERS), named here so that building the
 # parser imports no statistics (a test checks they agree)
@@ -39,7 +48,7 @@ FORMAT_OF_SUFFIX = {
 }
 
 
-def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "report",
         parents=[common],
@@ -124,10 +133,15 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     )
     q.add_argument("--no-likert", action="store_true", help="skip the standard protocol's Likert ratings")
     q.set_defaults(run=cmd_spa_setup)
-    p.set_defaults(run=lambda args, settings: (p.print_help(), 2)[1])
+
+    def help_only(args: argparse.Namespace, settings: Settings) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(run=help_only)
 
 
-def _report_settings(args):
+def _report_settings(args: argparse.Namespace) -> ReportSettings:
     """The flags as one settings value, given to the report once (``stats/sections/settings.py``)."""
     if args.epsilon is not None and not (math.isfinite(args.epsilon) and 0 <= args.epsilon < 1):
         raise UserError(f"--epsilon must be at least 0 and below 1, not {args.epsilon:g}")
@@ -151,7 +165,7 @@ def report_format(asked: str | None, out: Path | None) -> str:
     return asked or named or "table"
 
 
-def cmd_report(args, settings) -> int:
+def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     report_settings = _report_settings(args)  # a bad flag is one sentence before the study is opened
     args.format = report_format(args.format, args.out)
     from tui_rater.service.reports import build_reports, built_reports
@@ -212,7 +226,7 @@ def cmd_report(args, settings) -> int:
     return 0
 
 
-def _say_adjudicated(study, tasks: list[str] | None) -> None:
+def _say_adjudicated(study: Study, tasks: list[str] | None) -> None:
     """How many decided values stand in for the humans' (on stderr: the report itself is unchanged in form)."""
     from tui_rater.store.adjudication import adjudicated_values
 
@@ -225,7 +239,7 @@ def _say_adjudicated(study, tasks: list[str] | None) -> None:
         )
 
 
-def _html_progress(terminal: bool):
+def _html_progress(terminal: bool) -> Callable[[int, int, str], None]:
     """The HTML report's figures as they are drawn, on stderr: one line rewritten in place on a terminal, else
     a plain line at the start and about every tenth of the figures (a log stays short)."""
 
@@ -243,7 +257,7 @@ def _html_progress(terminal: bool):
     return progress
 
 
-def cmd_spa_setup(args, settings) -> int:
+def cmd_spa_setup(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.store import spa
 
     study = open_study(args, settings, create=False)

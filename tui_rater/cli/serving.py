@@ -8,15 +8,19 @@ import shlex
 import socket
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tui_rater.cli.common import db_path, open_study, say
+from tui_rater.cli.common import Subparsers, db_path, open_study, say
 from tui_rater.config import Settings
 from tui_rater.domain.errors import UserError
+
+if TYPE_CHECKING:
+    from tui_rater.store.links import Link
 
 DEFAULT_PORT = 8000
 
 
-def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "serve",
         parents=[common],
@@ -64,7 +68,8 @@ def is_loopback(host: str, port: int) -> bool:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
         raise UserError(f"cannot listen on {host!r}: {exc.strerror}") from None
-    return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in found)
+    # a TCP address is (host, port, ...): its host a str (only AF_PACKET-like families give an int)
+    return all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in found)
 
 
 def is_unspecified(host: str) -> bool:
@@ -102,7 +107,14 @@ def say_now(line: str) -> None:
     sys.stdout.flush()  # a log read as it is written (a pipe, a file)
 
 
-def announce(args, db: Path, port: int, annotators: list[str], made: dict, existing: dict) -> None:
+def announce(
+    args: argparse.Namespace,
+    db: Path,
+    port: int,
+    annotators: list[str],
+    made: dict[str, Link],
+    existing: dict[str, Link],
+) -> None:
     """What the lead needs: where it serves, each link made now (shown only now), how to reach it."""
     host = args.host
     if is_unspecified(host):  # 0.0.0.0 / ::, every interface: the links name this host
@@ -135,7 +147,7 @@ def announce(args, db: Path, port: int, annotators: list[str], made: dict, exist
     sys.stdout.flush()
 
 
-def cmd_serve(args, settings: Settings) -> int:
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port takes 0 to 65535, not {args.port}")
     if not args.public and not is_loopback(args.host, args.port):

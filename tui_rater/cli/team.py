@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from typing import TYPE_CHECKING
 
-from tui_rater.cli.common import data, make_console, new_table, open_study, say
+from tui_rater.cli.common import Subparsers, data, make_console, new_table, open_study, say
 from tui_rater.domain.errors import UserError
+
+if TYPE_CHECKING:
+    from tui_rater.config import Settings
 
 AS_HELP = "who runs this (default: $TUI_RATER_ANNOTATOR, 'annotator' in the config, or $USER)"
 
 
-def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "assign",
         parents=[common],
@@ -75,7 +79,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run=cmd_roles)
 
 
-def identity(args, settings) -> str | None:
+def identity(args: argparse.Namespace, settings: Settings) -> str | None:
     """Who runs a study-wide action: --as, else the configured annotator name, else $USER."""
     import getpass
 
@@ -92,7 +96,7 @@ def _names(text: str | None) -> list[str]:
     return [n.strip() for n in (text or "").split(",") if n.strip()] if text else []
 
 
-def cmd_assign(args, settings) -> int:
+def cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.service.team import Design, add_annotators, parse_overlap, plan_team
     from tui_rater.store.roles import require_lead
 
@@ -120,7 +124,7 @@ def cmd_assign(args, settings) -> int:
     return 0
 
 
-def cmd_roles(args, settings) -> int:
+def cmd_roles(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.store.roles import leads, require_lead, set_leads
 
     study = open_study(args, settings, create=False)
@@ -146,7 +150,7 @@ def _num(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def cmd_progress(args, settings) -> int:
+def cmd_progress(args: argparse.Namespace, settings: Settings) -> int:
     from dataclasses import asdict
 
     from rich import box

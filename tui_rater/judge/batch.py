@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, TypeVar
 
 from tui_rater.judge import queue, sources
 from tui_rater.judge.backends import api_reply, http_limits
@@ -40,8 +40,9 @@ from tui_rater.judge.spec import NO_KEY, JudgeSpec, strip_credentials, url_secre
 from tui_rater.judge.worker import Deferred, Progress, Worker
 from tui_rater.store.study import Study
 
-ENDPOINT = "/v1/chat/completions"
-WINDOW = "24h"
+ENDPOINT: Final = "/v1/chat/completions"
+WINDOW: Final = "24h"
+_T = TypeVar("_T")
 MAX_REQUESTS = 50_000  # OpenAI's limit of requests in one batch
 # a batch upload can take a while: the submitting process holds its jobs this long (a crash on this host frees
 # them at once: ``queue.reclaim_dead``)
@@ -105,7 +106,7 @@ class BatchBackend(ApiBackend):
             raise found
         return found
 
-    def describe_server(self) -> dict:
+    def describe_server(self) -> dict[str, Any]:
         return {}  # nothing is asked of the server but the batch
 
 
@@ -122,7 +123,7 @@ class Round:
 class BatchJudge:
     """Runs a judge's jobs against the replies of a batch, through the live worker's code."""
 
-    def __init__(self, study: Study, rater_id: int, spec: JudgeSpec, rater_config: dict, progress: Progress):
+    def __init__(self, study: Study, rater_id: int, spec: JudgeSpec, rater_config: dict[str, Any], progress: Progress):
         self.study, self.rater_id, self.spec, self.progress = study, rater_id, spec, progress
         self.worker = Worker(
             study.path, rater_id, spec, rater_config, progress=progress, stop=threading.Event(), drain=True
@@ -375,7 +376,7 @@ class BatchServer:
             lambda: self.client.batches.create(
                 input_file_id=upload.id,
                 endpoint=ENDPOINT,
-                completion_window=WINDOW,  # type: ignore[arg-type]
+                completion_window=WINDOW,
             ),
         )
         return str(created.id)

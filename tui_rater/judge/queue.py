@@ -137,7 +137,7 @@ def backoff_s(attempts: int, retry_after: float | None = None) -> float:
     """
     if retry_after is not None:  # the server said when: honour it, waiting a little longer at most
         return min(BACKOFF_MAX_S, retry_after * random.uniform(1.0, 1.1))
-    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (attempts - 1) * random.uniform(0.8, 1.2))
+    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2.0 ** (attempts - 1) * random.uniform(0.8, 1.2))
 
 
 def fail(

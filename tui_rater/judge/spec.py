@@ -17,12 +17,16 @@ import threading
 from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 from tui_rater.domain import modes
 from tui_rater.domain.decoding import KNOBS, Decoding, flag_name
 from tui_rater.domain.errors import UserError
 from tui_rater.judge.paths import cache_dir
+
+if TYPE_CHECKING:
+    from tui_rater.judge.gguf_header import GGUFHeader
 
 NO_KEY = "no-key"
 DEFAULT_N_CTX = 4096
@@ -56,7 +60,7 @@ class JudgeSpec:
     # None: $OPENAI_API_KEY, which is sent to OpenAI only (never to another --base-url unless named)
     api_key_env: str | None = None
     timeout_s: float = 120.0
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
     # the user's name for this configuration (--judge-name): part of its identity, so two servers
     # answering to the same model name and URL but configured differently stay two judges
     judge_name: str | None = None
@@ -273,7 +277,7 @@ def check_local_model(spec: JudgeSpec) -> LocalModel:
     return model
 
 
-def _kv_per_token(header) -> int | None:
+def _kv_per_token(header: GGUFHeader) -> int | None:
     def number(key: str) -> int | None:
         value = header.arch_value(key)
         if isinstance(value, list):  # per-layer values
@@ -293,7 +297,10 @@ def _memory() -> tuple[int | None, int | None]:
     """(total, available now) bytes of memory; None where the platform does not say."""
     try:
         fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
-        kib = lambda name: int(fields[name].split()[0]) * 1024 if name in fields else None
+
+        def kib(name: str) -> int | None:
+            return int(fields[name].split()[0]) * 1024 if name in fields else None
+
         return kib("MemTotal"), kib("MemAvailable")
     except (OSError, ValueError):
         pass
@@ -348,10 +355,11 @@ def check_chat_template(template: str) -> None:
     formatter) on a one-turn and a three-turn chat; refuse one that fails or drops the messages."""
     try:
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        from llama_cpp.llama_types import ChatCompletionRequestMessage
     except ImportError:  # pragma: no cover - a broken install; the backend says so
         return
     probe = "TUI-RATER-PROBE"
-    chats = (
+    chats: tuple[list[ChatCompletionRequestMessage], ...] = (
         [{"role": "user", "content": probe}],
         [{"role": "user", "content": "1"}, {"role": "assistant", "content": "2"}, {"role": "user", "content": probe}],
     )
@@ -400,7 +408,7 @@ def cached_sha256(path: str | Path) -> str | None:
     return None
 
 
-def _read_sha_cache() -> dict[str, dict]:
+def _read_sha_cache() -> dict[str, dict[str, object]]:
     try:
         data = json.loads((cache_dir() / SHA_CACHE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -408,7 +416,7 @@ def _read_sha_cache() -> dict[str, dict]:
     return data.get("files", {}) if isinstance(data, dict) and isinstance(data.get("files"), dict) else {}
 
 
-def _write_sha_cache(entries: dict[str, dict]) -> None:
+def _write_sha_cache(entries: dict[str, dict[str, object]]) -> None:
     """Atomically (write, then rename); a cache that cannot be written only costs a hash on the next start."""
     folder = cache_dir()
     try:
@@ -432,7 +440,7 @@ def _version(package: str) -> str | None:
         return None
 
 
-def provenance(spec: JudgeSpec) -> dict:
+def provenance(spec: JudgeSpec) -> dict[str, Any]:
     """Everything needed to say which judge produced a rating (never the API key)."""
     # the decoding settings are written flat, by name, as before they were one object: a judge's identity
     # (its rater name hashes this dict) must not change with the code's shape
@@ -476,7 +484,7 @@ def provenance(spec: JudgeSpec) -> dict:
     return config
 
 
-def rater_name(spec: JudgeSpec, config: dict) -> str:
+def rater_name(spec: JudgeSpec, config: dict[str, Any]) -> str:
     """A readable, unique name: model, mode, variant, sampling, and a hash of the whole config."""
     if spec.is_api:
         model = f"api:{spec.api_model}"

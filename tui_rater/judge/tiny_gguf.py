@@ -21,8 +21,12 @@ from __future__ import annotations
 import argparse
 import struct
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import gguf
 
 # a Llama-3-style template in ChatML words, beginning with {{ bos_token }} (bench-tools/make_model.py --bos-template)
 BOS_TEMPLATE = (
@@ -196,7 +200,7 @@ def write_tiny_gguf(
     return path
 
 
-def _add_vocabulary(writer, vocab: str | Path | None, add_bos: bool) -> tuple[int, int, list[str]]:
+def _add_vocabulary(writer: gguf.GGUFWriter, vocab: str | Path | None, add_bos: bool) -> tuple[int, int, list[str]]:
     """Write the tokenizer; (the vocabulary's size, its end-of-text token, the tokens' texts)."""
     import gguf
 
@@ -216,14 +220,15 @@ def _add_vocabulary(writer, vocab: str | Path | None, add_bos: bool) -> tuple[in
         writer.add_add_bos_token(True)
         return len(tokens), len(tokens) - 1, tokens
     meta = read_vocab(vocab)
-    tokens = meta["tokenizer.ggml.tokens"]
-    assert isinstance(tokens, list)
+    listed = meta["tokenizer.ggml.tokens"]
+    assert isinstance(listed, list)
     writer.add_tokenizer_model(str(meta["tokenizer.ggml.model"]))
     writer.add_tokenizer_pre(str(meta.get("tokenizer.ggml.pre", "default")))
-    writer.add_token_list(tokens)
-    writer.add_token_types(meta["tokenizer.ggml.token_type"])
+    writer.add_token_list(listed)
+    # read_vocab gives GGUF arrays as lists: the token types are integers, the merges strings
+    writer.add_token_types(cast("list[int]", meta["tokenizer.ggml.token_type"]))
     if "tokenizer.ggml.merges" in meta:
-        writer.add_token_merges(meta["tokenizer.ggml.merges"])
+        writer.add_token_merges(cast("list[str]", meta["tokenizer.ggml.merges"]))
     for key, add in (
         ("tokenizer.ggml.bos_token_id", writer.add_bos_token_id),
         ("tokenizer.ggml.eos_token_id", writer.add_eos_token_id),
@@ -232,8 +237,8 @@ def _add_vocabulary(writer, vocab: str | Path | None, add_bos: bool) -> tuple[in
         if key in meta:
             add(int(meta[key]))  # type: ignore[call-overload]
     writer.add_add_bos_token(add_bos)
-    eos = int(meta.get("tokenizer.ggml.eos_token_id", len(tokens) - 1))  # type: ignore[call-overload]
-    return len(tokens), eos, [str(t) for t in tokens]
+    eos = int(meta.get("tokenizer.ggml.eos_token_id", len(listed) - 1))  # type: ignore[call-overload]
+    return len(listed), eos, [str(t) for t in listed]
 
 
 def main() -> None:

@@ -15,9 +15,10 @@ import json
 import math
 import random
 import threading
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Mapping
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from tui_rater.domain.decoding import Decoding
@@ -27,6 +28,9 @@ from tui_rater.judge.backends.api_reply import MAX_BODY_BYTES, Listing
 from tui_rater.judge.backends.base import Completion, Message, OptionProbabilities, TokenCounts, spellings
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import NO_KEY, JudgeSpec, strip_credentials, url_secrets
+
+if TYPE_CHECKING:  # imported when a judge is made: the openai client is slow to import
+    import openai as openai_module
 
 # how a constrained reply is asked for, tried in this order until the server accepts one
 CONSTRAINT_STYLES = ("json_schema", "grammar")
@@ -41,7 +45,17 @@ WHOLE_DISTRIBUTION = {"top_k": 0, "min_p": 0.0}
 OPENAI_URL = "https://api.openai.com/v1"
 
 
-def _retry_after(response) -> float | None:
+class _Response(Protocol):
+    """What is read of an HTTP response that failed (the openai client's httpx.Response)."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+_T = TypeVar("_T")
+
+
+def _retry_after(response: _Response | None) -> float | None:
     if response is None:
         return None
     value = response.headers.get("retry-after")
@@ -61,7 +75,7 @@ def _retry_after(response) -> float | None:
             return None
 
 
-_CLIENTS: dict[tuple, object] = {}
+_CLIENTS: dict[tuple[str | None, str, float], openai_module.OpenAI] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
@@ -73,7 +87,7 @@ def _split_query(base_url: str | None) -> tuple[str | None, dict[str, str]]:
     return urlunsplit((*parts[:3], "", "")), dict(parse_qsl(parts.query, keep_blank_values=True))
 
 
-def _shared_client(openai, base_url: str | None, key: str, timeout: float):
+def _shared_client(openai: types.ModuleType, base_url: str | None, key: str, timeout: float) -> openai_module.OpenAI:
     """One thread-safe client (one connection pool, one TLS context) for all workers of a judge."""
     with _CLIENTS_LOCK:
         ident = (base_url, key, timeout)
@@ -108,7 +122,7 @@ class ApiBackend:
         self._served: set[tuple[str, str]] = set()  # (model id, fingerprint) replies named since take_served
         self._extras_sent = False  # the last sampled request carried top_k / min_p
 
-    def describe_server(self) -> dict:
+    def describe_server(self) -> dict[str, Any]:
         """What the server says about the model behind the alias (``api_server.describe``), asked once per run."""
         from tui_rater.judge.backends import api_server
 
@@ -201,11 +215,11 @@ class ApiBackend:
         url = strip_credentials(self.spec.base_url or OPENAI_URL)
         return [(url, model, fingerprint) for model, fingerprint in sorted(self.take_served())]
 
-    def describe_servers(self) -> list[tuple[str, dict]]:
+    def describe_servers(self) -> list[tuple[str, dict[str, Any]]]:
         """(server URL without credentials, what it says of the model): one server here, several in a pool."""
         return [(strip_credentials(self.spec.base_url or OPENAI_URL), self.describe_server())]
 
-    def _judged(self, read: Callable[[], Any]) -> Any:
+    def _judged(self, read: Callable[[], _T]) -> _T:
         """Read a reply; a malformed one counts against the server (a judge that never gets one stops)."""
         try:
             found = read()
@@ -238,7 +252,7 @@ class ApiBackend:
         decoding: Decoding,
         *,
         grammar: str | None = None,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
     ) -> Completion:
         params: dict[str, Any] = dict(messages=messages, **decoding.sent())
         if grammar is None and json_schema is None:
@@ -301,7 +315,7 @@ class ApiBackend:
         return {"top_p": decoding.top_p, **{name: "the server's" for name in decoding.extensions()}}
 
     @staticmethod
-    def _constraint(style: str, grammar: str | None, json_schema: dict | None) -> dict:
+    def _constraint(style: str, grammar: str | None, json_schema: dict[str, Any] | None) -> dict[str, Any]:
         if style == "json_schema" and json_schema is not None:  # OpenAI structured outputs, vLLM
             return {
                 "response_format": {
@@ -316,7 +330,12 @@ class ApiBackend:
     # --- the next token's probabilities ------------------------------------------------------
 
     def _listing_once(
-        self, messages: list[Message], asked: int, temperature: float, seed: int, logit_bias: dict | None = None
+        self,
+        messages: list[Message],
+        asked: int,
+        temperature: float,
+        seed: int,
+        logit_bias: dict[str, float] | None = None,
     ) -> Listing | None:
         params: dict[str, Any] = dict(
             messages=messages, max_tokens=1, temperature=temperature, logprobs=True, top_logprobs=asked, seed=seed

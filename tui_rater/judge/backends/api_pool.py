@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.errors import UserError
 from tui_rater.judge.backends.api import ApiBackend
-from tui_rater.judge.backends.base import Completion, Message, TokenCounts
+from tui_rater.judge.backends.base import Completion, Message, OptionProbabilities, TokenCounts
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import JudgeSpec, strip_credentials
 
@@ -105,10 +105,10 @@ class ApiPool:
     ) -> Completion:
         return self._ask(lambda member: member.complete(messages, decoding, grammar=grammar, json_schema=json_schema))
 
-    def option_probabilities(self, messages: list, options: list[str]) -> Any:
+    def option_probabilities(self, messages: list[Message], options: list[str]) -> OptionProbabilities:
         return self._ask(lambda member: member.option_probabilities(messages, options))
 
-    def top_tokens(self, messages: list, k: int = 5) -> Any:
+    def top_tokens(self, messages: list[Message], k: int = 5) -> list[tuple[str, float]]:
         return self._ask(lambda member: member.top_tokens(messages, k))
 
     def take_endpoints(self) -> list[str]:

@@ -66,14 +66,10 @@ def parse_body(text: str) -> dict[str, Any]:
         body = json.loads(text)
     except (ValueError, RecursionError):
         start = " ".join(text[:40].split())
-        return _raise(malformed(f"not JSON (it begins {start!r})" if start else "an empty body"))
+        raise malformed(f"not JSON (it begins {start!r})" if start else "an empty body") from None
     if not isinstance(body, dict):
         raise malformed(f"JSON {type(body).__name__}, not an object")
     return body
-
-
-def _raise(error: JudgeError) -> Any:
-    raise error
 
 
 def _choice(body: dict[str, Any]) -> dict[str, Any]:
@@ -132,8 +128,9 @@ def usage(body: dict[str, Any]) -> tuple[int, int]:
 
     def count(name: str) -> int:
         value = found.get(name)
-        ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10**9
-        return value if ok else 0  # type: ignore[return-value]
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10**9:
+            return value
+        return 0
 
     return count("prompt_tokens"), count("completion_tokens")
 

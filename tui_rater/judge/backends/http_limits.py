@@ -54,7 +54,7 @@ class deadline:
 
 
 def _left(timeout: float | None, timeout_error: type[Exception]) -> float | None:
-    at = getattr(_DEADLINE, "at", None)
+    at: float | None = getattr(_DEADLINE, "at", None)
     if at is None:
         return timeout
     left = at - time.monotonic()
@@ -78,7 +78,7 @@ def _deadline_backend(httpcore: Any) -> Any:
     """httpcore's sync network backend, each read, write, connect and TLS handshake bounded by the deadline."""
     timeout_error = httpcore.ReadTimeout
 
-    class Stream(httpcore.NetworkStream):  # type: ignore[misc,name-defined]
+    class Stream(httpcore.NetworkStream):  # type: ignore[misc]
         def __init__(self, inner: Any):
             self._inner = inner
 
@@ -97,7 +97,7 @@ def _deadline_backend(httpcore: Any) -> Any:
         def get_extra_info(self, info: str) -> Any:
             return self._inner.get_extra_info(info)
 
-    class Backend(httpcore.NetworkBackend):  # type: ignore[misc,name-defined]
+    class Backend(httpcore.NetworkBackend):  # type: ignore[misc]
         def __init__(self) -> None:
             self._inner = httpcore.SyncBackend()
 
@@ -115,7 +115,7 @@ def _deadline_backend(httpcore: Any) -> Any:
 
 
 def _transport(httpx: Any, httpcore: Any) -> Any:
-    class DeadlineTransport(httpx.HTTPTransport):  # type: ignore[misc,name-defined]
+    class DeadlineTransport(httpx.HTTPTransport):  # type: ignore[misc]
         """The default transport with the deadline backend (its pool is built as httpx builds it)."""
 
         def __init__(self) -> None:
@@ -158,7 +158,7 @@ def _decoded(chunks: Iterator[bytes], encoding: str, limit: int = MAX_BODY_BYTES
 
 
 def _capped(base: type) -> type:
-    class CappedStream(base):  # type: ignore[valid-type,misc]
+    class CappedStream(base):  # type: ignore[misc]
         """A response body that stops at its limit (decoded; MAX_BODY_BYTES but for a batch's result file) and at
         the request's deadline."""
 

@@ -13,6 +13,7 @@ import os
 import threading
 from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -21,6 +22,16 @@ from tui_rater.domain.modes import mode_of
 from tui_rater.judge.backends.base import Completion, Message, TokenCounts
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import JudgeSpec
+
+if TYPE_CHECKING:  # imported lazily below: llama_cpp is heavy
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from llama_cpp.llama_types import ChatCompletionRequestMessage
+
+    from tui_rater.judge.engine import Engine
+    from tui_rater.judge.engine.native import Model
+
+# (model file, symlinks resolved; n_ctx; n_gpu_layers; chat template): what one shared engine is loaded for
+_Key = tuple[str, int, int, int, str | None]  # model file, n_ctx, n_gpu_layers, n_threads, chat template
 
 # How a reply may begin with an option: bare, after a space, a line break, two (issue 26, item 3)
 OPTION_SPELLINGS = ("{}", " {}", "\n{}", "\n\n{}")
@@ -31,19 +42,19 @@ DEFAULT_SEQUENCES = 16  # concurrent sequences of a local judge (--workers); eac
 
 @dataclass
 class _Shared:
-    engine: object  # tui_rater.judge.engine.Engine (imported lazily: llama_cpp is heavy)
-    formatter: object | None
+    engine: Engine
+    formatter: Jinja2ChatFormatter | None
     source: str  # the file loaded, symlinks resolved when it was loaded
-    key: tuple
+    key: _Key
     refs: int = 0
     option_paths: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
 
 
-_SHARED: dict[tuple, _Shared] = {}
+_SHARED: dict[_Key, _Shared] = {}
 _LOCK = threading.Lock()
 
 
-def _key(spec: JudgeSpec) -> tuple:
+def _key(spec: JudgeSpec) -> _Key:
     return (os.path.realpath(spec.model), spec.n_ctx, spec.n_gpu_layers, spec.n_threads, spec.chat_template)
 
 
@@ -81,10 +92,10 @@ def _release(spec: JudgeSpec, shared: _Shared) -> None:
         shared.refs -= 1
         if shared.refs == 0:
             _SHARED.pop(shared.key, None)
-            shared.engine.close()  # type: ignore[attr-defined]
+            shared.engine.close()
 
 
-def _chat_formatter(model, template: str | None):
+def _chat_formatter(model: Model, template: str | None) -> Jinja2ChatFormatter | None:
     template = template or model.meta("tokenizer.chat_template")
     if not template:
         return None
@@ -96,14 +107,15 @@ def _chat_formatter(model, template: str | None):
     return Jinja2ChatFormatter(template, eos_token=text(model.eos), bos_token=text(model.bos))
 
 
-def _render(formatter, messages: list[Message]) -> str:
+def _render(formatter: Jinja2ChatFormatter | None, messages: list[Message]) -> str:
     if formatter is not None:
-        return formatter(messages=messages).prompt  # type: ignore[no-any-return]
+        # a Message is the {"role", "content"} dict llama_cpp types as a ChatCompletionRequestMessage
+        return formatter(messages=cast("list[ChatCompletionRequestMessage]", messages)).prompt
     # no template: the queries themselves, turns separated by blank lines
     return "\n\n".join(m["content"] for m in messages)
 
 
-def _prompt_tokens(model, formatter, messages: list[Message]) -> list[int]:
+def _prompt_tokens(model: Model, formatter: Jinja2ChatFormatter | None, messages: list[Message]) -> list[int]:
     """The rendered prompt's tokens. BOS is added only when the model wants one and the rendered prompt does not
     already start with it: most instruct templates begin with ``{{ bos_token }}`` (issue 13)."""
     tokens = model.tokenize(_render(formatter, messages), special=formatter is not None)
@@ -115,7 +127,7 @@ def _prompt_tokens(model, formatter, messages: list[Message]) -> list[int]:
 SIZE_STEP = 256  # a sequence's share of the KV cache is rounded up to this many tokens
 
 
-def tokens_needed(model, *, spec: JudgeSpec, prompts: list[list[Message]]) -> int:
+def tokens_needed(model: Model, *, spec: JudgeSpec, prompts: list[list[Message]]) -> int:
     """KV cells one sequence needs: the longest of the run's longest prompts (``service.judging.longest_prompts``)
     plus its reply budget, with a quarter more for the prompts not measured (a longer one still runs: the engine
     then admits fewer sequences at once), never more than ``--n-ctx``. The cache was 16 x 4,096 tokens whatever the
@@ -142,14 +154,14 @@ class LocalBackend:
         self.spec = spec
         self._shared = _acquire(spec, max(1, parallel), background, prompts)
         self.engine = self._shared.engine
-        self.model = self.engine.model  # type: ignore[attr-defined]
+        self.model = self.engine.model
         self.source = self._shared.source
         self._closed = False
 
     @property
     def counts(self) -> TokenCounts:
         """Prompt tokens served from the KV cache vs evaluated, and tokens generated: the whole engine's."""
-        return self.engine.counts  # type: ignore[attr-defined]
+        return self.engine.counts
 
     # --- prompts ------------------------------------------------------------------------------
 
@@ -190,7 +202,7 @@ class LocalBackend:
         decoding: Decoding,
         *,
         grammar: str | None = None,
-        json_schema: dict | None = None,
+        json_schema: dict[str, object] | None = None,
     ) -> Completion:
         """``json_schema`` is for servers that take one; here ``grammar`` (GBNF) constrains the reply."""
         tokens = self.prompt_tokens(messages)
@@ -200,9 +212,7 @@ class LocalBackend:
         budget = min(max_tokens, self.spec.n_ctx - len(tokens) - 1)
         if len(tokens) < self.spec.n_ctx and budget < 1:
             raise JudgeError("context_overflow", "no room left in the context window for the reply")
-        result = self.engine.generate(  # type: ignore[attr-defined]
-            tokens, replace(decoding, max_tokens=budget), grammar=grammar
-        )
+        result = self.engine.generate(tokens, replace(decoding, max_tokens=budget), grammar=grammar)
         return Completion(self.model.detokenize(result.tokens), finish_reason=result.finish_reason)
 
     def _next_token_probabilities(self, messages: list[Message]) -> tuple[np.ndarray, float, float]:
@@ -211,7 +221,7 @@ class LocalBackend:
     def _logits(self, tokens: list[int]) -> tuple[np.ndarray, float, float]:
         """(logits, max logit, log of the softmax's normaliser): p(t) = exp(logit[t] - max - log_z). One pass in
         float32 with a float64 sum: a full float64 softmax of a 152k vocabulary per question costs ~1.5 ms."""
-        logits = self.engine.probe(tokens)  # type: ignore[attr-defined]
+        logits = self.engine.probe(tokens)
         top = float(logits.max())
         return logits, top, float(np.log(np.exp(logits - top).sum(dtype=np.float64)))
 
@@ -274,7 +284,7 @@ class LocalBackend:
 
     def cancel(self) -> None:
         """Stop the shared engine now (the run is ending): its requests fail as ``cancelled``."""
-        self.engine.cancel()  # type: ignore[attr-defined]
+        self.engine.cancel()
 
     def close(self) -> None:
         if not self._closed:

@@ -19,12 +19,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import numpy.typing as npt
 
 from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.backends.base import TokenCounts
 from tui_rater.judge.engine.native import Batch, Context, LoadError, Model, lower_thread_priority, note_in_log
 from tui_rater.judge.engine.sampling import SequenceSampler
-from tui_rater.judge.engine.slots import WAIT, Generated, Request, Slot, place
+from tui_rater.judge.engine.slots import Generated, Placement, Request, Slot, place
 from tui_rater.judge.errors import JudgeError
 
 _STOP = object()
@@ -80,7 +81,7 @@ class Engine:
         # others nothing), and a later prompt may continue it or copy its prefix
         self.steps = 0
         self._cancelled = False
-        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[object] = queue.SimpleQueue()  # requests, _STOP and _CANCEL
         self._waiting: deque[Request] = deque()
         self._tick = 0
         # sequences are sampled in parallel between decodes (numpy and llama.cpp's samplers release the GIL)
@@ -108,13 +109,17 @@ class Engine:
 
     def generate(self, tokens: list[int], decoding: Decoding, *, grammar: str | None) -> Generated:
         checked = self._checked(tokens, min(decoding.max_tokens, self.n_ctx - len(tokens)))
-        return self._submit(Request(checked, decoding=decoding, grammar=grammar))
+        generated = self._submit(Request(checked, decoding=decoding, grammar=grammar))
+        assert isinstance(generated, Generated)  # a reply's request is answered with what it generated
+        return generated
 
-    def probe(self, tokens: list[int]) -> np.ndarray:
+    def probe(self, tokens: list[int]) -> npt.NDArray[np.float32]:
         """The next-token logits after the prompt (a float32 copy)."""
-        return self._submit(Request(self._checked(tokens), probe=True))
+        logits = self._submit(Request(self._checked(tokens), probe=True))
+        assert isinstance(logits, np.ndarray)  # a probe is answered with its logits
+        return logits
 
-    def _checked(self, tokens: list[int], reply: int = 1) -> np.ndarray:
+    def _checked(self, tokens: list[int], reply: int = 1) -> npt.NDArray[np.int32]:
         if not tokens:
             raise JudgeError("bad_request", "the prompt is empty")
         if len(tokens) >= self.n_ctx:
@@ -132,7 +137,7 @@ class Engine:
             )
         return np.asarray(tokens, dtype=np.int32)
 
-    def _submit(self, request: Request):
+    def _submit(self, request: Request) -> Generated | npt.NDArray[np.float32]:
         if self._cancelled:
             raise cancelled()
         if not self._thread.is_alive():
@@ -174,7 +179,7 @@ class Engine:
             while item is not None:
                 if item is _STOP:
                     stop = True
-                elif item is not _CANCEL:
+                elif isinstance(item, Request):  # not _CANCEL
                     self._waiting.append(item)
                 try:
                     item = self._inbox.get_nowait()
@@ -212,7 +217,7 @@ class Engine:
             if placement is None:
                 break
             self._waiting.popleft()
-            if placement == WAIT:
+            if not isinstance(placement, Placement):  # WAIT
                 kept.append(request)
                 continue
             try:
@@ -225,7 +230,7 @@ class Engine:
             self._start(placement, request, sampler)
         self._waiting.extendleft(reversed(kept))  # in their order, before the prompts not yet looked at
 
-    def _start(self, placement, request: Request, sampler: SequenceSampler | None) -> None:
+    def _start(self, placement: Placement, request: Request, sampler: SequenceSampler | None) -> None:
         slot, ctx = placement.target, self.ctx
         if placement.source is not None and placement.copy_to > placement.keep:
             # what the source holds, copied cell for cell, then cut to the shared prefix
@@ -322,18 +327,19 @@ class Engine:
     def _outputs(self, outputs: list[tuple[int, Slot]]) -> None:
         # logits views first, on this thread: llama_get_logits_ith may reorder the outputs on its first call
         rows = [(slot, self.ctx.logits(index)) for index, slot in outputs]
-        drawing = []
+        drawing: list[tuple[Slot, SequenceSampler, np.ndarray]] = []
         for slot, logits in rows:
             assert slot.request is not None
             if slot.request.probe:
                 self._finish(slot, np.array(logits, dtype=np.float32))
             else:
-                drawing.append((slot, logits))
+                assert slot.sampler is not None  # a reply's slot got its sampler when it started
+                drawing.append((slot, slot.sampler, logits))
         if self._samplers is not None and len(drawing) > 1:
-            tokens = list(self._samplers.map(lambda row: row[0].sampler.sample(row[1]), drawing))
+            tokens = list(self._samplers.map(lambda row: row[1].sample(row[2]), drawing))
         else:
-            tokens = [slot.sampler.sample(logits) for slot, logits in drawing]  # type: ignore[union-attr]
-        for (slot, _), token in zip(drawing, tokens):
+            tokens = [sampler.sample(logits) for _, sampler, logits in drawing]
+        for (slot, _, _), token in zip(drawing, tokens):
             self._generated(slot, token)
 
     def _generated(self, slot: Slot, token: int) -> None:
@@ -350,7 +356,7 @@ class Engine:
             return
         slot.next_token = token
 
-    def _finish(self, slot: Slot, result: object) -> None:
+    def _finish(self, slot: Slot, result: Generated | npt.NDArray[np.float32]) -> None:
         request = slot.request
         assert request is not None
         if slot.sampler is not None:

@@ -15,32 +15,41 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 import llama_cpp as lc
 import numpy as np
+
+if TYPE_CHECKING:
+    import _ctypes
 
 # llama_token_data {int32 id; float logit; float p} as a numpy record: candidate arrays built without a Python loop
 TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 assert TOKEN_DATA.itemsize == ctypes.sizeof(lc.llama_token_data)
 
 
-def _holding_the_gil(function):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _holding_the_gil(function: _F) -> _F:
     """The same C function of the same library, called without releasing the GIL (``ctypes.PyDLL``)."""
     try:
         held = getattr(ctypes.PyDLL(lc.llama_cpp._lib._name), function.__name__)
     except (AttributeError, OSError):  # another build of the bindings: the releasing call still works
         return function
-    held.argtypes, held.restype = function.argtypes, function.restype
-    return held
+    # llama_cpp's stubs type its functions by their Python signature; at run time each is the ctypes function
+    c_function = cast("_ctypes.CFuncPtr", function)
+    held.argtypes, held.restype = c_function.argtypes, c_function.restype
+    return cast(_F, held)
 
 
 _seq_rm = _holding_the_gil(lc.llama_memory_seq_rm)
 _logits_ith = _holding_the_gil(lc.llama_get_logits_ith)
 
 
-def _strlen():
+def _strlen() -> int | None:
     """C's ``strlen``, as llama.cpp's abort callback (``bool (*)(void *)``): it reads a flag without Python, so
     the check llama.cpp makes at every node of a graph costs nanoseconds and never waits for the GIL (a Python
     callback would take the GIL hundreds of times a decode, from a thread busy worker threads compete with)."""
@@ -119,7 +128,17 @@ def lower_thread_priority(by: int = 10) -> None:
 
 _LOG_LOCK = threading.Lock()
 LOG_MAX_BYTES = 8 << 20
-_LOG: dict[str, object] = {}  # the open log file and the ctypes callback llama.cpp holds (kept alive here)
+
+
+class _Log:
+    """Where llama.cpp's log goes: the open file, and the ctypes callback llama.cpp holds (kept alive here)."""
+
+    path: Path | None = None
+    file: TextIO | None = None
+    callback: object = None
+
+
+_LOG = _Log()
 
 
 def log_to(path: Path) -> None:
@@ -129,7 +148,7 @@ def log_to(path: Path) -> None:
     import llama_cpp._logger  # noqa: F401 - it installs its own callback on import: ours must come after it
 
     with _LOG_LOCK:
-        if _LOG.get("path") == path:
+        if _LOG.path == path:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -140,26 +159,26 @@ def log_to(path: Path) -> None:
             out = None
         written = threading.Lock()
 
-        @lc.llama_log_callback
-        def callback(level: int, text: bytes, _user_data) -> None:
+        def write(level: int, text: bytes, _user_data: int | None) -> None:
             if out is not None and text:
                 with written, contextlib.suppress(Exception):
                     out.write(text.decode("utf-8", "replace"))
 
+        callback = lc.llama_log_callback(write)
         lc.llama_log_set(callback, ctypes.c_void_p(0))
-        old = _LOG.get("file")
-        _LOG.update(path=path, file=out, callback=callback)
+        old = _LOG.file
+        _LOG.path, _LOG.file, _LOG.callback = path, out, callback
         if old is not None:
             with contextlib.suppress(Exception):
-                old.close()  # type: ignore[attr-defined]
+                old.close()
 
 
 def note_in_log(line: str) -> None:
     """A line of ours in llama.cpp's log (which model a run loaded, and when)."""
-    out = _LOG.get("file")
+    out = _LOG.file
     if out is not None:
         with contextlib.suppress(Exception):
-            out.write(line.rstrip("\n") + "\n")  # type: ignore[attr-defined]
+            out.write(line.rstrip("\n") + "\n")
 
 
 def _quiet_logs() -> None:
@@ -187,7 +206,7 @@ class Model:
         with quiet_stderr():
             ptr = lc.llama_model_load_from_file(path.encode(), params)
         if not ptr:
-            raise LoadError(f"llama.cpp could not load {path} (its log: {_LOG.get('path')})")
+            raise LoadError(f"llama.cpp could not load {path} (its log: {_LOG.path})")
         self.ptr = ptr
         self.path = path
         self.vocab = lc.llama_model_get_vocab(ptr)
@@ -291,7 +310,7 @@ class Context:
         if not ptr:
             raise LoadError(
                 f"llama.cpp could not create a context of {n_seq} sequences x {n_ctx_seq} tokens "
-                f"(lower --workers or --n-ctx; its log: {_LOG.get('path')})"
+                f"(lower --workers or --n-ctx; its log: {_LOG.path})"
             )
         self.ptr = ptr
         self.memory = lc.llama_get_memory(ptr)

@@ -15,6 +15,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.engine.sampling import SequenceSampler
@@ -28,7 +29,8 @@ class Request:
     probe: bool = False
     decoding: Decoding = field(default_factory=Decoding)  # a reply's; its max_tokens is the reply's length limit
     grammar: str | None = None
-    future: Future = field(default_factory=Future)
+    # a reply's Generated, or a probe's next-token logits (float32)
+    future: Future[Generated | npt.NDArray[np.float32]] = field(default_factory=Future)
 
 
 @dataclass(frozen=True)
