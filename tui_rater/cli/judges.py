@@ -158,7 +158,7 @@ def _rows(judge: Judge) -> list[tuple[str, Any]]:
             said.append("no model id or fingerprint reported")
         said.append(f"{source.jobs} jobs, {source.first_seen} to {source.last_seen}")
         rows.append(("source", f"{source.source}: " + "; ".join(said)))
-    for url, facts in judge.servers:  # what the server said stands behind the alias (issue 26, item 10)
+    for url, facts in judge.servers:  # what the server said stands behind the alias
         rows.append(("server", f"{url}: {_server(facts)}"))
         from tui_rater.judge.backends.api_server import warnings
 

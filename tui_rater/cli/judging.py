@@ -224,8 +224,8 @@ def _watch(threads: list[Worker], progress: Progress, total: Callable[[], int], 
 
 
 def _interrupted(study: Study, run: JudgeRun) -> int:
-    """Ctrl-C: stop within ~2 s, saying what is being waited for; no job is left leased; exit 130 (issue 22.5:
-    2.5 minutes of silence, then a segfault and 3 jobs left leased). A second Ctrl-C stops waiting at once."""
+    """Ctrl-C: stop within ~2 s, saying what is being waited for; no job is left leased; exit 130 (it once took
+    2.5 minutes of silence, then a segfault, and left 3 jobs leased). A second Ctrl-C stops waiting at once."""
     import os
     import sys
 
@@ -251,7 +251,7 @@ def _interrupted(study: Study, run: JudgeRun) -> int:
     if run.alive():
         # a worker still waiting on a server that does not answer (it cannot be called back), or llama.cpp still in
         # a step: not waited for. The interpreter's exit would run library destructors under that thread (the
-        # segfault of issue 22.5); its job is already given back and it can store nothing any more.
+        # segfault Ctrl-C once ended in); its job is already given back and it can store nothing any more.
         close_all()
         sys.stdout.flush()
         sys.stderr.flush()

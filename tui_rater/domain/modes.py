@@ -1,5 +1,5 @@
 """A judge's mode: what a model is asked for (a reply, a constrained reply, the options' next-token probabilities,
-the top tokens after a yes/no question) and how what it gave reads as ratings (issue 23, item 2).
+the top tokens after a yes/no question) and how what it gave reads as ratings.
 
 Each mode is one object. The judge worker and ``reparse`` read an answer through the same method (``read``), so a
 stored reply reads again exactly as it read when it came; the worker, planning and pre-flight ask the mode what it
@@ -208,7 +208,7 @@ class TextMode(Mode):
                 break
             earlier.append(reply["text"])
         if self.constrained and q.local and (mass := asker.scale_mass(q.protocol, q.attribute, q.messages)) is not None:
-            # what the model meant to answer before the grammar forced it (issue 26, item 2)
+            # what the model meant to answer before the grammar forced it
             details[Details.MASS] = mass
         if earlier and not reading.ok:
             details["earlier_replies"] = earlier[:-1]

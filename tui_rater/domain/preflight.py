@@ -1,4 +1,4 @@
-"""What ``judge --check`` reads for a mode and how it words that mode's verdict (issue 23, item 2).
+"""What ``judge --check`` reads for a mode and how it words that mode's verdict.
 
 Each mode (domain/modes.py) carries a ``ModePreflight``: the probes the pre-flight runs for it on a local model and on
 a server, and its verdict over the checked questions. ``service/preflight.py`` runs the probes over a backend (the

@@ -5,7 +5,7 @@ from __future__ import annotations
 # kind -> retry? (429/5xx/timeouts/connection are transient; auth, unknown model, a prompt
 # longer than the context window or a broken model file are not). A malformed reply and a
 # reply without logprobs (an end-of-text token sampled at the answer position) are retried:
-# they are one reply's fault, not the judge's (issues 11 and 13).
+# they are one reply's fault, not the judge's.
 RETRYABLE = {
     "rate_limited": True,
     "server_error": True,

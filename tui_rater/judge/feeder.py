@@ -1,4 +1,4 @@
-"""Queueing a large study's jobs behind its workers (issue 25, item 5).
+"""Queueing a large study's jobs behind its workers (a 100,000-item study starts in under a second).
 
 Queueing every job of a 100,000-item study before the first worker starts took 16 s (1.2M INSERTs, then again on
 every start, for nothing new). The run queues the first items' jobs itself (``service.judging.plan_judge``) and this

@@ -1,5 +1,5 @@
 """Where a judge's replies came from: the model file it loaded, or the server it asked and the model id and
-``system_fingerprint`` that server reported (issue 13, item 11).
+``system_fingerprint`` that server reported (two servers behind one model name differ there).
 
 A judge's identity is its configuration (``spec.provenance``); what answers behind an API model name and
 URL can still change (another build, another quantisation, another server on the same port). The

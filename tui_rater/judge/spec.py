@@ -461,7 +461,7 @@ def provenance(spec: JudgeSpec) -> dict[str, Any]:
     if spec.is_api:
         config["backend"] = "openai-compatible"
         config["api_model"] = spec.api_model
-        # a key written into the URL (user:key@host, ?api_key=...) is never stored (issue 11)
+        # a key written into the URL (user:key@host, ?api_key=...) is never stored
         config["base_url"] = strip_credentials(spec.base_url or "https://api.openai.com/v1")
         config["openai_version"] = _version("openai")
         config.pop("n_ctx"), config.pop("n_gpu_layers"), config.pop("chat_template")
@@ -476,7 +476,7 @@ def provenance(spec: JudgeSpec) -> dict[str, Any]:
             config.pop("chat_template")
         # where layers run does not change what the judge is
         config.pop("n_gpu_layers")
-        # how llama.cpp computes, where that changes the stored numbers (issue 26): part of the judge's identity
+        # how llama.cpp computes, where that changes the stored numbers (batch invariance): part of the judge's identity
         from tui_rater.judge.engine.native import NUMERICS
 
         config["numerics"] = dict(NUMERICS)

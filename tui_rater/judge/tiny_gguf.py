@@ -124,7 +124,7 @@ def write_tiny_gguf(
     ``favour`` raises the logits of the named tokens (their text in the vocabulary) the same way: a model that
     answers on the scale.
     ``eos_logit`` > 0 raises end-of-text's logit at every position (2.5: the most probable token at the answer
-    position of the story prompts, p about 0.3): a model that wants to stop there (issue 13, item 4). 0 writes the
+    position of the story prompts, p about 0.3): a model that wants to stop there. 0 writes the
     same file as before the option existed. f32 weights are drawn in float64 (the weights earlier versions wrote, bit
     for bit); f16 weights in float32 (half the memory on a 152k-token vocabulary)."""
     import gguf

@@ -164,7 +164,7 @@ class Worker(threading.Thread):
 
     def run(self) -> None:
         # nothing escapes this thread: a job's failure is stored with the job; anything else
-        # stops the judge visibly (progress.fatal), its leased jobs given back (issue 11)
+        # stops the judge visibly (progress.fatal), its leased jobs given back
         try:
             study = self.study = Study.open(self.db_path, create=False, durable=False)
         except Exception as exc:
@@ -413,7 +413,7 @@ class Worker(threading.Thread):
 
 def _with_endpoints(results: list[RatingResult], backend: Backend | None) -> list[RatingResult]:
     """A judge with several endpoints: which of them answered this job's requests (none: answered from the
-    store), kept with each of its ratings (issue 25, item 3)."""
+    store), kept with each of its ratings."""
     take = getattr(backend, "take_endpoints", None)
     endpoints = take() if callable(take) else []
     if not endpoints:

@@ -1,12 +1,12 @@
-"""``tui-rater judge … --check``: what a researcher runs before spending hours of GPU (issue 13, item 12).
+"""``tui-rater judge … --check``: what a researcher runs before spending hours of GPU.
 
 For the first items' questions, exactly as the judge would ask them: the prompt rendered with the
 model's chat template, its token count and BOS tokens, how each scale label maps to the model's
 tokens and, at the answer position, how much of the next-token probability falls on the scale.
 
-Then a verdict **per mode** (issue 22, item 4; issue 26, item 2), each from what decides that mode's
+Then a verdict **per mode**, each from what decides that mode's
 readings, with the same thresholds the report's "agreement-ready" flag applies to a finished run. What is read
-for a mode and its verdict are the mode's own (``Mode.preflight``, domain/preflight.py; issue 23, item 2): this
+for a mode and its verdict are the mode's own (``Mode.preflight``, domain/preflight.py): this
 module runs the probes the modes name over a backend and asks each mode for its verdict. The built-in modes:
 
 - ``text``: the checked questions are answered once, as the run asks them (its decoding, its length

@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # imported when a judge is made: the openai client is slow to
 CONSTRAINT_STYLES = ("json_schema", "grammar")
 TOP_LOGPROBS = 20  # the most OpenAI (and vLLM by default) list
 # a greedy reply without logprobs (end-of-text was the most probable token) is asked again by
-# sampling, which leaves the reported log-probabilities unchanged (issue 13, item 4)
+# sampling, which leaves the reported log-probabilities unchanged
 SAMPLED_TRIES = 3
 # a listing sampled again after end-of-text: from the model's whole distribution (llama.cpp's default min_p 0.05
 # and top_k 40 would cut the alternatives away and leave end-of-text to be sampled again), on the servers that

@@ -1,4 +1,4 @@
-"""Every option's probability from an OpenAI-compatible server, not only the top 20's (issue 13, item 3).
+"""Every option's probability from an OpenAI-compatible server, not only the top 20's.
 
 A chat completion lists at most ~20 alternatives at the answer position. A scale token outside
 them used to count as 0 and the rest was renormalised: 7 of 16 story items read as ``{1: 1.0}``.

@@ -1,4 +1,4 @@
-"""One judge, several endpoints of the same model: vLLM, SGLang or llama-server replicas (issue 25, item 3).
+"""One judge, several endpoints of the same model: vLLM, SGLang or llama-server replicas.
 
 Each request goes to the endpoint with the fewest requests in flight (over all of the judge's workers; a tie
 goes round). An endpoint that does not answer (connection refused, timeout, a 5xx) is left alone for

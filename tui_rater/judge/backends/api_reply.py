@@ -2,8 +2,8 @@
 
 A server (or a proxy in front of it) may send anything: HTML with status 200, JSON whose content
 is a number, a logprob of 1000 or NaN, a token that is a number, no choices, a body of
-gigabytes, the API key echoed back. Each becomes a typed ``malformed`` failure of that one job
-(issue 11), and every string kept from a reply has the secrets replaced; nothing here raises
+gigabytes, the API key echoed back. Each becomes a typed ``malformed`` failure of that one job,
+and every string kept from a reply has the secrets replaced; nothing here raises
 anything but ``JudgeError``.
 """
 
@@ -141,7 +141,7 @@ MAX_SERVED_CHARS = 200
 
 def served(body: dict[str, Any], secrets: Iterable[str]) -> tuple[str, str]:
     """(the model id the server says answered, its ``system_fingerprint``): '' where it says nothing
-    (or not text). They tell apart two servers behind one model name and URL (issue 13, item 11)."""
+    (or not text). They tell apart two servers behind one model name and URL."""
 
     def text(name: str) -> str:
         value = body.get(name)

@@ -1,4 +1,4 @@
-"""What an OpenAI-compatible server says about the model behind its alias (issue 26, item 10).
+"""What an OpenAI-compatible server says about the model behind its alias.
 
 The reply's ``model`` is the name the server was started with (an alias: "tiny", "gpt-4o") and its
 ``system_fingerprint`` is often empty: neither identifies the weights. A server that says more is asked

@@ -13,7 +13,7 @@ Message = dict[str, str]  # {"role": "user" | "assistant", "content": ...}
 
 @dataclass
 class TokenCounts:
-    """Prompt tokens served from the KV cache vs evaluated (issue 7's figures)."""
+    """Prompt tokens served from the KV cache vs evaluated (the benchmarks' figures)."""
 
     cached: int = 0
     evaluated: int = 0
@@ -42,7 +42,7 @@ class OptionProbabilities:
     An option in ``unscored`` has a spelling the server gave no probability for (it was not
     among the listed top tokens and could not be asked for): its probability is at least the one
     given, and all unscored spellings together hold at most ``unscored_mass_at_most``. A list
-    cut at the top 20 is never renormalised silently (issue 13, item 3).
+    cut at the top 20 is never renormalised silently.
     """
 
     probabilities: dict[str, float]

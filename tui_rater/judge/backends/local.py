@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # imported lazily below: llama_cpp is heavy
 # (model file, symlinks resolved; n_ctx; n_gpu_layers; chat template): what one shared engine is loaded for
 _Key = tuple[str, int, int, int, str | None]  # model file, n_ctx, n_gpu_layers, n_threads, chat template
 
-# How a reply may begin with an option: bare, after a space, a line break, two (issue 26, item 3)
+# How a reply may begin with an option: bare, after a space, a line break, two
 OPTION_SPELLINGS = ("{}", " {}", "\n{}", "\n\n{}")
 # A whitespace token less probable than this adds less than it to an option's probability: no pass is spent on it
 NEGLIGIBLE_LEAD = 1e-9
@@ -117,7 +117,7 @@ def _render(formatter: Jinja2ChatFormatter | None, messages: list[Message]) -> s
 
 def _prompt_tokens(model: Model, formatter: Jinja2ChatFormatter | None, messages: list[Message]) -> list[int]:
     """The rendered prompt's tokens. BOS is added only when the model wants one and the rendered prompt does not
-    already start with it: most instruct templates begin with ``{{ bos_token }}`` (issue 13)."""
+    already start with it: most instruct templates begin with ``{{ bos_token }}`` (two BOS otherwise)."""
     tokens = model.tokenize(_render(formatter, messages), special=formatter is not None)
     if model.add_bos and model.bos is not None and tokens[:1] != [model.bos]:
         tokens.insert(0, model.bos)
@@ -131,7 +131,7 @@ def tokens_needed(model: Model, *, spec: JudgeSpec, prompts: list[list[Message]]
     """KV cells one sequence needs: the longest of the run's longest prompts (``service.judging.longest_prompts``)
     plus its reply budget, with a quarter more for the prompts not measured (a longer one still runs: the engine
     then admits fewer sequences at once), never more than ``--n-ctx``. The cache was 16 x 4,096 tokens whatever the
-    prompts (1.6 GB for a 253 MB model; issues 22.6, 25.5)."""
+    prompts (1.6 GB for a 253 MB model)."""
     formatter = _chat_formatter(model, spec.chat_template)
     longest = max(len(_prompt_tokens(model, formatter, messages)) for messages in prompts)
     reply = 1 if mode_of(spec.mode).at_answer_position else spec.decoding.max_tokens
@@ -229,7 +229,7 @@ class LocalBackend:
         """The raw probability that the reply begins with each option (not renormalised), summed over every path
         that spells it: a single token ("3", " 3") and a whitespace token then the option's token (" " then "3",
         as Gemma's and Qwen2's tokenizers write " 3"): P(" ") * P("3" | " "). The pre-flight check reads the
-        same numbers (issue 26, items 3-4)."""
+        same numbers."""
         paths = {option: self._option_paths(option) for option in options}
         prompt = self.prompt_tokens(messages)
         logits, top, log_z = self._logits(prompt)
