@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tui_rater.config import JudgeDefaults
+from tui_rater.config import LOCAL_ONLY, JudgeDefaults
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.modes import mode_of
@@ -61,6 +61,8 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
     asks to judge one task at a time.
     """
     defaults = defaults or JudgeDefaults()
+    if options.model.startswith("api:"):  # the config file's local-model settings are not the API judge's
+        defaults = replace(defaults, **{name: getattr(JudgeDefaults(), name) for name in LOCAL_ONLY})
     if is_hub_model(options.model):  # hf:OWNER/REPO/FILE.gguf: the file in the Hugging Face cache (downloaded once)
         options = replace(options, model=fetch_model(options.model))
     if not tasks:
