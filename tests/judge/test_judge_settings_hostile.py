@@ -95,3 +95,20 @@ def test_more_threads_than_cores_is_refused_before_the_model_loads(tmp_path, tin
         f"tui-rater: error: --threads {threads} is more than the {cores} CPU cores tui-rater can use here; "
         f"give at most {cores}, or leave it out for every core"
     )
+
+
+def test_top_k_and_min_p_are_refused_where_no_reply_is_sampled(tmp_path, serve_zoo):
+    """Distribution mode reads the scale's probabilities whole: --top-k 40 --min-p 0.05 changed nothing sent or
+    read but made another judge, labelled k40m0.05. Given, they are one sentence; the config file's (kept for
+    sampled replies) are left out of such a judge."""
+    _, url = serve_zoo()
+    study = story_study(tmp_path / "s.db")
+    before = digest(study)
+    args = ("judge", "--db", study, "--model", "api:m", "--base-url", url, "--task", "story", "--mode", "distribution")
+    for extra in (("--top-k", "40", "--min-p", "0.05"), ("--top-k", "40", "--check")):
+        given = run_cli_process(*args, *extra)
+        assert "--top-k" in _refused(given, study, before) and "leave them out" in given.stderr
+    env = _config(tmp_path, "[judge]\ntop_k = 40\nmin_p = 0.05\n")
+    result = run_cli_process(*args, "--limit", "1", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "/distribution/plain/T1/p0.9/s0#" in result.stderr and "k40" not in result.stderr

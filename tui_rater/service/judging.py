@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from tui_rater.config import LOCAL_ONLY, JudgeDefaults
 from tui_rater.domain import protocols
+from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.modes import mode_of
 from tui_rater.domain.tasks import Task
@@ -73,6 +74,19 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         {task.name: _one(task, lambda p, t, a: p.default_variant(t, a), options.mode) for task in tasks}, "prompt"
     )
     base = defaults.decoding
+    if mode_of(options.mode).at_answer_position:
+        # the scale's probabilities are read whole and the samples drawn from them: top-k and min-p, cuts of a
+        # sampled reply's tokens, would change nothing but the judge's label (k40m0.05), so they are refused when
+        # given and the config file's (kept for sampled replies) left out
+        cuts = Decoding().extensions()
+        given = [name for name, default in cuts.items() if options.decoding.get(name, default) != default]
+        if given:
+            flags = " and ".join("--" + name.replace("_", "-") for name in given)
+            raise UserError(
+                f"{flags} cut the tokens of a sampled reply; --mode {options.mode} reads the scale's probabilities "
+                "without sampling a reply, so leave them out"
+            )
+        base = replace(base, **cuts)
     for task in tasks:
         for attribute in task.attributes:
             protocols.for_mode(task, attribute, options.mode).check_variant(task, attribute, variant)
