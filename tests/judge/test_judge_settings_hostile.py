@@ -112,3 +112,20 @@ def test_top_k_and_min_p_are_refused_where_no_reply_is_sampled(tmp_path, serve_z
     result = run_cli_process(*args, "--limit", "1", env=env)
     assert result.returncode == 0, result.stderr
     assert "/distribution/plain/T1/p0.9/s0#" in result.stderr and "k40" not in result.stderr
+
+
+def test_a_server_refusing_the_judges_own_cuts_is_said_at_the_end_of_the_run(tmp_path, serve_zoo):
+    """A server that refuses top_k / min_p samples with its own; a judge labelled k40 had replies without that cut
+    and nothing but each rating's sampling_sent said so. The run says it; a judge at the papers' default (no cut,
+    which such a server's own sampling is) is not told."""
+    _, url = serve_zoo(strict=True)
+    args = ("judge", "--model", "api:m", "--base-url", url, "--task", "story", "--samples", "1", "--limit", "1")
+    own = run_cli_process(*args, "--db", story_study(tmp_path / "own.db"), "--top-k", "40")
+    assert own.returncode == 0, own.stderr
+    assert (
+        "tui-rater: note: the server refused top_k / min_p: 4 replies were sampled with its own settings, not this "
+        "judge's --top-k / --min-p (each such rating records sampling_sent)"
+    ) in own.stderr.splitlines()
+    papers = run_cli_process(*args, "--db", story_study(tmp_path / "papers.db"))
+    assert papers.returncode == 0, papers.stderr
+    assert "note" not in papers.stderr
