@@ -129,3 +129,14 @@ def test_a_server_refusing_the_judges_own_cuts_is_said_at_the_end_of_the_run(tmp
     papers = run_cli_process(*args, "--db", story_study(tmp_path / "papers.db"))
     assert papers.returncode == 0, papers.stderr
     assert "note" not in papers.stderr
+
+
+def test_a_config_files_thread_count_above_this_machines_cores_is_every_core(tmp_path, tiny_gguf):
+    """[judge] n_threads kept for a bigger machine is every core here, not a refusal naming --threads (a flag the
+    user did not give); the readings do not depend on it."""
+    study = story_study(tmp_path / "s.db")
+    env = _config(tmp_path, f"[judge]\nn_threads = {len(os.sched_getaffinity(0)) + 1}\n")
+    args = ("judge", "--db", study, "--model", tiny_gguf, "--limit", "1", "--samples", "1", "--mode", "constrained")
+    result = run_cli_process(*args, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "--threads" not in result.stderr

@@ -23,7 +23,7 @@ from tui_rater.judge import queue
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.feeder import CHUNK_ITEMS, Feeder, Span
 from tui_rater.judge.hub import fetch_model, is_hub_model
-from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
+from tui_rater.judge.spec import JudgeSpec, provenance, rater_name, usable_cores
 from tui_rater.judge.worker import BackendFactory, Progress, Worker, job_shapes, make_backend, run_judge
 from tui_rater.store.study import Item, Rater, Study
 
@@ -104,7 +104,8 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         min_mass=_pick(options.min_mass, 0.5),
         n_ctx=_pick(options.n_ctx, defaults.n_ctx),
         n_gpu_layers=_pick(options.n_gpu_layers, defaults.n_gpu_layers),
-        n_threads=_pick(options.n_threads, defaults.n_threads),
+        # the config file's count may be a bigger machine's: here it is every core (a flag above them is refused)
+        n_threads=_pick(options.n_threads, min(defaults.n_threads, usable_cores())),
         chat_template=options.chat_template,
         base_url=options.base_url or defaults.base_url,
         replicas=options.replicas if options.base_url else defaults.replicas,
