@@ -54,6 +54,18 @@ class JudgeDefaults:
     n_threads: int = 0  # 0: every core
 
 
+# the [judge] keys that are not decoding settings, with the ranges their flags take (0 threads: every core)
+JUDGE_LIMITS: dict[str, tuple[int, int]] = {
+    "max_retries": (0, 100),
+    "n_ctx": (1, 10_000_000),
+    "n_gpu_layers": (-1, 100_000),
+    "n_threads": (0, 4096),
+}
+# a local model's settings: the config file's apply to a local judge only (a [judge] n_threads kept for the
+# laptop's model must not refuse every API judge, as the same flag given for an API model is)
+LOCAL_ONLY = ("n_ctx", "n_gpu_layers", "n_threads")
+
+
 @dataclass(frozen=True)
 class Settings:
     db: str = DEFAULT_DB
@@ -163,11 +175,15 @@ def _judge_from(raw: object, path: Path, decoding: Decoding | None = None) -> Ju
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, expected) or isinstance(value, bool):
-            raise UserError(f"config file {path}: [judge] {key} must be a {expected.__name__}")
+            kind = {int: "a whole number", float: "a number", str: "a string"}.get(expected, expected.__name__)
+            raise UserError(f"config file {path}: [judge] {key} must be {kind}")
         if key in knobs:
             _check_range(knobs[key], value, path)
             given[key] = value
         else:
+            if key in JUDGE_LIMITS and not JUDGE_LIMITS[key][0] <= value <= JUDGE_LIMITS[key][1]:
+                low, high = JUDGE_LIMITS[key]
+                raise UserError(f"config file {path}: [judge] {key} must be in [{low}, {high}]")
             values[key] = value
     return replace(defaults, decoding=defaults.decoding.given(given), **values)
 

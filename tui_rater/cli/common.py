@@ -11,7 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from tui_rater.config import DEFAULT_DB, Settings, load_settings
+from tui_rater.config import DEFAULT_DB, JUDGE_LIMITS, Settings, load_settings
 from tui_rater.domain.decoding import Decoding, default_of, flag_name
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.errors import UserError
@@ -205,7 +205,11 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="ask all of an item's questions in one chat, in order (the paper's ChatGPT setting)",
     )
-    g.add_argument("--max-retries", type=whole(0, 100), help="regenerations of a reply that does not parse (default 3)")
+    g.add_argument(
+        "--max-retries",
+        type=whole(*JUDGE_LIMITS["max_retries"]),
+        help="regenerations of a reply that does not parse (default 3)",
+    )
     g.add_argument(
         "--min-mass",
         type=real(0, 1),
@@ -213,11 +217,15 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
         "low_mass, not as a rating (default 0.5)",
     )
     g.add_argument("--n-ctx", type=int, help="local: context window in tokens (default 4096)")
-    g.add_argument("--n-gpu-layers", type=whole(-1, 100_000), help="local: layers to offload to CUDA/Metal (-1 = all)")
+    g.add_argument(
+        "--n-gpu-layers",
+        type=whole(*JUDGE_LIMITS["n_gpu_layers"]),
+        help="local: layers to offload to CUDA/Metal (-1 = all)",
+    )
     g.add_argument(
         "--threads",
         dest="n_threads",
-        type=whole(1, 4096),
+        type=whole(1, JUDGE_LIMITS["n_threads"][1]),
         help="local: CPU threads llama.cpp computes with (default: every core; fewer can be faster on a busy "
         "machine); the readings are the same with any number",
     )

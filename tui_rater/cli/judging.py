@@ -147,6 +147,12 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
     )
     if produced.total:
         say(produced.describe())
+    if progress.cuts_refused:
+        say(
+            f"tui-rater: note: the server refused top_k / min_p: {progress.cuts_refused} replies were sampled "
+            "with its own settings, not this judge's --top-k / --min-p (each such rating records sampling_sent)",
+            err=True,
+        )
     if produced.useless:  # jobs ended, nothing usable came of them: not a success
         say(f"tui-rater: error: {produced.describe()} — {produced.next_step(plan.spec.mode)}", err=True)
         return 1

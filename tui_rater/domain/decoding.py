@@ -43,8 +43,10 @@ def knob(
 class Decoding:
     """How a judge samples, unless the user says otherwise (the order is the positional one protocols use)."""
 
-    samples: int = knob(3, "samples per question (Chiang & Lee §3.2: three, as three annotators)", 1, 1000, sent=False)
-    temperature: float = knob(1.0, "sampling temperature; 0 is greedy", 0, 100)
+    # samples at most 100 and temperature at most 5: the limits a judge has always been held to (the flags and the
+    # config file said 1000 and 100 while the judge refused more than these, naming a flag the user had not given)
+    samples: int = knob(3, "samples per question (Chiang & Lee §3.2: three, as three annotators)", 1, 100, sent=False)
+    temperature: float = knob(1.0, "sampling temperature; 0 is greedy", 0, 5)
     top_p: float = knob(0.9, "nucleus sampling p", 0, 1, low_open=True)
     max_tokens: int = knob(128, "reply length limit in tokens", 1, 1_000_000)
     seed: int = knob(

@@ -107,6 +107,9 @@ class Progress:
     cached: int = 0
     # this run's readings by parse status ('ok' = usable): what the run produced, not just how many jobs ended
     readings: dict[str, int] = field(default_factory=dict)
+    # replies of a judge with its own top-k / min-p that the server sampled without them (it refused the fields):
+    # the judge's label names cuts these replies did not have, so the run says so
+    cuts_refused: int = 0
     fatal: JudgeError | None = None
     # the jobs whose requests went unanswered since the last answer (over all workers): a run stops when
     # UNANSWERED_TO_STOP different jobs are in it (a few jobs' retries alone never stop it)
@@ -381,6 +384,8 @@ class Worker(threading.Thread):
         }
         if getattr(completion, "sampling_sent", None):  # the server refused the paper's top_k / min_p
             reply["sampling_sent"] = completion.sampling_sent
+            if decoding.extensions() != Decoding().extensions():  # the user's own cuts, not the papers' none
+                self.progress.add(cuts_refused=1)
         return reply
 
     def scale_mass(self, protocol: EvaluationProtocol, attribute: Attribute, messages: list[Message]) -> float | None:

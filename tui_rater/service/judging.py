@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tui_rater.config import JudgeDefaults
+from tui_rater.config import LOCAL_ONLY, JudgeDefaults
 from tui_rater.domain import protocols
+from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.modes import mode_of
 from tui_rater.domain.tasks import Task
@@ -22,7 +23,7 @@ from tui_rater.judge import queue
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.feeder import CHUNK_ITEMS, Feeder, Span
 from tui_rater.judge.hub import fetch_model, is_hub_model
-from tui_rater.judge.spec import JudgeSpec, provenance, rater_name
+from tui_rater.judge.spec import JudgeSpec, provenance, rater_name, usable_cores
 from tui_rater.judge.worker import BackendFactory, Progress, Worker, job_shapes, make_backend, run_judge
 from tui_rater.store.study import Item, Rater, Study
 
@@ -61,6 +62,8 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
     asks to judge one task at a time.
     """
     defaults = defaults or JudgeDefaults()
+    if options.model.startswith("api:"):  # the config file's local-model settings are not the API judge's
+        defaults = replace(defaults, **{name: getattr(JudgeDefaults(), name) for name in LOCAL_ONLY})
     if is_hub_model(options.model):  # hf:OWNER/REPO/FILE.gguf: the file in the Hugging Face cache (downloaded once)
         options = replace(options, model=fetch_model(options.model))
     if not tasks:
@@ -71,6 +74,19 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         {task.name: _one(task, lambda p, t, a: p.default_variant(t, a), options.mode) for task in tasks}, "prompt"
     )
     base = defaults.decoding
+    if mode_of(options.mode).at_answer_position:
+        # the scale's probabilities are read whole and the samples drawn from them: top-k and min-p, cuts of a
+        # sampled reply's tokens, would change nothing but the judge's label (k40m0.05), so they are refused when
+        # given and the config file's (kept for sampled replies) left out
+        cuts = Decoding().extensions()
+        given = [name for name, default in cuts.items() if options.decoding.get(name, default) != default]
+        if given:
+            flags = " and ".join("--" + name.replace("_", "-") for name in given)
+            raise UserError(
+                f"{flags} cut the tokens of a sampled reply; --mode {options.mode} reads the scale's probabilities "
+                "without sampling a reply, so leave them out"
+            )
+        base = replace(base, **cuts)
     for task in tasks:
         for attribute in task.attributes:
             protocols.for_mode(task, attribute, options.mode).check_variant(task, attribute, variant)
@@ -88,7 +104,8 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         min_mass=_pick(options.min_mass, 0.5),
         n_ctx=_pick(options.n_ctx, defaults.n_ctx),
         n_gpu_layers=_pick(options.n_gpu_layers, defaults.n_gpu_layers),
-        n_threads=_pick(options.n_threads, defaults.n_threads),
+        # the config file's count may be a bigger machine's: here it is every core (a flag above them is refused)
+        n_threads=_pick(options.n_threads, min(defaults.n_threads, usable_cores())),
         chat_template=options.chat_template,
         base_url=options.base_url or defaults.base_url,
         replicas=options.replicas if options.base_url else defaults.replicas,
