@@ -16,24 +16,11 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol
 
 from tui_rater.domain.decoding import Decoding
+from tui_rater.domain.details import Details as Details  # the stored keys, re-exported: modes write them
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.preflight import ModePreflight, Probe, RepliesRead, ScaleMass, YesNoMass
 from tui_rater.domain.protocols.base import DistributionReading, EvaluationProtocol, Reading
 from tui_rater.domain.questions import Attribute
-
-
-class Details:
-    """Keys of a judge rating's stored ``details`` (JSON) read by more than one module."""
-
-    FINISH_REASON = "finish_reason"  # "length": the reply was cut by --max-tokens
-    STRUCTURED = "structured"  # the reply is {"score": ...} JSON from a constrained request
-    SEED = "seed"  # the request's (or the distribution pass's) seed
-    MASS = "mass"  # next-token probability on the options (a distribution pass; constrained: before the grammar)
-    RAW = "raw"  # a distribution pass: each option's probability as the model gave it
-    DISTRIBUTION = "distribution"  # the same, renormalised over the options
-    UNSCORED = "unscored"  # options the server gave no probability for
-    UNSCORED_MASS_AT_MOST = "unscored_mass_at_most"
-    TOP = "top5"  # the implicit score's top tokens (token, probability)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 
 import polars as pl
 
+from tui_rater.domain.details import Details
 from tui_rater.store.io import file_format
 from tui_rater.store.outputs import write_output
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
@@ -86,24 +87,24 @@ PASS_FACTS = (
 # column -> the key of the stored details it comes from
 FROM_DETAILS = {
     "answered": "answered",
-    "finish_reason": "finish_reason",
+    "finish_reason": Details.FINISH_REASON,
     "attempts": "attempts",
-    "seed": "seed",
+    "seed": Details.SEED,
     "temperature": "temperature",
-    "mass": "mass",
+    "mass": Details.MASS,
     "min_mass": "min_mass",
-    "expected": "expected",
-    "distribution": "distribution",
-    "probabilities": "raw",
-    "unscored": "unscored",
-    "unscored_mass_at_most": "unscored_mass_at_most",
-    "top_k": "top5",
-    "p_yes": "p_yes",
-    "p_no": "p_no",
+    "expected": Details.EXPECTED,
+    "distribution": Details.DISTRIBUTION,
+    "probabilities": Details.RAW,
+    "unscored": Details.UNSCORED,
+    "unscored_mass_at_most": Details.UNSCORED_MASS_AT_MOST,
+    "top_k": Details.TOP,
+    "p_yes": Details.P_YES,
+    "p_no": Details.P_NO,
     "earlier_replies": "earlier_replies",
     "template_id": "template_id",
     "template_sha256": "template_sha256",
-    "structured": "structured",
+    "structured": Details.STRUCTURED,
     "truncated": "truncated",
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui_rater.domain.modes import Details
+from tui_rater.domain.details import Details
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
 from tui_rater.store.team import has_team_tables
 
@@ -32,12 +32,12 @@ def task_ratings(study: Study, task: str) -> list[tuple[Any, ...]]:
 def implicit_jumps(study: Study, task: str) -> list[tuple[Any, ...]]:
     """(judge, question, how many of its Implicit Scores had p(no) = 0, the least p(yes) among them)."""
     return study.db.conn.execute(
-        f"""SELECT ra.label, r.attribute, count(*), min(json_extract(r.details, '$.p_yes'))
+        f"""SELECT ra.label, r.attribute, count(*), min(json_extract(r.details, '$.{Details.P_YES}'))
             FROM {RATINGS_IN_FORCE}
-            WHERE i.task = ? AND ra.kind = 'llm' AND r.value IS NOT NULL AND r.details LIKE '%"p_no"%'
-                  AND json_valid(r.details) AND json_type(r.details, '$.p_no') IN ('real', 'integer')
-                  AND json_extract(r.details, '$.p_no') = 0
-                  AND json_type(r.details, '$.p_yes') IN ('real', 'integer')
+            WHERE i.task = ? AND ra.kind = 'llm' AND r.value IS NOT NULL AND r.details LIKE '%"{Details.P_NO}"%'
+                  AND json_valid(r.details) AND json_type(r.details, '$.{Details.P_NO}') IN ('real', 'integer')
+                  AND json_extract(r.details, '$.{Details.P_NO}') = 0
+                  AND json_type(r.details, '$.{Details.P_YES}') IN ('real', 'integer')
             GROUP BY ra.label, r.attribute""",
         [task],
     ).fetchall()
@@ -46,10 +46,10 @@ def implicit_jumps(study: Study, task: str) -> list[tuple[Any, ...]]:
 def expected_scores(study: Study, task: str) -> list[tuple[Any, ...]]:
     """(judge, question, item key, the judge's expected score averaged over its passes)."""
     return study.db.conn.execute(
-        f"""SELECT ra.label, r.attribute, r.item_key, avg(json_extract(r.details, '$.expected'))
+        f"""SELECT ra.label, r.attribute, r.item_key, avg(json_extract(r.details, '$.{Details.EXPECTED}'))
             FROM {RATINGS_IN_FORCE}
-            WHERE i.task = ? AND ra.kind = 'llm' AND r.details LIKE '%"expected"%' AND json_valid(r.details)
-                  AND json_type(r.details, '$.expected') IN ('real', 'integer')
+            WHERE i.task = ? AND ra.kind = 'llm' AND r.details LIKE '%"{Details.EXPECTED}"%' AND json_valid(r.details)
+                  AND json_type(r.details, '$.{Details.EXPECTED}') IN ('real', 'integer')
             GROUP BY ra.label, r.attribute, r.item_key""",
         [task],
     ).fetchall()

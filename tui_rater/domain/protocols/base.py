@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tui_rater.domain.decoding import Decoding as Decoding  # re-exported: protocols take it from here
+from tui_rater.domain.details import Details
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.parsing import ParseResult, parse_score
 from tui_rater.domain.prompts import PERSONA, RenderedPrompt, fill, generic_template
@@ -367,11 +368,15 @@ class EvaluationProtocol:
         samples, seed = decoding.samples, decoding.seed
         p = np.array([max(float(raw.get(label, 0.0)), 0.0) for label in options.labels], dtype=float)
         mass = float(p.sum())
-        details: dict[str, Any] = {"raw": {k: float(v) for k, v in raw.items()}, "mass": mass, "seed": seed}
+        details: dict[str, Any] = {
+            Details.RAW: {k: float(v) for k, v in raw.items()},
+            Details.MASS: mass,
+            Details.SEED: seed,
+        }
         unknown = float(unscored_mass_at_most) if unscored else 0.0
         if unscored:
-            details["unscored"] = list(unscored)
-            details["unscored_mass_at_most"] = unknown
+            details[Details.UNSCORED] = list(unscored)
+            details[Details.UNSCORED_MASS_AT_MOST] = unknown
         if mass > MAX_MASS:
             details["max_mass"] = MAX_MASS
             return DistributionReading([Reading(None, "not_probabilities") for _ in range(samples)], details)
@@ -384,9 +389,9 @@ class EvaluationProtocol:
         p = p / mass
         values = np.array(options.values, dtype=float)
         canonical_values = [self.canonical(float(v), attribute, variant, presentation) for v in values]
-        details["distribution"] = dict(zip(options.labels, map(float, p)))
+        details[Details.DISTRIBUTION] = dict(zip(options.labels, map(float, p)))
         if self.level is not Level.NOMINAL:
-            details["expected"] = float(sum(pi * cv for pi, (cv, _) in zip(p, canonical_values)))
+            details[Details.EXPECTED] = float(sum(pi * cv for pi, (cv, _) in zip(p, canonical_values)))
         rng = np.random.default_rng(seed)
         q = tempered(p, decoding.temperature, decoding.top_p)
         drawn = rng.choice(len(values), size=samples, p=q)

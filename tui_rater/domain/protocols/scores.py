@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from tui_rater.domain.details import Details
 from tui_rater.domain.prompts import CHEN_EXPLICIT, CHEN_IMPLICIT
 from tui_rater.domain.protocols.base import MAX_MASS, Decoding, EvaluationProtocol, Level, Reading
 from tui_rater.domain.questions import Attribute, Scale, Task
@@ -102,7 +103,11 @@ class ImplicitScore(ContinuousScore):
         pairs = [(str(token), float(p)) for token, p in top[: self.TOP_K]]
         p_yes = sum(p for token, p in pairs if token.strip() in self.YES)
         p_no = sum(p for token, p in pairs if token.strip() in self.NO)
-        details: dict[str, Any] = {"p_yes": p_yes, "p_no": p_no, "top5": [list(pair) for pair in pairs]}
+        details: dict[str, Any] = {
+            Details.P_YES: p_yes,
+            Details.P_NO: p_no,
+            Details.TOP: [list(pair) for pair in pairs],
+        }
         if sum(p for _token, p in pairs) > MAX_MASS:  # five tokens' probabilities add up to at most 1
             return Reading(None, "not_probabilities", details)
         if not any(token.strip() in self.YES | self.NO for token, _ in pairs):
