@@ -221,3 +221,29 @@ def test_quitting_the_app_with_a_hung_api_judge_says_so_and_adds_under_a_second(
     assert judges_took < 1.0, (judges_took, printed)  # was 10.9 s of blank screen
     assert "stopping the judges: giving back" in printed and "Traceback" not in printed
     assert _statuses(db).get("leased", 0) == 0
+
+
+def test_a_ctrl_c_while_the_progress_bar_starts_gives_the_terminal_streams_back(monkeypatch):
+    """In a terminal the bar takes sys.stdout and sys.stderr over while it runs. A Ctrl-C landing as it starts
+    (after the takeover, before a with-statement enters) left them taken: "stopping: ..." and "interrupted: ..."
+    then went into the dead bar's buffer, not to the terminal."""
+    from rich.console import Console
+    from rich.live import Live
+
+    from tui_rater.cli import judging as cli_judging
+    from tui_rater.judge.worker import Progress
+
+    monkeypatch.setattr(Console, "is_terminal", property(lambda self: True))  # as at a terminal
+    started = Live.start
+
+    def start_then_ctrl_c(self: Live, refresh: bool = False) -> None:
+        started(self, refresh)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Live, "start", start_then_ctrl_c)
+    out, err = sys.stdout, sys.stderr
+    busy = threading.Thread(target=time.sleep, args=(0.3,))
+    busy.start()
+    with pytest.raises(KeyboardInterrupt):
+        cli_judging._watch([busy], Progress(), lambda: 1, lambda: 1)
+    assert sys.stdout is out and sys.stderr is err

@@ -203,7 +203,12 @@ def _watch(threads: list[Worker], progress: Progress, total: Callable[[], int], 
         TimeRemainingColumn(),
         TextColumn("failed {task.fields[failed]}  retrying {task.fields[retried]}"),
     )
-    with Progress(*columns, transient=False) as bar:
+    bar = Progress(*columns, transient=False)
+    # started inside the try: a Ctrl-C that lands while the bar starts (after it took over sys.stdout and
+    # sys.stderr, before a with-statement would have entered) must still give the streams back, or every later
+    # message -- "stopping: ...", "interrupted: ..." -- went into the dead bar's buffer and never reached stderr
+    try:
+        bar.start()
         task = bar.add_task("judge", total=total(), rate=0.0, failed=0, retried=0)
         checked, every, completed = 0.0, 1.0, 0
         while any(t.is_alive() for t in threads):
@@ -227,6 +232,8 @@ def _watch(threads: list[Worker], progress: Progress, total: Callable[[], int], 
             )
         size = total()
         bar.update(task, total=size, completed=max(size - min(size, unfinished()), progress.done + progress.failed))
+    finally:
+        bar.stop()
 
 
 def _interrupted(study: Study, run: JudgeRun) -> int:
