@@ -247,3 +247,41 @@ def test_a_ctrl_c_while_the_progress_bar_starts_gives_the_terminal_streams_back(
     with pytest.raises(KeyboardInterrupt):
         cli_judging._watch([busy], Progress(), lambda: 1, lambda: 1)
     assert sys.stdout is out and sys.stderr is err
+
+
+STDERR_WHILE_LOADING = """
+import sys, threading
+from tui_rater.cli import main
+from tui_rater.cli.common import say
+from tui_rater.judge.engine.native import quiet_stderr
+
+assert main(["tasks", "--db", sys.argv[1]]) in (0, 1, 2)  # any command: main sets the process's streams up
+loading, said = threading.Event(), threading.Event()
+
+def load():  # a worker loading a model: llama.cpp's load log silenced on fd 2 meanwhile
+    with quiet_stderr():
+        loading.set()
+        said.wait(10)
+
+worker = threading.Thread(target=load)
+worker.start()
+loading.wait(10)
+say("stopping: said while a model loads", err=True)
+sys.stderr.flush()
+said.set()
+worker.join()
+"""
+
+
+def test_a_message_said_while_a_worker_loads_a_model_reaches_stderr(tmp_path):
+    """fd 2 points at /dev/null while llama.cpp loads a model (its load log); Ctrl-C's "stopping: ..." said then was
+    lost with it, and the run ended with exit 130 and no word (seen under load: the late worker was loading)."""
+    done = subprocess.run(
+        [sys.executable, "-c", STDERR_WHILE_LOADING, str(tmp_path / "s.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "stopping: said while a model loads" in done.stderr

@@ -12,7 +12,7 @@ import sys
 from typing import Any, NoReturn
 
 from tui_rater.cli import adjudicating, annotating, data, judges, judging, reporting, serving, team
-from tui_rater.cli.common import close_all, common_flags, say, settings_for, version
+from tui_rater.cli.common import close_all, common_flags, keep_messages_on_stderr, say, settings_for, version
 from tui_rater.cli.failures import failure_sentence
 from tui_rater.domain.errors import UserError
 
@@ -56,6 +56,7 @@ def _not_utf8(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    keep_messages_on_stderr()
     parser = _parser()
     bad = _not_utf8(sys.argv[1:] if argv is None else argv)
     if bad is not None:  # a file name, model path or name that cannot be stored or shown as text

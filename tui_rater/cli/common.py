@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import math
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import fields
@@ -122,6 +124,23 @@ def new_table(title: str, columns: list[str]) -> Table:
     for column in columns:
         table.add_column(data(column))
     return table
+
+
+def keep_messages_on_stderr() -> None:
+    """Point Python's ``sys.stderr`` at a copy of fd 2. While a model loads, fd 2 itself points at /dev/null
+    (``judge/engine/native.quiet_stderr``: llama.cpp prints its load log there whatever its log callback says), and a
+    message printed meanwhile went with it: Ctrl-C's "stopping: ..." while a worker loaded the model, then exit 130
+    without a word. Only the process's own stderr is replaced (not a test's capture, nor the app's screen)."""
+    original = sys.__stderr__
+    if original is None or sys.stderr is not original:
+        return
+    try:
+        if original.fileno() != 2:
+            return
+        copy = os.dup(2)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return
+    sys.stderr = open(copy, "w", buffering=1, encoding=original.encoding, errors=original.errors)
 
 
 def say(message: str, *, err: bool = False) -> None:
