@@ -17,11 +17,19 @@ def judge_batch(study: Study, plan: JudgePlan, *, cancel: bool) -> int:
 
     label = f"judge {plan.rater.label} ({plan.rater.name})"
     if cancel:
-        ids, back = batch.cancel_batches(study, plan)
-        if not ids:
+        cancelled, ended, back = batch.cancel_batches(study, plan)
+        if not cancelled and not ended:
             say(f"{label}: no batch to cancel")
             return 0
-        say(f"cancelled batch{'es' if len(ids) > 1 else ''} {', '.join(ids)}; {back} jobs queued again")
+        said = []
+        if cancelled:
+            said.append(f"cancelled batch{'es' if len(cancelled) > 1 else ''} {', '.join(cancelled)}")
+        if ended:
+            said.append(
+                f"batch{'es' if len(ended) > 1 else ''} {', '.join(ended)} had already ended (not read: "
+                "nothing to cancel on the server)"
+            )
+        say(f"{'; '.join(said)}; {back} jobs queued again")
         return 0
     say(f"{label}: {plan.added} new jobs, {plan.pending} to send", err=True)
     run = batch.judge_batch(study, plan)

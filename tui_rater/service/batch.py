@@ -147,18 +147,23 @@ def _submit(study: Study, server: BatchServer, judge: BatchJudge, requests: list
     return batch_id
 
 
-def cancel_batches(study: Study, plan: JudgePlan) -> tuple[list[str], int]:
-    """Cancel the judge's batches on the server; their jobs are queued again (the attempt does not count). The
-    batch ids, and how many jobs came back."""
+def cancel_batches(study: Study, plan: JudgePlan) -> tuple[list[str], list[str], int]:
+    """Cancel the judge's batches on the server; their jobs are queued again (the attempt does not count). (the
+    batches cancelled, those that had already ended -- completed, failed, expired: a server refuses to cancel
+    them, so they are only let go of, unread -- and how many jobs came back)."""
     refuse(plan)
     server = BatchServer(plan.spec)
     ids = queue.batches(study, plan.rater.id)
-    back = 0
+    cancelled, ended, back = [], [], 0
     for batch_id in ids:
         try:
-            server.cancel(batch_id)
+            if server.state(batch_id).running:
+                server.cancel(batch_id)
+                cancelled.append(batch_id)
+            else:
+                ended.append(batch_id)
         except JudgeError as exc:
             raise UserError(f"batch {batch_id} could not be cancelled: {exc.message}") from None
         back += queue.unbatch(study, batch_id, "cancelled", "the batch was cancelled", counts=False)
         queue.forget_batch(study, batch_id)
-    return ids, back
+    return cancelled, ended, back
