@@ -101,7 +101,8 @@ def rate_as_planned(db: Path, seed: int = 5) -> None:
 def verdicts(cli, db: Path) -> list[dict]:
     code, out, err = cli("report", "--db", db, "--task", TASK, "--format", "json")
     assert code == 0, err
-    return [r for r in json.loads(out)["tasks"][TASK] if r["table"] == "verdict" and r["statistic"] in ("verdict", "winning_rate")]
+    records = json.loads(out)["tasks"][TASK]
+    return [r for r in records if r["table"] == "verdict" and r["statistic"] in ("verdict", "winning_rate")]
 
 
 @pytest.mark.parametrize(
