@@ -455,10 +455,11 @@ def reassign(study: Study, task: str, name: str) -> list[str]:
     dropped = [a.item_key for a in mine if a.gold] + stuck
     hand_over(study, task, rater, moves, dropped, settings)
     got = {n: sum(to == r for _key, to in moves) for n, r in ids.items()}
+    kept = sum(a.rater_id == rater and not a.gold and a.item_key in finished for a in every)
     lines = [
         f"{name} is off the plan for {task!r}: {len(moves)} item(s) they had not finished moved to the others ("
         + ", ".join(f"{n} +{count}" for n, count in got.items())
-        + f"); the {len(finished)} they finished stay theirs in the file (leave them out of the numbers with "
+        + f"); the {kept} they finished stay theirs in the file (leave them out of the numbers with "
         f"`tui-rater report --exclude-annotator {name}`)"
     ]
     if stuck:
