@@ -15,6 +15,7 @@ import pytest
 from tests.support import digest, run_cli_process
 from tests.ui.tmux import TmuxApp, needs_tmux
 from tui_rater.store.study import Study
+from tui_rater.store.team import claim
 
 TASK = "title-fluency"
 
@@ -352,3 +353,27 @@ def test_a_lead_moves_a_careless_annotators_unfinished_items_to_the_others_keepi
     code, _out, err = cli("assign", "--db", db, "--task", TASK, "--reassign", "carol")
     assert one_sentence(code, err) and "'carol' is not in the plan for 'title-fluency'" in err
     assert digest(db) == before
+
+
+def test_reassign_says_when_an_item_cannot_keep_k_and_takes_a_dynamic_plans_leases(study_file, cli):
+    assert cli("assign", "--db", study_file, "--task", TASK, "--annotators", "a,b", "--per-item", "2")[0] == 0
+    code, out, err = cli("assign", "--db", study_file, "--task", TASK, "--reassign", "b")
+    assert code == 0, err
+    assert "b is off the plan for 'title-fluency': 0 item(s) they had not finished moved" in out
+    assert "warning: 60 item(s) now have one person fewer than the plan's 2: every other annotator" in out
+    b = rows(study_file, "SELECT id FROM raters WHERE name = 'b'")[0][0]
+    assert not rows(study_file, "SELECT 1 FROM assignments WHERE rater_id = ?", b)
+    code, _out, err = cli("assign", "--db", study_file, "--task", TASK, "--reassign", "a")
+    assert one_sentence(code, err) and "'a' is the only annotator in the plan" in err
+
+    dynamic = study_file.parent / "dynamic.db"
+    assert cli("import", items_file(study_file.parent / "d.csv", 5), "--task", TASK, "--db", dynamic)[0] == 0
+    assert cli("assign", "--db", dynamic, "--task", TASK, "--annotators", "a,b", "--dynamic")[0] == 0
+    study = Study.open(dynamic)
+    assert claim(study, study.items(TASK)[0].key, study.human("b").id, 1, 600.0)  # b holds a lease on an item
+    study.close()
+    code, out, err = cli("assign", "--db", dynamic, "--task", TASK, "--reassign", "b")
+    assert code == 0 and "b is off the dynamic plan" in out, err
+    assert not rows(dynamic, "SELECT 1 FROM leases")
+    ((settings,),) = rows(dynamic, "SELECT settings FROM team_plans")
+    assert json.loads(settings)["annotators"] == ["a"]
