@@ -19,7 +19,15 @@ from tui_rater.domain.questions import Scale
 from tui_rater.domain.tasks import Task
 from tui_rater.store.retest import RETEST_NOTE
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
-from tui_rater.store.team import TeamPlan, assignments, complete_pairs, gold_answers, load_team_plan, team_share
+from tui_rater.store.team import (
+    TeamPlan,
+    assignments,
+    complete_pairs,
+    gold_answers,
+    load_team_plan,
+    team_share,
+    unplanned_keys,
+)
 
 GOLD_ACCURACY_MIN = 0.7  # below this share of gold answers right (with at least GOLD_MIN answers)
 GOLD_MIN = 3
@@ -60,6 +68,7 @@ class TaskProgress:
     gold_items: int
     team_share: float | None
     annotators: list[AnnotatorProgress]
+    unplanned: int = 0  # a fixed plan's items nobody is assigned (imported after it was drawn)
 
 
 def task_progress(study: Study, task_name: str) -> TaskProgress:
@@ -81,9 +90,17 @@ def task_progress(study: Study, task_name: str) -> TaskProgress:
     pairs = complete_pairs(study, task.name)
     values = _values(study, task.name)
     rows = [_annotator(study, task, plan, name, raters.get(name), pairs, values, gold, keys) for name in names]
-    _mark(rows, values)
+    _mark(rows, values, set(gold))
     share = team_share(study, plan) if plan is not None else None
-    return TaskProgress(task.name, plan.mode if plan else None, len(keys) - len(gold), len(gold), share, rows)
+    return TaskProgress(
+        task.name,
+        plan.mode if plan else None,
+        len(keys) - len(gold),
+        len(gold),
+        share,
+        rows,
+        len(unplanned_keys(study, task.name)),
+    )
 
 
 def _values(study: Study, task: str) -> Values:
@@ -203,7 +220,7 @@ def _right(scale: Scale, value: float, answer: float) -> bool:
     return abs(value - answer) <= CONTINUOUS_TOLERANCE * (scale.high - scale.low)
 
 
-def _mark(rows: list[AnnotatorProgress], values: Values) -> None:
+def _mark(rows: list[AnnotatorProgress], values: Values, gold: set[int]) -> None:
     for row in rows:
         if row.gold_accuracy is not None and row.gold_answered >= GOLD_MIN and row.gold_accuracy < GOLD_ACCURACY_MIN:
             row.marks.append(f"gold {row.gold_accuracy:.0%} right ({row.gold_answered} answers)")
@@ -212,7 +229,10 @@ def _mark(rows: list[AnnotatorProgress], values: Values) -> None:
             typical = statistics.median(others)
             if row.median_seconds < FAST_RATIO * typical:
                 row.marks.append(f"fast: {row.median_seconds:.1f} s per item, the others {typical:.1f} s")
-        own = [vs[-1] for by_rater in values.values() if (vs := by_rater.get(row.annotator))]
+        # gold items aside: their answers are known, so rating them right is no sign of straight-lining
+        own = [
+            vs[-1] for (key, _q), by_rater in values.items() if key not in gold and (vs := by_rater.get(row.annotator))
+        ]
         if len(own) >= SAME_ANSWER_MIN:
             top = max(own.count(v) for v in set(own)) / len(own)
             if top >= SAME_ANSWER_SHARE:

@@ -15,6 +15,7 @@ verdicts (``gold_keys``), and each annotator's accuracy on them is in ``tui-rate
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -105,6 +106,27 @@ def move_assignment(study: Study, task: str, item_key: int, from_rater: int, to_
         )
 
 
+def hand_over(
+    study: Study, task: str, rater_id: int, moves: list[tuple[int, int]], dropped: list[int], settings: dict[str, Any]
+) -> None:
+    """One transaction: an annotator's items go to others (``moves``: item key, new rater id), their other
+    unfinished ones (``dropped``) leave the plan, their leases go, and the plan's settings become ``settings``."""
+    with write(study.db) as conn:
+        conn.executemany(
+            "UPDATE assignments SET rater_id = ? WHERE task = ? AND rater_id = ? AND item_key = ?",
+            [(to_rater, task, rater_id, key) for key, to_rater in moves],
+        )
+        conn.executemany(
+            "DELETE FROM assignments WHERE task = ? AND rater_id = ? AND item_key = ?",
+            [(task, rater_id, key) for key in dropped],
+        )
+        conn.execute(
+            "DELETE FROM leases WHERE rater_id = ? AND item_key IN (SELECT key FROM items WHERE task = ?)",
+            [rater_id, task],
+        )
+        conn.execute("UPDATE team_plans SET settings = ? WHERE task = ?", [json.dumps(settings, sort_keys=True), task])
+
+
 def assignments(study: Study, task: str, rater_id: int | None = None) -> list[Assignment]:
     if not has_team_tables(study):
         return []
@@ -114,6 +136,32 @@ def assignments(study: Study, task: str, rater_id: int | None = None) -> list[As
         params,
     ).fetchall()
     return [Assignment(r, k, bool(g), s) for r, k, g, s in rows]
+
+
+def unplanned_keys(study: Study, task: str) -> list[int]:
+    """A fixed plan's items nobody is assigned (imported after it was drawn), gold items aside, in import order:
+    ``annotate`` serves them to nobody. A dynamic plan (or none) leaves no item out."""
+    plan = load_team_plan(study, task)
+    if plan is None or plan.mode != "fixed":
+        return []
+    rows = study.db.conn.execute(
+        "SELECT key FROM items WHERE task = ? AND key NOT IN (SELECT item_key FROM assignments WHERE task = ?) "
+        "AND key NOT IN (SELECT item_key FROM gold) ORDER BY position, key",
+        [task, task],
+    )
+    return [key for (key,) in rows]
+
+
+def unplanned_note(study: Study, task: str) -> str:
+    """'' or one line: a fixed plan's items that nobody is assigned (imported after it was drawn) and what gives
+    them to the team."""
+    count = len(unplanned_keys(study, task))
+    if not count:
+        return ""
+    return (
+        f"{count} item(s) of {task!r} are outside its fixed plan (imported after it was drawn): nobody will be "
+        f"served them; give them to the team with `tui-rater assign --task {shlex.quote(task)} --extend`"
+    )
 
 
 def check_member(plan: TeamPlan, annotator: str) -> None:

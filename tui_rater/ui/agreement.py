@@ -367,7 +367,7 @@ class AgreementScreen(Screen[int | None]):
         study = self.study.reopen()
         try:
             try:
-                require_lead(study, self.annotator, "cancel the judges' queue")
+                require_lead(study, self.annotator, "cancel the judges' queue", "--annotator")
             except UserError as exc:
                 self.app.call_from_thread(self.notify, str(exc), severity="error")
                 return

@@ -452,6 +452,13 @@ class EvaluationProtocol:
             return HumanInput("key", tuple(str(int(v)) for v in points), points, f"keys {low}-{high}{ends}")
         return HumanInput("number", hint=f"type {scale.low:g}-{scale.high:g}, then Enter")
 
+    def is_person_answer(self, attribute: Attribute, value: float) -> bool:
+        """Whether a person can give this value (in the app, so in an import and as a gold item's known answer):
+        a point of a discrete scale, anything within a continuous one. A judge's x.5 between two points
+        (Chiang & Lee App. D.2.1) is no person's answer."""
+        scale = attribute.scale
+        return scale.contains(value) and (not scale.points or value in scale.points)
+
     def value_from_text(self, attribute: Attribute, text: str) -> float | None:
         """A value typed or imported as text ("4", "75"); None when it is not one."""
         try:
