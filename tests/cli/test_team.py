@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.stats.ratings import insert
 from tests.support import digest, run_cli_process
+from tui_rater.store.adjudication import Adjudication
 from tui_rater.store.study import Study
 
 TASK = "title-fluency"
@@ -351,3 +353,125 @@ def test_the_report_leaves_gold_ratings_out_and_says_how_many(tmp_path):
     # (but the retest table: its warm-up counts every item a person saw, gold items too, as they were shown)
     records = [r for r in json.loads(out)["tasks"][TASK] if r["table"] != "retest"]
     assert records and records == [r for r in json.loads(out_plain)["tasks"][TASK] if r["table"] != "retest"]
+
+
+def progress_json(db: Path, task: str = TASK) -> dict[str, dict]:
+    code, out, err = cli("progress", "--db", db, "--task", task, "--format", "json")
+    assert code == 0, err
+    (found,) = json.loads(out)
+    return {row["annotator"]: row for row in found["annotators"]}
+
+
+def test_adjudicated_items_move_no_annotators_distance_from_the_judges(tmp_path):
+    """An adjudicator's decision is no judge's reading: deciding 4 items (far from the judge) changes nobody's
+    figures (the judges' figures were averaged with the decisions: 0.957 -> 0.915 after 4)."""
+    db = rated_study(tmp_path)
+    before = progress_json(db)
+    gold = {k for (k,) in rows(db, "SELECT item_key FROM gold")}
+    rated = [
+        k
+        for (k,) in rows(db, "SELECT DISTINCT item_key FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
+                             "WHERE ra.kind = 'human' ORDER BY item_key")  # fmt: skip
+        if k not in gold
+    ][:4]
+    study = Study.open(db)
+    adjudication = Adjudication(study, TASK, "lena")
+    for key in rated:
+        adjudication.decide(key, "fluency", 5.0)
+    study.close()
+    assert rows(db, "SELECT count(*) FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
+                    "WHERE ra.kind = 'adjudicator'") == [(4,)]  # fmt: skip
+    after = progress_json(db)
+    assert list(after) == list(before) == ["alice", "bob", "carol"]  # the adjudicator is no annotator either
+    for name, row in after.items():
+        for figure in ("gap_judges", "shared_judges", "gap_people", "shared_people"):
+            assert row[figure] == before[name][figure], (name, figure)
+        assert row["gap_judges"] == pytest.approx(independent(db, name)["gap_judges"])
+
+
+PAIRWISE = "story-pairwise"
+
+
+def pairwise_study(tmp_path: Path) -> Path:
+    """Three people answer A / B / tie on 24 pairs; two judges answer in both orders (one sample each), and
+    change their answer with the order on some pairs (no preference: a tie, as the report counts it)."""
+    db = tmp_path / "pairs.db"
+    path = tmp_path / "pairs.csv"
+    lines = ["id,prompt,story_a,story_b"] + [f"p{i},Beginning {i},Story A {i},Story B {i}" for i in range(24)]
+    path.write_text("\n".join(lines) + "\n")
+    assert cli("import", path, "--task", PAIRWISE, "--db", db)[0] == 0
+    rng = random.Random(11)
+    study = Study.open(db)
+    keys = [item.key for item in study.items(PAIRWISE)]
+    judges = [study.judge(name, {"m": name}) for name in ("judge-x", "judge-y")]
+    for key in keys:
+        for judge in judges:
+            first = float(rng.choice((0, 0, 1, 2)))
+            second = first if rng.random() < 0.75 else float(rng.choice((0, 1, 2)))
+            insert(study, key, "preference", judge.id, first, presentation="original")
+            insert(study, key, "preference", judge.id, second, presentation="swapped")
+    for name, share in (("alice", 1.0), ("bob", 0.75), ("carol", 0.5)):
+        rater = study.human(name)
+        for key in keys[: int(len(keys) * share)]:
+            study.add_rating(key, "preference", rater.id, float(rng.choice((0, 0, 1, 2))), parse_status="human")
+    study.close()
+    return db
+
+
+def independent_disagreement(db: Path, name: str) -> dict[str, float]:
+    """The disagreement rates, from the tables: per item, the share of the other people's (each judge's)
+    answers unlike theirs, averaged; a judge's answer is the same in both orders, else a tie (MT-Bench's rule,
+    Zheng et al. 2023)."""
+    people: dict[int, dict[str, float]] = {}
+    for key, who, value in rows(
+        db,
+        "SELECT r.item_key, ra.name, r.value FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
+        "WHERE ra.kind = 'human' ORDER BY r.id",
+    ):
+        people.setdefault(key, {})[who] = value
+    orders: dict[int, dict[str, dict[str, float]]] = {}
+    for key, who, order, value in rows(
+        db,
+        "SELECT r.item_key, ra.name, r.presentation, r.value FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
+        "WHERE ra.kind = 'llm'",
+    ):
+        orders.setdefault(key, {}).setdefault(who, {})[order] = value
+    tie = 2.0
+    judged = {
+        key: [by_order["original"] if by_order["original"] == by_order["swapped"] else tie for by_order in j.values()]
+        for key, j in orders.items()
+    }
+    mine = {key: answers[name] for key, answers in people.items() if name in answers}
+    with_people = [
+        statistics.fmean(v != mine[key] for who, v in people[key].items() if who != name)
+        for key in mine
+        if len(people[key]) > 1
+    ]
+    with_judges = [statistics.fmean(v != mine[key] for v in judged[key]) for key in mine]
+    return {
+        "disagreement_people": statistics.fmean(with_people),
+        "shared_people_nominal": len(with_people),
+        "disagreement_judges": statistics.fmean(with_judges),
+        "shared_judges_nominal": len(with_judges),
+    }
+
+
+def test_a_pairwise_question_shows_a_disagreement_rate_never_a_mean_of_answer_codes(tmp_path):
+    db = pairwise_study(tmp_path)
+    shown = progress_json(db, PAIRWISE)
+    assert list(shown) == ["alice", "bob", "carol"]
+    for name, row in shown.items():
+        for figure, value in independent_disagreement(db, name).items():
+            assert row[figure] == pytest.approx(value), (name, figure)
+        # no distance in scale points of the codes 0 / 1 / 2
+        assert row["gap_people"] is None and row["gap_judges"] is None
+        assert row["shared_people"] == row["shared_judges"] == 0
+    assert 0 < shown["alice"]["disagreement_judges"] < 1
+
+    code, out, err = cli("progress", "--db", db, "--task", PAIRWISE)
+    assert code == 0, err
+    assert "≠ppl" in out and "≠jdg" in out and "disagreement rate" in out
+    assert "±jdg" not in out and "scale points" not in out and "distance" not in out.split("disagreement")[0]
+    alice = next(line for line in out.splitlines() if line.lstrip().startswith("alice"))
+    assert f"{shown['alice']['disagreement_judges']:.0%}" in alice
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 80

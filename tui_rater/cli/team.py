@@ -166,14 +166,23 @@ def cmd_progress(args: argparse.Namespace, settings: Settings) -> int:
     for t in tasks:
         plan = f"{t.mode} plan" if t.mode else "no plan"
         team = f", team {_pct(t.team_share)} done" if t.team_share is not None else ""
+        # a numeric question's distance in scale points; a nominal one's disagreement rate (never a mean of codes)
+        numeric = any(row.shared_people or row.shared_judges for row in t.annotators)
+        nominal = any(row.shared_people_nominal or row.shared_judges_nominal for row in t.annotators)
+        numeric = numeric or not nominal
         table = new_table(
             f"{t.task}: {t.items} items + {t.gold_items} gold, {plan}{team}",
-            ["who", "of", "done", "left", "skip", "flag", "s/item", "gold", "±ppl", "±jdg", "last"],
+            ["who", "of", "done", "left", "skip", "flag", "s/item", "gold"]
+            + (["±ppl", "±jdg"] if numeric else [])
+            + (["≠ppl", "≠jdg"] if nominal else [])
+            + ["last"],
         )
         table.box, table.padding = box.SIMPLE_HEAD, (0, 1, 0, 0)  # 80 columns: one space and the divider
         for column in table.columns[1:]:
             column.no_wrap = True
         for row in t.annotators:
+            gaps = [_num(row.gap_people), _num(row.gap_judges)] if numeric else []
+            rates = [_pct(row.disagreement_people), _pct(row.disagreement_judges)] if nominal else []
             table.add_row(
                 *(
                     data(v)
@@ -188,8 +197,8 @@ def cmd_progress(args: argparse.Namespace, settings: Settings) -> int:
                         f"{round((row.gold_accuracy or 0) * row.gold_answered)}/{row.gold_answered}"
                         if row.gold_answered
                         else "-",
-                        _num(row.gap_people),
-                        _num(row.gap_judges),
+                        *gaps,
+                        *rates,
                         (row.last_activity or "-")[5:16].replace("T", " ") or "-",
                     )
                 )
@@ -201,5 +210,9 @@ def cmd_progress(args: argparse.Namespace, settings: Settings) -> int:
             if row.retest_gap is not None:
                 say(f"  {row.annotator} against themselves (retest): ±{row.retest_gap:.2f} on {row.retested} ratings")
         say("  of: items planned · s/item: median seconds · gold: right / answered")
-        say("  ±ppl, ±jdg: mean distance from the others' / the judges' mean (scale points)")
+        if numeric:
+            say("  ±ppl, ±jdg: mean distance from the others' / the judges' mean (scale points)")
+        if nominal:
+            say("  ≠ppl, ≠jdg: disagreement rate, the share of the others' / the judges' answers")
+            say("    unlike theirs (choice, pairwise questions: answers have no distance)")
     return 0
