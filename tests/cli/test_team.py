@@ -119,6 +119,30 @@ def test_bad_plans_are_one_sentence_and_leave_the_study_unchanged(study_file, na
     assert digest(study_file) == before
 
 
+@pytest.mark.parametrize(
+    ("lease", "sentence"),
+    [
+        ("nan", "a lease must be a finite number of seconds, not nan"),
+        ("inf", "a lease must be a finite number of seconds, not inf"),
+        ("-inf", "a lease must be a finite number of seconds, not -inf"),
+        ("-1", "a lease must last more than 0 and at most 86400 seconds (a day), not -1"),
+        ("0", "a lease must last more than 0 and at most 86400 seconds (a day), not 0"),
+        ("1e300", "a lease must last more than 0 and at most 86400 seconds (a day), not 1e+300"),
+    ],
+)
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_an_unusable_lease_is_one_sentence_and_leaves_the_study_unchanged(study_file, lease, sentence, dry_run):
+    """`--lease nan` exited 0 and stored a NaN lease: no annotator could save after it."""
+    before = digest(study_file)
+    code, out, err = cli(
+        "assign", "--db", study_file, "--task", TASK, "--annotators", "a,b", "--dynamic", f"--lease={lease}",
+        *(["--dry-run"] if dry_run else []),
+    )  # fmt: skip
+    assert code == 2 and err == f"tui-rater: error: --lease: {sentence}\n", err
+    assert out == "" and digest(study_file) == before
+    assert rows(study_file, "SELECT count(*) FROM team_plans") == [(0,)]
+
+
 def test_a_judge_name_is_not_an_annotator_name(study_file):
     study = Study.open(study_file)
     study.judge("llama", {"m": 1})
