@@ -392,12 +392,8 @@ def test_adjudicated_items_move_no_annotators_distance_from_the_judges(tmp_path)
     db = rated_study(tmp_path)
     before = progress_json(db)
     gold = {k for (k,) in rows(db, "SELECT item_key FROM gold")}
-    rated = [
-        k
-        for (k,) in rows(db, "SELECT DISTINCT item_key FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
-                             "WHERE ra.kind = 'human' ORDER BY item_key")  # fmt: skip
-        if k not in gold
-    ][:4]
+    by_people = "SELECT DISTINCT item_key FROM ratings r JOIN raters ra ON ra.id = r.rater_id WHERE ra.kind = 'human'"
+    rated = sorted(k for (k,) in rows(db, by_people) if k not in gold)[:4]
     study = Study.open(db)
     adjudication = Adjudication(study, TASK, "lena")
     for key in rated:

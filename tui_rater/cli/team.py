@@ -39,7 +39,11 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         help="no fixed lists: each item goes to whoever comes next until K people have it (leases that expire)",
     )
     p.add_argument(
-        "--lease", type=float, default=600, metavar="SECONDS", help="--dynamic: how long an item is held (default 600, at most 86400: a day)"
+        "--lease",
+        type=float,
+        default=600,
+        metavar="SECONDS",
+        help="--dynamic: how long an item is held (default 600, at most 86400: a day)",
     )
     p.add_argument(
         "--gold-rate",

@@ -99,9 +99,7 @@ def task_progress(study: Study, task_name: str) -> TaskProgress:
     pairs = complete_pairs(study, task.name)
     values = _values(study, task.name)
     judged = _judge_scores(study, task)
-    rows = [
-        _annotator(study, task, plan, name, raters.get(name), pairs, values, judged, gold, keys) for name in names
-    ]
+    rows = [_annotator(study, task, plan, name, raters.get(name), pairs, values, judged, gold, keys) for name in names]
     _mark(rows, values)
     share = team_share(study, plan) if plan is not None else None
     return TaskProgress(task.name, plan.mode if plan else None, len(keys) - len(gold), len(gold), share, rows)
