@@ -495,3 +495,64 @@ def test_a_pairwise_question_shows_a_disagreement_rate_never_a_mean_of_answer_co
     alice = next(line for line in out.splitlines() if line.lstrip().startswith("alice"))
     assert f"{shown['alice']['disagreement_judges']:.0%}" in alice
     assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
+
+
+MIXED_TASK = """
+[[task]]
+name = "mixed"
+instructions = "Rate the reply."
+fields = ["text"]
+
+[[task.attributes]]
+name = "quality"
+question = "How good is it? (1-5)"
+scale = { kind = "likert", low = 1, high = 5 }
+
+[[task.attributes]]
+name = "topic"
+question = "Which topic?"
+scale = { kind = "choice", choices = ["news", "sport", "other"] }
+"""
+
+
+def test_a_task_with_numeric_and_choice_questions_keeps_their_figures_apart(tmp_path):
+    """Distances over the 1-5 question only, disagreement rates over the choice only; at 80 columns every name."""
+    db, task_file, items = tmp_path / "m.db", tmp_path / "t.toml", tmp_path / "i.csv"
+    task_file.write_text(MIXED_TASK)
+    items.write_text("id,text\n" + "".join(f"x{i},Text {i}\n" for i in range(12)))
+    assert cli("import", items, "--task", "mixed", "--task-file", task_file, "--db", db)[0] == 0
+    rng = random.Random(5)
+    study = Study.open(db)
+    judge = study.judge("judge-x", {"m": 1})
+    people = {name: study.human(name) for name in ("alice-with-a-long-name", "bob")}
+    given: dict[str, dict[str, list[float]]] = {name: {"quality": [], "topic": []} for name in [*people, "judge"]}
+    for item in study.items("mixed"):
+        for name, rater in [*people.items(), ("judge", judge)]:
+            for attribute, top in (("quality", 5), ("topic", 2)):
+                value = float(rng.randint(1, 5) if top == 5 else rng.randint(0, 2))
+                given[name][attribute].append(value)
+                study.add_rating(item.key, attribute, rater.id, value, parse_status="ok" if rater is judge else "human")
+    study.close()
+    shown = progress_json(db, "mixed")
+    for name, other in (("alice-with-a-long-name", "bob"), ("bob", "alice-with-a-long-name")):
+        mine, theirs, judged = given[name], given[other], given["judge"]
+        assert shown[name]["gap_people"] == pytest.approx(
+            statistics.fmean(abs(a - b) for a, b in zip(mine["quality"], theirs["quality"]))
+        )
+        assert shown[name]["gap_judges"] == pytest.approx(
+            statistics.fmean(abs(a - b) for a, b in zip(mine["quality"], judged["quality"]))
+        )
+        assert shown[name]["disagreement_people"] == pytest.approx(
+            statistics.fmean(a != b for a, b in zip(mine["topic"], theirs["topic"]))
+        )
+        assert shown[name]["disagreement_judges"] == pytest.approx(
+            statistics.fmean(a != b for a, b in zip(mine["topic"], judged["topic"]))
+        )
+        assert shown[name]["shared_people"] == shown[name]["shared_people_nominal"] == 12
+    code, out, err = cli("progress", "--db", db, "--task", "mixed")
+    assert code == 0, err
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
+    assert "alice-with-a-long-name" in out and "±jdg" in out and "≠jdg" in out
+    bob = [line.split() for line in out.splitlines() if line.split()[:1] == ["bob"]]
+    assert bob[0][-4] == f"{shown['bob']['gap_people']:.2f}"  # the distances in the main table ...
+    assert bob[1] == ["bob", f"{shown['bob']['disagreement_people']:.0%}", f"{shown['bob']['disagreement_judges']:.0%}"]

@@ -174,11 +174,12 @@ def cmd_progress(args: argparse.Namespace, settings: Settings) -> int:
         numeric = any(row.shared_people or row.shared_judges for row in t.annotators)
         nominal = any(row.shared_people_nominal or row.shared_judges_nominal for row in t.annotators)
         numeric = numeric or not nominal
+        apart = numeric and nominal  # both kinds of question: the rates in a table of their own (80 columns)
         table = new_table(
             f"{t.task}: {t.items} items + {t.gold_items} gold, {plan}{team}",
             ["who", "of", "done", "left", "skip", "flag", "s/item", "gold"]
             + (["±ppl", "±jdg"] if numeric else [])
-            + (["≠ppl", "≠jdg"] if nominal else [])
+            + (["≠ppl", "≠jdg"] if nominal and not apart else [])
             + ["last"],
         )
         table.box, table.padding = box.SIMPLE_HEAD, (0, 1, 0, 0)  # 80 columns: one space and the divider
@@ -186,7 +187,7 @@ def cmd_progress(args: argparse.Namespace, settings: Settings) -> int:
             column.no_wrap = True
         for row in t.annotators:
             gaps = [_num(row.gap_people), _num(row.gap_judges)] if numeric else []
-            rates = [_pct(row.disagreement_people), _pct(row.disagreement_judges)] if nominal else []
+            rates = [_pct(row.disagreement_people), _pct(row.disagreement_judges)] if nominal and not apart else []
             table.add_row(
                 *(
                     data(v)
@@ -208,6 +209,15 @@ def cmd_progress(args: argparse.Namespace, settings: Settings) -> int:
                 )
             )
         console.print(table)
+        if apart:
+            say(f"{t.task}, its choice and pairwise questions:")
+            rates_table = new_table("", ["who", "≠ppl", "≠jdg"])
+            rates_table.title, rates_table.box, rates_table.padding = None, box.SIMPLE_HEAD, (0, 1, 0, 0)
+            for row in t.annotators:
+                rates_table.add_row(
+                    *(data(v) for v in (row.annotator, _pct(row.disagreement_people), _pct(row.disagreement_judges)))
+                )
+            console.print(rates_table)
         for row in t.annotators:
             for mark in row.marks:
                 say(f"  ! {row.annotator}: {mark}")
