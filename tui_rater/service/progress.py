@@ -118,10 +118,19 @@ def _values(study: Study, task: str) -> Values:
 
 
 def _judge_scores(study: Study, task: Task) -> dict[tuple[int, str], list[float]]:
-    """(item, question) -> each LLM judge's score of it (never an adjudicator's decision: no judge's reading)."""
+    """(item, question) -> each LLM judge's score of it (never an adjudicator's decision: no judge's reading).
+
+    Only a judge that answered in every presentation scores an item (a pair in both orders), as in the report."""
+    readings = voices(study, task.name, ("llm",))
+    shown: dict[tuple[int, str, str], set[str]] = {}
+    for voice in readings:
+        if voice.value is not None:
+            shown.setdefault((voice.item_key, voice.attribute, voice.rater), set()).add(voice.presentation)
     found: dict[tuple[int, str], list[float]] = {}
-    for (key, attribute, _judge), score in judge_scores(task, voices(study, task.name, ("llm",))).items():
-        found.setdefault((key, attribute), []).append(score)
+    for (key, attribute, judge), score in judge_scores(task, readings).items():
+        question = task.attribute(attribute)
+        if set(protocols.of(question).presentations(question)) <= shown[(key, attribute, judge)]:
+            found.setdefault((key, attribute), []).append(score)
     return found
 
 
