@@ -272,3 +272,35 @@ def test_a_three_person_study_end_to_end_two_of_them_at_the_same_time(tmp_path):
     assert f"note: {gold_ratings} rating(s) of {gold_items} gold item(s) of {TASK} are left out" in proc.stderr
     records = json.loads(proc.stdout)["tasks"][TASK]
     assert any(r["evaluator"] == "humans" for r in records)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_plan_with_an_unusable_lease_says_not_saved_and_quitting_claims_nothing_saved(tmp_path, bad):
+    """A study made before `assign` refused `--lease nan` (its plan's lease written as it was stored then):
+    every save is refused with a reason, on screen, and quitting never says that the typed ratings are in the
+    file -- it names what was not saved, and counts what is."""
+    db = story_study(tmp_path / "s.db")
+    cli_ok("assign", "--db", db, "--task", "story", "--annotators", "alice,bob", "--per-item", "1", "--dynamic")
+    ((settings,),) = rows(db, "SELECT settings FROM team_plans")
+    with sqlite3.connect(db) as conn:  # as `assign --lease nan` stored it (json.dumps writes NaN / Infinity)
+        conn.execute("UPDATE team_plans SET settings = ?", [json.dumps({**json.loads(settings), "lease_s": bad})])
+    app = TmuxApp(annotate_command(db, "alice", "story"), tmp_path, env="env TERM=xterm")
+    try:
+        app.wait_text("item 1/4", "q quit")
+        app.keys("43")
+        screen = flat(app.wait_text("NOT SAVED", "2 ratings"))
+        assert "NOT SAVED: a lease must be a finite number of seconds" in screen  # the reason, in words
+        assert "1 lease and 2 ratings not saved yet" in screen  # the typed answers are counted, not dropped
+        app.keys("q")
+        app.wait_text("saving 1 lease and 2 ratings before quitting")
+        app.keys("q")
+        app.wait_text("Quit now and lose 1 lease and 2 ratings not saved yet?")
+        app.keys("y")
+        assert app.wait_status() == 1
+        printed = app.printed()
+    finally:
+        app.close()
+    assert rows(db, "SELECT count(*) FROM ratings") == [(0,)]
+    assert "everything else is in the file" not in printed
+    assert "quit without saving 1 lease and 2 ratings, as asked: not in the file" in printed
+    assert "nothing of this session is in the file" in printed

@@ -40,7 +40,11 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         help="no fixed lists: each item goes to whoever comes next until K people have it (leases that expire)",
     )
     p.add_argument(
-        "--lease", type=float, default=600, metavar="SECONDS", help="--dynamic: how long an item is held (default 600)"
+        "--lease",
+        type=float,
+        default=600,
+        metavar="SECONDS",
+        help="--dynamic: how long an item is held (default 600, at most 86400: a day)",
     )
     p.add_argument(
         "--gold-rate",
@@ -214,14 +218,24 @@ def cmd_progress(args: argparse.Namespace, settings: Settings) -> int:
     for t in tasks:
         plan = f"{t.mode} plan" if t.mode else "no plan"
         team = f", team {_pct(t.team_share)} done" if t.team_share is not None else ""
+        # a numeric question's distance in scale points; a nominal one's disagreement rate (never a mean of codes)
+        numeric = any(row.shared_people or row.shared_judges for row in t.annotators)
+        nominal = any(row.shared_people_nominal or row.shared_judges_nominal for row in t.annotators)
+        numeric = numeric or not nominal
+        apart = numeric and nominal  # both kinds of question: the rates in a table of their own (80 columns)
         table = new_table(
             f"{t.task}: {t.items} items + {t.gold_items} gold, {plan}{team}",
-            ["who", "of", "done", "left", "skip", "flag", "s/item", "gold", "±ppl", "±jdg", "last"],
+            ["who", "of", "done", "left", "skip", "flag", "s/item", "gold"]
+            + (["±ppl", "±jdg"] if numeric else [])
+            + (["≠ppl", "≠jdg"] if nominal and not apart else [])
+            + ["last"],
         )
         table.box, table.padding = box.SIMPLE_HEAD, (0, 1, 0, 0)  # 80 columns: one space and the divider
         for column in table.columns[1:]:
             column.no_wrap = True
         for row in t.annotators:
+            gaps = [_num(row.gap_people), _num(row.gap_judges)] if numeric else []
+            rates = [_pct(row.disagreement_people), _pct(row.disagreement_judges)] if nominal and not apart else []
             table.add_row(
                 *(
                     data(v)
@@ -236,13 +250,22 @@ def cmd_progress(args: argparse.Namespace, settings: Settings) -> int:
                         f"{round((row.gold_accuracy or 0) * row.gold_answered)}/{row.gold_answered}"
                         if row.gold_answered
                         else "-",
-                        _num(row.gap_people),
-                        _num(row.gap_judges),
+                        *gaps,
+                        *rates,
                         (row.last_activity or "-")[5:16].replace("T", " ") or "-",
                     )
                 )
             )
         console.print(table)
+        if apart:
+            say(f"{t.task}, its choice and pairwise questions:")
+            rates_table = new_table("", ["who", "≠ppl", "≠jdg"])
+            rates_table.title, rates_table.box, rates_table.padding = None, box.SIMPLE_HEAD, (0, 1, 0, 0)
+            for row in t.annotators:
+                rates_table.add_row(
+                    *(data(v) for v in (row.annotator, _pct(row.disagreement_people), _pct(row.disagreement_judges)))
+                )
+            console.print(rates_table)
         if t.unplanned:
             say(f"  ! {t.unplanned} item(s) outside the fixed plan (imported after it): served to nobody")
             say(f"    give them to the team: `tui-rater assign --task {shlex.quote(t.task)} --extend`")
@@ -258,5 +281,9 @@ def cmd_progress(args: argparse.Namespace, settings: Settings) -> int:
             if row.retest_gap is not None:
                 say(f"  {row.annotator} against themselves (retest): ±{row.retest_gap:.2f} on {row.retested} ratings")
         say("  of: items planned · s/item: median seconds · gold: right / answered")
-        say("  ±ppl, ±jdg: mean distance from the others' / the judges' mean (scale points)")
+        if numeric:
+            say("  ±ppl, ±jdg: mean distance from the others' / the judges' mean (scale points)")
+        if nominal:
+            say("  ≠ppl, ≠jdg: disagreement rate, the share of the others' / the judges' answers")
+            say("    unlike theirs (choice, pairwise questions: answers have no distance)")
     return 0

@@ -32,6 +32,7 @@ from tui_rater.store.team import (
     complete_pairs,
     gold_keys,
     hand_over,
+    lease_problem,
     load_team_plan,
     move_assignment,
     save_team_plan,
@@ -119,8 +120,9 @@ def check_design(study: Study, task: str, design: Design, items: int) -> None:
             f"--gold-rate {design.gold_rate:g}: task {task!r} has no gold items; import items with "
             "gold_<question> columns first"
         )
-    if design.lease_s <= 0:
-        raise UserError(f"--lease must be a positive number of seconds, not {design.lease_s:g}")
+    problem = lease_problem(design.lease_s)
+    if problem is not None:
+        raise UserError(f"--lease: {problem}")
 
 
 def _rng(design: Design, task: str, *what: object) -> np.random.Generator:

@@ -15,6 +15,7 @@ verdicts (``gold_keys``), and each annotator's accuracy on them is in ``tui-rate
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import time
 from dataclasses import dataclass
@@ -26,6 +27,26 @@ from tui_rater.store.study import Study
 
 MODES = ("fixed", "dynamic")
 LEASE_S = 600.0  # a dynamic lease lasts ten minutes unless the plan says otherwise; each rating renews it
+# a lease holds an item away from everyone else while one person rates it: a day is already a long lunch, and a
+# longer one (or an infinite one) keeps a dropped annotator's item from the team for good
+MAX_LEASE_S = 86400.0
+
+
+def lease_problem(lease_s: object) -> str | None:
+    """Why ``lease_s`` is no usable lease (None when it is): a NaN lease was stored as NULL and refused every
+    save after it ("NOT NULL constraint failed: leases.until"); an infinite one held an item forever."""
+    if isinstance(lease_s, bool) or not isinstance(lease_s, int | float) or not math.isfinite(lease_s):
+        return f"a lease must be a finite number of seconds, not {lease_s!r}"
+    if not 0 < lease_s <= MAX_LEASE_S:
+        return f"a lease must last more than 0 and at most {MAX_LEASE_S:g} seconds (a day), not {lease_s:g}"
+    return None
+
+
+def check_lease(lease_s: object) -> None:
+    """The store refuses an unusable lease whoever asks (a flag, a script, a plan stored before this check)."""
+    problem = lease_problem(lease_s)
+    if problem is not None:
+        raise UserError(f"{problem}; a lead can store a usable one with `tui-rater assign --replace --lease SECONDS`")
 
 
 @dataclass(frozen=True)
@@ -72,6 +93,8 @@ def save_team_plan(
     ratings are never touched)."""
     if mode not in MODES:
         raise ValueError(f"unknown plan mode {mode!r}")
+    if "lease_s" in settings:
+        check_lease(settings["lease_s"])
     now = utc_now()
     with write(study.db) as conn:
         if replace:
@@ -86,6 +109,8 @@ def save_team_plan(
 
 
 def update_settings(study: Study, task: str, settings: dict[str, Any]) -> None:
+    if "lease_s" in settings:
+        check_lease(settings["lease_s"])
     with write(study.db) as conn:
         conn.execute("UPDATE team_plans SET settings = ? WHERE task = ?", [json.dumps(settings, sort_keys=True), task])
 
@@ -261,6 +286,7 @@ def claim(study: Study, item_key: int, rater_id: int, per_item: int, lease_s: fl
     annotators' claims are then decided one after the other, so no item gets more than K raters
     while their leases last. An item this rater has already rated stays theirs.
     """
+    check_lease(lease_s)  # (a NaN until was stored as NULL: every later save failed on a constraint's words)
     now = time.time() if now is None else now
     mine = study.db.conn.execute(
         "SELECT 1 FROM ratings WHERE item_key = ? AND rater_id = ? AND retracted = 0 LIMIT 1", [item_key, rater_id]

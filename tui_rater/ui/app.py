@@ -253,6 +253,9 @@ class RaterApp(QuitWhenSaved):
     def refresh_saving(self) -> None:
         self.rating.refresh_saving()
 
+    def held_back(self) -> list[Change]:
+        return self.state.held_back()
+
     # --- keys --------------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -13,6 +13,7 @@ import contextlib
 from textual.app import App
 
 from tui_rater.ui.saving import SaveView
+from tui_rater.ui.writer import Change
 
 
 class QuitWhenSaved(App[None]):
@@ -25,6 +26,10 @@ class QuitWhenSaved(App[None]):
 
     def refresh_saving(self) -> None:
         raise NotImplementedError
+
+    def held_back(self) -> list[Change]:
+        """Changes typed that never reached the save queue (none here: see RaterApp)."""
+        return []
 
     async def action_quit(self) -> None:
         self.request_quit()

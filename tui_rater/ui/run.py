@@ -91,17 +91,26 @@ def _finish(app: RaterApp | AdjudicateApp, received: list[int], err: TextIO) -> 
     if writer is None:  # the app never started
         return 0
     if app.abandoned:
-        lost = writer.stop()
+        lost = writer.stop() + app.held_back()
         if lost:
-            _say(err, f"quit without saving {describe(lost)}, as asked; everything else is in the file")
+            _say(err, f"quit without saving {describe(lost)}, as asked: not in the file; {_saved(writer)}")
             return 1
         # the last save went through between the question and the `y` (this used to exit 1 without a word)
         _say(err, "nothing was lost: every change was saved before quitting")
         return 0
-    if writer.unsaved():
-        return _drain(writer, received, err)
+    code = _drain(writer, received, err) if writer.unsaved() else 0
     writer.close()
-    return 0
+    held = app.held_back()  # typed while an item's lease was asked for: never in the queue, so never saved
+    if held:
+        _say(err, f"{describe(held)} typed while the item was being claimed not saved; {_saved(writer)}")
+        return 1
+    return code
+
+
+def _saved(writer: StoreWriter) -> str:
+    """What this session put in the file, counted from the commits (never assumed)."""
+    done = [change for change in writer.committed if change.kind != "lease"]
+    return f"in the file from this session: {describe(done)}" if done else "nothing of this session is in the file"
 
 
 def _drain(writer: StoreWriter, received: list[int], err: TextIO) -> int:

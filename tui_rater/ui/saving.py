@@ -61,6 +61,12 @@ class SaveView:
         self.unsaved.append(change)
         self._recompute()
 
+    def discard(self, change: Change) -> None:
+        """A change that will not be committed as it is (an answer held back while its item's lease was asked)."""
+        if change in self.unsaved:
+            self.unsaved.remove(change)
+            self._recompute()
+
     def apply(self, committed: Committed) -> None:
         change = committed.change
         if change in self.unsaved:

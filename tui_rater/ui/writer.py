@@ -87,6 +87,7 @@ class StoreWriter:
         self._closing = False  # stop once the queue is empty
         self._stopping = False  # stop now: the person chose to quit without the unsaved changes
         self.stalled: Stalled | None = None  # why the head change is not committed yet (None: it is going)
+        self.committed: list[Change] = []  # what this writer has put in the file, oldest first
         self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
         self._thread.start()
 
@@ -147,6 +148,7 @@ class StoreWriter:
                 return
             with self._cond:
                 self._queue.popleft()
+                self.committed.append(change)
                 self.stalled = None
                 self._cond.notify_all()
             self._tell(Committed(change, result))

@@ -155,7 +155,7 @@ class RatingScreen(Screen[None]):
 
         def done(granted: bool) -> None:
             state.claiming.discard(key)
-            typed, state.deferred = state.deferred, []
+            typed = state.take_deferred()
             if granted:
                 for value in typed:  # the keys typed while the lease was asked for
                     self.answer(value)
@@ -216,7 +216,9 @@ class RatingScreen(Screen[None]):
         index, position, state = self.index, self.focus_attr, self.state
         key = self.session.items[index].key
         if key in state.claiming:  # dynamic mode: answered once the lease is ours (milliseconds), in order
-            state.deferred.append(value)
+            state.defer(value, self.session.key(index))
+            self.refresh_status()
+            self.refresh_saving()
             return
         if key in state.taken:
             self.app.notify(f"item {index + 1} already has {self.session.per_item} people on it")
