@@ -114,8 +114,10 @@ def _drain(writer: StoreWriter, received: list[int], err: TextIO) -> int:
     writer.close()
     said = time.monotonic()
     while not writer.drain(timeout=0.25):
-        if not writer.is_alive():  # a bug ended the store thread: say what it leaves unsaved
-            _say(err, f"the saving thread stopped: {describe(writer.unsaved())} not saved")
+        if not writer.is_alive():  # the study moved away (``StudyMoved``), or a bug: say what is left unsaved
+            stalled = writer.stalled
+            why = stalled.error if stalled is not None and stalled.final else "the saving thread stopped"
+            _say(err, f"{why}: {describe(writer.unsaved())} not saved")
             return 1
         if interrupted:
             lost = writer.stop()
@@ -136,4 +138,6 @@ def _why(writer: StoreWriter) -> str:
         return ""
     if stalled.locked:
         return " (waiting for the study file: locked by another process)"
+    if stalled.final:
+        return f" ({stalled.error})"
     return f" (saving failed: {stalled.error}; trying again)"
