@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from tui_rater.domain.display import safe_text
 from tui_rater.ui.app import RaterApp
+from tui_rater.ui.parent import orphaned, silence_outputs
 from tui_rater.ui.writer import StoreWriter, describe
 
 if TYPE_CHECKING:  # (the annotation app does not pay for importing the adjudication app)
@@ -35,6 +36,8 @@ def run_app(app: RaterApp | AdjudicateApp, err: TextIO | None = None) -> int:
     received: list[int] = []
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if orphaned():  # the server that started this app was killed: nothing reads its output any more
+            silence_outputs()
         received.append(signum)
         app.stop_for_signal(signum)
 
