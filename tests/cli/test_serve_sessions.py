@@ -256,3 +256,56 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return "\nState:\tZ" not in status and "\nState:\tX" not in status
+
+
+def test_nothing_a_served_page_receives_marks_a_gold_item(tmp_path):
+    """Issue 36: nothing on screen, in the page or in its traffic may tell a gold item from another. The page
+    and every byte its websocket brings while alice rates her whole stream (10 items and 2 gold ones) hold no
+    trace of the word, and the header's figures move one step per item."""
+    path = tmp_path / "items.csv"
+    path.write_text(
+        "id,title,gold_fluency\n" + "".join(f"x{i},Title number {i},{'3' if i % 4 == 1 else ''}\n" for i in range(13))
+    )
+    db = tmp_path / "team.db"
+    for args in (
+        ("import", path, "--task", "title-fluency", "--db", db),
+        (
+            "assign",
+            "--db",
+            db,
+            "--task",
+            "title-fluency",
+            "--annotators",
+            "alice",
+            "--per-item",
+            "1",
+            "--gold-rate",
+            "0.17",
+        ),
+    ):
+        proc = run_cli_process(*args)
+        assert proc.returncode == 0, proc.stderr
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*), sum(gold) FROM assignments").fetchone() == (12, 2)
+    server = ServeProcess(db, "--task", "title-fluency", "--annotators", "alice")
+    link = server.links()["alice"]
+
+    async def scenario() -> bytes:
+        async with aiohttp.ClientSession() as client:
+            page = await Page(client, link).open()
+            assert await until(lambda: page.shows("item 1/12"))
+            for n in range(1, 13):
+                await page.keys("4")
+                assert await until(lambda n=n: page.shows(f"your {n}/12 · team {round(100 * n / 12)}%"))
+            await page.close()
+            return bytes(page.received)
+
+    try:
+        code, html_page = get(link)
+        received = asyncio.run(scenario())
+    finally:
+        assert server.stop() == 0, server.output()
+    assert code == 200 and "gold" not in html_page.lower()
+    assert len(received) > 10_000 and b"gold" not in received.lower()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(DISTINCT item_key) FROM ratings").fetchone()[0] == 12
