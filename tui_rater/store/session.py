@@ -13,6 +13,7 @@ can show that it waits and keep trying rather than give up.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
@@ -87,6 +88,19 @@ def commit_change(conn: sqlite3.Connection, change: Callable[[], T], lock_wait: 
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+    return result
+
+
+def commit_in_place(study: Study, change: Callable[[], T], lock_wait: float) -> T:
+    """``commit_change``, only while the study's path still names the file this connection holds
+    (``StudyMoved`` otherwise): a session never commits into a journal nobody reads again, and never reports
+    as saved what is not in the study under its name. After the commit, a passive checkpoint copies it from
+    the ``-wal`` (kept by name) into the file itself, so that a rename after this returns strands nothing."""
+    study.check_still_named()
+    result = commit_change(study.db.conn, change, lock_wait)
+    with contextlib.suppress(sqlite3.Error):  # committed either way: a checkpoint that cannot run now is no failure
+        study.db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    study.check_still_named()
     return result
 
 
@@ -370,7 +384,7 @@ class AnnotationSession:
         """
         before = (dict(self.mine), dict(self.retested), list(self.undo_stack), set(self.skipped), set(self.flagged))
         try:
-            return commit_change(self.study.db.conn, change, lock_wait)
+            return commit_in_place(self.study, change, lock_wait)
         except BaseException:
             self.mine, self.retested, self.undo_stack, self.skipped, self.flagged = before
             raise

@@ -19,7 +19,7 @@ import sqlite_utils
 
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task, TaskRegistry, definition_change, load_task_file, task_from_definition
-from tui_rater.store.db import connect, inserted_id, utc_now, write
+from tui_rater.store.db import check_still_named, connect, file_identity, inserted_id, utc_now, write
 from tui_rater.store.labels import is_configured, judge_label
 from tui_rater.store.ratings import NewRating, insert_ratings
 
@@ -100,6 +100,7 @@ class Study:
         self._task_files = task_files or []
         self._registry: TaskRegistry | None = None
         self.readonly = readonly  # opened by a command that only reads (see ``db.connect``)
+        self.identity = file_identity(self.path)  # the file its name named at open (``check_still_named``)
 
     @classmethod
     def open(
@@ -121,6 +122,10 @@ class Study:
 
     def close(self) -> None:
         self.db.conn.close()
+
+    def check_still_named(self) -> None:
+        """``StudyMoved`` when the study's path no longer names the file this connection holds."""
+        check_still_named(self.path, self.identity)
 
     def discard_if_empty(self) -> None:
         """Close, and remove the file when it holds nothing (no item, rater or task): what a failed first

@@ -331,17 +331,24 @@ def complete_pairs(study: Study, task: str) -> set[tuple[int, int]]:
     return {(rater, key) for rater, key in rows}
 
 
-def team_share(study: Study, plan: TeamPlan) -> float:
+def team_share(study: Study, plan: TeamPlan, *, count_gold: bool = False) -> float:
     """The share of the plan's work done: fixed, the assigned (person, item) pairs rated; dynamic, the K
-    ratings each item needs (gold items aside)."""
+    ratings each item needs (gold items aside: the lead's figure in ``progress``).
+
+    ``count_gold``: each gold item assigned counts as one more (person, item) pair, like any other: the figure
+    an annotator sees (the app's header). Without them, the team's share stood still after each gold item and
+    rose after every other one, which told an annotator where the checks were (issue 36)."""
     pairs = complete_pairs(study, plan.task)
     gold = gold_keys(study, plan.task)
+    planned = assignments(study, plan.task)
+    gold_pairs = {(a.rater_id, a.item_key) for a in planned if a.gold} if count_gold else set()
     if plan.mode == "fixed":
-        wanted = {(a.rater_id, a.item_key) for a in assignments(study, plan.task) if not a.gold}
+        wanted = {(a.rater_id, a.item_key) for a in planned if not a.gold} | gold_pairs
         return len(wanted & pairs) / len(wanted) if wanted else 0.0
     keys = [item.key for item in study.items(plan.task) if item.key not in gold]
     per_item: dict[int, int] = {}
     for _rater, key in pairs:
         per_item[key] = per_item.get(key, 0) + 1
-    needed = len(keys) * plan.per_item
-    return sum(min(plan.per_item, per_item.get(k, 0)) for k in keys) / needed if needed else 0.0
+    needed = len(keys) * plan.per_item + len(gold_pairs)
+    done = sum(min(plan.per_item, per_item.get(k, 0)) for k in keys) + len(gold_pairs & pairs)
+    return done / needed if needed else 0.0

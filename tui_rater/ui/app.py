@@ -204,7 +204,7 @@ class RaterApp(QuitWhenSaved):
         study = self.session.study.reopen()
         try:
             while True:  # the others' ratings come from their own processes: read again every few seconds
-                self.post_message(TeamProgress(team_share(study, plan)))
+                self.post_message(TeamProgress(team_share(study, plan, count_gold=True)))  # gold like any other
                 if self.closing.wait(2.0):
                     break
         finally:

@@ -38,7 +38,8 @@ class QuitWhenSaved(App[None]):
         if not self.view.unsaved:
             self.exit()
             return
-        if self.quitting:
+        stalled = self.view.stalled
+        if self.quitting or (stalled is not None and stalled.final):  # (final: waiting would save nothing)
             self.confirming = True  # say how many would be lost before offering to lose them
         self.quitting = True
         while len(self.screen_stack) > 1:  # the saving line is on the main screen

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from tui_rater.domain.display import safe_text
 from tui_rater.ui.app import RaterApp
+from tui_rater.ui.parent import orphaned, silence_outputs
 from tui_rater.ui.writer import StoreWriter, describe
 
 if TYPE_CHECKING:  # (the annotation app does not pay for importing the adjudication app)
@@ -35,6 +36,8 @@ def run_app(app: RaterApp | AdjudicateApp, err: TextIO | None = None) -> int:
     received: list[int] = []
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if orphaned():  # the server that started this app was killed: nothing reads its output any more
+            silence_outputs()
         received.append(signum)
         app.stop_for_signal(signum)
 
@@ -123,8 +126,10 @@ def _drain(writer: StoreWriter, received: list[int], err: TextIO) -> int:
     writer.close()
     said = time.monotonic()
     while not writer.drain(timeout=0.25):
-        if not writer.is_alive():  # a bug ended the store thread: say what it leaves unsaved
-            _say(err, f"the saving thread stopped: {describe(writer.unsaved())} not saved")
+        if not writer.is_alive():  # the study moved away (``StudyMoved``), or a bug: say what is left unsaved
+            stalled = writer.stalled
+            why = stalled.error if stalled is not None and stalled.final else "the saving thread stopped"
+            _say(err, f"{why}: {describe(writer.unsaved())} not saved")
             return 1
         if interrupted:
             lost = writer.stop()
@@ -145,4 +150,6 @@ def _why(writer: StoreWriter) -> str:
         return ""
     if stalled.locked:
         return " (waiting for the study file: locked by another process)"
+    if stalled.final:
+        return f" ({stalled.error})"
     return f" (saving failed: {stalled.error}; trying again)"

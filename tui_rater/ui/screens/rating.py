@@ -149,7 +149,9 @@ class RatingScreen(Screen[None]):
         and an item K others got first is left for the next one."""
         session, state = self.session, self.state
         key = session.items[index].key
-        if not session.dynamic or key in session.gold or key in state.claiming:
+        # (a gold item is asked for like any other: its lease is granted without a write, but the screen goes
+        # the same way, so nothing in its timing or its saving marks tells it apart)
+        if not session.dynamic or key in state.claiming:
             return
         state.claiming.add(key)
 
