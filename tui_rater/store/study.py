@@ -10,7 +10,7 @@ import json
 import re
 import sqlite3
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,18 @@ class Item:
     task: str
     system: str | None
     fields: dict[str, str]
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class ItemHead:
+    """An item without its texts: what a session needs to order, count and find its items (``item_heads``);
+    the texts are read when the item is shown (``items_of``)."""
+
+    key: int
+    id: str
+    task: str
+    system: str | None
     position: int
 
 
@@ -222,6 +234,27 @@ class Study:
         else:
             rows = self.db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items ORDER BY task, position")
         return [_item(r) for r in rows]
+
+    def item_heads(self, task: str) -> list[ItemHead]:
+        """The task's items in import order, without their texts (20,000 stories' texts are ~40 MB)."""
+        rows = self.db.conn.execute(
+            "SELECT key, id, system, position FROM items WHERE task = ? ORDER BY position", [task]
+        )
+        name = sys.intern(task)
+        return [
+            ItemHead(key, item_id, name, sys.intern(system) if system else system, at)
+            for key, item_id, system, at in rows
+        ]
+
+    def items_of(self, keys: Sequence[int]) -> dict[int, Item]:
+        """The items with these keys, texts and all (keys not in the study are left out)."""
+        found: dict[int, Item] = {}
+        for start in range(0, len(keys), 500):  # (SQLite's limit on bound values is 32,766 since 3.32; 999 before)
+            chunk = list(keys[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self.db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items WHERE key IN ({marks})", chunk):
+                found[row[0]] = _item(row)
+        return found
 
     def longest_items(self, task: str, count: int, first: int | None = None) -> list[Item]:
         """The ``count`` items with the most text among the task's first ``first`` (import order; None: all),

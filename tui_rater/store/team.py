@@ -345,7 +345,7 @@ def team_share(study: Study, plan: TeamPlan, *, count_gold: bool = False) -> flo
     if plan.mode == "fixed":
         wanted = {(a.rater_id, a.item_key) for a in planned if not a.gold} | gold_pairs
         return len(wanted & pairs) / len(wanted) if wanted else 0.0
-    keys = [item.key for item in study.items(plan.task) if item.key not in gold]
+    keys = [item.key for item in study.item_heads(plan.task) if item.key not in gold]  # (no texts read)
     per_item: dict[int, int] = {}
     for _rater, key in pairs:
         per_item[key] = per_item.get(key, 0) + 1

@@ -71,7 +71,7 @@ class RatingScreen(Screen[None]):
     def refresh_item(self, width: int | None = None) -> None:
         self.query_one("#item", ItemPane).show(
             self.task_,
-            self.session.items[self.index],
+            self.session.item(self.index),  # read ahead by ``read_ahead`` (else one row now, by its key)
             self.attribute,
             width=self.app.size.width if width is None else width,
             blind=self.options.blind,
@@ -113,6 +113,13 @@ class RatingScreen(Screen[None]):
         self.query_one("#item", ItemPane).scroll_home(animate=False)
         self.refresh_all()
         self.claim(self.index)
+        if self.session.needs_read_ahead(self.index):
+            self.read_ahead(self.index)
+
+    @work(thread=True, group="read-ahead", exclusive=True, exit_on_error=False)
+    def read_ahead(self, index: int) -> None:
+        """The texts of the items around the one shown, read before the person moves to them."""
+        self.session.read_ahead(index)
 
     def _nearest_showable(self, index: int, direction: int) -> int:
         """``index``, or the nearest showable showing from it in ``direction`` (else the other way)."""
