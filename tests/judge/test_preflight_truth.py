@@ -129,7 +129,7 @@ def test_gemma_the_checks_verdict_per_mode_is_what_the_run_gives(tmp_path, gemma
     modes = report["modes"]
     assert set(modes) == {"text", "constrained", "distribution"}
     assert not any(m["ready"] for m in modes.values())
-    assert modes["text"]["read_share"] < 0.7 and "checked replies read" in modes["text"]["reason"]
+    assert modes["text"]["read_share"] < 0.7 and "checked replies" in modes["text"]["reason"]
     assert modes["constrained"]["mass"] < 0.5 and "before the constraint" in modes["constrained"]["reason"]
     assert report["verdict"] == "use a chat template" and report["recommended"] is None
     assert all(c["reply"] is not None and c["reply_status"] for c in report["checks"])

@@ -20,7 +20,7 @@ from tui_rater.stats import figures, plots, render
 from tui_rater.stats.records import Record
 from tui_rater.stats.report import Report
 from tui_rater.stats.sections import bias_corrected, converging, verdict
-from tui_rater.stats.sections.base import Found, Table
+from tui_rater.stats.sections.base import Found, Table, Who, not_ready_note
 
 # which tables go in which part of the page (the rest follow under "All tables")
 VERDICT_TABLES = (verdict.VERDICT.name, verdict.ACROSS.name)
@@ -127,10 +127,16 @@ def _part(heading: str, named: list[tuple[str, Table]], names: tuple[str, ...]) 
 
 def _caveats(records: list[Record]) -> list[str]:
     """Beside the verdict table: each verdict's caveats (the humans barely agree; the verdict has not settled)."""
-    found = Found(records, verdict.VERDICT.reads)
-    items = [
+    found, who = Found(records, verdict.VERDICT.reads), Who(records)
+    keys = found.keys("verdict", "attribute", "evaluator")
+    # a judge that is not agreement-ready: each distinct reason once, with the rows it applies to
+    not_ready: dict[str, list[str]] = {}
+    for attribute, judge in keys:
+        if (reason := who.reason(judge, attribute)) is not None:
+            not_ready.setdefault(not_ready_note(reason), []).append(f"{judge} · {attribute}")
+    items = [f"<li><strong>{e(', '.join(rows))}</strong>: {e(note)}</li>" for note, rows in not_ready.items()] + [
         f"<li><strong>{e(attribute)} · {e(judge)}</strong>: {e(caveat.removeprefix('⚠ '))}</li>"
-        for attribute, judge in found.keys("verdict", "attribute", "evaluator")
+        for attribute, judge in keys
         for caveat in verdict.caveats(found, attribute, judge)
     ]
     if not items:
