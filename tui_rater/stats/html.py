@@ -17,6 +17,7 @@ from functools import partial
 from tui_rater import __version__
 from tui_rater.domain.display import safe_text
 from tui_rater.stats import figures, plots, render
+from tui_rater.stats.provenance import Shaped
 from tui_rater.stats.records import Record
 from tui_rater.stats.report import Report
 from tui_rater.stats.sections import bias_corrected, converging, verdict
@@ -60,13 +61,19 @@ class _Job:
 Part = str | _Job
 
 
-def to_html(reports: Mapping[str, Report], study_path: str, progress: Progress | None = None) -> str:
-    """The page; ``progress`` hears of each figure before it is drawn (drawing is most of the time)."""
+def to_html(
+    reports: Mapping[str, Report],
+    study_path: str,
+    progress: Progress | None = None,
+    shaped: Mapping[str, Shaped] | None = None,
+) -> str:
+    """The page; ``progress`` hears of each figure before it is drawn (drawing is most of the time); ``shaped``:
+    what shaped each task's numbers besides its ratings, said under its heading (``stats/provenance.py``)."""
     parts: list[Part] = [
         f"<h1>tui-rater report</h1><p class=meta>study {e(study_path)} · tui-rater {e(__version__)}</p>"
     ]
     for task, report in reports.items():
-        parts += _task(task, report)
+        parts += _task(task, report, (shaped or {}).get(task))
     jobs = [part for part in parts if isinstance(part, _Job)]
     body: list[str] = []
     number = 0
@@ -101,8 +108,10 @@ def to_html(reports: Mapping[str, Report], study_path: str, progress: Progress |
     )
 
 
-def _task(task: str, report: Report) -> list[Part]:
+def _task(task: str, report: Report, shaped: Shaped | None = None) -> list[Part]:
     out: list[Part] = [f"<h2>{e(task)}</h2>"]
+    if shaped is not None:
+        out.append(f"<p class=shaped>{e(' '.join(shaped.sentences()))}</p>")
     records = report.records
     if not records:
         return [*out, "<p class=empty>No ratings yet.</p>"]

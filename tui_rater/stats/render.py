@@ -11,9 +11,11 @@ import csv
 import io
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from tui_rater.domain.display import spreadsheet_safe
+from tui_rater.stats.provenance import Shaped
 from tui_rater.stats.records import SCHEMA, Record, as_dicts
 from tui_rater.stats.sections import layouts
 from tui_rater.stats.sections.base import Found, Table, Who
@@ -139,8 +141,10 @@ def _markdown_cell(cell: str) -> str:
     return re.sub(r"\r\n|\r|\n", "<br>", cell.replace("|", "\\|"))
 
 
-def to_markdown(records: list[Record], task: str) -> str:
+def to_markdown(records: list[Record], task: str, shaped: Shaped | None = None) -> str:
     lines = [f"# tui-rater report: {task}", ""]
+    if shaped is not None:  # what shaped the numbers, in the file itself
+        lines += [_markdown_cell(" ".join(shaped.sentences())), ""]
     for title, header, rows in tables(records):
         lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(_markdown_cell(cell) for cell in row) + " |" for row in rows]
@@ -148,11 +152,14 @@ def to_markdown(records: list[Record], task: str) -> str:
     return "\n".join(lines)
 
 
-def to_json(reports: dict[str, list[Record]], study_path: str) -> str:
+def to_json(reports: dict[str, list[Record]], study_path: str, shaped: Mapping[str, Shaped] | None = None) -> str:
+    """``metadata``: per task, what shaped its numbers besides the ratings (``stats/provenance.py``)."""
+    found = shaped or {}
     return json.dumps(
         {
             "schema": SCHEMA,
             "study": study_path,
+            "metadata": {"tasks": {task: found[task].as_dict() for task in reports if task in found}},
             "tasks": {task: as_dicts(records) for task, records in reports.items()},
         },
         indent=1,
@@ -174,15 +181,20 @@ CSV_FIELDS = [
 ]
 
 
-def to_csv(reports: dict[str, list[Record]], *, raw: bool = False) -> tuple[str, int]:
+def to_csv(
+    reports: dict[str, list[Record]], *, raw: bool = False, shaped: Mapping[str, Shaped] | None = None
+) -> tuple[str, int]:
     """The records as CSV, and how many text cells got a leading ``'`` so that a spreadsheet shows them
-    instead of running them as formulas (task, rater and system names come from data); none with ``raw``."""
+    instead of running them as formulas (task, rater and system names come from data); none with ``raw``.
+    Each task's rows begin with what shaped its numbers (table ``metadata``, ``stats/provenance.py``)."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS)
+    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, restval="")
     writer.writeheader()
     neutralised = 0
-    for records in reports.values():
-        for row in as_dicts(records):
+    found = shaped or {}
+    for task, records in reports.items():
+        said = found[task].rows() if task in found else []
+        for row in [*said, *as_dicts(records)]:
             if not raw:
                 safe = {k: spreadsheet_safe(v) if isinstance(v, str) else v for k, v in row.items()}
                 neutralised += sum(safe[k] != row[k] for k in row)
