@@ -78,6 +78,7 @@ def judge_batch(study: Study, plan: JudgePlan, *, cancel: bool) -> int:
 
     ready = judging.judge_readiness(study, plan)  # the report's rule, as a live run says it
     if produced.useless:
+        say_readiness(ready, advise=False)
         say(
             f"tui-rater: error: {produced.describe()} — {ready.advice() or 'see why with `tui-rater judge --check`'}",
             err=True,

@@ -155,6 +155,7 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
         )
     ready = judging.judge_readiness(study, plan)  # the report's rule over what it stored, as --check applies it
     if produced.useless:  # jobs ended, nothing usable came of them: not a success
+        say_readiness(ready, advise=False)
         say(f"tui-rater: error: {produced.describe()} — {ready.advice() or _CHECK}", err=True)
         return 1
     say_readiness(ready)
@@ -164,9 +165,9 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
 _CHECK = "see why with `tui-rater judge --check` (what the model reads and answers)"
 
 
-def say_readiness(ready: JudgeReadiness) -> None:
-    """Whether the judge is agreement-ready, per question where not, and what would help: the check's and the
-    report's words (stdout when ready; a warning on stderr when not, the run's exit status unchanged)."""
+def say_readiness(ready: JudgeReadiness, advise: bool = True) -> None:
+    """Whether the judge is agreement-ready, per question where not, and what would help (``advise``): the check's
+    and the report's words (stdout when ready; a warning on stderr when not, the run's exit status unchanged)."""
     if not ready.not_ready:
         if summary := ready.summary():
             say(summary)
@@ -174,7 +175,8 @@ def say_readiness(ready: JudgeReadiness) -> None:
     say(f"tui-rater: warning: {ready.summary()}", err=True)
     for line in ready.reasons():
         say(f"  {line}", err=True)
-    say(f"tui-rater: what would help: {ready.advice()}", err=True)
+    if advise:
+        say(f"tui-rater: what would help: {ready.advice()}", err=True)
 
 
 def _check(study: Study, spec: JudgeSpec, task_names: list[str], args: argparse.Namespace) -> int:
