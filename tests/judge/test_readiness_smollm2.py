@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -81,8 +82,11 @@ def test_every_mode_check_run_and_report_say_the_same(tmp_path, smollm2_gguf):
             assert "readings usable" in done.stdout
         # a mode the same rule calls not ready is never advised
         assert not {m for m in _advised(said) if m in modes and not modes[m]["ready"]}, said
-    # the first judge, this small, is not agreement-ready in any mode (the README says so)
+    # the first judge, this small, is not agreement-ready in any mode: the README's first-judge lines say so
     assert not any(m["ready"] for m in modes.values()), modes
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").split())
+    first = readme[readme.index("The first judge, a real small instruct model") :][:900]
+    assert "its readings are not fit for a verdict" in first and "not agreement-ready in every mode" in first
 
 
 def test_implicit_check_run_report_and_verdict_agree(tmp_path, smollm2_gguf):
