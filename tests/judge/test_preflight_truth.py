@@ -145,7 +145,7 @@ def test_gemma_the_checks_verdict_per_mode_is_what_the_run_gives(tmp_path, gemma
     masses = [json.loads(details)["mass"] for *_x, details, _label in rows]
     assert max(masses) < 0.5  # ... out of what the model did not mean to answer
     assert not any(r.ready for r in ready.values())  # and the report says so (it said "agreement-ready: yes")
-    assert all("before" not in r.reason for r in ready.values())
+    assert all("before the constraint" in r.reason for r in ready.values())  # the check's words
     assert all("put less than 0.5" in r.reason for r in ready.values())
 
 

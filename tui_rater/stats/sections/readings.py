@@ -22,6 +22,7 @@ from functools import partial
 import polars as pl
 
 from tui_rater.domain.protocols import FAILURES
+from tui_rater.domain.readiness import NOT_READY as NOT_READY  # the words, for the tables' readers
 from tui_rater.domain.readiness import ON_SCALE, READY_MIN_MASS, WHERE, Evidence
 from tui_rater.domain.readiness import readiness as rule
 from tui_rater.domain.tasks import Attribute
