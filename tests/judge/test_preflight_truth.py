@@ -129,7 +129,7 @@ def test_gemma_the_checks_verdict_per_mode_is_what_the_run_gives(tmp_path, gemma
     modes = report["modes"]
     assert set(modes) == {"text", "constrained", "distribution"}
     assert not any(m["ready"] for m in modes.values())
-    assert modes["text"]["read_share"] < 0.7 and "checked replies read" in modes["text"]["reason"]
+    assert modes["text"]["read_share"] < 0.7 and "checked replies" in modes["text"]["reason"]
     assert modes["constrained"]["mass"] < 0.5 and "before the constraint" in modes["constrained"]["reason"]
     assert report["verdict"] == "use a chat template" and report["recommended"] is None
     assert all(c["reply"] is not None and c["reply_status"] for c in report["checks"])
@@ -145,7 +145,7 @@ def test_gemma_the_checks_verdict_per_mode_is_what_the_run_gives(tmp_path, gemma
     masses = [json.loads(details)["mass"] for *_x, details, _label in rows]
     assert max(masses) < 0.5  # ... out of what the model did not mean to answer
     assert not any(r.ready for r in ready.values())  # and the report says so (it said "agreement-ready: yes")
-    assert all("before" not in r.reason for r in ready.values())
+    assert all("before the constraint" in r.reason for r in ready.values())  # the check's words
     assert all("put less than 0.5" in r.reason for r in ready.values())
 
 

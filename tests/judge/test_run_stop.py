@@ -46,19 +46,24 @@ def _statuses(db) -> dict[str, int]:
 # --- what a run produced ---------------------------------------------------------------------------------------
 
 
-def test_a_run_with_no_usable_reading_exits_1_and_names_the_mode_that_works(tmp_path, tiny_gguf):
+def test_a_run_with_no_usable_reading_exits_1_and_names_no_mode_the_rule_calls_not_ready(tmp_path, tiny_gguf):
+    """Random weights: no text reply reads (exit 1). The run once advised --mode constrained, whose 8 of 8 readings
+    then were usable, exit 0, no warning -- from 0.01 % of the probability on the scale: the same agreement-ready rule
+    as `judge --check` and the report calls that judge not ready, and the run says so instead of advising it."""
     db = _study(tmp_path)
     common = ("--db", db, "--model", tiny_gguf, "--limit", "2", "--samples", "1", "--max-retries", "0")
     text = run_cli_process("judge", *common, "--max-tokens", "8")
     # random weights never write a rating: every job ends, none of its readings can be used
     assert text.returncode == 1, text.stderr
     assert "done: 8 jobs" in text.stdout and "0 of 8 readings usable; typed failures:" in text.stdout
-    assert "0 of 8 readings usable" in text.stderr and "try --mode constrained" in text.stderr
+    assert "0 of 8 readings usable" in text.stderr and "try --mode" not in text.stderr
+    assert "--max-retries" in text.stderr  # what would help a reply mode
     assert "judge --check" in text.stderr and "Traceback" not in text.stderr
-    # the mode it names works with the same model: every reading usable, exit 0
     constrained = run_cli_process("judge", *common, "--mode", "constrained")
-    assert constrained.returncode == 0, constrained.stderr
+    assert constrained.returncode == 0, constrained.stderr  # the jobs ran and stored: the readiness is said
     assert "8 of 8 readings usable" in constrained.stdout and "try --mode" not in constrained.stderr
+    assert "is not agreement-ready on 4 of 4 questions" in constrained.stderr
+    assert "--mode distribution reads the same probability: not agreement-ready either" in constrained.stderr
     conn = sqlite3.connect(db)
     usable = conn.execute("SELECT count(*) FROM ratings WHERE parse_status = 'ok' AND value IS NOT NULL").fetchone()
     assert usable[0] == 8

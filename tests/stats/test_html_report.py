@@ -128,7 +128,7 @@ def test_offline_no_script_and_data_only_as_text(page):
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in text and "<script" not in text
     # and never in an attribute: attributes hold only fixed strings and the images
     values = [value or "" for _, attrs in parsed.tags for value in attrs.values()]
-    fixed = {"en", "utf-8", "viewport", "width=device-width, initial-scale=1", "meta", "empty", "caveats"}
+    fixed = {"en", "utf-8", "viewport", "width=device-width, initial-scale=1", "meta", "empty", "caveats", "shaped"}
     alts = {attrs.get("alt") for tag, attrs in parsed.tags if tag == "img"}
     others = [v for v in values if not v.startswith("data:image/svg+xml;base64,") and v not in alts]
     assert set(others) <= fixed

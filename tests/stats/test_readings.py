@@ -73,7 +73,7 @@ def test_a_judge_not_ready_is_marked_wherever_its_agreement_numbers_appear(study
     assert not any(NOT_READY in r.note for r in records if "steady" in (r.evaluator, r.evaluator_b))
     text = render.to_markdown(records, "story")
     assert "noisy ⚠ not agreement-ready" in text and "steady ⚠" not in text
-    assert "NO: 12 of 12 passes put less than 0.5 of the next-token probability on the scale" in text
+    assert "not agreement-ready: 12 of 12 passes put less than 0.5 of the next-token probability on the scale" in text
 
 
 def test_a_real_judge_without_scale_mass_is_not_agreement_ready(tmp_path, tiny_gguf):

@@ -72,7 +72,17 @@ def judge_batch(study: Study, plan: JudgePlan, *, cancel: bool) -> int:
     if run.progress.fatal:
         say(f"tui-rater: error: {run.progress.fatal.message}", err=True)
         return 1
+    if not produced.total:
+        return 1 if left["failed"] else 0
+    from tui_rater.cli.judging import say_readiness
+
+    ready = judging.judge_readiness(study, plan)  # the report's rule, as a live run says it
     if produced.useless:
-        say(f"tui-rater: error: {produced.describe()} — {produced.next_step(plan.spec.mode)}", err=True)
+        say_readiness(ready, advise=False)
+        say(
+            f"tui-rater: error: {produced.describe()} — {ready.advice() or 'see why with `tui-rater judge --check`'}",
+            err=True,
+        )
         return 1
+    say_readiness(ready)
     return 1 if left["failed"] else 0

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tui_rater.config import Settings
     from tui_rater.judge.spec import JudgeSpec
     from tui_rater.judge.worker import Progress, Worker
-    from tui_rater.service.judging import JudgeRun
+    from tui_rater.service.judging import JudgeReadiness, JudgeRun
     from tui_rater.store.study import Study
 
 
@@ -154,11 +154,12 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
             "with its own settings, not this judge's --top-k / --min-p (each such rating records sampling_sent)",
             err=True,
         )
+    ready = judging.judge_readiness(study, plan)  # the report's rule over what it stored, as --check applies it
     if produced.useless:  # jobs ended, nothing usable came of them: not a success
-        say(f"tui-rater: error: {produced.describe()} — {produced.next_step(plan.spec.mode)}", err=True)
+        say_readiness(ready, advise=False)
+        say(f"tui-rater: error: {produced.describe()} — {ready.advice() or _CHECK}", err=True)
         return 1
-    if produced.poor:
-        say(f"tui-rater: note: {produced.next_step(plan.spec.mode)}", err=True)
+    say_readiness(ready)
     if left["cancelled"]:  # work left undone, as failed jobs are: not a success (it said "done: 0 jobs", exit 0)
         cancelled = left["cancelled"]
         say(
@@ -168,6 +169,23 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
             err=True,
         )
     return 1 if left["failed"] or left["cancelled"] else 0
+
+
+_CHECK = "see why with `tui-rater judge --check` (what the model reads and answers)"
+
+
+def say_readiness(ready: JudgeReadiness, advise: bool = True) -> None:
+    """Whether the judge is agreement-ready, per question where not, and what would help (``advise``): the check's
+    and the report's words (stdout when ready; a warning on stderr when not, the run's exit status unchanged)."""
+    if not ready.not_ready:
+        if summary := ready.summary():
+            say(summary)
+        return
+    say(f"tui-rater: warning: {ready.summary()}", err=True)
+    for line in ready.reasons():
+        say(f"  {line}", err=True)
+    if advise:
+        say(f"tui-rater: what would help: {ready.advice()}", err=True)
 
 
 def _check(study: Study, spec: JudgeSpec, task_names: list[str], args: argparse.Namespace) -> int:

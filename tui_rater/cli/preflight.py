@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from tui_rater.cli.common import data, make_console
 from tui_rater.domain.preflight import PromptCheck
+from tui_rater.domain.readiness import AGREEMENT_READY, NOT_READY
 from tui_rater.service.preflight import Preflight
 
 if TYPE_CHECKING:
@@ -32,9 +33,10 @@ def show(result: Preflight, fmt: str = "text") -> None:
             _prompt(console, check)
     for check in result.checks:
         console.print(data(_line(check)))
-    for mode in result.modes:  # one line per mode: would it give readings, and why
-        console.print(data(f"mode {mode.mode}: {'ready' if mode.ready else 'not ready'} — {mode.reason}"))
-    console.print(data(f"verdict: {result.verdict} — {result.reason}", style="bold"))
+    for mode in result.modes:  # one line per mode: would its readings be agreement-ready, and why (the report's rule)
+        console.print(data(f"mode {mode.mode}: {AGREEMENT_READY if mode.ready else NOT_READY} — {mode.reason}"))
+    verdict = {"ready": AGREEMENT_READY, "not ready": NOT_READY}.get(result.verdict, result.verdict)
+    console.print(data(f"verdict: {verdict} — {result.reason}", style="bold"))
     if result.recommended and result.recommended != result.mode:
         console.print(data(f"recommended: --mode {result.recommended}"))
 

@@ -177,7 +177,7 @@ def report_format(asked: str | None, out: Path | None) -> str:
 def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     report_settings = _report_settings(args)  # a bad flag is one sentence before the study is opened
     args.format = report_format(args.format, args.out)
-    from tui_rater.service.reports import build_reports, built_reports, excluded_annotators
+    from tui_rater.service.reports import build_reports, built_reports, excluded_annotators, what_shaped
     from tui_rater.stats import render
     from tui_rater.store.outputs import check_output_target, write_output
 
@@ -219,23 +219,32 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
                 console.print(data(render.excluded_sentence(excluded[name])))
             console.print(render.to_rich(records, name) if records else data(f"{name}: no ratings yet"))
         return 0
+    # what shaped the numbers besides the ratings (the reference, gold and other ratings left out, the settings):
+    # the file says it itself, as the notes above say it on stderr
+    shaped = what_shaped(study, list(reports), report_settings)
     if args.format == "json":
-        text = render.to_json(reports, str(study.path), excluded)  # ensure_ascii: control characters as \u001b
+        text = render.to_json(reports, str(study.path), shaped, excluded)  # ensure_ascii: control characters as \u001b
     elif args.format == "csv":
-        text, neutralised = render.to_csv(reports, raw=args.raw_csv)
+        text, neutralised = render.to_csv(reports, raw=args.raw_csv, shaped=shaped)
         formula_note(neutralised)
     elif args.format == "html":
         say("report: computing the tables …", err=True)
         built = built_reports(study, tasks, report_settings)
         from tui_rater.stats.html import to_html  # imports matplotlib: only here
 
+        shaped = what_shaped(study, list(built), report_settings)
         excluded = {task: counts for task, counts in excluded.items() if task in built}
-        text = to_html(built, str(study.path), progress=_html_progress(sys.stderr.isatty()), excluded=excluded)
+        text = to_html(
+            built, str(study.path), progress=_html_progress(sys.stderr.isatty()), shaped=shaped, excluded=excluded
+        )
     elif args.format == "markdown":
-        text = "\n".join(render.to_markdown(records, name, excluded.get(name)) for name, records in reports.items())
+        text = "\n".join(
+            render.to_markdown(records, name, shaped.get(name), excluded.get(name)) for name, records in reports.items()
+        )
     else:
         console = make_console(record=True, width=160, file=io.StringIO())
         for name, records in reports.items():
+            console.print(data(f"{name}: " + " ".join(shaped[name].sentences())))
             if name in excluded:
                 console.print(data(render.excluded_sentence(excluded[name])))
             console.print(render.to_rich(records, name))

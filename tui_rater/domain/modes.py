@@ -21,6 +21,7 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.preflight import ModePreflight, Probe, RepliesRead, ScaleMass, YesNoMass
 from tui_rater.domain.protocols.base import DistributionReading, EvaluationProtocol, Reading
 from tui_rater.domain.questions import Attribute
+from tui_rater.domain.readiness import BEFORE_CONSTRAINT
 
 
 @dataclass(frozen=True)
@@ -230,11 +231,9 @@ class ConstrainedMode(TextMode):
 
     name = "constrained"
     constrained = True
-    # the grammar makes every reply valid: what says whether the model answers is its mass before the constraint
-    # (a run's unusable readings are then the setup's fault: the reply is held to the scale)
-    preflight: ClassVar[ModePreflight] = ScaleMass(
-        "on the allowed answers before the constraint", server=Probe.ANSWERED, unusable=None
-    )
+    # the grammar makes every reply valid: what says whether the model answers is its mass before the constraint,
+    # the probability a distribution pass reads (the two modes are agreement-ready or not together)
+    preflight: ClassVar[ModePreflight] = ScaleMass(BEFORE_CONSTRAINT, server=Probe.ANSWERED, below_min_fails=False)
 
 
 class DistributionMode(Mode):

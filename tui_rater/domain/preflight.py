@@ -4,20 +4,28 @@ Each mode (domain/modes.py) carries a ``ModePreflight``: the probes the pre-flig
 a server, and its verdict over the checked questions. ``service/preflight.py`` runs the probes over a backend (the
 domain imports no model) and asks the mode for its verdict, so a new mode brings its own check in its own module.
 
-The verdicts apply the thresholds the report's "agreement-ready" flag applies to a finished run
-(stats/sections/readings.py).
+Every verdict is the one agreement-ready rule (domain/readiness.py) applied to what the check read of the
+first items' questions: the report and a finished run apply it to what the judge stored, in the same words.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from statistics import median
+from statistics import fmean, median
 
-# the report's agreement-ready rule (stats/sections/readings.py): at most this share of typed failures
-READY_MAX_FAILURE_SHARE = 0.10
-TOO_LITTLE_MASS = "the model puts too little probability on the scale's options"
+from tui_rater.domain.readiness import (
+    ON_SCALE,
+    ON_YES_NO,
+    READY_MIN_MASS,
+    Evidence,
+    readiness,
+)
+from tui_rater.domain.readiness import (
+    READY_MAX_FAILURE_SHARE as READY_MAX_FAILURE_SHARE,  # the threshold, for modes of other modules
+)
 
 
 class Probe(Enum):
@@ -76,16 +84,35 @@ class Limits:
     server: bool  # an API model: only the mode asked is checked, with its one server probe
 
 
-def mass_verdict(mode: str, masses: list[float], what: str, lower_bound: bool, limits: Limits) -> ModeCheck:
-    """Ready when the median checked question has at least --min-mass ``what`` (e.g. "on the scale")."""
+def mass_verdict(
+    mode: str,
+    masses: list[float],
+    what: str,
+    lower_bound: bool,
+    limits: Limits,
+    failures: dict[str, int] | None = None,
+) -> ModeCheck:
+    """The agreement-ready rule over the checked questions' probability ``what`` (e.g. "on the scale"): at most
+    10 % of the questions may have less than half of the probability there, as in the report. ``failures``: the
+    typed failures the run would store for these questions (default: a distribution pass below --min-mass)."""
     typical = median(masses)
-    low = sum(m < limits.min_mass for m in masses)
-    bound = " (a lower bound: only the top tokens are known)" if lower_bound else ""
-    share = f"{typical:.2%} of the next-token probability (median) is {what}{bound}"
-    if typical < limits.min_mass:
-        return ModeCheck(mode, False, f"only {share} (below --min-mass {limits.min_mass:g})", typical)
-    some = f"; {low} of {len(masses)} questions below --min-mass {limits.min_mass:g}" if low else ""
-    return ModeCheck(mode, True, share + some, typical)
+    where = what + (" (a lower bound: only the top tokens are known)" if lower_bound else "")
+    if failures is None:
+        failures = {"low_mass": sum(m < limits.min_mass for m in masses)}
+    evidence = Evidence(
+        len(masses),
+        {kind: n for kind, n in failures.items() if n},
+        passes=len(masses),
+        low_mass=sum(m < READY_MIN_MASS for m in masses),
+        mass_mean=fmean(masses),
+        where=where,
+        unit="checked questions",
+        pass_unit="checked questions",
+    )
+    found = readiness(evidence)
+    if not found.ready:
+        return ModeCheck(mode, False, found.reason, typical)
+    return ModeCheck(mode, True, f"{typical:.2%} of the next-token probability (median) is {where}", typical)
 
 
 class ModePreflight:
@@ -93,8 +120,11 @@ class ModePreflight:
 
     local: frozenset[Probe]  # read on a local model (every applicable mode is checked there)
     server: Probe  # read on a server (only the mode asked)
-    # why a finished run's readings were unusable, in this mode's terms (None: the setup failed, not the reading)
-    unusable: str | None
+    # where the probability that decides this mode's readiness is (ON_SCALE, ON_YES_NO; None: its replies decide):
+    # modes reading the same probability are ready or not together, so a run's advice never names the other
+    reads_mass: str | None = None
+    # a run's readings that do not read are regenerated (--max-retries helps)
+    regenerates: bool = False
 
     def verdict(self, mode: str, checks: Sequence[PromptCheck], limits: Limits) -> ModeCheck:
         raise NotImplementedError
@@ -108,66 +138,59 @@ class ModePreflight:
 
 
 class RepliesRead(ModePreflight):
-    """A reply mode (Chiang & Lee): ready when the replies that fail to read, regenerated up to --max-retries
-    times, would leave at most READY_MAX_FAILURE_SHARE typed failures: (1 - read share) ** (retries + 1)."""
+    """A reply mode (Chiang & Lee): the rule's typed failures as they would be after the run's regenerations (a
+    reply that does not read is asked again up to --max-retries times): (1 - read share) ** (retries + 1)."""
 
     # the scale's numbers are shown with the reply (what a distribution run would read of the same prompt)
     local = frozenset({Probe.SCALE, Probe.REPLY})
     server = Probe.REPLY
-    unusable = "the replies do not read as an answer on the scale"
+    regenerates = True
 
     def verdict(self, mode: str, checks: Sequence[PromptCheck], limits: Limits) -> ModeCheck:
         statuses = [c.reply_status for c in checks if c.reply_status is not None]
         read = sum(s == "ok" for s in statuses) / len(statuses)
-        left = (1 - read) ** (limits.max_retries + 1)
-        failures = sorted({s for s in statuses if s != "ok"})
-        said = f"{read:.0%} of {len(statuses)} checked replies read" + (
-            f" (failures: {', '.join(failures)})" if failures else ""
-        )
-        if left > READY_MAX_FAILURE_SHARE:
-            return ModeCheck(
-                mode,
-                False,
-                f"only {said}: with --max-retries {limits.max_retries}, about {left:.0%} of readings would be typed "
-                f"failures (more than {READY_MAX_FAILURE_SHARE:.0%})",
-                read_share=read,
-            )
-        return ModeCheck(mode, True, said, read_share=read)
+        failures = Counter(s for s in statuses if s != "ok")
+        found = readiness(Evidence(len(statuses), dict(failures), unit="checked replies", retries=limits.max_retries))
+        said = f"{read:.0%} of {len(statuses)} checked replies read"
+        return ModeCheck(mode, found.ready, said if found.ready else found.reason, read_share=read)
 
 
 @dataclass(frozen=True)
 class ScaleMass(ModePreflight):
-    """A mode read from (or held to) the scale's options: ready when every option has a token path and the median
-    question has at least --min-mass on them. ``what`` words where the mass is."""
+    """A mode read from (or held to) the scale's options: every option needs a token path, and the rule's
+    probability is the scale's at the answer position. ``what`` words where the mass is; ``below_min_fails``: a
+    pass below --min-mass is a typed failure (distribution; a constrained reply is held to the scale whatever)."""
 
-    what: str = "on the scale"
+    what: str = ON_SCALE
     server: Probe = Probe.SCALE
     local: frozenset[Probe] = frozenset({Probe.SCALE})
-    unusable: str | None = TOO_LITTLE_MASS
+    reads_mass: str | None = ON_SCALE
+    below_min_fails: bool = True
 
     def verdict(self, mode: str, checks: Sequence[PromptCheck], limits: Limits) -> ModeCheck:
         if limits.server:
             # a server's mass is "on the scale" whatever the mode makes of it (a constrained mode reads none there)
-            return self.server_verdict(mode, checks, limits, "on the scale")
+            return self.server_verdict(mode, checks, limits, ON_SCALE)
         missing = sorted({label for c in checks for label in c.missing_options})
         if missing:
             return ModeCheck(mode, False, f"the model has no token path for {', '.join(map(repr, missing))}")
         masses = [c.mass for c in checks if c.mass is not None]
         if not masses:
             return ModeCheck(mode, False, "the scale mass could not be read")
-        return mass_verdict(mode, masses, self.what, False, limits)
+        return mass_verdict(mode, masses, self.what, False, limits, None if self.below_min_fails else {})
 
 
 class YesNoMass(ModePreflight):
-    """Chen et al.'s implicit score: ready when "yes" / "no" are among the top tokens of its own question and the
-    median question has at least --min-mass on them (a lower bound: only the top tokens are known)."""
+    """Chen et al.'s implicit score: the rule's probability is "yes" / "no" among the top tokens of its own
+    question (a lower bound: only the top tokens are known); neither among them is a typed failure."""
 
     local = frozenset({Probe.YES_NO})
     server = Probe.YES_NO
-    unusable = TOO_LITTLE_MASS
+    reads_mass = ON_YES_NO
 
     def verdict(self, mode: str, checks: Sequence[PromptCheck], limits: Limits) -> ModeCheck:
         if limits.server:
-            return self.server_verdict(mode, checks, limits, "on yes / no")
+            return self.server_verdict(mode, checks, limits, ON_YES_NO)
         masses = [c.implicit_mass for c in checks if c.implicit_mass is not None]
-        return mass_verdict(mode, masses, "on yes / no", True, limits)
+        # neither token among the top ones: the run stores no_answer_token
+        return mass_verdict(mode, masses, ON_YES_NO, True, limits, {"no_answer_token": sum(m == 0 for m in masses)})

@@ -11,13 +11,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tui_rater.config import LOCAL_ONLY, JudgeDefaults
 from tui_rater.domain import protocols
 from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.errors import UserError
-from tui_rater.domain.modes import mode_of
+from tui_rater.domain.modes import MODES, mode_of
+from tui_rater.domain.readiness import AGREEMENT_READY, NOT_READY
 from tui_rater.domain.tasks import Task
 from tui_rater.judge import queue
 from tui_rater.judge.errors import JudgeError
@@ -26,6 +27,9 @@ from tui_rater.judge.hub import fetch_model, is_hub_model
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name, usable_cores
 from tui_rater.judge.worker import BackendFactory, Progress, Worker, job_shapes, make_backend, run_judge
 from tui_rater.store.study import Item, Rater, Study
+
+if TYPE_CHECKING:
+    from tui_rater.stats.sections.readings import JudgeReadings
 
 T = TypeVar("T")
 Messages = list[dict[str, str]]
@@ -344,10 +348,6 @@ def judge_study(
     return run
 
 
-# a run where at least this share of the readings are typed failures is told which mode would do better
-POOR_SHARE = 0.5
-
-
 @dataclass(frozen=True)
 class RunYield:
     """What a run produced: usable readings (parsed, on the scale) and typed failures by kind. A run whose jobs
@@ -370,10 +370,6 @@ class RunYield:
     def useless(self) -> bool:
         return self.total > 0 and self.usable == 0
 
-    @property
-    def poor(self) -> bool:
-        return self.total > 0 and self.usable < self.total * (1 - POOR_SHARE)
-
     def describe(self) -> str:
         """``45 of 60 readings usable; typed failures: 15 no_number``."""
         line = f"{self.usable} of {self.total} readings usable"
@@ -381,13 +377,88 @@ class RunYield:
             line += "; typed failures: " + ", ".join(f"{n} {kind}" for kind, n in self.failures.items())
         return line
 
-    def next_step(self, mode: str) -> str:
-        """The mode that would work, and the check that shows why this one did not."""
-        check = "see why with `tui-rater judge --check` (what the model reads and answers)"
-        why = mode_of(mode).preflight.unusable
-        if why is None:  # the reply is held to the scale: what fails is the setup, not the parsing
-            return check
-        return f"{why}: try --mode constrained (the reply is held to the scale), or {check}"
+
+@dataclass(frozen=True)
+class JudgeReadiness:
+    """A judge's readiness per question of the run's tasks: the agreement-ready rule (domain/readiness.py) over
+    everything it stored, as the report applies it (``stats/sections/readings.py``), so the run's summary, its
+    advice and the report say the same thing."""
+
+    judge: str
+    mode: str
+    max_retries: int
+    questions: dict[tuple[str, str], JudgeReadings]  # (task, question) -> its readings and verdict
+
+    @property
+    def not_ready(self) -> list[tuple[str, str, JudgeReadings]]:
+        return [(task, question, r) for (task, question), r in self.questions.items() if not r.ready]
+
+    def summary(self) -> str:
+        """One line: agreement-ready on every question, or on how many not (each question's reason follows)."""
+        if not self.questions:
+            return ""
+        if not self.not_ready:
+            return f"{self.judge} is {AGREEMENT_READY} on all {len(self.questions)} questions"
+        return (
+            f"{self.judge} is {NOT_READY} on {len(self.not_ready)} of {len(self.questions)} questions (the report "
+            "marks its numbers and verdicts so):"
+        )
+
+    def reasons(self) -> list[str]:
+        """``story · grammaticality: not agreement-ready: <why>``, per question that is not ready."""
+        tasks = {task for task, _ in self.questions}
+        return [
+            (f"{task} · " if len(tasks) > 1 else "") + f"{question}: {NOT_READY}: {r.reason}"
+            for task, question, r in self.not_ready
+        ]
+
+    def advice(self) -> str:
+        """What would help, never a mode the same rule calls not ready: a mode that reads the probability that
+        failed (constrained and distribution read the same one) fails with it; any other is for ``judge --check``
+        to judge before a run."""
+        if not self.not_ready:
+            return ""
+        preflight = mode_of(self.mode).preflight
+        helps = []
+        low = [r for _task, _question, r in self.not_ready if r.low_mass]
+        if low:
+            said = f"the model puts less than half of its next-token probability {low[0].where}"
+            same = [
+                m.name for m in MODES.values() if m.name != self.mode and m.preflight.reads_mass == preflight.reads_mass
+            ]
+            if preflight.reads_mass is not None and same:
+                said += f" (--mode {' or '.join(same)} reads the same probability: not agreement-ready either)"
+            helps.append(
+                said
+                + ": a larger instruction-tuned model, or a chat template that fits it (--chat-template), would help"
+            )
+        if any(not r.low_mass for _task, _question, r in self.not_ready):
+            said = "too many of its readings are typed failures"
+            if preflight.regenerates:
+                said += f": a higher --max-retries (now {self.max_retries}) regenerates a reply that does not read, or"
+            else:
+                said += ":"
+            helps.append(said + " a larger instruction-tuned model would help")
+        helps.append(
+            "`tui-rater judge --check` applies the same rule to every mode before a run and names a mode only when "
+            "it is agreement-ready"
+        )
+        return "; ".join(helps)
+
+
+def judge_readiness(study: Study, plan: JudgePlan) -> JudgeReadiness:
+    """The agreement-ready rule over what the judge stored for these tasks (the report's readings in force)."""
+    from tui_rater.stats.sections.data import load_readings
+    from tui_rater.stats.sections.readings import judge_readings
+
+    label = plan.rater.label
+    questions = {
+        (task, question): r
+        for task in plan.tasks
+        for (judge, question), r in judge_readings(load_readings(study, task)).items()
+        if judge == label
+    }
+    return JudgeReadiness(label, plan.spec.mode, plan.spec.max_retries, questions)
 
 
 JOB_STATUSES = queue.STATUSES
@@ -485,10 +556,12 @@ __all__ = [
     "JudgeError",
     "JudgeOptions",
     "JudgePlan",
+    "JudgeReadiness",
     "JudgeRun",
     "RunYield",
     "cancel_jobs",
     "default_workers",
+    "judge_readiness",
     "judge_study",
     "plan_judge",
     "queue_counts",

@@ -4,22 +4,21 @@ For the first items' questions, exactly as the judge would ask them: the prompt 
 model's chat template, its token count and BOS tokens, how each scale label maps to the model's
 tokens and, at the answer position, how much of the next-token probability falls on the scale.
 
-Then a verdict **per mode**, each from what decides that mode's
-readings, with the same thresholds the report's "agreement-ready" flag applies to a finished run. What is read
-for a mode and its verdict are the mode's own (``Mode.preflight``, domain/preflight.py): this
+Then a verdict **per mode**: the one agreement-ready rule (domain/readiness.py) that a finished run's summary and
+the report apply to what the judge stored, applied here to what the checked questions give, in the same words.
+What is read for a mode and its evidence are the mode's own (``Mode.preflight``, domain/preflight.py): this
 module runs the probes the modes name over a backend and asks each mode for its verdict. The built-in modes:
 
 - ``text``: the checked questions are answered once, as the run asks them (its decoding, its length
-  limit), and read by the protocol. Ready when the replies that fail to read, regenerated up to
-  ``--max-retries`` times, would leave at most ``READY_MAX_FAILURE_SHARE`` typed failures:
-  ``(1 - read share) ** (max_retries + 1) <= 0.10``.
+  limit), and read by the protocol. The rule's typed failures are those that would be left after the run's
+  ``--max-retries`` regenerations: ``(1 - read share) ** (max_retries + 1) <= 0.10``.
 - ``constrained``: a grammar makes every reply valid, so the reply says nothing; what does is the
   probability the model put on the allowed answers *before* the constraint (the scale mass at the
-  answer position). Ready when the median checked question has at least ``--min-mass`` there.
-- ``distribution``: the options' probabilities are the reading. Ready when every option has a token
-  path and the median checked question has at least ``--min-mass`` on the scale.
-- ``implicit`` (a protocol that has it): ready when "yes"/"no" are among the top tokens and the
-  median question has at least ``--min-mass`` on them.
+  answer position): at most 10 % of the checked questions may have less than half of it there.
+- ``distribution``: the options' probabilities are the reading: every option needs a token path, a question
+  below ``--min-mass`` is a typed failure, and at most 10 % may have less than half on the scale.
+- ``implicit`` (a protocol that has it): "yes"/"no" among the top tokens, less than half on them for at most
+  10 % of the questions.
 
 The scale mass is the one distribution mode stores (``LocalBackend.option_probabilities``: every
 tokenisation path of each option, " 3" written as " " then "3" included), so the check and the run
@@ -374,4 +373,4 @@ def _verdict(
             f"{asked.reason}, and the model has no chat template (--chat-template, or an instruct model)",
             None,
         )
-    return "not ready", f"{asked.reason}; no mode reads this model's answers", None
+    return "not ready", f"{asked.reason}; no mode is agreement-ready with this model", None

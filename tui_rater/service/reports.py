@@ -8,7 +8,8 @@ from typing import TypeVar
 
 from tui_rater.domain.errors import UserError
 from tui_rater.service.planning import active_sample
-from tui_rater.stats.report import Record, Report, ReportSettings, VerdictSettings
+from tui_rater.stats.provenance import Shaped
+from tui_rater.stats.report import HUMANS, Record, Report, ReportSettings, VerdictSettings
 from tui_rater.store.readings import excluded_ratings
 from tui_rater.store.study import Study
 
@@ -32,6 +33,33 @@ def built_reports(
     """Each task's built report: its records and the data they came from (the HTML report draws from both)."""
     reports = {report.task.name: report for report in _built(study, task_names, settings or ReportSettings())}
     return _found(study, reports, task_names)
+
+
+def what_shaped(study: Study, task_names: list[str], settings: ReportSettings | None = None) -> dict[str, Shaped]:
+    """Per task: the humans' reference and what was left out of its statistics (gold items, ratings under another
+    sample), and the settings given -- what a report file must say itself (``stats/provenance.py``)."""
+    from tui_rater.store.adjudication import adjudicated_values
+    from tui_rater.store.team import gold_left_out
+
+    settings = settings or ReportSettings()
+    gold = gold_left_out(study)
+    out = {}
+    for name in task_names:
+        adjudicated = None
+        if settings.reference != HUMANS:
+            adjudicated = sum(len(items) for items in adjudicated_values(study, name).values())
+        items, ratings = gold.get(name, (0, 0))
+        out[name] = Shaped(
+            name,
+            settings.reference,
+            adjudicated,
+            items,
+            ratings,
+            study.stray_human_samples(name),
+            settings.verdict.epsilon_source,
+            settings.spa.tau,
+        )
+    return out
 
 
 def _built(study: Study, task_names: list[str] | None, settings: ReportSettings) -> Iterator[Report]:

@@ -17,10 +17,11 @@ from functools import partial
 from tui_rater import __version__
 from tui_rater.domain.display import safe_text
 from tui_rater.stats import figures, plots, render
+from tui_rater.stats.provenance import Shaped
 from tui_rater.stats.records import Record
 from tui_rater.stats.report import Report
 from tui_rater.stats.sections import bias_corrected, converging, verdict
-from tui_rater.stats.sections.base import Found, Table
+from tui_rater.stats.sections.base import Found, Table, Who, not_ready_note
 
 # which tables go in which part of the page (the rest follow under "All tables")
 VERDICT_TABLES = (verdict.VERDICT.name, verdict.ACROSS.name)
@@ -64,17 +65,19 @@ def to_html(
     reports: Mapping[str, Report],
     study_path: str,
     progress: Progress | None = None,
+    shaped: Mapping[str, Shaped] | None = None,
     excluded: render.Excluded | None = None,
 ) -> str:
-    """The page; ``progress`` hears of each figure before it is drawn (drawing is most of the time); ``excluded``:
-    the annotators the lead left out, said under each task's heading."""
+    """The page; ``progress`` hears of each figure before it is drawn (drawing is most of the time); ``shaped``:
+    what shaped each task's numbers besides its ratings, said under its heading (``stats/provenance.py``);
+    ``excluded``: the annotators the lead left out, said under each task's heading."""
     parts: list[Part] = [
         f"<h1>tui-rater report</h1><p class=meta>study {e(study_path)} · tui-rater {e(__version__)}</p>"
     ]
     for task, report in reports.items():
         left_out = (excluded or {}).get(task)
         said = [f'<p class="meta excluded">{e(render.excluded_sentence(left_out))}</p>'] if left_out else []
-        parts += _task(task, report, said)
+        parts += _task(task, report, (shaped or {}).get(task), said)
     jobs = [part for part in parts if isinstance(part, _Job)]
     body: list[str] = []
     number = 0
@@ -109,8 +112,11 @@ def to_html(
     )
 
 
-def _task(task: str, report: Report, notes: list[str] | None = None) -> list[Part]:
-    out: list[Part] = [f"<h2>{e(task)}</h2>", *(notes or [])]
+def _task(task: str, report: Report, shaped: Shaped | None = None, notes: list[str] | None = None) -> list[Part]:
+    out: list[Part] = [f"<h2>{e(task)}</h2>"]
+    if shaped is not None:
+        out.append(f"<p class=shaped>{e(' '.join(shaped.sentences()))}</p>")
+    out += notes or []
     records = report.records
     if not records:
         return [*out, "<p class=empty>No ratings yet.</p>"]
@@ -135,10 +141,16 @@ def _part(heading: str, named: list[tuple[str, Table]], names: tuple[str, ...]) 
 
 def _caveats(records: list[Record]) -> list[str]:
     """Beside the verdict table: each verdict's caveats (the humans barely agree; the verdict has not settled)."""
-    found = Found(records, verdict.VERDICT.reads)
-    items = [
+    found, who = Found(records, verdict.VERDICT.reads), Who(records)
+    keys = found.keys("verdict", "attribute", "evaluator")
+    # a judge that is not agreement-ready: each distinct reason once, with the rows it applies to
+    not_ready: dict[str, list[str]] = {}
+    for attribute, judge in keys:
+        if (reason := who.reason(judge, attribute)) is not None:
+            not_ready.setdefault(not_ready_note(reason), []).append(f"{judge} · {attribute}")
+    items = [f"<li><strong>{e(', '.join(rows))}</strong>: {e(note)}</li>" for note, rows in not_ready.items()] + [
         f"<li><strong>{e(attribute)} · {e(judge)}</strong>: {e(caveat.removeprefix('⚠ '))}</li>"
-        for attribute, judge in found.keys("verdict", "attribute", "evaluator")
+        for attribute, judge in keys
         for caveat in verdict.caveats(found, attribute, judge)
     ]
     if not items:

@@ -11,9 +11,11 @@ import csv
 import io
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from tui_rater.domain.display import spreadsheet_safe
+from tui_rater.stats.provenance import Shaped
 from tui_rater.stats.records import SCHEMA, Record, as_dicts
 from tui_rater.stats.sections import layouts
 from tui_rater.stats.sections.base import Found, Table, Who
@@ -152,8 +154,12 @@ def excluded_sentence(excluded: dict[str, int]) -> str:
     return f"Annotators {EXCLUDED_WHY}: {who}."
 
 
-def to_markdown(records: list[Record], task: str, excluded: dict[str, int] | None = None) -> str:
+def to_markdown(
+    records: list[Record], task: str, shaped: Shaped | None = None, excluded: dict[str, int] | None = None
+) -> str:
     lines = [f"# tui-rater report: {task}", ""]
+    if shaped is not None:  # what shaped the numbers, in the file itself
+        lines += [_markdown_cell(" ".join(shaped.sentences())), ""]
     if excluded:
         lines += [_markdown_cell(excluded_sentence(excluded)), ""]
     for title, header, rows in tables(records):
@@ -163,13 +169,25 @@ def to_markdown(records: list[Record], task: str, excluded: dict[str, int] | Non
     return "\n".join(lines)
 
 
-def to_json(reports: dict[str, list[Record]], study_path: str, excluded: Excluded | None = None) -> str:
-    found: dict[str, Any] = {"schema": SCHEMA, "study": study_path}
+def to_json(
+    reports: dict[str, list[Record]],
+    study_path: str,
+    shaped: Mapping[str, Shaped] | None = None,
+    excluded: Excluded | None = None,
+) -> str:
+    """``metadata``: per task, what shaped its numbers besides the ratings (``stats/provenance.py``);
+    ``excluded_annotators``: the people the lead left out (``report --exclude-annotator``)."""
+    found = shaped or {}
+    payload: dict[str, Any] = {
+        "schema": SCHEMA,
+        "study": study_path,
+        "metadata": {"tasks": {task: found[task].as_dict() for task in reports if task in found}},
+    }
     if excluded:
         names = sorted({name for counts in excluded.values() for name in counts})
-        found["excluded_annotators"] = {"names": names, "why": EXCLUDED_WHY, "ratings_left_out": excluded}
-    found["tasks"] = {task: as_dicts(records) for task, records in reports.items()}
-    return json.dumps(found, indent=1)
+        payload["excluded_annotators"] = {"names": names, "why": EXCLUDED_WHY, "ratings_left_out": excluded}
+    payload["tasks"] = {task: as_dicts(records) for task, records in reports.items()}
+    return json.dumps(payload, indent=1)
 
 
 CSV_FIELDS = [
@@ -187,15 +205,20 @@ CSV_FIELDS = [
 ]
 
 
-def to_csv(reports: dict[str, list[Record]], *, raw: bool = False) -> tuple[str, int]:
+def to_csv(
+    reports: dict[str, list[Record]], *, raw: bool = False, shaped: Mapping[str, Shaped] | None = None
+) -> tuple[str, int]:
     """The records as CSV, and how many text cells got a leading ``'`` so that a spreadsheet shows them
-    instead of running them as formulas (task, rater and system names come from data); none with ``raw``."""
+    instead of running them as formulas (task, rater and system names come from data); none with ``raw``.
+    Each task's rows begin with what shaped its numbers (table ``metadata``, ``stats/provenance.py``)."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS)
+    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, restval="")
     writer.writeheader()
     neutralised = 0
-    for records in reports.values():
-        for row in as_dicts(records):
+    found = shaped or {}
+    for task, records in reports.items():
+        said = found[task].rows() if task in found else []
+        for row in [*said, *as_dicts(records)]:
             if not raw:
                 safe = {k: spreadsheet_safe(v) if isinstance(v, str) else v for k, v in row.items()}
                 neutralised += sum(safe[k] != row[k] for k in row)

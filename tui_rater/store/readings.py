@@ -17,15 +17,25 @@ NOT_GOLD = " AND r.item_key NOT IN (SELECT item_key FROM gold)"
 
 def task_ratings(study: Study, task: str, excluded: Sequence[str] = ()) -> list[tuple[Any, ...]]:
     """Every rating in force of the task's people and judges, gold items left out: (item key, system, attribute,
-    rater label, rater kind, presentation, sample, value, rating id, parse status, a distribution pass's scale
-    mass or None) -- one pass over the ratings. ``excluded``: people whose ratings are left out too."""
+    rater label, rater kind, presentation, sample, value, rating id, parse status, the probability a judge's pass
+    put on the answers it was asked for or None -- a distribution or constrained pass's scale mass, else the
+    implicit score's p(yes) + p(no) --, where that probability is: 'scale' (a distribution pass), 'constrained'
+    (a constrained reply's, before its grammar), 'yes_no' (the implicit score) or None) -- one pass over the
+    ratings. ``excluded``: people whose ratings are left out too."""
     not_gold = NOT_GOLD if has_team_tables(study) else ""
     left_out = f" AND NOT (ra.kind = 'human' AND ra.name IN ({','.join('?' * len(excluded))}))" if excluded else ""
     return study.db.conn.execute(
         f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.label, ra.kind, r.presentation, r.sample,
                    r.value, r.id, r.parse_status,
                    CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"{Details.MASS}"%' AND json_valid(r.details)
-                        THEN json_extract(r.details, '$.{Details.MASS}') END
+                        THEN json_extract(r.details, '$.{Details.MASS}')
+                        WHEN ra.kind = 'llm' AND r.details LIKE '%"{Details.P_YES}"%' AND json_valid(r.details)
+                        THEN json_extract(r.details, '$.{Details.P_YES}') + json_extract(r.details, '$.{Details.P_NO}')
+                        END,
+                   CASE WHEN ra.kind != 'llm' OR NOT json_valid(r.details) THEN NULL
+                        WHEN r.details LIKE '%"{Details.MASS}"%' THEN (CASE WHEN r.raw IS NULL THEN 'scale'
+                                                                          ELSE 'constrained' END)
+                        WHEN r.details LIKE '%"{Details.P_YES}"%' THEN 'yes_no' END
             FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND ra.kind IN ('human', 'llm'){not_gold}{left_out}""",
         [task, *excluded],
     ).fetchall()

@@ -19,13 +19,42 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from tui_rater.domain.readiness import NOT_READY
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats.records import Record
 from tui_rater.stats.sections.data import ReportData
 
 Table = tuple[str, list[str], list[list[str]]]  # (title, header, rows): what a renderer prints
 Key = tuple[str, str, str, str, str | None, str]  # (table, attribute, system, evaluator, evaluator_b, statistic)
-NOT_READY_MARK = " ⚠ not agreement-ready"
+NOT_READY_MARK = f" ⚠ {NOT_READY}"
+
+
+def not_ready_note(reason: str) -> str:
+    """What a record of a judge that is not agreement-ready carries in its note (``readings.mark_not_ready``)."""
+    return f"{NOT_READY}: {reason}"
+
+
+def without_not_ready(note: str) -> str:
+    """A record's note without the not-agreement-ready mark ``mark_not_ready`` appended last: a table that says it
+    once (a footnote) shows the rest."""
+    if note.startswith(f"{NOT_READY}: "):
+        return ""
+    cut = note.find(f"; {NOT_READY}: ")
+    return note[:cut] if cut >= 0 else note
+
+
+class Footnotes:
+    """Notes said once under a table, numbered; each row that needs one carries its number (``[1]``): 21 rows of
+    one judge that is not agreement-ready once repeated its note 21 times in the table's caption."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+
+    def mark(self, note: str) -> str:
+        return f"[{self.numbers.setdefault(note, len(self.numbers) + 1)}]"
+
+    def said(self) -> str:
+        return "; ".join(f"[{n}] {note}" for note, n in self.numbers.items())
 
 
 class Runs(Enum):
@@ -92,11 +121,17 @@ class Who:
     """A rater's name as shown: a judge that is not agreement-ready (``sections/readings.py``) carries the mark."""
 
     def __init__(self, records: list[Record]) -> None:
-        self.not_ready = {
-            (r.evaluator, r.attribute)
+        # (judge, question) -> why it is not agreement-ready
+        self.reasons = {
+            (r.evaluator, r.attribute): r.note
             for r in records
             if r.table == "readings" and r.statistic == "agreement_ready" and r.value == 0
         }
+        self.not_ready = set(self.reasons)
+
+    def reason(self, name: str | None, attribute: str) -> str | None:
+        """Why the judge is not agreement-ready on the question (None: it is, or it is no judge)."""
+        return self.reasons.get((name or "", attribute))
 
     def __call__(self, name: str | None, attribute: str) -> str:
         name = name or ""

@@ -42,7 +42,8 @@ _READINGS_SCHEMA = {
     "attribute": pl.Utf8,
     "status": pl.Utf8,
     "read": pl.Boolean,  # the reading has a value (ok, or imported with a value)
-    "mass": pl.Float64,
+    "mass": pl.Float64,  # the probability the pass put on the answers it was asked for (domain/readiness.py)
+    "mass_on": pl.Utf8,  # ... where: "scale", "constrained" (before the grammar), "yes_no" (the implicit score)
 }
 
 
@@ -54,7 +55,7 @@ def load_all(study: Study, task: str, excluded: Sequence[str] = ()) -> tuple[pl.
     rows = stored.task_ratings(study, task, excluded)
     frame = pl.DataFrame([row[:9] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row")
     readings = pl.DataFrame(
-        [(row[3], row[2], row[9], row[7] is not None, _number(row[10])) for row in rows if row[4] == "llm"],
+        [(row[3], row[2], row[9], row[7] is not None, _number(row[10]), row[11]) for row in rows if row[4] == "llm"],
         schema=_READINGS_SCHEMA,
         orient="row",
     )

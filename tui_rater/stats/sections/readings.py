@@ -5,14 +5,10 @@ value, the count of each typed failure (``refusal``, ``no_number``, ``out_of_ran
 ``truncated``, ``low_mass``, ``no_answer_token``), and for distribution-mode passes the mean and
 least next-token probability on the scale's options ("mass").
 
-A judge is **agreement-ready** on a question only when its numbers describe answers to it:
-
-- at most 10% of its readings are typed failures (the values left are a selection, not a sample);
-- at most 10% of its distribution passes put less than half of the next-token probability on the
-  scale -- whatever ``--min-mass`` it was run with (a model without a fitting chat template put
-  0.0002-0.04% there, and every pass was stored as ``ok``). A constrained judge's readings count
-  too: each stores the mass the model put on the allowed answers *before* the grammar forced one
-  (a judge forced out of 0.03% of the probability was once called "agreement-ready: yes").
+A judge is **agreement-ready** on a question by the one rule of ``domain/readiness.py`` -- at most 10% typed
+failures, at most 10% of its passes with less than half of the next-token probability on the answers it was asked
+for (the scale's options; a constrained reading's *before* the grammar forced one; "yes" / "no" for the implicit
+score) -- the rule ``judge --check`` and a finished run's summary apply too, in the same words.
 
 A judge that is not agreement-ready is marked beside every agreement number it appears in.
 """
@@ -26,17 +22,15 @@ from functools import partial
 import polars as pl
 
 from tui_rater.domain.protocols import FAILURES
+from tui_rater.domain.readiness import NOT_READY as NOT_READY  # the words, for the tables' readers
+from tui_rater.domain.readiness import ON_SCALE, READY_MIN_MASS, WHERE, Evidence
+from tui_rater.domain.readiness import readiness as rule
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats.records import ALL, Record
 from tui_rater.stats.sections import cells
-from tui_rater.stats.sections.base import Found, Layout, Runs, Section, Table, Who
+from tui_rater.stats.sections.base import Found, Layout, Runs, Section, Table, Who, not_ready_note
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.store import readings as stored
-
-READY_MAX_FAILURE_SHARE = 0.10
-READY_MIN_MASS = 0.5
-READY_MAX_LOW_MASS_SHARE = 0.10
-NOT_READY = "not agreement-ready"
 
 
 @dataclass(frozen=True)
@@ -49,9 +43,11 @@ class JudgeReadings:
     passes: int = 0  # distribution passes with a stored mass
     mass_mean: float | None = None
     mass_min: float | None = None
-    low_mass_passes: int = 0  # passes with less than READY_MIN_MASS on the scale
+    low_mass_passes: int = 0  # passes with less than READY_MIN_MASS on the answers
+    where: str = ON_SCALE  # where the passes' probability is (domain/readiness.py's WHERE)
     ready: bool = True
     reason: str = ""
+    low_mass: bool = False  # not ready because of the probability on the answers (domain/readiness.py)
 
     @property
     def ok_share(self) -> float | None:
@@ -80,26 +76,19 @@ def judge_readings(readings: pl.DataFrame) -> dict[tuple[str, str], JudgeReading
             float(masses.mean()) if len(masses) else None,  # type: ignore[arg-type]
             float(masses.min()) if len(masses) else None,  # type: ignore[arg-type]
             low,
+            WHERE.get(next(iter(rows["mass_on"].drop_nulls()), "scale"), ON_SCALE),
         )
-        ready, reason = _verdict(found)
-        out[(found.judge, found.attribute)] = JudgeReadings(**{**found.__dict__, "ready": ready, "reason": reason})
+        said = rule(evidence(found))
+        out[(found.judge, found.attribute)] = JudgeReadings(
+            **{**found.__dict__, "ready": said.ready, "reason": said.reason, "low_mass": said.low_mass}
+        )
     return out
 
 
-def _verdict(r: JudgeReadings) -> tuple[bool, str]:
-    reasons = []
-    failed = r.readings - r.ok
-    if r.ok == 0:
-        reasons.append(f"none of its {r.readings} readings could be read")
-    elif failed > READY_MAX_FAILURE_SHARE * r.readings:
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(r.failures.items(), key=lambda kv: -kv[1]) if v)
-        reasons.append(f"{failed} of {r.readings} readings are typed failures ({kinds})")
-    if r.passes and r.low_mass_passes > READY_MAX_LOW_MASS_SHARE * r.passes:
-        reasons.append(
-            f"{r.low_mass_passes} of {r.passes} passes put less than {READY_MIN_MASS:g} of the next-token "
-            f"probability on the scale (mean {r.mass_mean:.2g})"
-        )
-    return (not reasons, "; ".join(reasons))
+def evidence(r: JudgeReadings) -> Evidence:
+    """A judge's readings of a question as the agreement-ready rule weighs them."""
+    failed = {kind: n for kind, n in r.failures.items() if n}
+    return Evidence(r.readings, failed, r.passes, r.low_mass_passes, r.mass_mean, r.where)
 
 
 def readiness(data: ReportData) -> dict[tuple[str, str], JudgeReadings]:
@@ -120,7 +109,7 @@ def readings(data: ReportData, attributes: Sequence[Attribute]) -> None:
         for status, count in r.failures.items():
             add(f"failures_{status}", value=float(count), n=r.readings)
         if r.passes:
-            add("mass_mean", value=r.mass_mean, n=r.passes, note="next-token probability on the scale's options")
+            add("mass_mean", value=r.mass_mean, n=r.passes, note=_where(r))
             add("mass_min", value=r.mass_min, n=r.passes, note=f"{r.low_mass_passes} passes below {READY_MIN_MASS:g}")
         add("agreement_ready", value=1.0 if r.ready else 0.0, n=r.readings, note=r.reason)
         jumped = implicit_jumps(data).get((judge, attribute))
@@ -132,6 +121,10 @@ def readings(data: ReportData, attributes: Sequence[Attribute]) -> None:
                 n=r.readings,
                 note=implicit_warning(count, r.readings, least_yes),
             )
+
+
+def _where(r: JudgeReadings) -> str:
+    return "next-token probability " + ("on the scale's options" if r.where == ON_SCALE else r.where)
 
 
 def implicit_warning(count: int, readings: int, least_yes: float) -> str:
@@ -169,7 +162,7 @@ def mark_not_ready(data: ReportData) -> None:
         if hit is None:
             marked.append(record)
             continue
-        note = f"{NOT_READY}: {hit.reason}"
+        note = not_ready_note(hit.reason)
         marked.append(Record(**{**record.__dict__, "note": "; ".join(x for x in (record.note, note) if x)}))
     data.records = marked
 
@@ -199,7 +192,7 @@ def _lay_out(found: Found, who: Who) -> Table | None:
             if name.startswith("failures_") and r.value
         )
         ready = mine.get("agreement_ready")
-        verdict = "yes" if ready is not None and ready.value == 1 else f"NO: {ready.note}" if ready else "n/a"
+        verdict = "yes" if ready is not None and ready.value == 1 else not_ready_note(ready.note) if ready else "n/a"
         if "implicit_no_outside_top5" in mine:  # the paper's formula, shown as a warning
             verdict += f"; {mine['implicit_no_outside_top5'].note}"
         rows.append(

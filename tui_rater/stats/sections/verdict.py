@@ -25,12 +25,22 @@ from functools import partial
 
 import numpy as np
 
+from tui_rater.domain.readiness import NOT_READY
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
 from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats.records import ALL, HUMANS, Record
 from tui_rater.stats.sections import cells
-from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
+from tui_rater.stats.sections.base import (
+    Footnotes,
+    Found,
+    Layout,
+    Section,
+    Table,
+    Who,
+    not_ready_note,
+    without_not_ready,
+)
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.stats.sections.settings import FDR
 
@@ -224,26 +234,42 @@ CAVEATS = ("caveat_human_agreement", "verdict_settled")  # the verdict records w
 
 def caveats(found: Found, attribute: str, judge: str) -> list[str]:
     """What the verdict row must be read with (the humans barely agree; the verdict has not settled), as
-    this section and ``sections/converging.py`` wrote it: '⚠ ' and the reason, each."""
+    this section and ``sections/converging.py`` wrote it: '⚠ ' and the reason, each. A judge that is not
+    agreement-ready is said once by the table (``qualified``), not in each caveat its records carry."""
     records = [found.get("verdict", attribute, ALL, judge, None, statistic) for statistic in CAVEATS]
-    return [f"⚠ {record.note}" for record in records if record is not None and record.note]
+    notes = [without_not_ready(record.note) for record in records if record is not None]
+    return [f"⚠ {note}" for note in notes if note]
+
+
+def qualified(passed: bool, not_ready: str | None, footnotes: Footnotes) -> str:
+    """The verdict as a cell: a judge that is not agreement-ready never gets a plain "yes" (its readings do not
+    describe answers to the question, whatever the test says): "yes* (not agreement-ready)", the reason once
+    under the table."""
+    if not passed:
+        return "no"
+    if not_ready is None:
+        return "yes: may replace"
+    footnotes.mark(not_ready_note(not_ready))  # the reason, once under the table (the caveats column names it)
+    return f"yes* ({NOT_READY})"
+
+
+def not_ready_caveat(not_ready: str | None, footnotes: Footnotes) -> list[str]:
+    return [] if not_ready is None else [f"⚠ {NOT_READY} {footnotes.mark(not_ready_note(not_ready))}"]
 
 
 def _lay_out_verdict(found: Found, who: Who) -> Table | None:
     keys = found.keys("verdict", "attribute", "evaluator")
     if not keys:
         return None
-    rows, epsilons = [], {}
+    rows, epsilons, footnotes = [], {}, Footnotes()
     for attribute, judge in keys:
         get = partial(found.get, "verdict", attribute, ALL, judge)
         eps = get(None, "epsilon")
         if eps is not None:
-            epsilons[eps.note] = True
+            epsilons[without_not_ready(eps.note)] = True
+        not_ready = who.reason(judge, attribute)
         said = get(None, "verdict")
-        if said is None or said.value is None:
-            cell = "n/a"
-        else:
-            cell = "yes: may replace" if said.value == 1 else "no"
+        cell = "n/a" if said is None or said.value is None else qualified(said.value == 1, not_ready, footnotes)
         rank = get(None, "rank")
         humans = [
             r.evaluator_b
@@ -253,7 +279,7 @@ def _lay_out_verdict(found: Found, who: Who) -> Table | None:
         per_human = "  ".join(_human(get, human) for human in humans)
         rho = cells.value(get(None, "advantage_probability"), 3)
         rho += f" (#{rank.value:g})" if rank and rank.value else ""
-        reason = said.note if said is not None and said.value is None else ""
+        reason = without_not_ready(said.note) if said is not None and said.value is None else ""
         tested = get(None, "winning_rate")
         rows.append(
             [
@@ -261,14 +287,14 @@ def _lay_out_verdict(found: Found, who: Who) -> Table | None:
                 who(judge, attribute),
                 cells.value(tested),
                 cell,
-                "; ".join(caveats(found, attribute, judge)) or "none",
+                "; ".join(not_ready_caveat(not_ready, footnotes) + caveats(found, attribute, judge)) or "none",
                 rho,
                 str(tested.n) if tested else "0",
                 per_human or "",
                 reason,
             ]
         )
-    title = VERDICT.title + ("; " + "; ".join(epsilons) if epsilons else "")
+    title = "; ".join(x for x in (VERDICT.title, *epsilons, footnotes.said()) if x)
     header = [
         "attribute",
         "judge",
@@ -294,21 +320,26 @@ def _lay_out_across(found: Found, who: Who) -> Table | None:
     keys = found.keys("verdict_across", "attribute", "evaluator")
     if not keys:
         return None
-    rows = []
+    rows, footnotes = [], Footnotes()
     for attribute, judge in keys:
         get = partial(found.get, "verdict_across", attribute, ALL, judge, None)
+        not_ready = who.reason(judge, attribute)
         said = get("verdict")
-        cell = "n/a" if said is None or said.value is None else "yes" if said.value == 1 else "no"
+        cell = "n/a" if said is None or said.value is None else qualified(said.value == 1, not_ready, footnotes)
+        # the same caveats as the question's own verdict row: pooling the p-values does not lift them
+        warned = not_ready_caveat(not_ready, footnotes) + caveats(found, attribute, judge)
         rows.append(
             [
                 attribute,
                 who(judge, attribute),
                 cells.value(get("winning_rate")),
                 cell,
+                "; ".join(warned) or "none",
                 cells.value(get("advantage_probability"), 3),
             ]
         )
-    return ACROSS.title, ["attribute", "judge", "ω", "verdict", "ρ"], rows
+    title = "; ".join(x for x in (ACROSS.title, footnotes.said()) if x)
+    return title, ["attribute", "judge", "ω", "verdict", "caveats", "ρ"], rows
 
 
 VERDICT = Layout(
@@ -322,7 +353,7 @@ VERDICT = Layout(
 ACROSS = Layout(
     "verdict_across",
     "Alternative annotator test across questions: Benjamini–Yekutieli over every question's p-values together",
-    ("verdict_across",),
+    ("verdict_across", "verdict"),
     _lay_out_across,
 )
 # the alternative annotator test; across questions too
