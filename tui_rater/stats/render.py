@@ -171,6 +171,9 @@ CSV_FIELDS = [
     "n",
     "p",
     "note",
+    "ci_low",
+    "ci_high",
+    "ci",
 ]
 
 
