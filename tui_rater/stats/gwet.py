@@ -31,7 +31,8 @@ def weights(categories: list[float], kind: str) -> FloatArray:
     if kind == "nominal" or x.size < 2:
         return np.eye(x.size)
     spread = (x[-1] - x[0]) ** 2
-    return 1.0 - np.subtract.outer(x, x) ** 2 / spread
+    quadratic: FloatArray = 1.0 - np.subtract.outer(x, x) ** 2 / spread
+    return quadratic
 
 
 def _counts(matrix: npt.ArrayLike, categories: list[float]) -> FloatArray | None:
@@ -65,15 +66,15 @@ def ac(matrix: npt.ArrayLike, categories: list[float], kind: str = "nominal") ->
     w = weights(categories, kind)
     pa_i, share = _per_item(counts, r, w)
     factor = w.sum() / (len(categories) * (len(categories) - 1))
-    value = _coefficient(pa_i[twice].mean(), share.mean(axis=0), factor)
+    value = _point(float(pa_i[twice].mean()), share.mean(axis=0), factor)
     stat = Stat(None if value is None else float(value), int(twice.sum()), "" if value is not None else "no variation")
     if value is None:
         return stat
-    draws = []
+    draws: list[FloatArray] = []
     for b in iv.resamples(r.size, iv._block(r.size * (len(categories) + 1))):
         pa = (b @ np.where(twice, pa_i, 0.0)) / (b @ twice.astype(float))
         pi = (b @ share) / b.sum(axis=1)[:, None]
-        draws.append(_coefficient(pa, pi, factor, vector=True))
+        draws.append(_coefficients(pa, pi, factor))
     return iv.with_interval(stat, iv.percentile(np.concatenate(draws)))
 
 
@@ -84,15 +85,17 @@ def _per_item(counts: FloatArray, r: FloatArray, w: FloatArray) -> tuple[FloatAr
     return np.nan_to_num(pa_i), counts / r[:, None]
 
 
-def _coefficient(
-    pa: float | FloatArray, pi: FloatArray, factor: float, vector: bool = False
-) -> FloatArray | float | None:
+def _coefficients(pa: FloatArray, pi: FloatArray, factor: float) -> FloatArray:
+    """AC of each resample (rows of ``pi``): (p_a - p_e) / (1 - p_e)."""
     pe = factor * np.sum(pi * (1.0 - pi), axis=-1)
     with np.errstate(all="ignore"):
-        coefficient = (pa - pe) / (1.0 - pe)
-    if vector:
-        return np.asarray(coefficient, dtype=float)
-    return float(coefficient) if np.isfinite(coefficient) else None
+        coefficients: FloatArray = (pa - pe) / (1.0 - pe)
+    return coefficients
+
+
+def _point(pa: float, pi: FloatArray, factor: float) -> float | None:
+    value = float(_coefficients(np.asarray([pa]), pi[None, :], factor)[0])
+    return value if np.isfinite(value) else None
 
 
 SKEWED = 0.6  # the most frequent label's share of the ratings from which skew is named

@@ -158,7 +158,8 @@ def _pair_sums(counts: FloatArray, m_u: FloatArray, w: FloatArray, z: FloatArray
     first = counts @ z.T  # items x resamples
     second = (counts @ (z**2).T) * m_u[:, None]
     per_item = 2.0 * (second - first**2) / (m_u[:, None] - 1.0)
-    return np.einsum("bu,ub->b", w, per_item)
+    sums: FloatArray = np.einsum("bu,ub->b", w, per_item)
+    return sums
 
 
 def percent_exact(matrix: npt.ArrayLike) -> Interval:

@@ -118,12 +118,14 @@ def _lay_out_shares(found: Found, who: Who) -> Table | None:
                 cells.column(system),
                 cell,
                 cells.value(alpha),
+                cells.gwet_value(found.get("nominal", attribute, system, evaluator, None, "ac1")),
                 cells.value(exact, 0, "%"),
                 str(n),
             ]
         )
-    header = ["attribute", "evaluator", "system", "verdict shares", "α nominal", "all agree", "items"]
-    return SHARES.title, header, rows
+    header = ["attribute", "evaluator", "system", "verdict shares", "α nominal", "AC1", "all agree", "items"]
+    skewed = any(cells.SKEW_MARK in row[5] for row in rows)
+    return SHARES.title + (f" ({cells.SKEW_LEGEND})" if skewed else ""), header, rows
 
 
 def _lay_out_pairs(found: Found, who: Who) -> Table | None:
@@ -152,7 +154,7 @@ def _lay_out_pairs(found: Found, who: Who) -> Table | None:
 
 SHARES = Layout(
     "nominal",
-    "Verdict shares and agreement among each evaluator's annotators (α nominal, % all agree)",
+    "Verdict shares and agreement among each evaluator's annotators (α nominal, Gwet's AC1, % all agree)",
     ("nominal",),
     _lay_out_shares,
 )

@@ -234,6 +234,7 @@ def _lay_out_table1(found: Found, who: Who) -> Table | None:
     evaluators = list(dict.fromkeys(r.evaluator for r in found.of("table1")))
     v = cells.value
     rows = []
+    skewed = False
     for attribute in attributes:
         for evaluator in evaluators:
             row = [attribute, who(evaluator, attribute)]
@@ -246,12 +247,16 @@ def _lay_out_table1(found: Found, who: Who) -> Table | None:
                 welch = found.get("welch", attribute, system, evaluator, None, "welch_t")
                 cell = f"{v(mean)}±{v(get('std'))}{cells.stars(welch.p if welch else None)}"
                 cell += f" α {v(get('alpha_ordinal'))}/{v(get('alpha_interval'))} {v(get('percent_exact'), 0)}%"
+                ac2 = get("ac2_quadratic")
+                if ac2 is not None and ac2.value is not None:
+                    cell += f" AC2 {cells.gwet_value(ac2)}"
+                    skewed = skewed or cells.SKEW_MARK in cell
                 shared, humans = get("mean_on_shared_items"), get("humans_mean_on_shared_items")
                 if shared is not None and humans is not None:  # the judge rated other items than the humans
                     cell += f"; on the {shared.n} items both rated: {v(shared)} vs humans {v(humans)}"
                 row.append(cell)
             rows.append(row)
-    title = TABLE1.title + " (* Welch p<.05 vs the reference system)"
+    title = TABLE1.title + " (* Welch p<.05 vs the reference system" + (f"; {cells.SKEW_LEGEND})" if skewed else ")")
     return title, ["attribute", "evaluator", *map(cells.column, systems)], rows
 
 
@@ -314,7 +319,7 @@ def _lay_out_table3(found: Found, who: Who) -> Table | None:
 
 TABLE1 = Layout(
     "table1",
-    "Table 1 — mean ± std, Krippendorff's α (ordinal / interval), % items all raters agree",
+    "Table 1 — mean ± std, Krippendorff's α (ordinal / interval), % items all raters agree, Gwet's AC2",
     ("table1", "welch"),
     _lay_out_table1,
 )
