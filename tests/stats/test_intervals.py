@@ -142,3 +142,15 @@ def test_no_variation_in_most_resamples_gives_no_interval_and_says_why():
     y = np.array([1.0] * 29 + [2.0])
     got = iv.kendall_tau(x, y)
     assert not got.ok and "resamples" in got.method
+
+
+def test_tau_of_continuous_scores_counts_item_pairs_and_is_the_bootstrap_of_scipy():
+    """Judges' expected values are continuous: every item its own level, where tau is counted over item pairs."""
+    rng = np.random.default_rng(17)
+    x = rng.normal(size=35)
+    y = 0.6 * x + rng.normal(size=35)
+    y[[3, 9]] = y[[4, 10]]  # a few ties
+    expected = _expanded_interval(np.vstack([x, y]), lambda v: sp.kendalltau(v[0], v[1]).statistic)
+    got = iv.kendall_tau(x, y)
+    assert got.method == iv.METHOD
+    assert (got.low, got.high) == pytest.approx(expected, abs=1e-9)

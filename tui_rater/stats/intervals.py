@@ -132,15 +132,17 @@ def _alpha_resampled(counts: FloatArray, levels: FloatArray, level: str) -> Floa
     alpha-reliability", the coincidence form): alpha = 1 - (n - 1) sum_ck o_ck d_ck / sum_ck n_c n_k d_ck."""
     m_u = counts.sum(axis=1)
     out: list[FloatArray] = []
-    for w in resamples(counts.shape[0], _block(counts.shape[0] + levels.size**2)):
+    pairwise = level in ("nominal", "ratio")  # a levels x levels table per resample; else items x resamples
+    for w in resamples(counts.shape[0], _block(levels.size**2 if pairwise else counts.shape[0] + levels.size)):
         n_c = w @ counts  # resamples x levels: each level's pairable values
         n = n_c.sum(axis=1)
         if level == "ordinal":
             z = np.cumsum(n_c, axis=1) - n_c / 2.0  # mid-ranks of this resample's values
             observed = _pair_sums(counts, m_u, w, z)
             expected = 2.0 * (n * np.sum(n_c * z**2, axis=1) - np.sum(n_c * z, axis=1) ** 2)
-        elif level == "interval":
-            observed = _pair_sums(counts, m_u, w, np.broadcast_to(levels, n_c.shape))
+        elif level == "interval":  # per item sums of values and of squares: linear in the counts
+            s1, s2 = counts @ levels, counts @ levels**2
+            observed = w @ (2.0 * (m_u * s2 - s1**2) / (m_u - 1.0))
             expected = 2.0 * (n * (n_c @ levels**2) - (n_c @ levels) ** 2)
         else:
             delta = ag._delta(levels[:, None], levels[None, :], level)
@@ -212,10 +214,10 @@ class _Joint:
         n = self.cell.size
         onehot_cells = kx * ky
         for w in resamples(n, _block(max(n, onehot_cells))):
-            table = np.zeros((w.shape[0], onehot_cells))
-            for row in range(w.shape[0]):
-                table[row] = np.bincount(self.cell, weights=w[row], minlength=onehot_cells)
-            yield table.reshape(w.shape[0], kx, ky)
+            rows = w.shape[0]
+            flat = (np.arange(rows)[:, None] * onehot_cells + self.cell[None, :]).ravel()
+            table = np.bincount(flat, weights=w.ravel(), minlength=rows * onehot_cells)
+            yield table.reshape(rows, kx, ky)
 
 
 def _joint(x: npt.ArrayLike, y: npt.ArrayLike) -> _Joint | None:
@@ -233,8 +235,11 @@ def kendall_tau(x: npt.ArrayLike, y: npt.ArrayLike) -> Interval:
     joint = _joint(x, y)
     if joint is None:
         return none("fewer than 3 items rated by both")
-    if RESAMPLES * joint.shape[0] * joint.shape[1] > BUDGET:
+    n = joint.cell.size
+    if RESAMPLES * min(n * n, joint.shape[0] * joint.shape[1]) > BUDGET:
         return _fisher(x, y, "kendall")
+    if n * n <= joint.shape[0] * joint.shape[1]:  # many distinct values: count pairs of items, not of cells
+        return percentile(_tau_by_pairs(*ag._paired(x, y)))
     out = []
     for t in joint.tables():
         # pairs above and to the right of a cell (both larger): suffix sums shifted by one
@@ -252,6 +257,19 @@ def kendall_tau(x: npt.ArrayLike, y: npt.ArrayLike) -> Interval:
         with np.errstate(all="ignore"):
             out.append((concordant - discordant) / np.sqrt(untied_x * untied_y))
     return percentile(np.concatenate(out))
+
+
+def _tau_by_pairs(a: FloatArray, b: FloatArray) -> FloatArray:
+    """tau-b of each resample from the items' pair signs: with counts w, the concordant minus discordant pairs
+    are w' C w (C = sign(a_i - a_j) sign(b_i - b_j)) and the pairs untied in a are w' |sign(a_i - a_j)| w."""
+    sa, sb = np.sign(np.subtract.outer(a, a)), np.sign(np.subtract.outer(b, b))
+    out = []
+    for w in resamples(a.size, _block(a.size)):
+        score = np.sum((w @ (sa * sb)) * w, axis=1)
+        untied_a, untied_b = np.sum((w @ np.abs(sa)) * w, axis=1), np.sum((w @ np.abs(sb)) * w, axis=1)
+        with np.errstate(all="ignore"):
+            out.append(score / np.sqrt(untied_a * untied_b))
+    return np.concatenate(out)
 
 
 def _midranks(counts: FloatArray) -> FloatArray:
