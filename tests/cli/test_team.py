@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.stats.ratings import insert
 from tests.support import digest, run_cli_process
+from tui_rater.store.adjudication import Adjudication
 from tui_rater.store.study import Study
 
 TASK = "title-fluency"
@@ -53,7 +55,8 @@ def test_a_three_person_plan_with_k2_a_three_person_subset_and_five_percent_gold
     assert code == 0, err
     text = " ".join(out.split())
     assert "agreement between people (Krippendorff's alpha, table 1): yes, on 60 items rated by 2 or more" in text
-    assert "the alt-test verdict (can a judge replace the people?): yes, on the 12 items rated by 3 or more" in text
+    # (the report's own rule: 3 people with 30 or more items another person rated too; here 44 each)
+    assert "the alt-test verdict (can a judge replace the people?): yes -- 3 people will each have 44 or more" in text
     per_item = dict(rows(study_file, "SELECT item_key, count(*) FROM assignments WHERE gold = 0 GROUP BY item_key"))
     gold = {k for (k,) in rows(study_file, "SELECT item_key FROM gold")}
     regular = {k for (k,) in rows(study_file, "SELECT key FROM items")} - gold
@@ -115,6 +118,30 @@ def test_bad_plans_are_one_sentence_and_leave_the_study_unchanged(study_file, na
     assert code == 2 and err.startswith("tui-rater: error: ") and err.count("\n") == 1, err
     assert sentence in err
     assert digest(study_file) == before
+
+
+@pytest.mark.parametrize(
+    ("lease", "sentence"),
+    [
+        ("nan", "a lease must be a finite number of seconds, not nan"),
+        ("inf", "a lease must be a finite number of seconds, not inf"),
+        ("-inf", "a lease must be a finite number of seconds, not -inf"),
+        ("-1", "a lease must last more than 0 and at most 86400 seconds (a day), not -1"),
+        ("0", "a lease must last more than 0 and at most 86400 seconds (a day), not 0"),
+        ("1e300", "a lease must last more than 0 and at most 86400 seconds (a day), not 1e+300"),
+    ],
+)
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_an_unusable_lease_is_one_sentence_and_leaves_the_study_unchanged(study_file, lease, sentence, dry_run):
+    """`--lease nan` exited 0 and stored a NaN lease: no annotator could save after it."""
+    before = digest(study_file)
+    code, out, err = cli(
+        "assign", "--db", study_file, "--task", TASK, "--annotators", "a,b", "--dynamic", f"--lease={lease}",
+        *(["--dry-run"] if dry_run else []),
+    )  # fmt: skip
+    assert code == 2 and err == f"tui-rater: error: --lease: {sentence}\n", err
+    assert out == "" and digest(study_file) == before
+    assert rows(study_file, "SELECT count(*) FROM team_plans") == [(0,)]
 
 
 def test_a_judge_name_is_not_an_annotator_name(study_file):
@@ -351,3 +378,188 @@ def test_the_report_leaves_gold_ratings_out_and_says_how_many(tmp_path):
     # (but the retest table: its warm-up counts every item a person saw, gold items too, as they were shown)
     records = [r for r in json.loads(out)["tasks"][TASK] if r["table"] != "retest"]
     assert records and records == [r for r in json.loads(out_plain)["tasks"][TASK] if r["table"] != "retest"]
+
+
+def progress_json(db: Path, task: str = TASK) -> dict[str, dict]:
+    code, out, err = cli("progress", "--db", db, "--task", task, "--format", "json")
+    assert code == 0, err
+    (found,) = json.loads(out)
+    return {row["annotator"]: row for row in found["annotators"]}
+
+
+def test_adjudicated_items_move_no_annotators_distance_from_the_judges(tmp_path):
+    """An adjudicator's decision is no judge's reading: deciding 4 items (far from the judge) changes nobody's
+    figures (the judges' figures were averaged with the decisions: 0.957 -> 0.915 after 4)."""
+    db = rated_study(tmp_path)
+    before = progress_json(db)
+    gold = {k for (k,) in rows(db, "SELECT item_key FROM gold")}
+    by_people = "SELECT DISTINCT item_key FROM ratings r JOIN raters ra ON ra.id = r.rater_id WHERE ra.kind = 'human'"
+    rated = sorted(k for (k,) in rows(db, by_people) if k not in gold)[:4]
+    study = Study.open(db)
+    adjudication = Adjudication(study, TASK, "lena")
+    for key in rated:
+        adjudication.decide(key, "fluency", 5.0)
+    study.close()
+    assert rows(db, "SELECT count(*) FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
+                    "WHERE ra.kind = 'adjudicator'") == [(4,)]  # fmt: skip
+    after = progress_json(db)
+    assert list(after) == list(before) == ["alice", "bob", "carol"]  # the adjudicator is no annotator either
+    for name, row in after.items():
+        for figure in ("gap_judges", "shared_judges", "gap_people", "shared_people"):
+            assert row[figure] == before[name][figure], (name, figure)
+        assert row["gap_judges"] == pytest.approx(independent(db, name)["gap_judges"])
+
+
+PAIRWISE = "story-pairwise"
+
+
+def pairwise_study(tmp_path: Path) -> Path:
+    """Three people answer A / B / tie on 24 pairs; two judges answer in both orders (one sample each), and
+    change their answer with the order on some pairs (no preference: a tie, as the report counts it); judge-y
+    never answered the first 3 pairs in the swapped order (no answer of its own there, as in the report)."""
+    db = tmp_path / "pairs.db"
+    path = tmp_path / "pairs.csv"
+    lines = ["id,prompt,story_a,story_b"] + [f"p{i},Beginning {i},Story A {i},Story B {i}" for i in range(24)]
+    path.write_text("\n".join(lines) + "\n")
+    assert cli("import", path, "--task", PAIRWISE, "--db", db)[0] == 0
+    rng = random.Random(11)
+    study = Study.open(db)
+    keys = [item.key for item in study.items(PAIRWISE)]
+    judges = [study.judge(name, {"m": name}) for name in ("judge-x", "judge-y")]
+    for key in keys:
+        for judge in judges:
+            first = float(rng.choice((0, 0, 1, 2)))
+            second = first if rng.random() < 0.75 else float(rng.choice((0, 1, 2)))
+            insert(study, key, "preference", judge.id, first, presentation="original")
+            if judge.name == "judge-x" or key not in keys[:3]:
+                insert(study, key, "preference", judge.id, second, presentation="swapped")
+    for name, share in (("alice", 1.0), ("bob", 0.75), ("carol", 0.5)):
+        rater = study.human(name)
+        for key in keys[: int(len(keys) * share)]:
+            study.add_rating(key, "preference", rater.id, float(rng.choice((0, 0, 1, 2))), parse_status="human")
+    study.close()
+    return db
+
+
+def independent_disagreement(db: Path, name: str) -> dict[str, float]:
+    """The disagreement rates, from the tables: per item, the share of the other people's (each judge's)
+    answers unlike theirs, averaged; a judge's answer is the same in both orders, else a tie (MT-Bench's rule,
+    Zheng et al. 2023)."""
+    people: dict[int, dict[str, float]] = {}
+    for key, who, value in rows(
+        db,
+        "SELECT r.item_key, ra.name, r.value FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
+        "WHERE ra.kind = 'human' ORDER BY r.id",
+    ):
+        people.setdefault(key, {})[who] = value
+    orders: dict[int, dict[str, dict[str, float]]] = {}
+    for key, who, order, value in rows(
+        db,
+        "SELECT r.item_key, ra.name, r.presentation, r.value FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
+        "WHERE ra.kind = 'llm'",
+    ):
+        orders.setdefault(key, {}).setdefault(who, {})[order] = value
+    tie = 2.0
+    judged = {
+        key: [
+            by_order["original"] if by_order["original"] == by_order["swapped"] else tie
+            for by_order in j.values()
+            if len(by_order) == 2  # both orders, or no answer
+        ]
+        for key, j in orders.items()
+    }
+    mine = {key: answers[name] for key, answers in people.items() if name in answers}
+    with_people = [
+        statistics.fmean(v != mine[key] for who, v in people[key].items() if who != name)
+        for key in mine
+        if len(people[key]) > 1
+    ]
+    with_judges = [statistics.fmean(v != mine[key] for v in judged[key]) for key in mine]
+    return {
+        "disagreement_people": statistics.fmean(with_people),
+        "shared_people_nominal": len(with_people),
+        "disagreement_judges": statistics.fmean(with_judges),
+        "shared_judges_nominal": len(with_judges),
+    }
+
+
+def test_a_pairwise_question_shows_a_disagreement_rate_never_a_mean_of_answer_codes(tmp_path):
+    db = pairwise_study(tmp_path)
+    shown = progress_json(db, PAIRWISE)
+    assert list(shown) == ["alice", "bob", "carol"]
+    for name, row in shown.items():
+        for figure, value in independent_disagreement(db, name).items():
+            assert row[figure] == pytest.approx(value), (name, figure)
+        # no distance in scale points of the codes 0 / 1 / 2
+        assert row["gap_people"] is None and row["gap_judges"] is None
+        assert row["shared_people"] == row["shared_judges"] == 0
+    assert 0 < shown["alice"]["disagreement_judges"] < 1
+
+    code, out, err = cli("progress", "--db", db, "--task", PAIRWISE)
+    assert code == 0, err
+    assert "≠ppl" in out and "≠jdg" in out and "disagreement rate" in out
+    assert "±jdg" not in out and "scale points" not in out and "distance" not in out.split("disagreement")[0]
+    alice = next(line for line in out.splitlines() if line.lstrip().startswith("alice"))
+    assert f"{shown['alice']['disagreement_judges']:.0%}" in alice
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
+
+
+MIXED_TASK = """
+[[task]]
+name = "mixed"
+instructions = "Rate the reply."
+fields = ["text"]
+
+[[task.attributes]]
+name = "quality"
+question = "How good is it? (1-5)"
+scale = { kind = "likert", low = 1, high = 5 }
+
+[[task.attributes]]
+name = "topic"
+question = "Which topic?"
+scale = { kind = "choice", choices = ["news", "sport", "other"] }
+"""
+
+
+def test_a_task_with_numeric_and_choice_questions_keeps_their_figures_apart(tmp_path):
+    """Distances over the 1-5 question only, disagreement rates over the choice only; at 80 columns every name."""
+    db, task_file, items = tmp_path / "m.db", tmp_path / "t.toml", tmp_path / "i.csv"
+    task_file.write_text(MIXED_TASK)
+    items.write_text("id,text\n" + "".join(f"x{i},Text {i}\n" for i in range(12)))
+    assert cli("import", items, "--task", "mixed", "--task-file", task_file, "--db", db)[0] == 0
+    rng = random.Random(5)
+    study = Study.open(db)
+    judge = study.judge("judge-x", {"m": 1})
+    people = {name: study.human(name) for name in ("alice-with-a-long-name", "bob")}
+    given: dict[str, dict[str, list[float]]] = {name: {"quality": [], "topic": []} for name in [*people, "judge"]}
+    for item in study.items("mixed"):
+        for name, rater in [*people.items(), ("judge", judge)]:
+            for attribute, top in (("quality", 5), ("topic", 2)):
+                value = float(rng.randint(1, 5) if top == 5 else rng.randint(0, 2))
+                given[name][attribute].append(value)
+                study.add_rating(item.key, attribute, rater.id, value, parse_status="ok" if rater is judge else "human")
+    study.close()
+    shown = progress_json(db, "mixed")
+    for name, other in (("alice-with-a-long-name", "bob"), ("bob", "alice-with-a-long-name")):
+        mine, theirs, judged = given[name], given[other], given["judge"]
+        assert shown[name]["gap_people"] == pytest.approx(
+            statistics.fmean(abs(a - b) for a, b in zip(mine["quality"], theirs["quality"]))
+        )
+        assert shown[name]["gap_judges"] == pytest.approx(
+            statistics.fmean(abs(a - b) for a, b in zip(mine["quality"], judged["quality"]))
+        )
+        assert shown[name]["disagreement_people"] == pytest.approx(
+            statistics.fmean(a != b for a, b in zip(mine["topic"], theirs["topic"]))
+        )
+        assert shown[name]["disagreement_judges"] == pytest.approx(
+            statistics.fmean(a != b for a, b in zip(mine["topic"], judged["topic"]))
+        )
+        assert shown[name]["shared_people"] == shown[name]["shared_people_nominal"] == 12
+    code, out, err = cli("progress", "--db", db, "--task", "mixed")
+    assert code == 0, err
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
+    assert "alice-with-a-long-name" in out and "±jdg" in out and "≠jdg" in out
+    bob = [line.split() for line in out.splitlines() if line.split()[:1] == ["bob"]]
+    assert bob[0][-4] == f"{shown['bob']['gap_people']:.2f}"  # the distances in the main table ...
+    assert bob[1] == ["bob", f"{shown['bob']['disagreement_people']:.0%}", f"{shown['bob']['disagreement_judges']:.0%}"]

@@ -285,3 +285,30 @@ def test_a_message_said_while_a_worker_loads_a_model_reaches_stderr(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "stopping: said while a model loads" in done.stderr
+
+
+def test_the_same_judge_after_queue_cancel_names_the_cancelled_jobs_and_retry_and_exits_1(tmp_path, silent_server):
+    """`queue --cancel`, then the same `judge` command: it said "done: 0 jobs" and exited 0 with every job undone.
+    Work left undone is exit 1, as failed jobs are, and the command that queues it again is named."""
+    db = _study(tmp_path)
+    cmd = [sys.executable, "-m", "tui_rater.cli", "judge", "--db", str(db), "--model", "api:m"]
+    cmd += ["--base-url", silent_server, "--timeout", "120"]
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
+    ended, _took = _interrupt(cmd, db, env)
+    assert ended.returncode == 130, ended.stderr
+    cancel = run_cli_process("queue", "--db", db, "--cancel")
+    assert cancel.returncode == 0, cancel.stderr
+    statuses = _statuses(db)
+    assert set(statuses) == {"cancelled"}
+    cancelled = statuses["cancelled"]
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert again.returncode == 1, again.stderr
+    assert f", cancelled: {cancelled}" in again.stdout
+    label = sqlite3.connect(db).execute("SELECT label FROM raters WHERE kind = 'llm'").fetchone()[0]
+    assert (
+        f"tui-rater: error: {cancelled} jobs of {label} were cancelled (`queue --cancel`) and not run; "
+        f"`tui-rater queue --retry --rater {label}` queues them again" in again.stderr
+    )
+    assert _statuses(db) == {"cancelled": cancelled}  # nothing run, nothing changed
+    retry = run_cli_process("queue", "--db", db, "--retry", "--rater", label)  # the command it names works
+    assert retry.returncode == 0 and _statuses(db) == {"queued": cancelled}

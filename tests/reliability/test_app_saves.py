@@ -432,6 +432,12 @@ def fill(folder: Path) -> Path:
 def test_disk_full_shows_unsaved_until_saved(small_disk, tmp_path):
     db = story_study(small_disk)
     app = start(db, "full", tmp_path)
+    # A colleague's read transaction, held throughout: each save is copied into the file at once (a checkpoint,
+    # so that a renamed study keeps it) and the log then starts again from its beginning, where a full disk
+    # leaves room. While another connection reads, the log cannot start again: it must grow, as in a busy team.
+    reader = sqlite3.connect(db, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM ratings").fetchall()
     try:
         app.keys("43")  # saved while there is room
         app.wait_text("[4] grammaticality", "[3] cohesiveness")
@@ -448,9 +454,11 @@ def test_disk_full_shows_unsaved_until_saved(small_disk, tmp_path):
         filler.unlink()  # room again: the next try saves them all, and the error goes
         screen = app.wait_screen(lambda s: "NOT SAVED" not in s and "[1] grammaticality" in s, timeout=15)
         assert read_screen(screen).rated == 1 and all_saved(screen)
+        reader.close()
         app.keys("q")
         assert app.wait_status() == 0
     finally:
+        reader.close()
         app.close()
     assert [(i, a, v) for i, a, v, _ in all_ratings(db, "full")] == typed_ratings("43251")
     print("\ndisk full: 1 run, 5 ratings typed, 3 shown as not saved while the disk was full, 0 lost")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from tests.support import story_study
-from tui_rater.store.links import annotators_by_hash, new_link, stored_links, token_hash
+from tui_rater.store.links import LinkBook, new_link, stored_links
 from tui_rater.store.study import Study
 
 
@@ -26,10 +26,8 @@ def test_only_the_hash_of_a_token_is_in_the_file(tmp_path):
         assert link.token.encode() not in on_disk
         assert hashlib.sha256(link.token.encode()).hexdigest().encode() in on_disk
     study = Study.open(db)
-    assert annotators_by_hash(study, ["alice", "bob"]) == {
-        token_hash(alice.token): "alice",
-        token_hash(bob.token): "bob",
-    }
+    book = LinkBook(study, "story", ["alice", "bob"])
+    assert (book.annotator(alice.token), book.annotator(bob.token)) == ("alice", "bob")
     assert all(link.token is None for link in stored_links(study).values())  # nothing to read a token back from
     study.close()
 
@@ -41,7 +39,8 @@ def test_a_new_link_replaces_the_old_one_and_only_named_annotators_open(tmp_path
     bob = new_link(study, "bob")
     new = new_link(study, "alice")
     assert new.token != old.token
-    assert annotators_by_hash(study, ["alice", "bob"]) == {token_hash(new.token): "alice", token_hash(bob.token): "bob"}
-    assert annotators_by_hash(study, ["alice"]) == {token_hash(new.token): "alice"}  # bob's link not served
+    both, alone = LinkBook(study, "story", ["alice", "bob"]), LinkBook(study, "story", ["alice"])
+    assert [both.annotator(t) for t in (old.token, new.token, bob.token)] == [None, "alice", "bob"]
+    assert [alone.annotator(t) for t in (new.token, bob.token, "")] == ["alice", None, None]  # bob's link not served
     assert sorted(stored_links(study)) == ["alice", "bob"]
     study.close()

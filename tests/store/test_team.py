@@ -7,7 +7,7 @@ import pytest
 from tui_rater.domain.errors import UserError
 from tui_rater.store.roles import leads, require_lead, set_leads
 from tui_rater.store.study import Study
-from tui_rater.store.team import claim, live_leases
+from tui_rater.store.team import claim, live_leases, save_team_plan
 
 
 @pytest.fixture
@@ -62,3 +62,17 @@ def test_the_whole_task_count_matches_the_per_item_count(study):
     study.add_rating(keys[2], "fluency", a, 2.0, parse_status="human")  # a's own: not counted for a
     whole = others_per_item(study, "title-fluency", a, now=100.0)
     assert whole == {k: n for k in keys if (n := raters_of(study, k, a, now=100.0))} == {keys[0]: 1, keys[1]: 1}
+
+
+@pytest.mark.parametrize("lease_s", [float("nan"), float("inf"), 0.0, -5.0, 1e12])
+def test_the_store_refuses_an_unusable_lease_whoever_asks(study, lease_s):
+    """A NaN lease was written as NULL (every later save failed on "NOT NULL constraint failed: leases.until")
+    and an infinite one held the item forever: refused with the reason, nothing written."""
+    key = study.items("title-fluency")[0].key
+    a = study.human("a").id
+    with pytest.raises(UserError, match="a lease must"):
+        claim(study, key, a, per_item=1, lease_s=lease_s, now=100.0)
+    with pytest.raises(UserError, match="a lease must"):
+        save_team_plan(study, "title-fluency", "dynamic", {"per_item": 1, "lease_s": lease_s}, [])
+    assert study.db.conn.execute("SELECT count(*) FROM leases").fetchone() == (0,)
+    assert study.db.conn.execute("SELECT count(*) FROM team_plans").fetchone() == (0,)

@@ -15,6 +15,7 @@ import pytest
 from tests.serving import ServeProcess, children
 from tests.support import story_study
 from tests.ui.tmux import ratings_in_force, wait_for
+from tui_rater.ui.web import TAKEN_OVER
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -217,3 +218,37 @@ def test_an_app_that_cannot_start_ends_the_session_in_the_browser_and_says_why_i
         assert children(server.process.pid) == []
     finally:
         assert server.stop() == 0, server.output()
+
+
+def test_a_second_tab_of_one_link_takes_over_and_the_first_says_why(tmp_path, chromium):
+    """One live session per link (issue 36: two tabs of one person overwrote each other's answers while both
+    screens showed their own): the second tab's app starts once the first tab's has saved and exited, so it
+    goes on after what the first one rated; the first tab says why it ended."""
+    db = story_study(tmp_path / "s.db")
+    server = ServeProcess(db, "--task", "story", "--annotators", "alice")
+    try:
+        link = server.links()["alice"]
+        first = chromium.new_page(viewport={"width": 1100, "height": 700})
+        first.set_default_timeout(TIMEOUT_MS)
+        first_terminal = Terminal(first)
+        first.goto(link)
+        first_terminal.wait_text("alice", "item 1/4", "Story 0.", "grammaticality")
+        first.click("#terminal")
+        first_terminal.keys("4325")
+        first_terminal.wait_text("item 2/4")
+        second = chromium.new_page(viewport={"width": 1100, "height": 700})
+        second.set_default_timeout(TIMEOUT_MS)
+        second_terminal = Terminal(second)
+        second.goto(link)
+        first.wait_for_selector("body.-closed")
+        assert first.locator(".closed-dialog .message").inner_text() == TAKEN_OVER
+        second_terminal.wait_text("alice", "item 2/4", "Story 1.")  # after what the first tab saved
+        second.click("#terminal")
+        second_terminal.keys("1111")
+        second_terminal.wait_text("item 3/4")
+        assert len(children(server.process.pid)) == 1
+        second.close()
+        assert server.wait_line(lambda line: line == "alice: session ended", timeout=TIMEOUT_MS / 1000, count=2)
+    finally:
+        assert server.stop() == 0, server.output()
+    assert len(ratings_in_force(db, "alice")) == 8

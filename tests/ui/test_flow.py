@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from tests.support import ratings_of, settle, wait_until
 
@@ -262,6 +263,58 @@ async def test_agreement_pane_updates_and_jumps(app_for, study):
         assert app.screen.data.n_ratings == before + 1
         await pilot.press("enter")
         assert app.screen is app.screen_stack[0] and app.index == 1
+
+
+ARROWS = {"←": "left", "→": "right", "↑": "up", "↓": "down"}
+
+
+async def test_the_agreement_pane_changes_the_question_with_the_keys_its_header_names(app_for, study):
+    """At 80x24 the header said "↑↓ to change" while ↑/↓ scrolled the (taller than the screen) pane and ←/→
+    did nothing: the keys the header names change the question, and ↑/↓ still scroll."""
+    from textual.containers import VerticalScroll
+
+    from tui_rater.ui.agreement import AgreementScreen
+
+    items = study.items("story")
+    for n, name in enumerate(("judge-x", "judge-y", "judge-z")):
+        judge = study.judge(name, {"m": n})
+        for item, value in zip(items, (1, 5, 3, 4)):
+            for attribute in ("grammaticality", "cohesiveness", "likability", "relevance"):
+                study.add_rating(item.key, attribute, judge.id, (value + n) % 5 + 1)
+    for name, values in (("bob", (2, 1, 3, 4)), ("carol", (3, 3, 2, 5))):
+        other = study.human(name)
+        for item, value in zip(items, values):
+            for attribute in ("grammaticality", "cohesiveness", "likability", "relevance"):
+                study.add_rating(item.key, attribute, other.id, value)
+    header = re.compile(r"◀ (\w+) ▶ +\((\d)/4, (\S)(\S) to change\)")
+    app = app_for()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("a")
+        assert isinstance(app.screen, AgreementScreen)
+        await wait_until(pilot, lambda: app.screen.data is not None, "the agreement figures")
+
+        def shown() -> re.Match:
+            found = header.search(str(app.screen.query_one("#agreement-text").render()))
+            assert found is not None
+            return found
+
+        pane = app.screen.query_one("#agreement", VerticalScroll)
+        await wait_until(pilot, lambda: pane.max_scroll_y > 0, "a pane taller than the screen (↑/↓ scroll it)")
+        first = shown()
+        assert first[1] == "grammaticality" and first[2] == "1"
+        previous, following = ARROWS[first[3]], ARROWS[first[4]]
+        await pilot.press(following)
+        await pilot.pause()
+        assert (shown()[1], shown()[2]) == ("cohesiveness", "2")
+        await pilot.press(following, following, following)  # round to the first again
+        await pilot.pause()
+        assert (shown()[1], shown()[2]) == ("grammaticality", "1")
+        await pilot.press(previous)
+        await pilot.pause()
+        assert (shown()[1], shown()[2]) == ("relevance", "4")
+        await pilot.press("down", "down")  # the other arrows scroll the pane, the question stays
+        await pilot.pause()
+        assert pane.scroll_y > 0 and (shown()[1], shown()[2]) == ("relevance", "4")
 
 
 async def test_cancel_and_retry_jobs_from_the_app(app_for, study):

@@ -67,8 +67,8 @@ def test_each_annotator_is_served_their_items_and_gold_and_the_header_shows_the_
         screen = app.wait_text(f"item 1/{len(planned)}", "q quit")
         assert "Gold" not in flat(screen).split("News title:")[0]  # nothing on screen says which items are gold
         rate_through(app, len(planned))
-        total = rows(db, "SELECT count(*) FROM assignments WHERE gold = 0")[0][0]
-        share = round(100 * (len(planned) - len(gold)) / total)
+        total = rows(db, "SELECT count(*) FROM assignments")[0][0]  # gold items count like any other
+        share = round(100 * len(planned) / total)
         screen = app.wait_text(f"your {len(planned)}/{len(planned)} · team {share}%")
         assert max(map(len, screen.splitlines())) <= 80
         app.keys("q")
@@ -272,3 +272,69 @@ def test_a_three_person_study_end_to_end_two_of_them_at_the_same_time(tmp_path):
     assert f"note: {gold_ratings} rating(s) of {gold_items} gold item(s) of {TASK} are left out" in proc.stderr
     records = json.loads(proc.stdout)["tasks"][TASK]
     assert any(r["evaluator"] == "humans" for r in records)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_plan_with_an_unusable_lease_says_not_saved_and_quitting_claims_nothing_saved(tmp_path, bad):
+    """A study made before `assign` refused `--lease nan` (its plan's lease written as it was stored then):
+    every save is refused with a reason, on screen, and quitting never says that the typed ratings are in the
+    file -- it names what was not saved, and counts what is."""
+    db = story_study(tmp_path / "s.db")
+    cli_ok("assign", "--db", db, "--task", "story", "--annotators", "alice,bob", "--per-item", "1", "--dynamic")
+    ((settings,),) = rows(db, "SELECT settings FROM team_plans")
+    with sqlite3.connect(db) as conn:  # as `assign --lease nan` stored it (json.dumps writes NaN / Infinity)
+        conn.execute("UPDATE team_plans SET settings = ?", [json.dumps({**json.loads(settings), "lease_s": bad})])
+    app = TmuxApp(annotate_command(db, "alice", "story"), tmp_path, env="env TERM=xterm")
+    try:
+        app.wait_text("item 1/4", "q quit")
+        app.keys("43")
+        screen = flat(app.wait_text("NOT SAVED", "2 ratings"))
+        assert "NOT SAVED: a lease must be a finite number of seconds" in screen  # the reason, in words
+        assert "1 lease and 2 ratings not saved yet" in screen  # the typed answers are counted, not dropped
+        app.keys("q")
+        app.wait_text("saving 1 lease and 2 ratings before quitting")
+        app.keys("q")
+        app.wait_text("Quit now and lose 1 lease and 2 ratings not saved yet?")
+        app.keys("y")
+        assert app.wait_status() == 1
+        printed = app.printed()
+    finally:
+        app.close()
+    assert rows(db, "SELECT count(*) FROM ratings") == [(0,)]
+    assert "everything else is in the file" not in printed
+    assert "quit without saving 1 lease and 2 ratings, as asked: not in the file" in printed
+    assert "nothing of this session is in the file" in printed
+
+
+def test_the_header_rises_the_same_after_a_gold_item_as_after_any_other(tmp_path):
+    """Issue 36: "your N/M · team X %" rose after every ordinary item and stood still after each gold one (the
+    team's share left gold out), which told an annotator where the checks were. Each item, gold or not, moves
+    both figures by the same step."""
+    path = tmp_path / "items.csv"  # ids and texts that do not say which items are gold
+    lines = ["id,title,gold_fluency"] + [f"x{i},Title number {i},{'3' if i % 4 == 1 else ''}" for i in range(13)]
+    path.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "team.db"
+    cli_ok("import", path, "--task", TASK, "--db", db)
+    cli_ok("assign", "--db", db, "--task", TASK, "--annotators", "alice", "--per-item", "1", "--gold-rate", "0.17")
+    gold = {k for (k,) in rows(db, "SELECT item_key FROM assignments WHERE gold = 1")}
+    planned = rows(db, "SELECT count(*) FROM assignments")[0][0]
+    assert len(gold) == 2 and planned == 12  # 10 ordinary items and 2 gold ones in her stream
+    app = TmuxApp(annotate_command(db, "alice", TASK), tmp_path, env="env TERM=xterm")
+    steps: list[tuple[int, int, bool]] = []  # after each item: your N, team %, and whether it was gold
+    try:
+        app.wait_text(f"item 1/{planned}", "team 0%")
+        for n in range(1, planned + 1):
+            shown = flat(app.screen()).split("News title:")[1].split()[:3]  # the item on screen: "Title number i"
+            was_gold = int(shown[2]) % 4 == 1
+            app.keys("4")
+            team = round(100 * n / planned)  # the team's share (she is the team): one step per item, gold or not
+            screen = flat(app.wait_text(f"your {n}/{planned} · team {team}%", timeout=30))
+            found = HEADER.search(screen)
+            assert found is not None
+            steps.append((int(found[3]), int(found[5]), was_gold))
+        app.keys("q")
+        assert app.wait_status() == 0
+    finally:
+        app.close()
+    assert sum(was_gold for *_x, was_gold in steps) == 2
+    assert [(n, team) for n, team, _gold in steps] == [(n, round(100 * n / 12)) for n in range(1, 13)]

@@ -28,7 +28,14 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         "own: the ratings stay as they were, and `report --reference adjudicated` compares the judges with them.",
     )
     p.add_argument("--task", required=True, help="the task to adjudicate")
-    p.add_argument("--adjudicator", help="your name (default: $TUI_RATER_ANNOTATOR or 'annotator' in the config)")
+    p.add_argument(
+        "--adjudicator",
+        "--as",
+        dest="adjudicator",
+        metavar="NAME",
+        help="your name (--as, as the other lead commands take it; default: $TUI_RATER_ANNOTATOR or 'annotator' "
+        "in the config)",
+    )
     p.add_argument(
         "--margin",
         type=float,

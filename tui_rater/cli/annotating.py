@@ -162,6 +162,9 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_annotate(args: argparse.Namespace, settings: Settings) -> int:
+    from tui_rater.ui.parent import die_with_parent
+
+    die_with_parent()  # an app `serve` started ends with it (and saves first)
     study = open_study(args, settings, create=False)
     annotator = args.annotator or settings.annotator
     if not annotator:

@@ -147,6 +147,11 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             study.discard_if_empty()  # a failed first import leaves no empty study behind
             raise
     say(f"{args.file}: {added} new items for task {args.task}, {skipped} already present -> {study.path}")
+    if added:
+        from tui_rater.store.team import unplanned_note
+
+        if note := unplanned_note(study, task.name):
+            say(f"note: {note}", err=True)
     return 0
 
 

@@ -144,6 +144,7 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
         + (f" ({progress.cached} answered from the store)" if progress.cached else "")
         + (f", {by_others} by another process on this file" if by_others > 0 else "")
         + f", failed: {left['failed']}, still queued: {left['queued'] + left['leased']}"
+        + (f", cancelled: {left['cancelled']}" if left["cancelled"] else "")
     )
     if produced.total:
         say(produced.describe())
@@ -158,7 +159,15 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     if produced.poor:
         say(f"tui-rater: note: {produced.next_step(plan.spec.mode)}", err=True)
-    return 1 if left["failed"] else 0
+    if left["cancelled"]:  # work left undone, as failed jobs are: not a success (it said "done: 0 jobs", exit 0)
+        cancelled = left["cancelled"]
+        say(
+            f"tui-rater: error: {cancelled} job{'s' if cancelled != 1 else ''} of {plan.rater.label} "
+            f"{'were' if cancelled != 1 else 'was'} cancelled (`queue --cancel`) and not run; "
+            f"`tui-rater queue --retry --rater {plan.rater.label}` queues them again, then run this command again",
+            err=True,
+        )
+    return 1 if left["failed"] or left["cancelled"] else 0
 
 
 def _check(study: Study, spec: JudgeSpec, task_names: list[str], args: argparse.Namespace) -> int:

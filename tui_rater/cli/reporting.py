@@ -98,6 +98,14 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         "adjudicated: the value `tui-rater adjudicate` decided, where there is one (the adjudicator is never "
         "counted as a rater)",
     )
+    p.add_argument(
+        "--exclude-annotator",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="leave this annotator's ratings out of every table, verdict and system score (e.g. one `progress` "
+        "marks careless); repeat for several; the report files say so",
+    )
     p.add_argument("--out", type=Path, help="write to this file instead of the terminal")
     p.add_argument("--raw-csv", action="store_true", help=RAW_CSV_HELP)
     p.set_defaults(run=cmd_report)
@@ -151,6 +159,7 @@ def _report_settings(args: argparse.Namespace) -> ReportSettings:
         spa=SpaSettings(tau=None if args.no_spa_filter else args.spa_tau),
         verdict=VerdictSettings(epsilon=args.epsilon, raters=args.raters),
         reference=args.reference,
+        excluded_annotators=tuple(dict.fromkeys(args.exclude_annotator)),
     )
 
 
@@ -168,7 +177,7 @@ def report_format(asked: str | None, out: Path | None) -> str:
 def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     report_settings = _report_settings(args)  # a bad flag is one sentence before the study is opened
     args.format = report_format(args.format, args.out)
-    from tui_rater.service.reports import build_reports, built_reports
+    from tui_rater.service.reports import build_reports, built_reports, excluded_annotators
     from tui_rater.stats import render
     from tui_rater.store.outputs import check_output_target, write_output
 
@@ -176,6 +185,8 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     if args.out:
         check_output_target(args.out, study.path)  # before the work: never over a study or any SQLite file
     tasks = [args.task] if args.task else None
+    # the annotators the lead leaves out: a name that is no annotator here is one sentence before anything else
+    excluded = excluded_annotators(study, list(report_settings.excluded_annotators), tasks)
     for annotator, count in study.stray_human_samples(args.task).items():
         say(
             f"note: {count} rating(s) by {annotator} under a sample other than 0 are left "
@@ -192,14 +203,24 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
         )
     if args.reference == "adjudicated":
         _say_adjudicated(study, tasks)
+    for task_name, counts in excluded.items():
+        for name, count in counts.items():
+            say(
+                f"note: {count} rating(s) by {name} of {task_name} are left out of every table, verdict and "
+                "system score (--exclude-annotator)",
+                err=True,
+            )
     reports = {} if args.format == "html" else build_reports(study, tasks, report_settings)
+    excluded = {task: counts for task, counts in excluded.items() if task in reports or args.format == "html"}
     if args.format == "table" and not args.out:
         console = make_console()
         for name, records in reports.items():
+            if name in excluded:
+                console.print(data(render.excluded_sentence(excluded[name])))
             console.print(render.to_rich(records, name) if records else data(f"{name}: no ratings yet"))
         return 0
     if args.format == "json":
-        text = render.to_json(reports, str(study.path))  # ensure_ascii: control characters as \u001b
+        text = render.to_json(reports, str(study.path), excluded)  # ensure_ascii: control characters as \u001b
     elif args.format == "csv":
         text, neutralised = render.to_csv(reports, raw=args.raw_csv)
         formula_note(neutralised)
@@ -208,12 +229,15 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
         built = built_reports(study, tasks, report_settings)
         from tui_rater.stats.html import to_html  # imports matplotlib: only here
 
-        text = to_html(built, str(study.path), progress=_html_progress(sys.stderr.isatty()))
+        excluded = {task: counts for task, counts in excluded.items() if task in built}
+        text = to_html(built, str(study.path), progress=_html_progress(sys.stderr.isatty()), excluded=excluded)
     elif args.format == "markdown":
-        text = "\n".join(render.to_markdown(records, name) for name, records in reports.items())
+        text = "\n".join(render.to_markdown(records, name, excluded.get(name)) for name, records in reports.items())
     else:
         console = make_console(record=True, width=160, file=io.StringIO())
         for name, records in reports.items():
+            if name in excluded:
+                console.print(data(render.excluded_sentence(excluded[name])))
             console.print(render.to_rich(records, name))
         text = console.export_text()
     if args.out:

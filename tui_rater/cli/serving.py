@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from tui_rater.store.links import Link
 
 DEFAULT_PORT = 8000
+DEFAULT_MAX_SESSIONS = 32  # ~150 MB each: about 5 GB of memory at the cap
 
 
 def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -46,6 +47,14 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow an address other hosts can reach (anyone who has a link can then rate; plain HTTP: "
         "put a TLS proxy in front)",
+    )
+    p.add_argument(
+        "--max-sessions",
+        type=int,
+        default=DEFAULT_MAX_SESSIONS,
+        metavar="N",
+        help=f"at most N open sessions (one app process each, ~150 MB) at once; past it a page says the server is "
+        f"full (default: {DEFAULT_MAX_SESSIONS})",
     )
     p.add_argument(
         "--new-links",
@@ -143,6 +152,11 @@ def announce(
             f"From another computer: ssh -N -L {port}:{tunnel_host}:{port} {socket.gethostname()}, "
             "then open the link there as it is."
         )
+    say(
+        f"At most {args.max_sessions} session{'s' if args.max_sessions != 1 else ''} at once (--max-sessions); "
+        "one per link: a link opened again takes "
+        "over from its earlier page."
+    )
     say("Ctrl-C stops the server; every open session saves its ratings first.")
     sys.stdout.flush()
 
@@ -150,6 +164,8 @@ def announce(
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port takes 0 to 65535, not {args.port}")
+    if not 1 <= args.max_sessions <= 10_000:
+        raise UserError(f"--max-sessions takes 1 to 10000, not {args.max_sessions}")
     if not args.public and not is_loopback(args.host, args.port):
         raise UserError(
             f"{args.host} can be reached from other hosts; serve on 127.0.0.1 and use an SSH tunnel, "
@@ -164,25 +180,29 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     sock = listen(args.host, args.port)  # before any link is made: a busy port leaves the study as it was
     port = sock.getsockname()[1]
-    from tui_rater.store.links import annotators_by_hash, new_link, stored_links
+    from tui_rater.store.links import LinkBook, new_link, stored_links
 
     existing = stored_links(study)
     made = {name: new_link(study, name) for name in annotators if args.new_links or name not in existing}
-    by_hash = annotators_by_hash(study, annotators)
-    study.close()  # the server only reads tokens' hashes, kept in memory; each app opens the study itself
 
     import asyncio
 
     from tui_rater.ui.web import LinkServer
 
+    # the server reads each link from the study when it is used (a replaced link stops opening at once);
+    # each app opens the study itself
     server = LinkServer(
-        by_hash,
+        LinkBook(study, args.task, annotators),
         lambda name: annotate_command(db, args.task, name, task_files),
         title=f"tui-rater · {args.task}",
         host=args.host,
         port=port,
+        max_sessions=args.max_sessions,
         note=say_now,
     )
-    # announced once it accepts connections and Ctrl-C / SIGTERM stop it cleanly
-    asyncio.run(server.serve_on(sock, ready=lambda: announce(args, db, port, annotators, made, existing)))
+    try:
+        # announced once it accepts connections and Ctrl-C / SIGTERM stop it cleanly
+        asyncio.run(server.serve_on(sock, ready=lambda: announce(args, db, port, annotators, made, existing)))
+    finally:
+        study.close()
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 from typing import TYPE_CHECKING
 
 from tui_rater.cli.common import Subparsers, data, make_console, new_table, open_study, say
@@ -39,7 +40,11 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         help="no fixed lists: each item goes to whoever comes next until K people have it (leases that expire)",
     )
     p.add_argument(
-        "--lease", type=float, default=600, metavar="SECONDS", help="--dynamic: how long an item is held (default 600)"
+        "--lease",
+        type=float,
+        default=600,
+        metavar="SECONDS",
+        help="--dynamic: how long an item is held (default 600, at most 86400: a day)",
     )
     p.add_argument(
         "--gold-rate",
@@ -50,6 +55,17 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the draw (stored with the plan)")
     p.add_argument("--add", metavar="A,B", help="add people to the stored plan (nobody's begun work moves)")
+    p.add_argument(
+        "--extend",
+        action="store_true",
+        help="give the stored fixed plan the items imported after it was drawn (K people each; nothing planned moves)",
+    )
+    p.add_argument(
+        "--reassign",
+        metavar="NAME",
+        help="take NAME off the stored plan: the items they have not finished go to the others (each item keeps "
+        "its K people); what they finished stays in the file (leave it out with `report --exclude-annotator`)",
+    )
     p.add_argument("--replace", action="store_true", help="draw a new plan in place of the stored one (ratings kept)")
     p.add_argument("--dry-run", action="store_true", help="show the plan and what it allows; store nothing")
     p.add_argument(
@@ -92,21 +108,57 @@ def identity(args: argparse.Namespace, settings: Settings) -> str | None:
         return os.environ.get("USER")
 
 
-def _names(text: str | None) -> list[str]:
-    return [n.strip() for n in (text or "").split(",") if n.strip()] if text else []
+def _names(text: str | None, flag: str = "--annotators") -> list[str]:
+    """A comma-separated list of names; an empty one (``a,,b``, ``a, ,b``, a trailing comma, only spaces) or one
+    named twice is one sentence: a plan silently a person short would still be stored and served. (Only
+    ``--leads ''`` may be empty: it lets everyone again.)"""
+    if text is None or (flag == "--leads" and not text.strip()):
+        return []
+    names = [n.strip() for n in text.split(",")]
+    if "" in names:
+        raise UserError(
+            f"{flag} {text!r} has an empty name (name {names.index('') + 1} of {len(names)}); "
+            "give each name once, separated by single commas"
+        )
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise UserError(f"{flag}: annotator {twice!r} is named twice")
+    return names
 
 
 def cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.service.team import Design, add_annotators, parse_overlap, plan_team
+    from tui_rater.service.team import (
+        Design,
+        add_annotators,
+        extend_plan,
+        parse_overlap,
+        plan_team,
+        reassign,
+    )
     from tui_rater.store.roles import require_lead
+    from tui_rater.store.team import unplanned_note
 
     study = open_study(args, settings, create=False)
     require_lead(study, identity(args, settings), "assign annotators")
-    if args.add:
-        if args.annotators or args.replace or args.dry_run:
-            raise UserError("--add extends the stored plan; give it alone (no --annotators, --replace, --dry-run)")
-        for line in add_annotators(study, args.task, _names(args.add)):
+    given = {"--add": args.add, "--extend": args.extend, "--reassign": args.reassign}
+    changes = [flag for flag, value in given.items() if value]
+    if changes:
+        if len(changes) > 1 or args.annotators or args.replace or args.dry_run:
+            raise UserError(
+                f"{changes[0]} changes the stored plan; give it alone (no --annotators, --replace, --dry-run"
+                + (f", {changes[1]}" if len(changes) > 1 else "")
+                + ")"
+            )
+        if args.add:
+            lines = add_annotators(study, args.task, _names(args.add, "--add"))
+        elif args.extend:
+            lines = extend_plan(study, args.task)
+        else:
+            lines = reassign(study, args.task, args.reassign)
+        for line in lines:
             say(line)
+        if note := unplanned_note(study, args.task):
+            say(f"note: {note}")
         return 0
     share, people = parse_overlap(args.overlap) if args.overlap else (0.0, 0)
     design = Design(
@@ -133,7 +185,7 @@ def cmd_roles(args: argparse.Namespace, settings: Settings) -> int:
         say(f"leads: {', '.join(names)}" if names else "leads: none named (everyone may run study-wide actions)")
         return 0
     require_lead(study, identity(args, settings), "change the leads")
-    names = _names(args.leads)
+    names = _names(args.leads, "--leads")
     for name in names:
         if any(c.isspace() for c in name) or not name.isprintable():
             raise UserError(f"{name!r} is not a usable name (no spaces or control characters)")
@@ -166,14 +218,24 @@ def cmd_progress(args: argparse.Namespace, settings: Settings) -> int:
     for t in tasks:
         plan = f"{t.mode} plan" if t.mode else "no plan"
         team = f", team {_pct(t.team_share)} done" if t.team_share is not None else ""
+        # a numeric question's distance in scale points; a nominal one's disagreement rate (never a mean of codes)
+        numeric = any(row.shared_people or row.shared_judges for row in t.annotators)
+        nominal = any(row.shared_people_nominal or row.shared_judges_nominal for row in t.annotators)
+        numeric = numeric or not nominal
+        apart = numeric and nominal  # both kinds of question: the rates in a table of their own (80 columns)
         table = new_table(
             f"{t.task}: {t.items} items + {t.gold_items} gold, {plan}{team}",
-            ["who", "of", "done", "left", "skip", "flag", "s/item", "gold", "±ppl", "±jdg", "last"],
+            ["who", "of", "done", "left", "skip", "flag", "s/item", "gold"]
+            + (["±ppl", "±jdg"] if numeric else [])
+            + (["≠ppl", "≠jdg"] if nominal and not apart else [])
+            + ["last"],
         )
         table.box, table.padding = box.SIMPLE_HEAD, (0, 1, 0, 0)  # 80 columns: one space and the divider
         for column in table.columns[1:]:
             column.no_wrap = True
         for row in t.annotators:
+            gaps = [_num(row.gap_people), _num(row.gap_judges)] if numeric else []
+            rates = [_pct(row.disagreement_people), _pct(row.disagreement_judges)] if nominal and not apart else []
             table.add_row(
                 *(
                     data(v)
@@ -188,18 +250,40 @@ def cmd_progress(args: argparse.Namespace, settings: Settings) -> int:
                         f"{round((row.gold_accuracy or 0) * row.gold_answered)}/{row.gold_answered}"
                         if row.gold_answered
                         else "-",
-                        _num(row.gap_people),
-                        _num(row.gap_judges),
+                        *gaps,
+                        *rates,
                         (row.last_activity or "-")[5:16].replace("T", " ") or "-",
                     )
                 )
             )
         console.print(table)
+        if apart:
+            say(f"{t.task}, its choice and pairwise questions:")
+            rates_table = new_table("", ["who", "≠ppl", "≠jdg"])
+            rates_table.title, rates_table.box, rates_table.padding = None, box.SIMPLE_HEAD, (0, 1, 0, 0)
+            for row in t.annotators:
+                rates_table.add_row(
+                    *(data(v) for v in (row.annotator, _pct(row.disagreement_people), _pct(row.disagreement_judges)))
+                )
+            console.print(rates_table)
+        if t.unplanned:
+            say(f"  ! {t.unplanned} item(s) outside the fixed plan (imported after it): served to nobody")
+            say(f"    give them to the team: `tui-rater assign --task {shlex.quote(t.task)} --extend`")
         for row in t.annotators:
             for mark in row.marks:
                 say(f"  ! {row.annotator}: {mark}")
+            if row.marks:  # what a lead can do about it, without editing the file
+                who = shlex.quote(row.annotator)
+                say(f"    leave out: `tui-rater report --exclude-annotator {who}`")
+                if t.mode:
+                    task = shlex.quote(t.task)
+                    say(f"    reassign: `tui-rater assign --task {task} --reassign {who}`")
             if row.retest_gap is not None:
                 say(f"  {row.annotator} against themselves (retest): ±{row.retest_gap:.2f} on {row.retested} ratings")
         say("  of: items planned · s/item: median seconds · gold: right / answered")
-        say("  ±ppl, ±jdg: mean distance from the others' / the judges' mean (scale points)")
+        if numeric:
+            say("  ±ppl, ±jdg: mean distance from the others' / the judges' mean (scale points)")
+        if nominal:
+            say("  ≠ppl, ≠jdg: disagreement rate, the share of the others' / the judges' answers")
+            say("    unlike theirs (choice, pairwise questions: answers have no distance)")
     return 0

@@ -17,6 +17,7 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task
 from tui_rater.store.adjudication import Voice, adjudicated_values, voices
 from tui_rater.store.study import Item, Study
+from tui_rater.store.team import gold_keys
 
 
 @dataclass(frozen=True)
@@ -104,9 +105,12 @@ def disagreements(study: Study, task_name: str, margin: float = 0.0, with_judges
         for (item_key, attribute, judge), score in judge_scores(task, judged).items():
             by_question[(item_key, attribute)].append((judge, score))
     decided = adjudicated_values(study, task.name)
+    # a gold item has a known answer: a split on it says who was wrong, not what the answer is (they score
+    # the annotators in `progress`, and are left out of every statistic an adjudicated value feeds)
+    gold = gold_keys(study, task.name)
     splits: dict[int, list[Split]] = defaultdict(list)
     for (item_key, attribute), said in by_question.items():
-        if len(said) < 2 or attribute not in task.attribute_names:
+        if len(said) < 2 or attribute not in task.attribute_names or item_key in gold:
             continue
         question = task.attribute(attribute)
         protocol = protocols.of(question)

@@ -4,6 +4,13 @@ Every number is read from the ratings and notes tables (and the plan's assignmen
 same whatever process wrote them. Gold items count for the gold accuracy only: the gaps to the other
 people and to the judges are measured on the other items, as the report's statistics are.
 
+The judges are the LLM judges only: an adjudicator's decision is no judge's reading (nor a person's rating),
+so deciding items moves nobody's figures. A judge's score of an item is its samples and presentations
+combined by the question's protocol, as the report combines them. How far a person is from the others
+depends on the question's level of measurement: on a numeric question the mean distance (scale points) from
+the others' mean; on a nominal one (a choice, a pairwise A / B / tie) the disagreement rate, the share of the
+others' answers unlike theirs -- answer codes have no distance, and their mean is no answer.
+
 An annotator is marked, with the figure that marks them, when their gold accuracy is low, their
 median time per item is far below the others', or they give the same answer nearly every time
 (straight-lining): signs of rating without reading that a lead should look at, not verdicts.
@@ -14,12 +21,24 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
+from tui_rater.domain.protocols import Level
 from tui_rater.domain.questions import Scale
 from tui_rater.domain.tasks import Task
+from tui_rater.service.adjudication import judge_scores
+from tui_rater.store.adjudication import voices
 from tui_rater.store.retest import RETEST_NOTE
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
-from tui_rater.store.team import TeamPlan, assignments, complete_pairs, gold_answers, load_team_plan, team_share
+from tui_rater.store.team import (
+    TeamPlan,
+    assignments,
+    complete_pairs,
+    gold_answers,
+    load_team_plan,
+    team_share,
+    unplanned_keys,
+)
 
 GOLD_ACCURACY_MIN = 0.7  # below this share of gold answers right (with at least GOLD_MIN answers)
 GOLD_MIN = 3
@@ -43,10 +62,17 @@ class AnnotatorProgress:
     last_activity: str | None
     gold_answered: int
     gold_accuracy: float | None
-    gap_people: float | None  # mean |their value - the other people's mean| on shared items, scale points
-    shared_people: int
-    gap_judges: float | None  # the same against the judges' mean
+    # numeric (ordinal, interval) questions: mean |their value - the others' mean| on shared items, scale points
+    gap_people: float | None
+    shared_people: int  # the (item, question) pairs it is taken over
+    gap_judges: float | None  # the same against the judges' mean (their scores of the item)
     shared_judges: int
+    # nominal questions (choice, pairwise): the disagreement rate, the share of the others' answers unlike theirs
+    # on an item, averaged over the shared items (0: always the same answer, 1: never)
+    disagreement_people: float | None
+    shared_people_nominal: int
+    disagreement_judges: float | None  # the same against each judge's answer (its samples and orders combined)
+    shared_judges_nominal: int
     retest_gap: float | None  # mean |second - first rating| of the items shown again (``annotate --retest``)
     retested: int
     marks: list[str] = field(default_factory=list)
@@ -60,6 +86,7 @@ class TaskProgress:
     gold_items: int
     team_share: float | None
     annotators: list[AnnotatorProgress]
+    unplanned: int = 0  # a fixed plan's items nobody is assigned (imported after it was drawn)
 
 
 def task_progress(study: Study, task_name: str) -> TaskProgress:
@@ -80,21 +107,47 @@ def task_progress(study: Study, task_name: str) -> TaskProgress:
     raters = {r.name: r.id for r in study.raters("human")}
     pairs = complete_pairs(study, task.name)
     values = _values(study, task.name)
-    rows = [_annotator(study, task, plan, name, raters.get(name), pairs, values, gold, keys) for name in names]
-    _mark(rows, values)
+    judged = _judge_scores(study, task)
+    rows = [_annotator(study, task, plan, name, raters.get(name), pairs, values, judged, gold, keys) for name in names]
+    _mark(rows, values, set(gold))
     share = team_share(study, plan) if plan is not None else None
-    return TaskProgress(task.name, plan.mode if plan else None, len(keys) - len(gold), len(gold), share, rows)
+    return TaskProgress(
+        task.name,
+        plan.mode if plan else None,
+        len(keys) - len(gold),
+        len(gold),
+        share,
+        rows,
+        len(unplanned_keys(study, task.name)),
+    )
 
 
 def _values(study: Study, task: str) -> Values:
-    """(item, question) -> rater name -> their values in force (a person: one; a judge: its samples)."""
+    """(item, question) -> person's name -> their value in force (a list of one: ``annotate`` stores sample 0)."""
     found: dict[tuple[int, str], dict[str, list[float]]] = {}
-    for key, attribute, name, kind, value in study.db.conn.execute(
-        f"SELECT r.item_key, r.attribute, ra.name, ra.kind, r.value FROM {RATINGS_IN_FORCE} "
-        "WHERE i.task = ? AND r.value IS NOT NULL",
+    for key, attribute, name, value in study.db.conn.execute(
+        f"SELECT r.item_key, r.attribute, ra.name, r.value FROM {RATINGS_IN_FORCE} "
+        "WHERE i.task = ? AND r.value IS NOT NULL AND ra.kind = 'human'",
         [task],
     ):
-        found.setdefault((key, attribute), {}).setdefault(("" if kind == "human" else "\x00") + name, []).append(value)
+        found.setdefault((key, attribute), {}).setdefault(name, []).append(value)
+    return found
+
+
+def _judge_scores(study: Study, task: Task) -> dict[tuple[int, str], list[float]]:
+    """(item, question) -> each LLM judge's score of it (never an adjudicator's decision: no judge's reading).
+
+    Only a judge that answered in every presentation scores an item (a pair in both orders), as in the report."""
+    readings = voices(study, task.name, ("llm",))
+    shown: dict[tuple[int, str, str], set[str]] = {}
+    for voice in readings:
+        if voice.value is not None:
+            shown.setdefault((voice.item_key, voice.attribute, voice.rater), set()).add(voice.presentation)
+    found: dict[tuple[int, str], list[float]] = {}
+    for (key, attribute, judge), score in judge_scores(task, readings).items():
+        question = task.attribute(attribute)
+        if set(protocols.of(question).presentations(question)) <= shown[(key, attribute, judge)]:
+            found.setdefault((key, attribute), []).append(score)
     return found
 
 
@@ -113,6 +166,7 @@ def _annotator(
     rater_id: int | None,
     pairs: set[tuple[int, int]],
     values: Values,
+    judged: dict[tuple[int, str], list[float]],
     gold: dict[int, dict[str, float]],
     keys: list[int],
 ) -> AnnotatorProgress:
@@ -151,8 +205,7 @@ def _annotator(
         [task.name, rater_id, task.name, rater_id],
     ).fetchone()
     right = answered = 0
-    gaps_people: list[float] = []
-    gaps_judges: list[float] = []
+    gaps = _Gaps()
     for (key, attribute), by_rater in values.items():
         own = by_rater.get(name)
         if not own:
@@ -163,12 +216,11 @@ def _annotator(
                 answered += 1
                 right += _right(task.attribute(attribute).scale, value, gold[key][attribute])
             continue
-        people = [v for n, vs in by_rater.items() if n and not n.startswith("\x00") and n != name for v in vs]
-        judges = [_mean(vs) for n, vs in by_rater.items() if n.startswith("\x00")]
-        if people:
-            gaps_people.append(abs(value - _mean(people)))
-        if judges:
-            gaps_judges.append(abs(value - _mean(judges)))
+        if attribute not in task.attribute_names:
+            continue  # a question the task no longer asks
+        nominal = protocols.of(task.attribute(attribute)).level is Level.NOMINAL
+        people = [v for n, vs in by_rater.items() if n != name for v in vs]
+        gaps.add(nominal, value, people, judged.get((key, attribute), []))
     again = study.db.conn.execute(
         "SELECT abs(second.value - first.value) FROM ratings second JOIN ratings first ON first.id = second.retest_of "
         "JOIN items i ON i.key = second.item_key WHERE i.task = ? AND second.value IS NOT NULL "
@@ -188,13 +240,43 @@ def _annotator(
         last_activity=last,
         gold_answered=answered,
         gold_accuracy=right / answered if answered else None,
-        gap_people=_mean(gaps_people) if gaps_people else None,
-        shared_people=len(gaps_people),
-        gap_judges=_mean(gaps_judges) if gaps_judges else None,
-        shared_judges=len(gaps_judges),
+        gap_people=_mean_or_none(gaps.people),
+        shared_people=len(gaps.people),
+        gap_judges=_mean_or_none(gaps.judges),
+        shared_judges=len(gaps.judges),
+        disagreement_people=_mean_or_none(gaps.people_nominal),
+        shared_people_nominal=len(gaps.people_nominal),
+        disagreement_judges=_mean_or_none(gaps.judges_nominal),
+        shared_judges_nominal=len(gaps.judges_nominal),
         retest_gap=_mean([gap for (gap,) in again]) if again else None,
         retested=len(again),
     )
+
+
+@dataclass
+class _Gaps:
+    """One person's distances from the others, per shared (item, question), by the question's level."""
+
+    people: list[float] = field(default_factory=list)
+    judges: list[float] = field(default_factory=list)
+    people_nominal: list[float] = field(default_factory=list)
+    judges_nominal: list[float] = field(default_factory=list)
+
+    def add(self, nominal: bool, value: float, people: list[float], judges: list[float]) -> None:
+        if nominal:  # the share of the others' answers unlike theirs: codes have no distance and no mean
+            if people:
+                self.people_nominal.append(sum(v != value for v in people) / len(people))
+            if judges:
+                self.judges_nominal.append(sum(v != value for v in judges) / len(judges))
+            return
+        if people:
+            self.people.append(abs(value - _mean(people)))
+        if judges:
+            self.judges.append(abs(value - _mean(judges)))
+
+
+def _mean_or_none(xs: list[float]) -> float | None:
+    return _mean(xs) if xs else None
 
 
 def _right(scale: Scale, value: float, answer: float) -> bool:
@@ -203,7 +285,7 @@ def _right(scale: Scale, value: float, answer: float) -> bool:
     return abs(value - answer) <= CONTINUOUS_TOLERANCE * (scale.high - scale.low)
 
 
-def _mark(rows: list[AnnotatorProgress], values: Values) -> None:
+def _mark(rows: list[AnnotatorProgress], values: Values, gold: set[int]) -> None:
     for row in rows:
         if row.gold_accuracy is not None and row.gold_answered >= GOLD_MIN and row.gold_accuracy < GOLD_ACCURACY_MIN:
             row.marks.append(f"gold {row.gold_accuracy:.0%} right ({row.gold_answered} answers)")
@@ -212,7 +294,10 @@ def _mark(rows: list[AnnotatorProgress], values: Values) -> None:
             typical = statistics.median(others)
             if row.median_seconds < FAST_RATIO * typical:
                 row.marks.append(f"fast: {row.median_seconds:.1f} s per item, the others {typical:.1f} s")
-        own = [vs[-1] for by_rater in values.values() if (vs := by_rater.get(row.annotator))]
+        # gold items aside: their answers are known, so rating them right is no sign of straight-lining
+        own = [
+            vs[-1] for (key, _q), by_rater in values.items() if key not in gold and (vs := by_rater.get(row.annotator))
+        ]
         if len(own) >= SAME_ANSWER_MIN:
             top = max(own.count(v) for v in set(own)) / len(own)
             if top >= SAME_ANSWER_SHARE:

@@ -9,6 +9,7 @@ from typing import TypeVar
 from tui_rater.domain.errors import UserError
 from tui_rater.service.planning import active_sample
 from tui_rater.stats.report import Record, Report, ReportSettings, VerdictSettings
+from tui_rater.store.readings import excluded_ratings
 from tui_rater.store.study import Study
 
 T = TypeVar("T")
@@ -36,14 +37,16 @@ def built_reports(
 def _built(study: Study, task_names: list[str] | None, settings: ReportSettings) -> Iterator[Report]:
     tasks = [study.task(name) for name in task_names or study.item_task_names()]  # an unknown task: one sentence
     for task in tasks:
-        verdict = _with_inclusion(study, task.name, settings.verdict)
+        verdict = _with_inclusion(study, task.name, settings.verdict, settings.excluded_annotators)
         report = Report(study, task, replace(settings, verdict=verdict))
         report.build()
         if report.records or task_names:
             yield report
 
 
-def _with_inclusion(study: Study, task_name: str, verdict: VerdictSettings) -> VerdictSettings:
+def _with_inclusion(
+    study: Study, task_name: str, verdict: VerdictSettings, excluded: tuple[str, ...] = ()
+) -> VerdictSettings:
     """The inclusion probabilities of the items people rated in an uncertain order (active sampling).
 
     Each annotator with an uncertain order drew their own sample; an item is in the human-rated set
@@ -54,7 +57,9 @@ def _with_inclusion(study: Study, task_name: str, verdict: VerdictSettings) -> V
     samples = [
         sample
         for rater in study.raters("human")
-        if (sample := active_sample(study, task_name, rater.name)) is not None and sample.rated
+        if rater.name not in excluded  # their ratings are not read: their draw is no part of the sample
+        and (sample := active_sample(study, task_name, rater.name)) is not None
+        and sample.rated
     ]
     if not samples:
         return verdict
@@ -75,3 +80,18 @@ def _found(study: Study, reports: dict[str, T], task_names: list[str] | None) ->
     if not reports:
         raise UserError(f"{study.path} holds no ratings yet")
     return reports
+
+
+def excluded_annotators(study: Study, names: list[str], task_names: list[str] | None) -> dict[str, dict[str, int]]:
+    """Check the annotators a lead leaves out (``report --exclude-annotator``) and count what is left out:
+    task -> name -> their ratings in force (gold items aside). A name that is no annotator here is one sentence."""
+    people = [rater.name for rater in study.raters("human")]
+    for name in names:
+        if name not in people:
+            raise UserError(
+                f"--exclude-annotator {name!r}: no annotator of that name in {study.path} "
+                f"(its annotators: {', '.join(people) or 'none yet'})"
+            )
+    tasks = [study.task(name).name for name in task_names or study.item_task_names()]
+    found = {task: {n: count for n, count in excluded_ratings(study, task, names).items() if count} for task in tasks}
+    return {task: counts for task, counts in found.items() if counts}

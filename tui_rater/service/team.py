@@ -29,10 +29,14 @@ from tui_rater.store.team import (
     TeamPlan,
     add_assignments,
     assignments,
+    complete_pairs,
     gold_keys,
+    hand_over,
+    lease_problem,
     load_team_plan,
     move_assignment,
     save_team_plan,
+    unplanned_keys,
     update_settings,
 )
 
@@ -116,20 +120,30 @@ def check_design(study: Study, task: str, design: Design, items: int) -> None:
             f"--gold-rate {design.gold_rate:g}: task {task!r} has no gold items; import items with "
             "gold_<question> columns first"
         )
-    if design.lease_s <= 0:
-        raise UserError(f"--lease must be a positive number of seconds, not {design.lease_s:g}")
+    problem = lease_problem(design.lease_s)
+    if problem is not None:
+        raise UserError(f"--lease: {problem}")
 
 
 def _rng(design: Design, task: str, *what: object) -> np.random.Generator:
     return np.random.default_rng(derive_seed(design.seed, task, "team", *what))
 
 
-def draw_fixed(keys: list[int], rater_ids: list[int], design: Design, task: str) -> list[Assignment]:
-    """Each item to the least-loaded annotators (ties drawn at random), a share of them to more."""
-    rng = _rng(design, task, "items")
+def draw_fixed(
+    keys: list[int],
+    rater_ids: list[int],
+    design: Design,
+    task: str,
+    *,
+    start: dict[int, int] | None = None,
+    draw: tuple[object, ...] = ("items",),
+) -> list[Assignment]:
+    """Each item to the least-loaded annotators (ties drawn at random), a share of them to more. ``start``: the
+    loads they already have (a plan extended to new items); ``draw``: which of the seed's streams to draw from."""
+    rng = _rng(design, task, *draw)
     shuffled = [keys[i] for i in rng.permutation(len(keys))]
     shared = round(design.overlap_share * len(keys)) if design.overlap_share else 0
-    load = dict.fromkeys(rater_ids, 0)
+    load = {rater: (start or {}).get(rater, 0) for rater in rater_ids}
     found: list[Assignment] = []
     for position, key in enumerate(shuffled):
         people = design.overlap_size if position < shared else design.per_item
@@ -161,8 +175,33 @@ def expected_load(design: Design, items: int, team: int) -> float:
     return total / team if team else 0.0
 
 
-def allows(design: Design, items: int) -> list[str]:
-    """What the plan's design allows: which tables and verdicts the report can give from it."""
+def shared_per_person(design: Design, keys: list[int], task: str) -> list[int] | None:
+    """Each annotator's planned items that another annotator is planned on too (the items the alt-test can
+    use, if the judge rates them all): a fixed plan's own draw, a dynamic plan's expected share; None when a
+    dynamic plan leaves the team open (who comes decides)."""
+    team = len(design.annotators)
+    if not team:
+        return None
+    if design.dynamic:
+        return [math.floor(len(keys) * design.per_item / team) if design.per_item >= 2 else 0] * team
+    drawn = draw_fixed(keys, list(range(team)), design, task)
+    people: dict[int, int] = {}
+    for a in drawn:
+        people[a.item_key] = people.get(a.item_key, 0) + 1
+    shared = [0] * team
+    for a in drawn:
+        shared[a.rater_id] += people[a.item_key] >= 2
+    return shared
+
+
+def _span(counts: list[int]) -> str:
+    return f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)} to {max(counts)}"
+
+
+def allows(design: Design, keys: list[int], task: str) -> list[str]:
+    """What the plan's design allows: which tables and verdicts the report can give from it. The alt-test's
+    forecast applies the report's own rule (``alternative_annotator.has_verdict``) to the planned items."""
+    items = len(keys)
     k, shared = design.per_item, round(design.overlap_share * items) if design.overlap_share else 0
     size = design.overlap_size if shared else 0
     lines = []
@@ -173,23 +212,23 @@ def allows(design: Design, items: int) -> list[str]:
         )
     else:
         lines.append("agreement between people: no -- every item is rated once (it needs 2 people on the same items)")
-    by_three = items if k >= at.MIN_HUMANS else (shared if size >= at.MIN_HUMANS else 0)
-    if by_three:
-        team = len(design.annotators)
-        per_human = by_three * max(k, size) / team if team and by_three != items else by_three * k / (team or k)
-        caveat = (
-            f"; each person should rate at least {at.MIN_ITEMS_PER_HUMAN} of them, about {per_human:.0f} planned"
-            if design.annotators and per_human < at.MIN_ITEMS_PER_HUMAN
-            else ""
-        )
+    per_person = shared_per_person(design, keys, task)
+    rule = at.verdict_rule().replace("humans", "people").replace("human", "person")
+    if per_person is None:
+        lines.append(f"the alt-test verdict (can a judge replace the people?): only with {rule} (who comes decides)")
+    elif at.has_verdict(per_person):
         lines.append(
-            f"the alt-test verdict (can a judge replace the people?): yes, on the {by_three} items rated by "
-            f"{at.MIN_HUMANS} or more{caveat}"
+            f"the alt-test verdict (can a judge replace the people?): yes -- {len(per_person)} people will each have "
+            f"{min(per_person)} or more items another person rates too (it needs {rule}), if the judge rates them"
         )
     else:
+        enough = sum(at.is_tested(n) for n in per_person)
         lines.append(
-            f"the alt-test verdict: no -- it needs at least {at.MIN_HUMANS} people on the same items "
-            f"(use --per-item {at.MIN_HUMANS} or --overlap SHARE:{at.MIN_HUMANS})"
+            f"the alt-test verdict: no -- it needs {rule}; this plan gives {enough} of {len(per_person)} that many "
+            f"(each has {_span(per_person)} items another person rates too): give more items to 2 or more people "
+            "(--per-item 2, or a larger --overlap share), or name more people"
+            if len(per_person) >= at.MIN_HUMANS
+            else f"the alt-test verdict: no -- it needs {rule}; this plan names {len(per_person)}"
         )
     lines.append("judge-versus-people correlations and system scores: yes, on every item rated")
     if design.gold_rate:
@@ -200,7 +239,8 @@ def allows(design: Design, items: int) -> list[str]:
     return lines
 
 
-def describe(design: Design, task: str, items: int, gold: int) -> list[str]:
+def describe(design: Design, task: str, keys: list[int], gold: int) -> list[str]:
+    items = len(keys)
     if design.dynamic:
         team = ", ".join(design.annotators) if design.annotators else "anyone who opens it"
         head = (
@@ -214,7 +254,7 @@ def describe(design: Design, task: str, items: int, gold: int) -> list[str]:
             f"{len(design.annotators)} annotators ({', '.join(design.annotators)}), about "
             f"{expected_load(design, items, len(design.annotators)):.0f} items each; seed {design.seed}"
         )
-    return [head, *(f"  {line}" for line in allows(design, items)), f"  gold items in the task: {gold}"]
+    return [head, *(f"  {line}" for line in allows(design, keys, task)), f"  gold items in the task: {gold}"]
 
 
 def regular_keys(study: Study, task: str) -> tuple[list[int], list[int]]:
@@ -234,9 +274,10 @@ def plan_team(study: Study, task: str, design: Design, *, dry_run: bool, replace
     if existing is not None and not replace and not dry_run:
         raise UserError(
             f"task {task!r} already has a plan ({existing.mode}, made {existing.created_at}); add people with "
-            "--add NAME, or draw a new one with --replace (ratings are kept)"
+            "--add NAME, give it the items imported since with --extend, or draw a new one with --replace (ratings "
+            "are kept)"
         )
-    lines = describe(design, task, len(keys), len(gold))
+    lines = describe(design, task, keys, len(gold))
     if dry_run:
         return [*lines, "dry run: nothing stored"]
     rater_ids = [study.human(name).id for name in design.annotators]
@@ -333,3 +374,99 @@ def _take_over(study: Study, task: str, new_rater: int, team: int) -> int:
         if done:
             break
     return moved
+
+
+def extend_plan(study: Study, task: str) -> list[str]:
+    """A fixed plan takes in the items imported after it was drawn: each to the plan's K people (its overlap share
+    to more), least loaded first, with ties drawn from the plan's seed. Nothing already planned moves."""
+    study.task(task)
+    plan = load_team_plan(study, task)
+    if plan is None:
+        raise UserError(
+            f"task {task!r} has no plan yet; make one with `tui-rater assign --task {task} --annotators ...`"
+        )
+    if plan.mode == "dynamic":
+        return [f"the dynamic plan for {task!r} serves every item, new ones too: nothing to extend"]
+    new = unplanned_keys(study, task)
+    if not new:
+        return [f"every item of {task!r} is in its plan: nothing to extend"]
+    design = design_of(plan)
+    team = {name: study.human(name).id for name in design.annotators}
+    regular = [a for a in assignments(study, task) if not a.gold]
+    start: dict[int, int] = {}
+    for a in regular:
+        start[a.rater_id] = start.get(a.rater_id, 0) + 1
+    found = draw_fixed(new, list(team.values()), design, task, start=start, draw=("extend", len(regular)))
+    add_assignments(study, task, found)
+    got = {name: sum(a.rater_id == rater for a in found) for name, rater in team.items()}
+    return [
+        f"{len(new)} new item(s) of {task!r} added to its plan, each rated by {design.per_item}"
+        + (f" ({design.overlap_share:.0%} of them by {design.overlap_size})" if design.overlap_share else "")
+        + ": "
+        + ", ".join(f"{name} +{count}" for name, count in got.items())
+    ]
+
+
+def reassign(study: Study, task: str, name: str) -> list[str]:
+    """Take an annotator off a stored plan (a lead acting on a careless mark): in a fixed plan each item they have
+    not finished goes to the least-loaded other annotator not already on it (ties drawn from the seed), so every
+    item keeps its K people; their unfinished gold items leave their stream. In a dynamic plan their leases go.
+    Their ratings stay in the file: ``report --exclude-annotator`` leaves them out of the numbers."""
+    study.task(task)
+    plan = load_team_plan(study, task)
+    if plan is None:
+        raise UserError(f"task {task!r} has no plan yet: there is nothing to reassign")
+    design = design_of(plan)
+    if name not in design.annotators:
+        team = ", ".join(design.annotators) or "anyone who opens it"
+        raise UserError(f"{name!r} is not in the plan for {task!r} (its annotators: {team})")
+    others = [n for n in design.annotators if n != name]
+    if not others:
+        raise UserError(f"{name!r} is the only annotator in the plan for {task!r}: nobody could take their items")
+    rater = study.human(name).id
+    settings = {**plan.settings, "annotators": others}
+    if plan.mode == "dynamic":
+        hand_over(study, task, rater, [], [], settings)
+        return [f"{name} is off the dynamic plan for {task!r}: the items they held go to whoever comes next"]
+    finished = {key for who, key in complete_pairs(study, task) if who == rater}
+    every = assignments(study, task)
+    mine = [a for a in every if a.rater_id == rater and a.item_key not in finished]
+    ids = {n: study.human(n).id for n in others}
+    load = {rater_id: 0 for rater_id in ids.values()}
+    holders: dict[int, set[int]] = {}
+    for a in every:
+        if not a.gold:
+            holders.setdefault(a.item_key, set()).add(a.rater_id)
+            if a.rater_id in load:
+                load[a.rater_id] += 1
+    rng = _rng(design, task, "reassign", name)
+    moves: list[tuple[int, int]] = []
+    stuck: list[int] = []
+    for a in mine:
+        if a.gold:
+            continue
+        free = [r for r in ids.values() if r not in holders[a.item_key]]
+        if not free:
+            stuck.append(a.item_key)
+            continue
+        ties = rng.random(len(free))
+        chosen = min(range(len(free)), key=lambda i: (load[free[i]], ties[i]))
+        moves.append((a.item_key, free[chosen]))
+        load[free[chosen]] += 1
+        holders[a.item_key] = (holders[a.item_key] - {rater}) | {free[chosen]}
+    dropped = [a.item_key for a in mine if a.gold] + stuck
+    hand_over(study, task, rater, moves, dropped, settings)
+    got = {n: sum(to == r for _key, to in moves) for n, r in ids.items()}
+    kept = sum(a.rater_id == rater and not a.gold and a.item_key in finished for a in every)
+    lines = [
+        f"{name} is off the plan for {task!r}: {len(moves)} item(s) they had not finished moved to the others ("
+        + ", ".join(f"{n} +{count}" for n, count in got.items())
+        + f"); the {kept} they finished stay theirs in the file (leave them out of the numbers with "
+        f"`tui-rater report --exclude-annotator {name}`)"
+    ]
+    if stuck:
+        lines.append(
+            f"warning: {len(stuck)} item(s) now have one person fewer than the plan's {design.per_item}: every other "
+            "annotator already has them (add someone with --add NAME)"
+        )
+    return lines

@@ -48,6 +48,30 @@ MIN_ITEMS_PER_HUMAN = 30
 MIN_HUMANS_PER_ITEM = 2  # the left-out human and at least one remaining
 PASSING_WINNING_RATE = 0.5
 
+
+# The rule that decides whether there is a verdict at all, stated once: the report's test (``_human_comparison``,
+# ``_decide``) and the plan's forecast (``tui-rater assign``, ``service/team.py``) both ask these.
+def is_tested(shared_items: int, min_items_per_human: int = MIN_ITEMS_PER_HUMAN) -> bool:
+    """Is a human tested: did they rate at least ``min_items_per_human`` of the items that the judge and at least
+    one other human rated too (``shared_items``)?"""
+    return shared_items >= max(2, min_items_per_human)
+
+
+def has_verdict(
+    shared_items: Sequence[int], min_humans: int = MIN_HUMANS, min_items_per_human: int = MIN_ITEMS_PER_HUMAN
+) -> bool:
+    """Is there a verdict: are at least ``min_humans`` humans tested? ``shared_items``: each human's count."""
+    return sum(is_tested(n, min_items_per_human) for n in shared_items) >= min_humans
+
+
+def verdict_rule(min_humans: int = MIN_HUMANS, min_items_per_human: int = MIN_ITEMS_PER_HUMAN) -> str:
+    """The rule in words (said by the report's note and by the plan's forecast)."""
+    return (
+        f"at least {min_humans} humans who each rated at least {max(2, min_items_per_human)} of the items the judge "
+        "and another human rated"
+    )
+
+
 Ratings = Mapping[Hashable, float]  # item -> rating
 Scoring = Callable[[float, Sequence[float]], float]  # (one rating, the remaining humans') -> alignment
 
@@ -166,7 +190,7 @@ def _human_comparison(
     min_items: int,
 ) -> HumanComparison:
     mine = [i for i in humans[human] if i in items]
-    if len(mine) < min_items:
+    if not is_tested(len(mine), min_items):
         return HumanComparison(human, len(mine), note=f"only {len(mine)} items (< {min_items}): not tested")
     w_judge, w_human = [], []
     for item in mine:
@@ -234,10 +258,9 @@ def _decide(
         for r in rows
     ]
     tested = [r for r in rows if r.tested]
-    if len(tested) < min_humans:
+    if not has_verdict([r.items for r in rows], min_humans, min_items_per_human):
         note = (
-            f"{len(tested)} humans with enough items (the test needs at least {min_humans} humans who each rated "
-            f"at least {max(2, min_items_per_human)} of the items the judge and another human rated)"
+            f"{len(tested)} humans with enough items (the test needs {verdict_rule(min_humans, min_items_per_human)})"
         )
         return AltTest(judge_name, scoring, epsilon, alpha, items, rows, note=note)
     omega = sum(r.rejected for r in tested) / len(tested)

@@ -60,13 +60,21 @@ class _Job:
 Part = str | _Job
 
 
-def to_html(reports: Mapping[str, Report], study_path: str, progress: Progress | None = None) -> str:
-    """The page; ``progress`` hears of each figure before it is drawn (drawing is most of the time)."""
+def to_html(
+    reports: Mapping[str, Report],
+    study_path: str,
+    progress: Progress | None = None,
+    excluded: render.Excluded | None = None,
+) -> str:
+    """The page; ``progress`` hears of each figure before it is drawn (drawing is most of the time); ``excluded``:
+    the annotators the lead left out, said under each task's heading."""
     parts: list[Part] = [
         f"<h1>tui-rater report</h1><p class=meta>study {e(study_path)} · tui-rater {e(__version__)}</p>"
     ]
     for task, report in reports.items():
-        parts += _task(task, report)
+        left_out = (excluded or {}).get(task)
+        said = [f'<p class="meta excluded">{e(render.excluded_sentence(left_out))}</p>'] if left_out else []
+        parts += _task(task, report, said)
     jobs = [part for part in parts if isinstance(part, _Job)]
     body: list[str] = []
     number = 0
@@ -101,8 +109,8 @@ def to_html(reports: Mapping[str, Report], study_path: str, progress: Progress |
     )
 
 
-def _task(task: str, report: Report) -> list[Part]:
-    out: list[Part] = [f"<h2>{e(task)}</h2>"]
+def _task(task: str, report: Report, notes: list[str] | None = None) -> list[Part]:
+    out: list[Part] = [f"<h2>{e(task)}</h2>", *(notes or [])]
     records = report.records
     if not records:
         return [*out, "<p class=empty>No ratings yet.</p>"]

@@ -139,8 +139,23 @@ def _markdown_cell(cell: str) -> str:
     return re.sub(r"\r\n|\r|\n", "<br>", cell.replace("|", "\\|"))
 
 
-def to_markdown(records: list[Record], task: str) -> str:
+# the annotators a lead left out (``report --exclude-annotator``): task -> name -> their ratings left out. Kept apart
+# from any other note on what shaped the numbers (its own JSON key, its own paragraph).
+Excluded = dict[str, dict[str, int]]
+EXCLUDED_WHY = "left out by the lead (report --exclude-annotator): none of their ratings is in any table, verdict or "
+EXCLUDED_WHY += "system score of this report"
+
+
+def excluded_sentence(excluded: dict[str, int]) -> str:
+    """'Annotators left out …: carol (40 ratings).' for one task's exclusions."""
+    who = ", ".join(f"{name} ({count} rating{'s' if count != 1 else ''})" for name, count in excluded.items())
+    return f"Annotators {EXCLUDED_WHY}: {who}."
+
+
+def to_markdown(records: list[Record], task: str, excluded: dict[str, int] | None = None) -> str:
     lines = [f"# tui-rater report: {task}", ""]
+    if excluded:
+        lines += [_markdown_cell(excluded_sentence(excluded)), ""]
     for title, header, rows in tables(records):
         lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(_markdown_cell(cell) for cell in row) + " |" for row in rows]
@@ -148,15 +163,13 @@ def to_markdown(records: list[Record], task: str) -> str:
     return "\n".join(lines)
 
 
-def to_json(reports: dict[str, list[Record]], study_path: str) -> str:
-    return json.dumps(
-        {
-            "schema": SCHEMA,
-            "study": study_path,
-            "tasks": {task: as_dicts(records) for task, records in reports.items()},
-        },
-        indent=1,
-    )
+def to_json(reports: dict[str, list[Record]], study_path: str, excluded: Excluded | None = None) -> str:
+    found: dict[str, Any] = {"schema": SCHEMA, "study": study_path}
+    if excluded:
+        names = sorted({name for counts in excluded.values() for name in counts})
+        found["excluded_annotators"] = {"names": names, "why": EXCLUDED_WHY, "ratings_left_out": excluded}
+    found["tasks"] = {task: as_dicts(records) for task, records in reports.items()}
+    return json.dumps(found, indent=1)
 
 
 CSV_FIELDS = [

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tui_rater.store.session import commit_change
+from tui_rater.store.session import commit_in_place
 from tui_rater.store.study import RATINGS_IN_FORCE, Rater, Study, ratings_in_force
 
 T = TypeVar("T")
@@ -134,4 +134,4 @@ class Adjudication:
 
     def save(self, change: Callable[[], T], lock_wait: float) -> T:
         """One change as one transaction (the app's store thread: ``ui/writer.py``)."""
-        return commit_change(self.study.db.conn, change, lock_wait)
+        return commit_in_place(self.study, change, lock_wait)

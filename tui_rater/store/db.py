@@ -8,6 +8,7 @@ so a crash loses nothing that was acknowledged.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import sqlite3
@@ -111,6 +112,53 @@ def _one_name(path: Path) -> None:
             f"{path} has {links} names (hard links); SQLite keeps one journal per name, so work saved through "
             "one name can be lost through another: keep one name (rm the others) or use a symbolic link"
         )
+
+
+class StudyMoved(UserError):
+    """The study's path no longer names the file a connection holds: what it writes goes into a journal
+    nobody reads again (SQLite keeps the ``-wal`` by name)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FileIdentity:
+    """Which file a path named when it was opened: (device, inode)."""
+
+    device: int
+    inode: int
+
+
+def file_identity(path: str | Path) -> FileIdentity | None:
+    """The file ``path`` names now (None: an in-memory database, or nothing there)."""
+    if str(path) == ":memory:":
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return FileIdentity(st.st_dev, st.st_ino)
+
+
+def check_still_named(path: str | Path, held: FileIdentity | None) -> None:
+    """Raise ``StudyMoved`` unless ``path`` still names the file ``held`` and that file has no other name.
+
+    Renamed (``mv a.db b.db``), removed, replaced by another file, or given a second name (a hard link):
+    each leaves this connection committing into its own ``-wal``, which a connection opening the study by
+    its name now never reads (issue 36; ``_one_name`` refuses a second name at open). One ``stat``: cheap
+    enough before and after every save."""
+    if held is None:
+        return
+    name = Path(path).name
+    tail = "while this session had it open: nothing more is saved here; quit, and open the study by the name it has now"
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise StudyMoved(f"the study file {name} was moved or removed {tail}") from None
+    except OSError:
+        return  # (a folder turned unreadable, say: SQLite itself says what fails)
+    if (st.st_dev, st.st_ino) != (held.device, held.inode):
+        raise StudyMoved(f"the study file {name} was moved, or replaced by another file, {tail}")
+    if st.st_nlink > 1:
+        raise StudyMoved(f"the study file {name} was given a second name (a hard link) {tail}")
 
 
 def _open_writable(path: Path, durable: bool) -> sqlite_utils.Database:

@@ -247,8 +247,16 @@ def _blank(raw: object) -> bool:
 
 
 def _gold(path: Path, row: dict[str, Any], column: str, attribute: Attribute) -> float:
-    """A gold item's known answer, on the question's scale (one sentence naming the cell otherwise)."""
-    return _value(path, {"value": row.get(column), "_row": row["_row"]}, attribute, column)
+    """A gold item's known answer: an answer a person can give to the question (one sentence naming the cell
+    otherwise). 4.5 on a 1-5 scale of whole points is on the scale, but nobody could ever match it."""
+    value = _value(path, {"value": row.get(column), "_row": row["_row"]}, attribute, column)
+    if not protocols.of(attribute).is_person_answer(attribute, value):
+        points = ", ".join(f"{p:g}" for p in attribute.scale.points)
+        raise UserError(
+            f"{path}, row {row['_row']}, column {column!r}: {row.get(column)} is not an answer a person can give "
+            f"to {attribute.name!r} (one of {points}), so no annotator could ever match it; nothing was imported"
+        )
+    return value
 
 
 # --- ratings --------------------------------------------------------------------------------
@@ -332,8 +340,9 @@ def import_ratings(study: Study, path: str | Path, default_kind: str = "human") 
         if rater_kinds.setdefault(rater, kind) != kind:
             raise UserError(f"{where}, column 'kind': rater {rater!r} is already a {rater_kinds[rater]} rater")
         sample = _sample(where, row.get("sample"))
-        points = task.attribute(attribute_name).scale.points
-        if kind == "human" and points and value not in points:
+        question = task.attribute(attribute_name)
+        points = question.scale.points
+        if kind == "human" and not protocols.of(question).is_person_answer(question, value):
             # a judge's x.5 is kept (Chiang & Lee App. D.2.1); a person answers on the scale's points
             raise UserError(
                 f"{where}, column 'value': {row.get('value')} for human rater {rater!r}; a person's rating on "

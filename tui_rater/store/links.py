@@ -11,8 +11,10 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
+from tui_rater.domain.errors import UserError
 from tui_rater.store.db import utc_now, write
 from tui_rater.store.study import Study
+from tui_rater.store.team import check_member, load_team_plan
 
 TOKEN_BYTES = 32  # 256 bits from the OS's CSPRNG (secrets), 43 URL-safe characters
 
@@ -48,8 +50,32 @@ def new_link(study: Study, annotator: str) -> Link:
     return Link(annotator, now, token)
 
 
-def annotators_by_hash(study: Study, annotators: list[str]) -> dict[str, str]:
-    """token SHA-256 -> annotator, for the links of ``annotators`` (the others' links do not open)."""
-    rows = study.db.conn.execute("SELECT token_sha256, annotator FROM web_links").fetchall()
-    wanted = set(annotators)
-    return {digest: annotator for digest, annotator in rows if annotator in wanted}
+class LinkBook:
+    """What a running ``serve`` asks on every request: whose link a token is, read from the study *now*.
+
+    Never a copy made at start: a link replaced by ``serve --new-links`` in another process stops opening at
+    once, and a plan changed by ``assign`` meanwhile decides who may rate (issue 36). One indexed read each."""
+
+    def __init__(self, study: Study, task: str, annotators: list[str]) -> None:
+        self.study, self.task = study, task
+        self.annotators = set(annotators)  # the names `serve` was started for: the others' links do not open
+
+    def annotator(self, token: str) -> str | None:
+        """The annotator whose current link holds ``token`` (None: no such link, replaced, or not served here)."""
+        if not token:
+            return None
+        row = self.study.db.conn.execute(
+            "SELECT annotator FROM web_links WHERE token_sha256 = ?", [token_hash(token)]
+        ).fetchone()
+        return row[0] if row is not None and row[0] in self.annotators else None
+
+    def refusal(self, annotator: str) -> str | None:
+        """Why ``annotator`` cannot rate this task now (a team plan that does not name them), or None."""
+        plan = load_team_plan(self.study, self.task)
+        if plan is None:
+            return None
+        try:
+            check_member(plan, annotator)
+        except UserError as exc:
+            return str(exc)
+        return None

@@ -3,6 +3,7 @@ Every one reads the ratings in force (``study.ratings_in_force``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tui_rater.domain.details import Details
@@ -14,19 +15,36 @@ from tui_rater.store.team import has_team_tables
 NOT_GOLD = " AND r.item_key NOT IN (SELECT item_key FROM gold)"
 
 
-def task_ratings(study: Study, task: str) -> list[tuple[Any, ...]]:
+def task_ratings(study: Study, task: str, excluded: Sequence[str] = ()) -> list[tuple[Any, ...]]:
     """Every rating in force of the task's people and judges, gold items left out: (item key, system, attribute,
     rater label, rater kind, presentation, sample, value, rating id, parse status, a distribution pass's scale
-    mass or None) -- one pass over the ratings."""
+    mass or None) -- one pass over the ratings. ``excluded``: people whose ratings are left out too."""
     not_gold = NOT_GOLD if has_team_tables(study) else ""
+    left_out = f" AND NOT (ra.kind = 'human' AND ra.name IN ({','.join('?' * len(excluded))}))" if excluded else ""
     return study.db.conn.execute(
         f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.label, ra.kind, r.presentation, r.sample,
                    r.value, r.id, r.parse_status,
                    CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"{Details.MASS}"%' AND json_valid(r.details)
                         THEN json_extract(r.details, '$.{Details.MASS}') END
-            FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND ra.kind IN ('human', 'llm'){not_gold}""",
-        [task],
+            FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND ra.kind IN ('human', 'llm'){not_gold}{left_out}""",
+        [task, *excluded],
     ).fetchall()
+
+
+def excluded_ratings(study: Study, task: str, names: Sequence[str]) -> dict[str, int]:
+    """name -> how many of their ratings in force of the task (gold items aside) ``task_ratings`` leaves out."""
+    if not names:
+        return {}
+    not_gold = NOT_GOLD if has_team_tables(study) else ""
+    rows = study.db.conn.execute(
+        f"""SELECT ra.name, count(*) FROM {RATINGS_IN_FORCE}
+            WHERE i.task = ? AND ra.kind = 'human' AND r.value IS NOT NULL
+                  AND ra.name IN ({",".join("?" * len(names))}){not_gold}
+            GROUP BY ra.name""",
+        [task, *names],
+    ).fetchall()
+    found = dict(rows)
+    return {name: int(found.get(name, 0)) for name in names}
 
 
 def implicit_jumps(study: Study, task: str) -> list[tuple[Any, ...]]:

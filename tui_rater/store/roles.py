@@ -27,13 +27,14 @@ def set_leads(study: Study, names: list[str]) -> None:
         conn.executemany("INSERT INTO leads (name, created_at) VALUES (?, ?)", [(name, now) for name in names])
 
 
-def require_lead(study: Study, name: str | None, action: str) -> None:
-    """One sentence (exit 2) when the study names its leads and ``name`` is not one of them."""
+def require_lead(study: Study, name: str | None, action: str, name_flag: str = "--as") -> None:
+    """One sentence (exit 2) when the study names its leads and ``name`` is not one of them; ``name_flag`` is
+    the flag that names the user of the command at hand (the app's: ``--annotator``), so the advice works."""
     names = leads(study)
     if not names or name in names:
         return
     who = repr(name) if name else "someone unnamed"
     raise UserError(
         f"only the study's leads ({', '.join(names)}) may {action}; {who} is not one "
-        "(name yourself with --as NAME, or a lead can change the list with `tui-rater roles --leads`)"
+        f"(name yourself with {name_flag} NAME, or a lead can change the list with `tui-rater roles --leads`)"
     )

@@ -13,6 +13,7 @@ can show that it waits and keep trying rather than give up.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
@@ -27,6 +28,7 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.protocols import derive_seed
 from tui_rater.domain.tasks import Task
 from tui_rater.store.db import BUSY_TIMEOUT_S, utc_now, write
+from tui_rater.store.item_texts import ItemTexts
 from tui_rater.store.plans import Showing, load_plan, save_plan
 from tui_rater.store.retest import (
     RETEST_NOTE,
@@ -36,12 +38,13 @@ from tui_rater.store.retest import (
     retest_order,
     retested_items,
 )
-from tui_rater.store.study import Item, Rater, Study, ratings_in_force
+from tui_rater.store.study import Item, ItemHead, Rater, Study, ratings_in_force
 from tui_rater.store.team import TeamPlan, assignments, check_member, claim, gold_keys, load_team_plan, others_per_item
 
 T = TypeVar("T")
 
 ORDERS = ("imported", "random", "grouped", "uncertain")
+READ_BEHIND, READ_AHEAD = 2, 8  # the showings around the one on screen whose texts are held (``read_ahead``)
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,19 @@ def commit_change(conn: sqlite3.Connection, change: Callable[[], T], lock_wait: 
     return result
 
 
+def commit_in_place(study: Study, change: Callable[[], T], lock_wait: float) -> T:
+    """``commit_change``, only while the study's path still names the file this connection holds
+    (``StudyMoved`` otherwise): a session never commits into a journal nobody reads again, and never reports
+    as saved what is not in the study under its name. After the commit, a passive checkpoint copies it from
+    the ``-wal`` (kept by name) into the file itself, so that a rename after this returns strands nothing."""
+    study.check_still_named()
+    result = commit_change(study.db.conn, change, lock_wait)
+    with contextlib.suppress(sqlite3.Error):  # committed either way: a checkpoint that cannot run now is no failure
+        study.db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    study.check_still_named()
+    return result
+
+
 @dataclass
 class OtherRating:
     rater: str
@@ -116,7 +132,8 @@ class AnnotationSession:
     seed: int = 0
     retest: float = 0.0  # the share of the items shown a second time (0: none)
     spacing: int = RETEST_SPACING  # a retest never comes within this many showings of the item
-    items: list[Item] = field(default_factory=list)  # the item of each showing, in order
+    # the item of each showing, in order, without its texts: those are read when shown (``item``)
+    items: list[ItemHead] = field(default_factory=list)
     is_retest: list[bool] = field(default_factory=list)  # per showing: the item's second, blind showing
     # (item_key, attribute) -> (rating id, value) of this annotator's ratings in force
     mine: Ratings = field(default_factory=dict)
@@ -135,6 +152,7 @@ class AnnotationSession:
     taken: set[int] = field(default_factory=set)  # dynamic: items K others got first (not shown any more)
     team_plan: TeamPlan | None = None
     rater: Rater = field(init=False)  # set by ``open``
+    texts: ItemTexts | None = field(default=None, repr=False)  # the shown items' texts (``item``)
 
     @classmethod
     def open(
@@ -156,7 +174,7 @@ class AnnotationSession:
         if spacing < 1:
             raise UserError(f"--retest-spacing must be at least 1 item, not {spacing}")
         task = study.task(task_name)
-        items = study.items(task.name)
+        items = study.item_heads(task.name)
         if not items:
             raise UserError(f"{study.path} holds no items for task {task.name!r}; import some first")
         if protocols.one_item_per_annotator(task) and (retest or order == "uncertain"):
@@ -169,7 +187,7 @@ class AnnotationSession:
         session.team_plan = plan
         session.rater = study.human(annotator)
         session.reload()
-        gold: list[tuple[Item, float]] = []
+        gold: list[tuple[ItemHead, float]] = []
         if plan is not None:
             items, gold = session._team_stream(plan, items)
         if protocols.one_item_per_annotator(task):
@@ -178,9 +196,12 @@ class AnnotationSession:
         showings = session._with_retests(items, replan) if retest else [(item, False) for item in items]
         session.items = [item for item, _ in showings]
         session.is_retest = [again for _, again in showings]
+        session.read_ahead(session.resume_index())  # the first screen's item and its neighbours
         return session
 
-    def _team_stream(self, plan: TeamPlan, items: list[Item]) -> tuple[list[Item], list[tuple[Item, float]]]:
+    def _team_stream(
+        self, plan: TeamPlan, items: list[ItemHead]
+    ) -> tuple[list[ItemHead], list[tuple[ItemHead, float]]]:
         """A team plan's items for this annotator: their assigned items (fixed), or every item still short of
         K raters (dynamic); and their gold items with each one's place in the stream."""
         mine = assignments(self.study, self.task.name, self.rater.id)
@@ -218,7 +239,7 @@ class AnnotationSession:
             self.taken.add(key)
         return granted
 
-    def _spa_packet(self, items: list[Item]) -> Item:
+    def _spa_packet(self, items: list[ItemHead]) -> ItemHead:
         """SPA gives each annotator one packet: theirs if begun, else one nobody has rated yet."""
         rated = dict(
             self.study.db.conn.execute(
@@ -236,7 +257,7 @@ class AnnotationSession:
         digest = hashlib.sha256(self.annotator.encode()).hexdigest()
         return items[int(digest[:8], 16) % len(items)]
 
-    def _ordered(self, items: list[Item]) -> list[Item]:
+    def _ordered(self, items: list[ItemHead]) -> list[ItemHead]:
         if self.order == "uncertain":
             # drawn once by service/planning.py (it needs the judge's ratings and the statistics)
             plan = load_plan(self.study, self.rater.id, self.task.name, "uncertain")
@@ -256,7 +277,7 @@ class AnnotationSession:
             return sorted(items, key=lambda i: (systems.index(i.system or ""), i.position))
         return items
 
-    def _with_retests(self, items: list[Item], replan: bool) -> list[tuple[Item, bool]]:
+    def _with_retests(self, items: list[ItemHead], replan: bool) -> list[tuple[ItemHead, bool]]:
         """The showings with retests: the stored plan when it was made with these settings, else a new one."""
         settings = {"share": self.retest, "spacing": self.spacing, "seed": self.seed, "order": self.order}
         if self.order == "uncertain":
@@ -297,6 +318,34 @@ class AnnotationSession:
         self.skipped = {key for key, kind in keys if kind == "skip"}
         self.flagged = {key for key, kind in keys if kind == "flag"}
         self.comments = {k: (note_id, text or "") for note_id, k, kind, text in notes if kind == "comment"}
+
+    # --- the items' texts, read when shown ---------------------------------------------------
+
+    def item(self, index: int) -> Item:
+        """The item of a showing, texts and all: held if read ahead, else read now (one row, by its key)."""
+        return self._texts().get(self.items[index].key)
+
+    def read_ahead(self, index: int) -> int:
+        """Read the texts of the showings around ``index`` not held yet (a worker calls it after each move);
+        returns how many items were read."""
+        return self._texts().read_ahead(self._around(index))
+
+    def needs_read_ahead(self, index: int) -> bool:
+        return bool(self._texts().missing(self._around(index)))
+
+    def _around(self, index: int) -> list[int]:
+        window = range(max(0, index - READ_BEHIND), min(len(self.items), index + READ_AHEAD + 1))
+        return list(dict.fromkeys(self.items[i].key for i in window))
+
+    def _texts(self) -> ItemTexts:
+        if self.texts is None:
+            self.texts = ItemTexts(self.study.reopen())
+        return self.texts
+
+    def close_texts(self) -> None:
+        if self.texts is not None:
+            self.texts.close()
+            self.texts = None
 
     # --- where we are --------------------------------------------------------------------
 
@@ -370,7 +419,7 @@ class AnnotationSession:
         """
         before = (dict(self.mine), dict(self.retested), list(self.undo_stack), set(self.skipped), set(self.flagged))
         try:
-            return commit_change(self.study.db.conn, change, lock_wait)
+            return commit_in_place(self.study, change, lock_wait)
         except BaseException:
             self.mine, self.retested, self.undo_stack, self.skipped, self.flagged = before
             raise
@@ -491,7 +540,7 @@ class AnnotationSession:
         self.note(index, "review", text, attribute, self.rating_id(index, attribute))
 
 
-def _with_gold(items: list[Item], gold: list[tuple[Item, float]]) -> list[Item]:
+def _with_gold(items: list[ItemHead], gold: list[tuple[ItemHead, float]]) -> list[ItemHead]:
     """Gold items mixed into the stream, each at its drawn place (a share of the way through)."""
     stream = list(items)
     for offset, (item, slot) in enumerate(sorted(gold, key=lambda g: g[1])):
@@ -499,7 +548,7 @@ def _with_gold(items: list[Item], gold: list[tuple[Item, float]]) -> list[Item]:
     return stream
 
 
-def _planned(items: list[Item], keys: list[int]) -> list[Item]:
+def _planned(items: list[ItemHead], keys: list[int]) -> list[ItemHead]:
     """``items`` in a stored plan's order; items imported since the plan was made come last."""
     by_key = {item.key: item for item in items}
     planned = [by_key[key] for key in keys if key in by_key]

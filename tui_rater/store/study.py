@@ -10,7 +10,7 @@ import json
 import re
 import sqlite3
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ import sqlite_utils
 
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task, TaskRegistry, definition_change, load_task_file, task_from_definition
-from tui_rater.store.db import connect, inserted_id, utc_now, write
+from tui_rater.store.db import check_still_named, connect, file_identity, inserted_id, utc_now, write
 from tui_rater.store.labels import is_configured, judge_label
 from tui_rater.store.ratings import NewRating, insert_ratings
 
@@ -31,6 +31,18 @@ class Item:
     task: str
     system: str | None
     fields: dict[str, str]
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class ItemHead:
+    """An item without its texts: what a session needs to order, count and find its items (``item_heads``);
+    the texts are read when the item is shown (``items_of``)."""
+
+    key: int
+    id: str
+    task: str
+    system: str | None
     position: int
 
 
@@ -100,6 +112,7 @@ class Study:
         self._task_files = task_files or []
         self._registry: TaskRegistry | None = None
         self.readonly = readonly  # opened by a command that only reads (see ``db.connect``)
+        self.identity = file_identity(self.path)  # the file its name named at open (``check_still_named``)
 
     @classmethod
     def open(
@@ -121,6 +134,10 @@ class Study:
 
     def close(self) -> None:
         self.db.conn.close()
+
+    def check_still_named(self) -> None:
+        """``StudyMoved`` when the study's path no longer names the file this connection holds."""
+        check_still_named(self.path, self.identity)
 
     def discard_if_empty(self) -> None:
         """Close, and remove the file when it holds nothing (no item, rater or task): what a failed first
@@ -217,6 +234,27 @@ class Study:
         else:
             rows = self.db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items ORDER BY task, position")
         return [_item(r) for r in rows]
+
+    def item_heads(self, task: str) -> list[ItemHead]:
+        """The task's items in import order, without their texts (20,000 stories' texts are ~40 MB)."""
+        rows = self.db.conn.execute(
+            "SELECT key, id, system, position FROM items WHERE task = ? ORDER BY position", [task]
+        )
+        name = sys.intern(task)
+        return [
+            ItemHead(key, item_id, name, sys.intern(system) if system else system, at)
+            for key, item_id, system, at in rows
+        ]
+
+    def items_of(self, keys: Sequence[int]) -> dict[int, Item]:
+        """The items with these keys, texts and all (keys not in the study are left out)."""
+        found: dict[int, Item] = {}
+        for start in range(0, len(keys), 500):  # (SQLite's limit on bound values is 32,766 since 3.32; 999 before)
+            chunk = list(keys[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self.db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items WHERE key IN ({marks})", chunk):
+                found[row[0]] = _item(row)
+        return found
 
     def longest_items(self, task: str, count: int, first: int | None = None) -> list[Item]:
         """The ``count`` items with the most text among the task's first ``first`` (import order; None: all),

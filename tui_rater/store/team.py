@@ -15,6 +15,8 @@ verdicts (``gold_keys``), and each annotator's accuracy on them is in ``tui-rate
 from __future__ import annotations
 
 import json
+import math
+import shlex
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +27,26 @@ from tui_rater.store.study import Study
 
 MODES = ("fixed", "dynamic")
 LEASE_S = 600.0  # a dynamic lease lasts ten minutes unless the plan says otherwise; each rating renews it
+# a lease holds an item away from everyone else while one person rates it: a day is already a long lunch, and a
+# longer one (or an infinite one) keeps a dropped annotator's item from the team for good
+MAX_LEASE_S = 86400.0
+
+
+def lease_problem(lease_s: object) -> str | None:
+    """Why ``lease_s`` is no usable lease (None when it is): a NaN lease was stored as NULL and refused every
+    save after it ("NOT NULL constraint failed: leases.until"); an infinite one held an item forever."""
+    if isinstance(lease_s, bool) or not isinstance(lease_s, int | float) or not math.isfinite(lease_s):
+        return f"a lease must be a finite number of seconds, not {lease_s!r}"
+    if not 0 < lease_s <= MAX_LEASE_S:
+        return f"a lease must last more than 0 and at most {MAX_LEASE_S:g} seconds (a day), not {lease_s:g}"
+    return None
+
+
+def check_lease(lease_s: object) -> None:
+    """The store refuses an unusable lease whoever asks (a flag, a script, a plan stored before this check)."""
+    problem = lease_problem(lease_s)
+    if problem is not None:
+        raise UserError(f"{problem}; a lead can store a usable one with `tui-rater assign --replace --lease SECONDS`")
 
 
 @dataclass(frozen=True)
@@ -71,6 +93,8 @@ def save_team_plan(
     ratings are never touched)."""
     if mode not in MODES:
         raise ValueError(f"unknown plan mode {mode!r}")
+    if "lease_s" in settings:
+        check_lease(settings["lease_s"])
     now = utc_now()
     with write(study.db) as conn:
         if replace:
@@ -85,6 +109,8 @@ def save_team_plan(
 
 
 def update_settings(study: Study, task: str, settings: dict[str, Any]) -> None:
+    if "lease_s" in settings:
+        check_lease(settings["lease_s"])
     with write(study.db) as conn:
         conn.execute("UPDATE team_plans SET settings = ? WHERE task = ?", [json.dumps(settings, sort_keys=True), task])
 
@@ -105,6 +131,27 @@ def move_assignment(study: Study, task: str, item_key: int, from_rater: int, to_
         )
 
 
+def hand_over(
+    study: Study, task: str, rater_id: int, moves: list[tuple[int, int]], dropped: list[int], settings: dict[str, Any]
+) -> None:
+    """One transaction: an annotator's items go to others (``moves``: item key, new rater id), their other
+    unfinished ones (``dropped``) leave the plan, their leases go, and the plan's settings become ``settings``."""
+    with write(study.db) as conn:
+        conn.executemany(
+            "UPDATE assignments SET rater_id = ? WHERE task = ? AND rater_id = ? AND item_key = ?",
+            [(to_rater, task, rater_id, key) for key, to_rater in moves],
+        )
+        conn.executemany(
+            "DELETE FROM assignments WHERE task = ? AND rater_id = ? AND item_key = ?",
+            [(task, rater_id, key) for key in dropped],
+        )
+        conn.execute(
+            "DELETE FROM leases WHERE rater_id = ? AND item_key IN (SELECT key FROM items WHERE task = ?)",
+            [rater_id, task],
+        )
+        conn.execute("UPDATE team_plans SET settings = ? WHERE task = ?", [json.dumps(settings, sort_keys=True), task])
+
+
 def assignments(study: Study, task: str, rater_id: int | None = None) -> list[Assignment]:
     if not has_team_tables(study):
         return []
@@ -114,6 +161,32 @@ def assignments(study: Study, task: str, rater_id: int | None = None) -> list[As
         params,
     ).fetchall()
     return [Assignment(r, k, bool(g), s) for r, k, g, s in rows]
+
+
+def unplanned_keys(study: Study, task: str) -> list[int]:
+    """A fixed plan's items nobody is assigned (imported after it was drawn), gold items aside, in import order:
+    ``annotate`` serves them to nobody. A dynamic plan (or none) leaves no item out."""
+    plan = load_team_plan(study, task)
+    if plan is None or plan.mode != "fixed":
+        return []
+    rows = study.db.conn.execute(
+        "SELECT key FROM items WHERE task = ? AND key NOT IN (SELECT item_key FROM assignments WHERE task = ?) "
+        "AND key NOT IN (SELECT item_key FROM gold) ORDER BY position, key",
+        [task, task],
+    )
+    return [key for (key,) in rows]
+
+
+def unplanned_note(study: Study, task: str) -> str:
+    """'' or one line: a fixed plan's items that nobody is assigned (imported after it was drawn) and what gives
+    them to the team."""
+    count = len(unplanned_keys(study, task))
+    if not count:
+        return ""
+    return (
+        f"{count} item(s) of {task!r} are outside its fixed plan (imported after it was drawn): nobody will be "
+        f"served them; give them to the team with `tui-rater assign --task {shlex.quote(task)} --extend`"
+    )
 
 
 def check_member(plan: TeamPlan, annotator: str) -> None:
@@ -213,6 +286,7 @@ def claim(study: Study, item_key: int, rater_id: int, per_item: int, lease_s: fl
     annotators' claims are then decided one after the other, so no item gets more than K raters
     while their leases last. An item this rater has already rated stays theirs.
     """
+    check_lease(lease_s)  # (a NaN until was stored as NULL: every later save failed on a constraint's words)
     now = time.time() if now is None else now
     mine = study.db.conn.execute(
         "SELECT 1 FROM ratings WHERE item_key = ? AND rater_id = ? AND retracted = 0 LIMIT 1", [item_key, rater_id]
@@ -257,17 +331,24 @@ def complete_pairs(study: Study, task: str) -> set[tuple[int, int]]:
     return {(rater, key) for rater, key in rows}
 
 
-def team_share(study: Study, plan: TeamPlan) -> float:
+def team_share(study: Study, plan: TeamPlan, *, count_gold: bool = False) -> float:
     """The share of the plan's work done: fixed, the assigned (person, item) pairs rated; dynamic, the K
-    ratings each item needs (gold items aside)."""
+    ratings each item needs (gold items aside: the lead's figure in ``progress``).
+
+    ``count_gold``: each gold item assigned counts as one more (person, item) pair, like any other: the figure
+    an annotator sees (the app's header). Without them, the team's share stood still after each gold item and
+    rose after every other one, which told an annotator where the checks were (issue 36)."""
     pairs = complete_pairs(study, plan.task)
     gold = gold_keys(study, plan.task)
+    planned = assignments(study, plan.task)
+    gold_pairs = {(a.rater_id, a.item_key) for a in planned if a.gold} if count_gold else set()
     if plan.mode == "fixed":
-        wanted = {(a.rater_id, a.item_key) for a in assignments(study, plan.task) if not a.gold}
+        wanted = {(a.rater_id, a.item_key) for a in planned if not a.gold} | gold_pairs
         return len(wanted & pairs) / len(wanted) if wanted else 0.0
-    keys = [item.key for item in study.items(plan.task) if item.key not in gold]
+    keys = [item.key for item in study.item_heads(plan.task) if item.key not in gold]  # (no texts read)
     per_item: dict[int, int] = {}
     for _rater, key in pairs:
         per_item[key] = per_item.get(key, 0) + 1
-    needed = len(keys) * plan.per_item
-    return sum(min(plan.per_item, per_item.get(k, 0)) for k in keys) / needed if needed else 0.0
+    needed = len(keys) * plan.per_item + len(gold_pairs)
+    done = sum(min(plan.per_item, per_item.get(k, 0)) for k in keys) + len(gold_pairs & pairs)
+    return done / needed if needed else 0.0

@@ -183,7 +183,8 @@ def _gaps(text: Text, pane: AttributePane, selected_gap: int) -> None:
         )
 
 
-def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
+def render_pane(data: PaneData, focus: int, selected_gap: int, question_keys: str = "←→") -> Text:
+    """``question_keys``: the keys that change the question, as bound (the header names them)."""
     text = Text()
     q = data.queue
     text.append(
@@ -201,7 +202,7 @@ def render_pane(data: PaneData, focus: int, selected_gap: int) -> Text:
         return text
     pane = data.attributes[focus]
     text.append(f"\n◀ {safe_text(pane.attribute, inline=True)} ▶ ", style="bold reverse")
-    text.append(f" ({focus + 1}/{len(data.attributes)}, ↑↓ to change)\n\n")
+    text.append(f" ({focus + 1}/{len(data.attributes)}, {question_keys} to change)\n\n")
     if not pane.humans or not any(row.n for row in pane.rows):
         text.append("No human and LLM ratings of the same items yet.\n", style="dim")
     if pane.rows:
@@ -219,8 +220,11 @@ class AgreementScreen(Screen[int | None]):
     BINDINGS = [
         # short words: every key, `q quit` last, fits the footer at 80 columns
         Binding("a,escape", "close", "back", id="agreement.close"),
-        Binding("up", "attribute(-1)", "question", key_display="↑↓", id="agreement.up"),
-        Binding("down", "attribute(1)", "question", show=False, id="agreement.down"),
+        # ←/→ as the header's ◀ ▶; ↑/↓ scroll the pane (at 80x24 it is taller than the screen, and ↑/↓ scrolled it
+        # while the header said "↑↓ to change"). Priority: the scrolling pane binds ←/→ to scroll sideways.
+        # (The ids stay those of a keymap written before: agreement.up is the previous question.)
+        Binding("left", "attribute(-1)", "question", key_display="←→", priority=True, id="agreement.up"),
+        Binding("right", "attribute(1)", "question", show=False, priority=True, id="agreement.down"),
         Binding("j", "gap(1)", "gap", key_display="j/k", id="agreement.next_gap"),
         Binding("k", "gap(-1)", "prev gap", show=False, id="agreement.prev_gap"),
         Binding("enter", "jump", "go to item", id="agreement.jump"),
@@ -316,8 +320,18 @@ class AgreementScreen(Screen[int | None]):
 
     def redraw(self) -> None:
         if self.data is not None:
-            self.query_one("#agreement-text", Static).update(render_pane(self.data, self.focus_attr, self.selected_gap))
+            text = render_pane(self.data, self.focus_attr, self.selected_gap, self.question_keys())
+            self.query_one("#agreement-text", Static).update(text)
         self.redraw_retest()
+
+    def question_keys(self) -> str:
+        """The keys bound now (a keymap may have moved them) to the previous and the next question: ``←→``."""
+        found: dict[str, str] = {}
+        for key, active in self.active_bindings.items():
+            if active.binding.id in ("agreement.up", "agreement.down"):
+                found.setdefault(active.binding.id, self.app.get_key_display(Binding(key, "")))
+        keys = [found.get(which, "?") for which in ("agreement.up", "agreement.down")]
+        return "".join(keys) if all(key in ("←", "→", "↑", "↓") for key in keys) else "/".join(keys)
 
     def redraw_retest(self) -> None:
         """The test-retest lines of the question in focus (the pane's, else the task's first)."""
@@ -367,7 +381,7 @@ class AgreementScreen(Screen[int | None]):
         study = self.study.reopen()
         try:
             try:
-                require_lead(study, self.annotator, "cancel the judges' queue")
+                require_lead(study, self.annotator, "cancel the judges' queue", "--annotator")
             except UserError as exc:
                 self.app.call_from_thread(self.notify, str(exc), severity="error")
                 return

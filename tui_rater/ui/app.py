@@ -155,9 +155,11 @@ class RaterApp(QuitWhenSaved):
         if self.options.keymap:
             self.set_keymap(keymap_without(self.options.keymap, self.answer_letters))
         self.rating.refresh_all()
-        # after the first screen: import the statistics stack and start the judges off the UI thread,
-        # so the first `a` and a large study's judge jobs never freeze a keypress
-        self.call_after_refresh(self._in_background)
+        # after the first screen, off the UI thread: the judges (a large study's judge jobs never freeze a
+        # keypress). The statistics stack (polars, scipy: ~95 MB, ~1 CPU-s) is imported only by the agreement
+        # pane's own worker, when it is opened: most sessions never open it (a browser session is a process each)
+        if self.options.judge_specs or self.judges is not None:
+            self.call_after_refresh(self._in_background)
         if self.session.team_plan is not None:
             self.call_after_refresh(self._watch_team)
         self.rating.claim(self.rating.index)
@@ -168,6 +170,7 @@ class RaterApp(QuitWhenSaved):
     def on_unmount(self) -> None:
         self.closing.set()
         self.event_loop = None
+        self.session.close_texts()  # (the items' reads; the session's own connection saves what is left)
         if self.writer is not None:
             self.writer.close()  # it commits what is queued, then ends; ui/run.py waits for that
         if self.judges is not None:
@@ -180,8 +183,6 @@ class RaterApp(QuitWhenSaved):
 
     @work(thread=True, group="background", exit_on_error=False)
     def _in_background(self) -> None:
-        import tui_rater.service.live  # noqa: F401 - polars, numpy, scipy: warmed for the agreement pane
-
         if self.options.judge_specs and self.judges is None:
             from tui_rater.service.judging import BackgroundJudges
 
@@ -203,8 +204,14 @@ class RaterApp(QuitWhenSaved):
         assert plan is not None
         study = self.session.study.reopen()
         try:
-            while True:  # the others' ratings come from their own processes: read again every few seconds
-                self.post_message(TeamProgress(team_share(study, plan)))
+            seen = None
+            while True:  # the others' ratings come from their own processes: looked for every few seconds,
+                # and the share read again only when some connection (this app's saves too) has committed
+                # since: SQLite's data_version, a read of the WAL's header (an idle session costs nothing)
+                version = study.db.conn.execute("PRAGMA data_version").fetchone()[0]
+                if version != seen:
+                    seen = version
+                    self.post_message(TeamProgress(team_share(study, plan, count_gold=True)))  # gold like any other
                 if self.closing.wait(2.0):
                     break
         finally:
@@ -252,6 +259,9 @@ class RaterApp(QuitWhenSaved):
 
     def refresh_saving(self) -> None:
         self.rating.refresh_saving()
+
+    def held_back(self) -> list[Change]:
+        return self.state.held_back()
 
     # --- keys --------------------------------------------------------------------------------------
 

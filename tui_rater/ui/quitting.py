@@ -13,6 +13,7 @@ import contextlib
 from textual.app import App
 
 from tui_rater.ui.saving import SaveView
+from tui_rater.ui.writer import Change
 
 
 class QuitWhenSaved(App[None]):
@@ -26,6 +27,10 @@ class QuitWhenSaved(App[None]):
     def refresh_saving(self) -> None:
         raise NotImplementedError
 
+    def held_back(self) -> list[Change]:
+        """Changes typed that never reached the save queue (none here: see RaterApp)."""
+        return []
+
     async def action_quit(self) -> None:
         self.request_quit()
 
@@ -33,7 +38,8 @@ class QuitWhenSaved(App[None]):
         if not self.view.unsaved:
             self.exit()
             return
-        if self.quitting:
+        stalled = self.view.stalled
+        if self.quitting or (stalled is not None and stalled.final):  # (final: waiting would save nothing)
             self.confirming = True  # say how many would be lost before offering to lose them
         self.quitting = True
         while len(self.screen_stack) > 1:  # the saving line is on the main screen

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from tui_rater.domain.display import safe_text
 from tui_rater.ui.app import RaterApp
+from tui_rater.ui.parent import orphaned, silence_outputs
 from tui_rater.ui.writer import StoreWriter, describe
 
 if TYPE_CHECKING:  # (the annotation app does not pay for importing the adjudication app)
@@ -35,6 +36,8 @@ def run_app(app: RaterApp | AdjudicateApp, err: TextIO | None = None) -> int:
     received: list[int] = []
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if orphaned():  # the server that started this app was killed: nothing reads its output any more
+            silence_outputs()
         received.append(signum)
         app.stop_for_signal(signum)
 
@@ -91,17 +94,26 @@ def _finish(app: RaterApp | AdjudicateApp, received: list[int], err: TextIO) -> 
     if writer is None:  # the app never started
         return 0
     if app.abandoned:
-        lost = writer.stop()
+        lost = writer.stop() + app.held_back()
         if lost:
-            _say(err, f"quit without saving {describe(lost)}, as asked; everything else is in the file")
+            _say(err, f"quit without saving {describe(lost)}, as asked: not in the file; {_saved(writer)}")
             return 1
         # the last save went through between the question and the `y` (this used to exit 1 without a word)
         _say(err, "nothing was lost: every change was saved before quitting")
         return 0
-    if writer.unsaved():
-        return _drain(writer, received, err)
+    code = _drain(writer, received, err) if writer.unsaved() else 0
     writer.close()
-    return 0
+    held = app.held_back()  # typed while an item's lease was asked for: never in the queue, so never saved
+    if held:
+        _say(err, f"{describe(held)} typed while the item was being claimed not saved; {_saved(writer)}")
+        return 1
+    return code
+
+
+def _saved(writer: StoreWriter) -> str:
+    """What this session put in the file, counted from the commits (never assumed)."""
+    done = [change for change in writer.committed if change.kind != "lease"]
+    return f"in the file from this session: {describe(done)}" if done else "nothing of this session is in the file"
 
 
 def _drain(writer: StoreWriter, received: list[int], err: TextIO) -> int:
@@ -114,8 +126,10 @@ def _drain(writer: StoreWriter, received: list[int], err: TextIO) -> int:
     writer.close()
     said = time.monotonic()
     while not writer.drain(timeout=0.25):
-        if not writer.is_alive():  # a bug ended the store thread: say what it leaves unsaved
-            _say(err, f"the saving thread stopped: {describe(writer.unsaved())} not saved")
+        if not writer.is_alive():  # the study moved away (``StudyMoved``), or a bug: say what is left unsaved
+            stalled = writer.stalled
+            why = stalled.error if stalled is not None and stalled.final else "the saving thread stopped"
+            _say(err, f"{why}: {describe(writer.unsaved())} not saved")
             return 1
         if interrupted:
             lost = writer.stop()
@@ -136,4 +150,6 @@ def _why(writer: StoreWriter) -> str:
         return ""
     if stalled.locked:
         return " (waiting for the study file: locked by another process)"
+    if stalled.final:
+        return f" ({stalled.error})"
     return f" (saving failed: {stalled.error}; trying again)"

@@ -61,6 +61,12 @@ class SaveView:
         self.unsaved.append(change)
         self._recompute()
 
+    def discard(self, change: Change) -> None:
+        """A change that will not be committed as it is (an answer held back while its item's lease was asked)."""
+        if change in self.unsaved:
+            self.unsaved.remove(change)
+            self._recompute()
+
     def apply(self, committed: Committed) -> None:
         change = committed.change
         if change in self.unsaved:
@@ -112,10 +118,13 @@ class SaveView:
             waited = f"{time.monotonic() - stalled.since:.0f} s"
             text.append("waiting for the study file (locked by another process)", style="bold reverse")
             text.append(f", {waited}" if quitting else f": {what} not saved yet, {waited}")
+        elif stalled is not None and stalled.final:
+            text.append(f"NOT SAVED: {safe_text(stalled.error or '')}", style="bold reverse")
+            text.append(f" · {what} not saved")
         elif stalled is not None:
             text.append(f"NOT SAVED: {safe_text(stalled.error or '')}", style="bold reverse")
             text.append("" if quitting else f" · {what} not saved yet")
             text.append(f"; trying again (attempt {stalled.attempts + 1})")
-        if quitting:
+        if quitting and not (stalled is not None and stalled.final):
             text.append(" · q again: quit without them", style="dim")
         return text

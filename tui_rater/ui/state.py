@@ -48,7 +48,9 @@ class RatingState:
         # a team plan's dynamic items: those whose lease is being asked for, the answers typed meanwhile,
         # and those K others got first (never shown again)
         self.claiming: set[int] = set()
-        self.deferred: list[float] = []
+        # (each answer typed meanwhile has a placeholder change in the view: counted as not saved, on screen and
+        # when quitting, until the lease is answered -- a lease that could not be saved lost them without a word)
+        self.deferred: list[tuple[float, Change]] = []
         self.taken: set[int] = set(session.taken)
 
     @property
@@ -111,6 +113,23 @@ class RatingState:
 
     # --- changes -----------------------------------------------------------------------------------
 
+    def defer(self, value: float, item_key: ShowingKey) -> None:
+        """An answer typed while the item's lease is asked for: not saved, and said to be, until it is answered."""
+        placeholder = Change("rating", _never_run, item_key)
+        self.deferred.append((value, placeholder))
+        self.view.add(placeholder)
+
+    def take_deferred(self) -> list[float]:
+        """The answers typed while the lease was asked for, oldest first; their placeholders leave the view."""
+        typed, self.deferred = self.deferred, []
+        for _value, placeholder in typed:
+            self.view.discard(placeholder)
+        return [value for value, _placeholder in typed]
+
+    def held_back(self) -> list[Change]:
+        """The answers typed that never reached the save queue (their item's lease was never granted)."""
+        return [placeholder for _value, placeholder in self.deferred]
+
     def submit(self, change: Change) -> None:
         """A change handed to the store thread: shown as unsaved until its commit is reported."""
         self.view.add(change)
@@ -154,3 +173,7 @@ class RatingState:
         index = self.index_of.get(key) if key is not None else None
         if index is not None:
             (self.completed.add if self.saved_complete(index) else self.completed.discard)(index)
+
+
+def _never_run() -> None:
+    raise RuntimeError("a deferred answer's placeholder is never saved: the answer is submitted once its lease is ours")

@@ -5,6 +5,12 @@ terminal to xterm.js in the page. Its ``Server`` serves one command to whoever c
 page and websocket is under ``/a/<token>``, the token's SHA-256 names the annotator, and the command
 started for the websocket rates under that name. A wrong or missing token gets a 403 page, and no
 process is started for it: the check comes before the websocket is accepted.
+
+Every request asks the study (``LinkBook``): a link replaced meanwhile, by ``serve --new-links`` in another
+process, no longer opens. One live session per link: a second page of the same link takes over, and the
+first page is told so and closed (its app saves and exits before the new one starts, so the new screen
+shows everything saved). At most ``max_sessions`` app processes run at once; past that a page says so.
+Each app dies with the server (``ui/parent.py``): it is told the server's process id.
 """
 
 from __future__ import annotations
@@ -13,11 +19,14 @@ import asyncio
 import contextlib
 import html
 import logging
+import os
 import signal
 import socket
+import sqlite3
 import weakref
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import aiohttp_jinja2
 import jinja2
@@ -25,24 +34,69 @@ from aiohttp import WSCloseCode, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from tui_rater.store.links import token_hash
+from tui_rater.ui.parent import PARENT_VARIABLE
 
 log = logging.getLogger("textual-serve")
 
-REFUSED_PAGE = """<!DOCTYPE html>
+WS_TAKEN_OVER = 4000  # (4000-4999: the application's own close codes)
+
+PAGE = """<!DOCTYPE html>
 <html lang="en">
-<head><meta charset="utf-8"><title>tui-rater: this link does not open the study</title></head>
+<head><meta charset="utf-8"><title>tui-rater: {heading}</title></head>
 <body style="font-family: sans-serif; max-width: 40em; margin: 4em auto; line-height: 1.5">
-<h1>This link does not open the study</h1>
-<p>{reason} Each annotator has a personal link, of the form <code>/a/&lt;token&gt;</code>.
-Ask the person who runs the study for yours; if it was lost, they make a new one
-(<code>tui-rater serve --new-links</code>), and the old one stops working.</p>
+<h1>{heading}</h1>
+<p>{text}</p>
 </body>
 </html>
+"""
+NOT_A_LINK = (
+    " Each annotator has a personal link, of the form <code>/a/&lt;token&gt;</code>. Ask the person who runs the "
+    "study for yours; if it was lost, they make a new one (<code>tui-rater serve --new-links</code>), and the old "
+    "one stops working."
+)
+TAKEN_OVER = (
+    "This link was opened in another tab or window, which goes on from here (what you rated here is saved first)."
+)
+NOT_A_WEBSOCKET = "This address takes the page's websocket, not a plain request: open the link itself.\n"
+
+# The reason the server gives when it closes a page's websocket (another page took over, the server stops) is
+# shown in textual-serve's "Session ended." dialog, which otherwise says only that.
+CLOSE_REASON_SCRIPT = """<script>
+(function () {
+  const Native = window.WebSocket;
+  function Watched(url, protocols) {
+    const socket = protocols === undefined ? new Native(url) : new Native(url, protocols);
+    socket.addEventListener("close", function (event) {
+      const message = document.querySelector(".closed-dialog .message");
+      if (event.reason && message) { message.textContent = event.reason; }
+    });
+    return socket;
+  }
+  Watched.prototype = Native.prototype;
+  for (const name of ["CONNECTING", "OPEN", "CLOSING", "CLOSED"]) { Watched[name] = Native[name]; }
+  window.WebSocket = Watched;
+})();
+</script>
 """
 
 # the token is in the page's URL: it must not travel on in a Referer header, nor stay in a cache
 PRIVATE_HEADERS = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+
+
+@dataclass(eq=False)
+class Live:
+    """One link's session: its page's websocket, until its app process has exited."""
+
+    websocket: web.WebSocketResponse
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Links(Protocol):
+    """Whose link a token is, and why that annotator may not rate now (``store.links.LinkBook``)."""
+
+    def annotator(self, token: str) -> str | None: ...
+
+    def refusal(self, annotator: str) -> str | None: ...
 
 
 class AppSession(AppService):
@@ -57,47 +111,94 @@ class AppSession(AppService):
             with contextlib.suppress(Exception):
                 await self.remote_close()
 
+    def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
+        environment = super()._build_environment(width, height)
+        environment[PARENT_VARIABLE] = str(os.getpid())  # the app dies with this server (``ui/parent.py``)
+        return environment
+
     async def exited(self) -> int | None:
         """Wait until the app process has exited (it may still be saving after its screen closed)."""
         process = getattr(self, "_process", None)  # textual-serve's handle on the process
         return None if process is None else await process.wait()
 
 
-def refused(reason: str) -> web.Response:
+def page(status: int, heading: str, text: str, headers: dict[str, str] | None = None) -> web.Response:
+    """A page of one heading and one paragraph (``text`` is HTML: escape what comes from data)."""
     return web.Response(
-        status=403,
-        text=REFUSED_PAGE.format(reason=html.escape(reason)),
+        status=status,
+        text=PAGE.format(heading=html.escape(heading), text=text),
         content_type="text/html",
-        headers=PRIVATE_HEADERS,
+        headers={**PRIVATE_HEADERS, **(headers or {})},
     )
+
+
+def refused(reason: str) -> web.Response:
+    return page(403, "This link does not open the study", html.escape(reason) + NOT_A_LINK)
+
+
+def not_in_plan(reason: str) -> web.Response:
+    return page(403, "This link cannot open the study now", html.escape(reason))
+
+
+def full(limit: int) -> web.Response:
+    text = (
+        f"This server runs at most {limit} session{'s' if limit != 1 else ''} at once, and {limit} "
+        f"{'are' if limit != 1 else 'is'} open. Try again in a few minutes, or tell the person who runs the study "
+        "(<code>tui-rater serve --max-sessions</code>)."
+    )
+    return page(503, "The server is full", text, {"Retry-After": "60"})
+
+
+def unreadable(error: Exception) -> web.Response:
+    return page(503, "The study cannot be read now", html.escape(f"{error}. Try again in a moment."))
 
 
 class LinkServer(Server):
     """textual-serve's ``Server``, one annotator per link.
 
-    ``annotators``: token SHA-256 -> annotator name; ``command_for(annotator)``: the shell command
-    that runs the app for them (its arguments quoted).
+    ``links``: whose link a token is, asked on every request; ``command_for(annotator)``: the shell command
+    that runs the app for them (its arguments quoted); ``max_sessions``: app processes at once.
     """
 
     def __init__(
         self,
-        annotators: dict[str, str],
+        links: Links,
         command_for: Callable[[str], str],
         *,
         title: str,
         host: str = "127.0.0.1",
         port: int = 8000,
+        max_sessions: int = 32,
         note: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(command="tui-rater annotate", host=host, port=port, title=title)
-        self.annotators = dict(annotators)
+        self.links = links
         self.command_for = command_for
+        self.max_sessions = max_sessions
         self.note = note or (lambda line: None)  # one line per session started and ended
         self._sockets: weakref.WeakSet[web.WebSocketResponse] = weakref.WeakSet()
+        self._live: dict[str, Live] = {}  # annotator -> their session, until its app has exited
+        self._opening: dict[str, asyncio.Lock] = {}  # one opening (or take-over) at a time per link
 
     def annotator(self, request: web.Request) -> str | None:
-        token = request.match_info.get("token", "")
-        return self.annotators.get(token_hash(token)) if token else None
+        return self.links.annotator(request.match_info.get("token", ""))
+
+    def admit(self, request: web.Request, websocket: bool) -> tuple[str | None, web.StreamResponse | None]:
+        """(annotator, None) when the link may open a session now; else (None, the page that says why)."""
+        try:
+            annotator = self.annotator(request)
+            refusal = self.links.refusal(annotator) if annotator is not None else None
+        except sqlite3.Error as error:  # (read from the study on every request: a revoked link closes at once)
+            return None, unreadable(error)
+        if annotator is None:
+            return None, refused("This link is not (or no longer) valid.")
+        if websocket and not web.WebSocketResponse().can_prepare(request).ok:
+            return None, web.Response(status=400, text=NOT_A_WEBSOCKET, headers=PRIVATE_HEADERS)
+        if refusal is not None:
+            return None, not_in_plan(refusal)
+        if annotator not in self._live and len(self._live) >= self.max_sessions:
+            return None, full(self.max_sessions)
+        return annotator, None
 
     async def _make_app(self) -> web.Application:
         app = web.Application()
@@ -116,10 +217,11 @@ class LinkServer(Server):
     async def handle_no_token(self, request: web.Request) -> web.Response:
         return refused("The address holds no personal link.")
 
-    async def handle_link(self, request: web.Request) -> web.Response:
-        annotator = self.annotator(request)
+    async def handle_link(self, request: web.Request) -> web.StreamResponse:
+        annotator, refusal = self.admit(request, websocket=False)
         if annotator is None:
-            return refused("This link is not (or no longer) valid.")
+            assert refusal is not None
+            return refusal
         scheme = "wss" if request.secure else "ws"
         token = request.match_info["token"]
         context: dict[str, Any] = {
@@ -129,15 +231,26 @@ class LinkServer(Server):
             "config": {"static": {"url": "/static/"}},
             "application": {"name": f"{self.title} · {annotator}"},  # the template escapes it
         }
-        response = aiohttp_jinja2.render_template("app_index.html", request, context)
-        response.headers.update(PRIVATE_HEADERS)
-        return response
+        text = aiohttp_jinja2.render_string("app_index.html", request, context)
+        text = text.replace("</head>", CLOSE_REASON_SCRIPT + "</head>", 1)
+        return web.Response(text=text, content_type="text/html", headers=PRIVATE_HEADERS)
 
     async def handle_link_websocket(self, request: web.Request) -> web.StreamResponse:
-        annotator = self.annotator(request)
-        if annotator is None:  # refused before the websocket is accepted: no app process starts
-            return refused("This link is not (or no longer) valid.")
-        websocket = web.WebSocketResponse(heartbeat=15)
+        # every refusal comes before the websocket is accepted: no app process starts for it
+        annotator, refusal = self.admit(request, websocket=True)
+        if annotator is None:
+            assert refusal is not None
+            return refusal
+        lock = self._opening.setdefault(annotator, asyncio.Lock())
+        async with lock:
+            earlier = self._live.get(annotator)
+            if earlier is not None:  # one live session per link: this page takes over
+                await self._take_over(annotator, earlier)
+            if len(self._live) >= self.max_sessions:  # (filled while this one waited)
+                return full(self.max_sessions)
+            websocket = web.WebSocketResponse(heartbeat=15)
+            await websocket.prepare(request)
+            live = self._live[annotator] = Live(websocket)
         width = to_int(request.query.get("width", "80"), 80)
         height = to_int(request.query.get("height", "24"), 24)
         app_service: AppSession | None = None
@@ -146,7 +259,6 @@ class LinkServer(Server):
             await websocket.close()
 
         try:
-            await websocket.prepare(request)
             self._sockets.add(websocket)
             app_service = AppSession(
                 self.command_for(annotator),
@@ -161,14 +273,29 @@ class LinkServer(Server):
             await self._process_messages(websocket, app_service)
         except asyncio.CancelledError:
             await websocket.close()
-        except Exception as error:
-            log.exception(error)
+        except Exception as error:  # (a browser's malformed message, say): one line in serve's output
+            if os.environ.get("TUI_RATER_DEBUG"):
+                log.exception(error)
+            self.note(f"{annotator}: session error: {type(error).__name__}: {error}")
         finally:
-            if app_service is not None:  # asks the app to quit, and waits until it has (it saves first)
-                await app_service.stop()
-                await app_service.exited()
-                self.note(f"{annotator}: session ended")
+            try:
+                if app_service is not None:  # asks the app to quit, and waits until it has (it saves first)
+                    await app_service.stop()
+                    await app_service.exited()
+                    self.note(f"{annotator}: session ended")
+            finally:
+                if self._live.get(annotator) is live:
+                    del self._live[annotator]
+                live.ended.set()
         return websocket
+
+    async def _take_over(self, annotator: str, earlier: Live) -> None:
+        """End ``annotator``'s earlier session for a new page of the same link: its page is told why, its app
+        saves and exits; the new app starts only then, so it shows everything the earlier one saved."""
+        if not earlier.websocket.closed:  # (a reload closed it already: nobody to tell)
+            self.note(f"{annotator}: the link was opened again; its earlier page is closed")
+            await earlier.websocket.close(code=WS_TAKEN_OVER, message=TAKEN_OVER.encode())
+        await earlier.ended.wait()
 
     async def on_shutdown(self, app: web.Application) -> None:
         # closing each browser's websocket ends its app the way closing the tab does: it saves, then exits

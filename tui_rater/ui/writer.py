@@ -8,7 +8,9 @@ transaction (``AnnotationSession.save``). A change leaves the queue only once it
 - while another process holds the study file's write lock, the thread keeps asking for it and
   reports how long it has waited (it never gives up, unlike ``db._begin_immediate``);
 - when a save fails (disk full, I/O error), the change stays at the head of the queue, the
-  failure is reported, and it is tried again with a growing pause, until it succeeds.
+  failure is reported, and it is tried again with a growing pause, until it succeeds;
+- when the study's path no longer names the file (renamed, removed, replaced: ``StudyMoved``), the
+  thread reports it as final and ends: every change left stays unsaved, and the screen says so.
 
 Reports go back through a callback (the app turns them into messages): ``Committed`` after each
 commit, ``Stalled`` while the head change cannot be committed. Nothing here knows about Textual.
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui_rater.store.db import StudyMoved
 from tui_rater.store.session import ShowingKey, StudyLocked
 
 LOCK_WAIT_S = 0.25  # one try for the write lock; then report "locked" and try again
@@ -59,6 +62,7 @@ class Stalled:
     since: float  # monotonic time of the first failed try
     attempts: int
     error: str | None = None
+    final: bool = False  # the study's file is no longer under its name: nothing more is saved (``StudyMoved``)
 
     @property
     def locked(self) -> bool:
@@ -87,6 +91,7 @@ class StoreWriter:
         self._closing = False  # stop once the queue is empty
         self._stopping = False  # stop now: the person chose to quit without the unsaved changes
         self.stalled: Stalled | None = None  # why the head change is not committed yet (None: it is going)
+        self.committed: list[Change] = []  # what this writer has put in the file, oldest first
         self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
         self._thread.start()
 
@@ -147,6 +152,7 @@ class StoreWriter:
                 return
             with self._cond:
                 self._queue.popleft()
+                self.committed.append(change)
                 self.stalled = None
                 self._cond.notify_all()
             self._tell(Committed(change, result))
@@ -160,6 +166,10 @@ class StoreWriter:
                 return self._save(change.run, LOCK_WAIT_S)
             except StudyLocked:
                 error = None
+            except StudyMoved as exc:  # trying again would commit into a journal nobody reads: stop here
+                self.stalled = Stalled(change, since or time.monotonic(), attempts + 1, str(exc), final=True)
+                self._tell(self.stalled)
+                return _STOPPED
             except Exception as exc:  # disk full, I/O error, a bug: keep the change, say so, retry
                 error = str(exc) or type(exc).__name__
             attempts += 1

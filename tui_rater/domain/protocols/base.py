@@ -27,9 +27,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, ClassVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tui_rater.domain.decoding import Decoding as Decoding  # re-exported: protocols take it from here
 from tui_rater.domain.details import Details
@@ -37,6 +35,9 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.parsing import ParseResult, parse_score
 from tui_rater.domain.prompts import PERSONA, RenderedPrompt, fill, generic_template
 from tui_rater.domain.questions import Attribute, Scale, Task
+
+if TYPE_CHECKING:  # numpy is imported where a distribution is read: an annotation session never needs it
+    import numpy as np
 
 # A reply that completed, but whose value could not be read, is stored with one of these.
 FAILURES = (
@@ -365,6 +366,8 @@ class EvaluationProtocol:
         options = self.options(attribute, variant)
         if options is None:
             raise UserError(f"{attribute.name} has no discrete options to read a distribution over")
+        import numpy as np
+
         samples, seed = decoding.samples, decoding.seed
         p = np.array([max(float(raw.get(label, 0.0)), 0.0) for label in options.labels], dtype=float)
         mass = float(p.sum())
@@ -408,6 +411,8 @@ class EvaluationProtocol:
 
     def aggregate(self, values: Sequence[float]) -> float | None:
         """One annotator group's score of an item: the mean (Chiang & Lee average the 3 samples)."""
+        import numpy as np
+
         finite = [v for v in values if v is not None and math.isfinite(v)]
         return float(np.mean(finite)) if finite else None
 
@@ -452,6 +457,13 @@ class EvaluationProtocol:
             return HumanInput("key", tuple(str(int(v)) for v in points), points, f"keys {low}-{high}{ends}")
         return HumanInput("number", hint=f"type {scale.low:g}-{scale.high:g}, then Enter")
 
+    def is_person_answer(self, attribute: Attribute, value: float) -> bool:
+        """Whether a person can give this value (in the app, so in an import and as a gold item's known answer):
+        a point of a discrete scale, anything within a continuous one. A judge's x.5 between two points
+        (Chiang & Lee App. D.2.1) is no person's answer."""
+        scale = attribute.scale
+        return scale.contains(value) and (not scale.points or value in scale.points)
+
     def value_from_text(self, attribute: Attribute, text: str) -> float | None:
         """A value typed or imported as text ("4", "75"); None when it is not one."""
         try:
@@ -474,6 +486,8 @@ def _structured_answer(text: str) -> str:
 
 def tempered(p: np.ndarray, temperature: float, top_p: float) -> np.ndarray:
     """The sampling distribution of llama.cpp / the API at temperature T with nucleus top-p."""
+    import numpy as np
+
     if temperature <= 0:  # greedy
         q = np.zeros_like(p)
         q[int(np.argmax(p))] = 1.0

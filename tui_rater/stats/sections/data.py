@@ -46,12 +46,12 @@ _READINGS_SCHEMA = {
 }
 
 
-def load_all(study: Study, task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+def load_all(study: Study, task: str, excluded: Sequence[str] = ()) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the ratings in force with a value, one row per (item, attribute, rater, presentation, sample), of the
     people and the judges (an adjudicator's decision is never a rater's rating: see ``ReportSettings.reference``);
     every judge reading in force, failed or not, with its parse status and, for a distribution pass,
-    its scale mass) -- in one pass over the ratings."""
-    rows = stored.task_ratings(study, task)
+    its scale mass) -- in one pass over the ratings. ``excluded``: annotators left out (``--exclude-annotator``)."""
+    rows = stored.task_ratings(study, task, excluded)
     frame = pl.DataFrame([row[:9] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row")
     readings = pl.DataFrame(
         [(row[3], row[2], row[9], row[7] is not None, _number(row[10])) for row in rows if row[4] == "llm"],
@@ -99,7 +99,7 @@ class ReportData:
         self.study, self.task = study, task
         self.settings = settings or ReportSettings()  # SPA's τ, the alt-test's ε, the humans' reference
         if frame is None or readings is None:
-            loaded_frame, loaded_readings = load_all(study, task.name)
+            loaded_frame, loaded_readings = load_all(study, task.name, self.settings.excluded_annotators)
             frame = loaded_frame if frame is None else frame
             readings = loaded_readings if readings is None else readings
         self.frame, self.readings = frame, readings

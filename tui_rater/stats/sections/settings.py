@@ -82,6 +82,9 @@ class ReportSettings:
     spa: SpaSettings = field(default_factory=SpaSettings)
     verdict: VerdictSettings = field(default_factory=VerdictSettings)
     reference: str = HUMANS
+    # annotators the lead leaves out (``report --exclude-annotator``, e.g. one `progress` marked careless): none of
+    # their ratings is read, so no table, verdict or system score has them; the report files say so
+    excluded_annotators: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.reference not in REFERENCES:

@@ -71,7 +71,7 @@ class RatingScreen(Screen[None]):
     def refresh_item(self, width: int | None = None) -> None:
         self.query_one("#item", ItemPane).show(
             self.task_,
-            self.session.items[self.index],
+            self.session.item(self.index),  # read ahead by ``read_ahead`` (else one row now, by its key)
             self.attribute,
             width=self.app.size.width if width is None else width,
             blind=self.options.blind,
@@ -113,6 +113,13 @@ class RatingScreen(Screen[None]):
         self.query_one("#item", ItemPane).scroll_home(animate=False)
         self.refresh_all()
         self.claim(self.index)
+        if self.session.needs_read_ahead(self.index):
+            self.read_ahead(self.index)
+
+    @work(thread=True, group="read-ahead", exclusive=True, exit_on_error=False)
+    def read_ahead(self, index: int) -> None:
+        """The texts of the items around the one shown, read before the person moves to them."""
+        self.session.read_ahead(index)
 
     def _nearest_showable(self, index: int, direction: int) -> int:
         """``index``, or the nearest showable showing from it in ``direction`` (else the other way)."""
@@ -149,13 +156,15 @@ class RatingScreen(Screen[None]):
         and an item K others got first is left for the next one."""
         session, state = self.session, self.state
         key = session.items[index].key
-        if not session.dynamic or key in session.gold or key in state.claiming:
+        # (a gold item is asked for like any other: its lease is granted without a write, but the screen goes
+        # the same way, so nothing in its timing or its saving marks tells it apart)
+        if not session.dynamic or key in state.claiming:
             return
         state.claiming.add(key)
 
         def done(granted: bool) -> None:
             state.claiming.discard(key)
-            typed, state.deferred = state.deferred, []
+            typed = state.take_deferred()
             if granted:
                 for value in typed:  # the keys typed while the lease was asked for
                     self.answer(value)
@@ -216,7 +225,9 @@ class RatingScreen(Screen[None]):
         index, position, state = self.index, self.focus_attr, self.state
         key = self.session.items[index].key
         if key in state.claiming:  # dynamic mode: answered once the lease is ours (milliseconds), in order
-            state.deferred.append(value)
+            state.defer(value, self.session.key(index))
+            self.refresh_status()
+            self.refresh_saving()
             return
         if key in state.taken:
             self.app.notify(f"item {index + 1} already has {self.session.per_item} people on it")
