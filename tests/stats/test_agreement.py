@@ -145,7 +145,11 @@ def test_t_tests_of_values_equal_but_for_rounding_are_undefined():
     t = (0.7 - 2.0) / np.sqrt(np.var([1.0, 2.0, 3.0], ddof=1) / 3)
     assert one_sided.value == pytest.approx(t, rel=1e-12) and one_sided.extra["df"] == pytest.approx(2.0)
     assert one_sided.p == pytest.approx(2 * sp.t.sf(abs(t), 2), rel=1e-12)
-    assert bias(noisy, [0.0, 0.0, 0.0]).extra == {"ci_low": pytest.approx(0.3), "ci_high": pytest.approx(0.3)}
+    assert bias(noisy, [0.0, 0.0, 0.0]).extra == {
+        "ci_low": pytest.approx(0.3),
+        "ci_high": pytest.approx(0.3),
+        "ci": "t, 95%",
+    }
     assert paired_t([1.0, 2.0, 4.0], [0.0, 0.0, 0.0]).p is not None  # real variation is still tested
     for correlation in (ag.pearson, ag.spearman, ag.kendall_tau):  # scipy: r = -0.5, tau = -0.82 here
         assert correlation(noisy, [1.0, 2.0, 3.0]).value is None, correlation

@@ -88,6 +88,9 @@ def test_report_formats(hanna, tmp_path):
         "n",
         "p",
         "note",
+        "ci_low",
+        "ci_high",
+        "ci",
     }
     md = run_cli_process("report", "--db", db, "--format", "markdown").stdout
     assert "## Table 1" in md and "| coherence | humans |" in md

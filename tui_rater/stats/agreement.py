@@ -264,7 +264,7 @@ def bias(llm: npt.ArrayLike, human: npt.ArrayLike) -> Stat:
     mean = float(d.mean())
     se = 0.0 if no_variation(d, x, y) else float(d.std(ddof=1) / math.sqrt(d.size))
     half = float(sp.t.ppf(0.975, d.size - 1) * se) if se > 0 else 0.0
-    return Stat(mean, int(d.size), extra={"ci_low": mean - half, "ci_high": mean + half})
+    return Stat(mean, int(d.size), extra={"ci_low": mean - half, "ci_high": mean + half, "ci": "t, 95%"})
 
 
 def exact_agreement(x: npt.ArrayLike, y: npt.ArrayLike, labels: list[float] | None = None) -> Stat:

@@ -2,9 +2,12 @@
 
     {"table": "table1", "task": "story", "attribute": "likability", "system": "human",
      "evaluator": "humans", "evaluator_b": null, "statistic": "alpha_interval",
-     "value": 0.08, "n": 200, "p": null, "note": ""}
+     "value": 0.08, "n": 200, "p": null, "note": "",
+     "ci_low": -0.02, "ci_high": 0.17, "ci": "item bootstrap, 1000 resamples, percentile 95%"}
 
-The JSON and CSV outputs are these records, so they stay stable and self-describing.
+The JSON and CSV outputs are these records, so they stay stable and self-describing. ``ci_low`` / ``ci_high`` are
+the figure's 95 % interval and ``ci`` how it was made (``stats/intervals.py``) or why a figure has none; ``ci`` is
+blank on records that are not estimates of agreement (counts, settings, test statistics, each end of an interval).
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ class Record:
     n: int
     p: float | None = None
     note: str = ""
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ci: str = ""
 
 
 def as_dicts(records: list[Record]) -> list[dict[str, Any]]:

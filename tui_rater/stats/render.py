@@ -202,6 +202,9 @@ CSV_FIELDS = [
     "n",
     "p",
     "note",
+    "ci_low",
+    "ci_high",
+    "ci",
 ]
 
 

@@ -30,3 +30,19 @@ def systems(found: Found, table: str) -> list[str]:
 
 def column(system: str) -> str:
     return "all (pooled)" if system == ALL else system
+
+
+def interval(record: Record | None, digits: int = 2) -> str:
+    """A figure's 95 % interval as ``[low, high]``; blank where it has none (the JSON says why)."""
+    if record is None or record.ci_low is None or record.ci_high is None:
+        return ""
+    return f"[{record.ci_low:.{digits}f}, {record.ci_high:.{digits}f}]"
+
+
+SKEW_MARK = "†"
+SKEW_LEGEND = "† skewed labels: AC well above α, whose chance agreement grows with the skew"
+
+
+def gwet_value(record: Record | None) -> str:
+    """AC1 / AC2 with a mark where skewed labels make it disagree with α (``gwet.with_skew_note``)."""
+    return value(record) + (SKEW_MARK if record is not None and "skewed" in record.note else "")

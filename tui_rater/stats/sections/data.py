@@ -252,9 +252,12 @@ class ReportData:
         p: float | None = None,
         note: str = "",
     ) -> None:
+        ci_low = ci_high = None
+        ci = ""
         if stat is not None:
             value, n, p = stat.value, stat.n, stat.p
             note = "; ".join(part for part in (stat.note, note) if part)
+            ci_low, ci_high, ci = stat.extra.get("ci_low"), stat.extra.get("ci_high"), stat.extra.get("ci", "")
         self.records.append(
             Record(
                 table,
@@ -268,8 +271,15 @@ class ReportData:
                 int(n),
                 p,
                 note,
+                _finite(ci_low),
+                _finite(ci_high),
+                ci,
             )
         )
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
 
 
 def _is_mean(protocol: EvaluationProtocol) -> bool:

@@ -15,12 +15,15 @@ judged in both orders counts as a tie when the orders disagree.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from itertools import combinations
 
 import numpy as np
 
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
+from tui_rater.stats import gwet
+from tui_rater.stats import intervals as iv
 from tui_rater.stats.records import HUMANS
 from tui_rater.stats.sections import cells
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
@@ -34,8 +37,12 @@ def nominal(data: ReportData, attributes: Sequence[Attribute]) -> None:
                 shares(data, attribute, evaluator, system)
                 m = data.matrix(evaluator, attribute.name, system)
                 points = attribute.scale.points
-                data.add("nominal", attribute.name, system, evaluator, "alpha_nominal", ag.alpha(m, "nominal", points))
-                data.add("nominal", attribute.name, system, evaluator, "percent_exact", ag.percent_exact(m))
+                alpha = ag.alpha(m, "nominal", points)
+                add = partial(data.add, "nominal", attribute.name, system, evaluator)
+                add("alpha_nominal", iv.with_interval(alpha, partial(iv.alpha, m, "nominal")))
+                add("percent_exact", iv.with_interval(ag.percent_exact(m), partial(iv.percent_exact, m)))
+                if points:
+                    add("ac1", gwet.with_skew_note(gwet.ac(m, points, "nominal"), alpha, m, "AC1", "α nominal"))
         agreement(data, attribute)
 
 
@@ -76,17 +83,11 @@ def agreement(data: ReportData, attribute: Attribute) -> None:
     points = attribute.scale.points
     for a, b, x, y in comparisons:
         both = np.vstack([x, y])
-        data.add("nominal_pairs", attribute.name, system, a, "cohen_kappa", cohen_kappa(x, y, points), evaluator_b=b)
-        data.add(
-            "nominal_pairs",
-            attribute.name,
-            system,
-            a,
-            "alpha_nominal",
-            ag.alpha(both, "nominal", points),
-            evaluator_b=b,
-        )
-        data.add("nominal_pairs", attribute.name, system, a, "exact_agreement", ag.exact_agreement(x, y), evaluator_b=b)
+        add = partial(data.add, "nominal_pairs", attribute.name, system, a, evaluator_b=b)
+        kappa = iv.with_interval(cohen_kappa(x, y, points), partial(iv.weighted_kappa, x, y, points, "none"))
+        add("cohen_kappa", kappa)
+        add("alpha_nominal", iv.with_interval(ag.alpha(both, "nominal", points), partial(iv.alpha, both, "nominal")))
+        add("exact_agreement", iv.with_interval(ag.exact_agreement(x, y), partial(iv.exact_agreement, x, y)))
 
 
 def cohen_kappa(x: np.ndarray, y: np.ndarray, points: list[float]) -> ag.Stat:
@@ -117,12 +118,14 @@ def _lay_out_shares(found: Found, who: Who) -> Table | None:
                 cells.column(system),
                 cell,
                 cells.value(alpha),
+                cells.gwet_value(found.get("nominal", attribute, system, evaluator, None, "ac1")),
                 cells.value(exact, 0, "%"),
                 str(n),
             ]
         )
-    header = ["attribute", "evaluator", "system", "verdict shares", "α nominal", "all agree", "items"]
-    return SHARES.title, header, rows
+    header = ["attribute", "evaluator", "system", "verdict shares", "α nominal", "AC1", "all agree", "items"]
+    skewed = any(cells.SKEW_MARK in row[5] for row in rows)
+    return SHARES.title + (f" ({cells.SKEW_LEGEND})" if skewed else ""), header, rows
 
 
 def _lay_out_pairs(found: Found, who: Who) -> Table | None:
@@ -151,7 +154,7 @@ def _lay_out_pairs(found: Found, who: Who) -> Table | None:
 
 SHARES = Layout(
     "nominal",
-    "Verdict shares and agreement among each evaluator's annotators (α nominal, % all agree)",
+    "Verdict shares and agreement among each evaluator's annotators (α nominal, Gwet's AC1, % all agree)",
     ("nominal",),
     _lay_out_shares,
 )

@@ -10,12 +10,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from itertools import combinations
 
 import numpy as np
 
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
+from tui_rater.stats import intervals as iv
 from tui_rater.stats.records import HUMANS
 from tui_rater.stats.sections import cells
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
@@ -37,7 +39,7 @@ def table6(data: ReportData, attributes: Sequence[Attribute]) -> None:
             for a, b in pairs:
                 x = data.rater_values(a, attribute, system)
                 y = data.rater_values(b, attribute, system)
-                tau = ag.kendall_tau(x, y)
+                tau = iv.with_interval(ag.kendall_tau(x, y), partial(iv.kendall_tau, x, y))
                 data.add("table6", attribute.name, system, a, "kendall_tau", tau, evaluator_b=b)
                 if tau.value is not None:
                     taus.append(tau.value)

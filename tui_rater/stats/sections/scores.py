@@ -20,6 +20,8 @@ import numpy as np
 
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
+from tui_rater.stats import gwet
+from tui_rater.stats import intervals as iv
 from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.sections import cells
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
@@ -34,11 +36,18 @@ def table1(data: ReportData, attributes: Sequence[Attribute]) -> None:
                 m = data.matrix(evaluator, attribute.name, system)
                 s = ag.summary(m[~np.isnan(m)].tolist())
                 name = attribute.name
-                data.add("table1", name, system, evaluator, "mean", value=s.mean, n=s.n, note=_no("ratings", s.mean))
+                mean = ag.Stat(s.mean, s.n, _no("ratings", s.mean))
+                data.add("table1", name, system, evaluator, "mean", iv.with_interval(mean, partial(iv.mean, m)))
                 data.add("table1", name, system, evaluator, "std", value=s.std, n=s.n, note=_no("2 ratings", s.std))
-                data.add("table1", name, system, evaluator, "alpha_ordinal", ag.alpha(m, "ordinal", domain))
-                data.add("table1", name, system, evaluator, "alpha_interval", ag.alpha(m, "interval"))
-                data.add("table1", name, system, evaluator, "percent_exact", ag.percent_exact(m))
+                ordinal = ag.alpha(m, "ordinal", domain)
+                for level, figure in (("ordinal", ordinal), ("interval", ag.alpha(m, "interval"))):
+                    figure = iv.with_interval(figure, partial(iv.alpha, m, level))
+                    data.add("table1", name, system, evaluator, f"alpha_{level}", figure)
+                exact = iv.with_interval(ag.percent_exact(m), partial(iv.percent_exact, m))
+                data.add("table1", name, system, evaluator, "percent_exact", exact)
+                if domain:
+                    ac2 = gwet.with_skew_note(gwet.ac(m, domain, "ordinal"), ordinal, m, "AC2", "ordinal α")
+                    data.add("table1", name, system, evaluator, "ac2_quadratic", ac2)
                 if evaluator in data.judges and data.humans:
                     _shared(data, attribute, evaluator, system)
             _welch(data, attribute, evaluator)
@@ -105,19 +114,21 @@ def table2(data: ReportData, attributes: Sequence[Attribute]) -> None:
 
                 add = partial(_add_table2, data, attribute.name, system, judge)
 
-                add("kendall_tau", ag.kendall_tau(h, j))
+                add("kendall_tau", iv.with_interval(ag.kendall_tau(h, j), partial(iv.kendall_tau, h, j)))
                 if system != data.overall:
                     continue
-                add("spearman", ag.spearman(h, j))
-                add("pearson", ag.pearson(h, j))
+                add("spearman", iv.with_interval(ag.spearman(h, j), partial(iv.spearman, h, j)))
+                add("pearson", iv.with_interval(ag.pearson(h, j), partial(iv.pearson, h, j)))
                 b = ag.bias(j, h)
                 add("bias_llm_minus_human", b)
                 if b.ok:
                     add("bias_ci_low", value=b.extra["ci_low"], n=b.n)
                     add("bias_ci_high", value=b.extra["ci_high"], n=b.n)
                 if labels:
-                    add("qw_kappa", ag.weighted_kappa(h, j, labels))
-                    add("exact_agreement", ag.exact_agreement(h, j, labels))
+                    kappa = ag.weighted_kappa(h, j, labels)
+                    add("qw_kappa", iv.with_interval(kappa, partial(iv.weighted_kappa, h, j, labels)))
+                    exact = ag.exact_agreement(h, j, labels)
+                    add("exact_agreement", iv.with_interval(exact, partial(iv.exact_agreement, h, j, labels)))
 
 
 def _add_table2(
@@ -145,7 +156,7 @@ def pairs(data: ReportData, attributes: Sequence[Attribute]) -> None:
                 data.overall,
                 a,
                 "kendall_tau",
-                ag.kendall_tau(x, y),
+                iv.with_interval(ag.kendall_tau(x, y), partial(iv.kendall_tau, x, y)),
                 evaluator_b=b,
                 note="systems pooled",
             )
@@ -223,6 +234,7 @@ def _lay_out_table1(found: Found, who: Who) -> Table | None:
     evaluators = list(dict.fromkeys(r.evaluator for r in found.of("table1")))
     v = cells.value
     rows = []
+    skewed = False
     for attribute in attributes:
         for evaluator in evaluators:
             row = [attribute, who(evaluator, attribute)]
@@ -235,12 +247,16 @@ def _lay_out_table1(found: Found, who: Who) -> Table | None:
                 welch = found.get("welch", attribute, system, evaluator, None, "welch_t")
                 cell = f"{v(mean)}±{v(get('std'))}{cells.stars(welch.p if welch else None)}"
                 cell += f" α {v(get('alpha_ordinal'))}/{v(get('alpha_interval'))} {v(get('percent_exact'), 0)}%"
+                ac2 = get("ac2_quadratic")
+                if ac2 is not None and ac2.value is not None:
+                    cell += f" AC2 {cells.gwet_value(ac2)}"
+                    skewed = skewed or cells.SKEW_MARK in cell
                 shared, humans = get("mean_on_shared_items"), get("humans_mean_on_shared_items")
                 if shared is not None and humans is not None:  # the judge rated other items than the humans
                     cell += f"; on the {shared.n} items both rated: {v(shared)} vs humans {v(humans)}"
                 row.append(cell)
             rows.append(row)
-    title = TABLE1.title + " (* Welch p<.05 vs the reference system)"
+    title = TABLE1.title + " (* Welch p<.05 vs the reference system" + (f"; {cells.SKEW_LEGEND})" if skewed else ")")
     return title, ["attribute", "evaluator", *map(cells.column, systems)], rows
 
 
@@ -257,11 +273,12 @@ def _lay_out_table2(found: Found, who: Who) -> Table | None:
             tau = found.get("table2", attribute, system, HUMANS, judge, "kendall_tau")
             row.append("n/a" if tau is None or tau.value is None else f"{tau.value:.3f}{cells.stars(tau.p)}")
         get = partial(found.get, "table2", attribute, overall, HUMANS, judge)
+        row.append(cells.interval(get("kendall_tau")))
         row.append(cells.value(get("bias_llm_minus_human")))
         row.append(cells.value(get("qw_kappa")))
         row.append(cells.value(get("exact_agreement"), 0, "%"))
         rows.append(row)
-    header = ["attribute", "LLM", *[f"τ {cells.column(s)}" for s in systems], "bias", "qw κ", "exact"]
+    header = ["attribute", "LLM", *[f"τ {cells.column(s)}" for s in systems], "τ 95% CI", "bias", "qw κ", "exact"]
     return TABLE2.title, header, rows
 
 
@@ -272,11 +289,12 @@ def _lay_out_pairs(found: Found, who: Who) -> Table | None:
             who(r.evaluator, r.attribute),
             who(r.evaluator_b, r.attribute),
             "n/a" if r.value is None else f"{r.value:.3f}{cells.stars(r.p)}",
+            cells.interval(r),
             str(r.n),
         ]
         for r in found.of("pairs")
     ]
-    return (PAIRS.title, ["attribute", "rater", "rater", "τ", "n"], rows) if rows else None
+    return (PAIRS.title, ["attribute", "rater", "rater", "τ", "95% CI", "n"], rows) if rows else None
 
 
 def _lay_out_table3(found: Found, who: Who) -> Table | None:
@@ -301,7 +319,7 @@ def _lay_out_table3(found: Found, who: Who) -> Table | None:
 
 TABLE1 = Layout(
     "table1",
-    "Table 1 — mean ± std, Krippendorff's α (ordinal / interval), % items all raters agree",
+    "Table 1 — mean ± std, Krippendorff's α (ordinal / interval), % items all raters agree, Gwet's AC2",
     ("table1", "welch"),
     _lay_out_table1,
 )

@@ -1,0 +1,366 @@
+"""Intervals for the agreement figures: the item-level bootstrap, vectorised over resamples.
+
+Every figure of Tables 1 and 2 (Chiang & Lee) is a function of the items, each item carrying all of its raters:
+the resampling unit is the item (Efron & Tibshirani 1993, ch. 6 and 13, the percentile interval; Hayes &
+Krippendorff 2007 bootstrap alpha the same way, resampling units). A resample is a vector of counts ``w`` (how
+often each item was drawn), and every statistic here is written as a function of those counts -- sums over
+items weighted by ``w`` -- so the ``RESAMPLES`` resamples are a matrix product, not a loop of recomputations:
+
+- Krippendorff's alpha (each level) from per-item pair sums (observed disagreement, linear in ``w``) and the
+  pooled value counts (expected disagreement, quadratic in them); the ordinal metric's mid-ranks are recomputed
+  from each resample's own value counts, as alpha on the resampled data would;
+- Kendall's tau-b, Spearman's rho, Pearson's r, weighted kappa and exact agreement of two evaluators from each
+  resample's joint table of (x, y) values: concordant and discordant pairs from the table's cumulative sums;
+- Gwet's AC1 / AC2 (``gwet``) from per-item category counts.
+
+A resample's figure equals the figure of the resampled data (each item repeated ``w`` times), which the tests
+check against ``krippendorff`` and scipy on the expanded data. The seed is fixed and derived from the number of
+items only, so the same study gives the same interval in every report.
+
+Written here rather than with ``scipy.stats.bootstrap`` because that recomputes the statistic once per resample
+(1,000 scipy calls per figure, some hundred figures per report), and because no package computes these
+statistics from resample counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from tui_rater.stats import agreement as ag
+
+FloatArray = npt.NDArray[np.float64]
+
+RESAMPLES = 1000  # of the items, with replacement
+LEVEL = 0.95  # the percentile interval's coverage
+SEED = 20_071_001  # fixed: a study's report shows the same interval every time (Hayes & Krippendorff 2007)
+LEAST_DEFINED = 0.9  # a figure undefined (no variation) in more than 10 % of the resamples gets no interval
+CELLS = 4_000_000  # floats held at once per block of resamples (memory, not precision)
+BUDGET = 3e9  # resamples x joint-table cells above which tau / rho fall back to Fisher's z (time)
+METHOD = f"item bootstrap, {RESAMPLES} resamples, percentile {LEVEL:.0%}"
+FISHER = f"Fisher z, Fieller et al. 1957 (too many distinct values for the bootstrap), {LEVEL:.0%}"
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float | None
+    high: float | None
+    method: str  # how it was made, or why there is none
+
+    @property
+    def ok(self) -> bool:
+        return self.low is not None and self.high is not None
+
+
+def none(reason: str) -> Interval:
+    return Interval(None, None, reason)
+
+
+def with_interval(stat: ag.Stat, interval: Interval | Callable[[], Interval]) -> ag.Stat:
+    """The figure with its interval in ``extra`` (``ci_low``, ``ci_high``, ``ci``): the records carry them.
+    ``interval`` may be a function, called only when there is a figure (a bootstrap costs)."""
+    if not stat.ok:
+        interval = none("no figure")
+    elif callable(interval):
+        interval = interval()
+    extra = {**stat.extra, "ci_low": interval.low, "ci_high": interval.high, "ci": interval.method}
+    return ag.Stat(stat.value, stat.n, stat.note, stat.p, extra)
+
+
+# --- resamples --------------------------------------------------------------------------------------
+
+
+def resamples(n: int, per_block: int) -> Iterator[FloatArray]:
+    """The ``RESAMPLES`` count vectors over ``n`` items, in blocks of ``per_block`` rows; the same for the same ``n``
+    whatever the block size (the generator draws one row at a time in the same order)."""
+    rng = np.random.default_rng([SEED, n])
+    p = np.full(n, 1.0 / n)
+    drawn = 0
+    while drawn < RESAMPLES:
+        rows = min(per_block, RESAMPLES - drawn)
+        yield rng.multinomial(n, p, size=rows).astype(float)
+        drawn += rows
+
+
+def _block(width: int) -> int:
+    return max(1, min(RESAMPLES, CELLS // max(1, width)))
+
+
+def percentile(values: FloatArray) -> Interval:
+    finite = values[np.isfinite(values)]
+    if finite.size < LEAST_DEFINED * values.size:
+        share = 1 - finite.size / values.size
+        return none(f"undefined in {share:.0%} of the resamples (too little variation)")
+    tail = (1 - LEVEL) / 2
+    low, high = np.quantile(finite, [tail, 1 - tail])
+    return Interval(float(low), float(high), METHOD)
+
+
+# --- Krippendorff's alpha ---------------------------------------------------------------------------
+
+
+def alpha(matrix: npt.ArrayLike, level: str = "interval") -> Interval:
+    """The bootstrap interval of ``agreement.alpha(matrix, level)``; ``matrix`` is raters x items, NaN missing."""
+    found = alpha_draws(matrix, level)
+    return found if isinstance(found, Interval) else percentile(found)
+
+
+def alpha_draws(matrix: npt.ArrayLike, level: str = "interval") -> FloatArray | Interval:
+    """alpha of each resample of the pairable items (or why there is none)."""
+    m = np.asarray(matrix, dtype=float)
+    if m.ndim != 2 or m.shape[0] < 2:
+        return none("no figure")
+    present = ~np.isnan(m)
+    columns = m[:, present.sum(axis=0) >= 2]
+    if columns.shape[1] < 2:
+        return none("fewer than 2 items with two ratings")
+    by_item = columns.T  # items x raters: values and their items in the same (item-major) order
+    levels, codes = np.unique(by_item[~np.isnan(by_item)], return_inverse=True)
+    # per item: how many of its values fall on each level (items x levels)
+    counts = np.zeros((columns.shape[1], levels.size))
+    item = np.nonzero(~np.isnan(by_item))[0]
+    np.add.at(counts, (item, codes), 1.0)
+    return _alpha_resampled(counts, levels, level)
+
+
+def _alpha_resampled(counts: FloatArray, levels: FloatArray, level: str) -> FloatArray:
+    """alpha of each resample, from each item's value counts (Krippendorff 2011, "Computing Krippendorff's
+    alpha-reliability", the coincidence form): alpha = 1 - (n - 1) sum_ck o_ck d_ck / sum_ck n_c n_k d_ck."""
+    m_u = counts.sum(axis=1)
+    out: list[FloatArray] = []
+    pairwise = level in ("nominal", "ratio")  # a levels x levels table per resample; else items x resamples
+    for w in resamples(counts.shape[0], _block(levels.size**2 if pairwise else counts.shape[0] + levels.size)):
+        n_c = w @ counts  # resamples x levels: each level's pairable values
+        n = n_c.sum(axis=1)
+        if level == "ordinal":
+            z = np.cumsum(n_c, axis=1) - n_c / 2.0  # mid-ranks of this resample's values
+            observed = _pair_sums(counts, m_u, w, z)
+            expected = 2.0 * (n * np.sum(n_c * z**2, axis=1) - np.sum(n_c * z, axis=1) ** 2)
+        elif level == "interval":  # per item sums of values and of squares: linear in the counts
+            s1, s2 = counts @ levels, counts @ levels**2
+            observed = w @ (2.0 * (m_u * s2 - s1**2) / (m_u - 1.0))
+            expected = 2.0 * (n * (n_c @ levels**2) - (n_c @ levels) ** 2)
+        else:
+            delta = ag._delta(levels[:, None], levels[None, :], level)
+            per_item = np.einsum("uc,ck,uk->u", counts, delta, counts) / (m_u - 1.0)  # d_cc = 0 for both
+            observed = w @ per_item
+            expected = np.einsum("bc,ck,bk->b", n_c, delta, n_c)
+        with np.errstate(all="ignore"):
+            out.append(1.0 - (n - 1.0) * observed / expected)
+    return np.concatenate(out)
+
+
+def _pair_sums(counts: FloatArray, m_u: FloatArray, w: FloatArray, z: FloatArray) -> FloatArray:
+    """sum over items of w_u / (m_u - 1) x sum over ordered pairs of its values of (z_i - z_j)^2, where each
+    value's position ``z`` may differ between resamples (rows of ``z``): 2 (m_u sum z^2 - (sum z)^2)."""
+    first = counts @ z.T  # items x resamples
+    second = (counts @ (z**2).T) * m_u[:, None]
+    per_item = 2.0 * (second - first**2) / (m_u[:, None] - 1.0)
+    sums: FloatArray = np.einsum("bu,ub->b", w, per_item)
+    return sums
+
+
+def percent_exact(matrix: npt.ArrayLike) -> Interval:
+    m = np.asarray(matrix, dtype=float)
+    if m.ndim != 2 or m.size == 0:
+        return none("no figure")
+    columns = m[:, np.sum(~np.isnan(m), axis=0) >= 2]
+    if columns.shape[1] < 2:
+        return none("fewer than 2 items with two ratings")
+    with np.errstate(all="ignore"):
+        agree = (np.nanmax(columns, axis=0) == np.nanmin(columns, axis=0)).astype(float)
+    return _mean_interval(agree, 100.0)
+
+
+def _mean_interval(per_item: FloatArray, scale: float = 1.0) -> Interval:
+    out = [scale * (w @ per_item) / w.sum(axis=1) for w in resamples(per_item.size, _block(per_item.size))]
+    return percentile(np.concatenate(out))
+
+
+def mean(matrix: npt.ArrayLike) -> Interval:
+    """The mean of every rating (Table 1's mean), items resampled with all of their ratings."""
+    m = np.asarray(matrix, dtype=float)
+    present = ~np.isnan(m)
+    rated = present.sum(axis=0) > 0
+    if rated.sum() < 2:
+        return none("fewer than 2 items rated")
+    sums, counts = np.nansum(m, axis=0)[rated], present.sum(axis=0)[rated].astype(float)
+    out = [(w @ sums) / (w @ counts) for w in resamples(sums.size, _block(sums.size))]
+    return percentile(np.concatenate(out))
+
+
+# --- two evaluators on the same items --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Joint:
+    """Paired values as codes into each side's sorted distinct values."""
+
+    x_levels: FloatArray
+    y_levels: FloatArray
+    cell: npt.NDArray[np.intp]  # x code * len(y_levels) + y code, per item
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.x_levels.size, self.y_levels.size
+
+    def tables(self) -> Iterator[FloatArray]:
+        """Each resample's joint table (resamples x x-levels x y-levels), in blocks."""
+        kx, ky = self.shape
+        n = self.cell.size
+        onehot_cells = kx * ky
+        for w in resamples(n, _block(max(n, onehot_cells))):
+            rows = w.shape[0]
+            flat = (np.arange(rows)[:, None] * onehot_cells + self.cell[None, :]).ravel()
+            table: FloatArray = np.bincount(flat, weights=w.ravel(), minlength=rows * onehot_cells).astype(float)
+            yield table.reshape(rows, kx, ky)
+
+
+def _joint(x: npt.ArrayLike, y: npt.ArrayLike) -> _Joint | None:
+    a, b = ag._paired(x, y)
+    if a.size < 3:
+        return None
+    xl, xc = np.unique(a, return_inverse=True)
+    yl, yc = np.unique(b, return_inverse=True)
+    return _Joint(xl, yl, xc * yl.size + yc)
+
+
+def kendall_tau(x: npt.ArrayLike, y: npt.ArrayLike) -> Interval:
+    """The bootstrap interval of ``agreement.kendall_tau`` (tau-b): concordant minus discordant pairs over the
+    pairs untied in each variable (Kendall 1945), counted from each resample's joint table."""
+    joint = _joint(x, y)
+    if joint is None:
+        return none("fewer than 3 items rated by both")
+    n = joint.cell.size
+    if RESAMPLES * min(n * n, joint.shape[0] * joint.shape[1]) > BUDGET:
+        return _fisher(x, y, "kendall")
+    if n * n <= joint.shape[0] * joint.shape[1]:  # many distinct values: count pairs of items, not of cells
+        return percentile(_tau_by_pairs(*ag._paired(x, y)))
+    out = []
+    for t in joint.tables():
+        # pairs above and to the right of a cell (both larger): suffix sums shifted by one
+        after = np.flip(np.cumsum(np.cumsum(np.flip(t, (1, 2)), axis=1), axis=2), (1, 2))
+        above_right = np.zeros_like(t)
+        above_right[:, :-1, :-1] = after[:, 1:, 1:]
+        larger_x = np.flip(np.cumsum(np.flip(t, 1), axis=1), 1)[:, 1:, :]  # x larger, each y
+        below_right = np.zeros_like(t)  # x larger, y smaller: the exclusive prefix sum over y
+        below_right[:, :-1, :] = np.cumsum(larger_x, axis=2) - larger_x
+        concordant = np.sum(t * above_right, axis=(1, 2))
+        discordant = np.sum(t * below_right, axis=(1, 2))
+        n = t.sum(axis=(1, 2))
+        untied_x = (n**2 - np.sum(t.sum(axis=2) ** 2, axis=1)) / 2.0
+        untied_y = (n**2 - np.sum(t.sum(axis=1) ** 2, axis=1)) / 2.0
+        with np.errstate(all="ignore"):
+            out.append((concordant - discordant) / np.sqrt(untied_x * untied_y))
+    return percentile(np.concatenate(out))
+
+
+def _tau_by_pairs(a: FloatArray, b: FloatArray) -> FloatArray:
+    """tau-b of each resample from the items' pair signs: with counts w, the concordant minus discordant pairs
+    are w' C w (C = sign(a_i - a_j) sign(b_i - b_j)) and the pairs untied in a are w' |sign(a_i - a_j)| w."""
+    sa, sb = np.sign(np.subtract.outer(a, a)), np.sign(np.subtract.outer(b, b))
+    out = []
+    for w in resamples(a.size, _block(a.size)):
+        score = np.sum((w @ (sa * sb)) * w, axis=1)
+        untied_a, untied_b = np.sum((w @ np.abs(sa)) * w, axis=1), np.sum((w @ np.abs(sb)) * w, axis=1)
+        with np.errstate(all="ignore"):
+            out.append(score / np.sqrt(untied_a * untied_b))
+    return np.concatenate(out)
+
+
+def _midranks(counts: FloatArray) -> FloatArray:
+    """Each level's mid-rank (1-based, as scipy.stats.rankdata's 'average') from the resamples' level counts."""
+    result: FloatArray = np.cumsum(counts, axis=1) - (counts - 1.0) / 2.0
+    return result
+
+
+def _correlation(t: FloatArray, xs: FloatArray, ys: FloatArray) -> FloatArray:
+    """Pearson's r of each resample's joint table, with level values ``xs`` / ``ys`` (rows: resamples)."""
+    n = t.sum(axis=(1, 2))
+    px, py = t.sum(axis=2), t.sum(axis=1)
+    mx, my = np.sum(px * xs, axis=1) / n, np.sum(py * ys, axis=1) / n
+    cov = np.einsum("bij,bi,bj->b", t, xs, ys) / n - mx * my
+    vx = np.sum(px * xs**2, axis=1) / n - mx**2
+    vy = np.sum(py * ys**2, axis=1) / n - my**2
+    with np.errstate(all="ignore"):
+        r: FloatArray = cov / np.sqrt(vx * vy)
+    # a resample without variation on one side has a variance of rounding noise: undefined, as scipy says
+    r[(vx <= 1e-12 * np.maximum(1.0, mx**2)) | (vy <= 1e-12 * np.maximum(1.0, my**2))] = np.nan
+    return r
+
+
+def spearman(x: npt.ArrayLike, y: npt.ArrayLike) -> Interval:
+    joint = _joint(x, y)
+    if joint is None:
+        return none("fewer than 3 items rated by both")
+    if RESAMPLES * joint.shape[0] * joint.shape[1] > BUDGET:
+        return _fisher(x, y, "spearman")
+    out = [_correlation(t, _midranks(t.sum(axis=2)), _midranks(t.sum(axis=1))) for t in joint.tables()]
+    return percentile(np.concatenate(out))
+
+
+def pearson(x: npt.ArrayLike, y: npt.ArrayLike) -> Interval:
+    joint = _joint(x, y)
+    if joint is None:
+        return none("fewer than 3 items rated by both")
+    if RESAMPLES * joint.shape[0] * joint.shape[1] > BUDGET:
+        return _fisher(x, y, "pearson")
+    out = []
+    for t in joint.tables():
+        xs = np.broadcast_to(joint.x_levels, t.shape[:2])
+        ys = np.broadcast_to(joint.y_levels, (t.shape[0], t.shape[2]))
+        out.append(_correlation(t, xs, ys))
+    return percentile(np.concatenate(out))
+
+
+def _fisher(x: npt.ArrayLike, y: npt.ArrayLike, kind: str) -> Interval:
+    """Fisher's z with the variances of Fieller, Hartley & Pearson (1957): 0.437 / (n - 4) for tau, 1.06 / (n - 3)
+    for rho, 1 / (n - 3) for r -- for a pair with too many distinct values to bootstrap in the report's time."""
+    a, b = ag._paired(x, y)
+    n = a.size
+    stat = {"kendall": ag.kendall_tau, "spearman": ag.spearman, "pearson": ag.pearson}[kind](a, b)
+    if stat.value is None or n < 5:
+        return none("too few items")
+    variance = {"kendall": 0.437 / (n - 4), "spearman": 1.06 / (n - 3), "pearson": 1.0 / (n - 3)}[kind]
+    z = math.atanh(max(-0.999999, min(0.999999, stat.value)))
+    half = 1.959963984540054 * math.sqrt(variance)
+    return Interval(math.tanh(z - half), math.tanh(z + half), FISHER)
+
+
+def _labelled(x: npt.ArrayLike, y: npt.ArrayLike, labels: list[float]) -> tuple[_Joint, int] | None:
+    a, b = ag._paired(x, y)
+    if a.size < 2:
+        return None
+    scale = np.asarray(sorted(labels), dtype=float)
+    xc = np.searchsorted(scale, ag.to_labels(a, labels))
+    yc = np.searchsorted(scale, ag.to_labels(b, labels))
+    return _Joint(scale, scale, xc * scale.size + yc), scale.size
+
+
+def weighted_kappa(x: npt.ArrayLike, y: npt.ArrayLike, labels: list[float], weights: str = "quadratic") -> Interval:
+    found = _labelled(x, y, labels)
+    if found is None:
+        return none("fewer than 2 items rated by both")
+    joint, k = found
+    grid = np.abs(np.subtract.outer(np.arange(k), np.arange(k))).astype(float)
+    w = {"quadratic": grid**2, "linear": grid, "none": (grid > 0).astype(float)}[weights]
+    out = []
+    for t in joint.tables():
+        p = t / t.sum(axis=(1, 2))[:, None, None]
+        expected = np.einsum("bi,bj->bij", p.sum(axis=2), p.sum(axis=1))
+        with np.errstate(all="ignore"):
+            out.append(1.0 - np.sum(w * p, axis=(1, 2)) / np.sum(w * expected, axis=(1, 2)))
+    return percentile(np.concatenate(out))
+
+
+def exact_agreement(x: npt.ArrayLike, y: npt.ArrayLike, labels: list[float] | None = None) -> Interval:
+    a, b = ag._paired(x, y)
+    if a.size < 2:
+        return none("fewer than 2 items rated by both")
+    if labels:
+        a, b = ag.to_labels(a, labels), ag.to_labels(b, labels)
+    return _mean_interval((a == b).astype(float), 100.0)
