@@ -74,7 +74,7 @@ def judge_batch(study: Study, plan: JudgePlan, *, cancel: bool) -> int:
         return 1
     if not produced.total:
         return 1 if left["failed"] else 0
-    from tui_rater.cli.judging import say_readiness
+    from tui_rater.cli.common import say_readiness
 
     ready = judging.judge_readiness(study, plan)  # the report's rule, as a live run says it
     if produced.useless:

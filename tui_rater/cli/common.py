@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
-    from tui_rater.service.judging import JudgeOptions
+    from tui_rater.service.judging import JudgeOptions, JudgeReadiness
     from tui_rater.store.study import Study
 
 
@@ -332,3 +332,17 @@ def close_all() -> None:
         study = _OPENED.pop()
         with contextlib.suppress(Exception):  # a failed close (disk full at the checkpoint) loses nothing committed
             study.close()
+
+
+def say_readiness(ready: JudgeReadiness, advise: bool = True) -> None:
+    """Whether the judge is agreement-ready, per question where not, and what would help (``advise``): the check's
+    and the report's words (stdout when ready; a warning on stderr when not, the run's exit status unchanged)."""
+    if not ready.not_ready:
+        if summary := ready.summary():
+            say(summary)
+        return
+    say(f"tui-rater: warning: {ready.summary()}", err=True)
+    for line in ready.reasons():
+        say(f"  {line}", err=True)
+    if advise:
+        say(f"tui-rater: what would help: {ready.advice()}", err=True)

@@ -15,6 +15,7 @@ from tui_rater.cli.common import (
     new_table,
     open_study,
     say,
+    say_readiness,
     whole,
 )
 from tui_rater.domain.errors import UserError
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from tui_rater.config import Settings
     from tui_rater.judge.spec import JudgeSpec
     from tui_rater.judge.worker import Progress, Worker
-    from tui_rater.service.judging import JudgeReadiness, JudgeRun
+    from tui_rater.service.judging import JudgeRun
     from tui_rater.store.study import Study
 
 
@@ -172,20 +173,6 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
 
 
 _CHECK = "see why with `tui-rater judge --check` (what the model reads and answers)"
-
-
-def say_readiness(ready: JudgeReadiness, advise: bool = True) -> None:
-    """Whether the judge is agreement-ready, per question where not, and what would help (``advise``): the check's
-    and the report's words (stdout when ready; a warning on stderr when not, the run's exit status unchanged)."""
-    if not ready.not_ready:
-        if summary := ready.summary():
-            say(summary)
-        return
-    say(f"tui-rater: warning: {ready.summary()}", err=True)
-    for line in ready.reasons():
-        say(f"  {line}", err=True)
-    if advise:
-        say(f"tui-rater: what would help: {ready.advice()}", err=True)
 
 
 def _check(study: Study, spec: JudgeSpec, task_names: list[str], args: argparse.Namespace) -> int:
