@@ -21,6 +21,8 @@ STORIES = [
     for i in range(4)
 ]
 
+URL = "http://127.0.0.1:9/v1"  # nothing listens: no command here needs a server
+
 # every command that changes the study for everyone, and how a lead runs it successfully (exit 0)
 LEAD_COMMANDS = {
     "assign": ["assign", "--task", "story", "--annotators", "ann,ben"],
@@ -28,7 +30,7 @@ LEAD_COMMANDS = {
     "queue --cancel": ["queue", "--cancel"],
     "queue --retry": ["queue", "--retry"],
     "judges --forget": ["judges", "--forget", "judge-x", "--yes"],
-    "judge --batch --cancel": ["judge", "--model", "api:m", "--base-url", "http://127.0.0.1:9/v1", "--batch", "--cancel"],
+    "judge --batch --cancel": ["judge", "--model", "api:m", "--base-url", URL, "--batch", "--cancel"],
     "adjudicate": ["adjudicate", "--task", "story", "--adjudicator", "lena"],
     "reparse": ["reparse"],
     "import": ["import", "{items}", "--task", "story"],
