@@ -67,7 +67,7 @@ def test_a_plugin_value_on_the_scale_is_stored(tmp_path, fake_server):
 
 
 def test_a_plugin_parse_that_never_returns_fails_its_job_and_the_judge_ends(tmp_path, fake_server):
-    hangs = "\n    def parse(self, text, attribute, variant):\n        import threading\n\n        threading.Event().wait()\n"
+    hangs = "\n    def parse(self, text, attribute, variant):\n        __import__('threading').Event().wait()\n"
     db, env = _study(tmp_path, MODULE + hangs)
     url = fake_server(Script([(200, {}, ok_body("[[7]]"), 0)]))
     done = cli("judge", "--db", db, "--model", "api:m", "--base-url", url, "--samples", "1", env=env)
