@@ -62,6 +62,14 @@ def judge_batch(study: Study, plan: JudgePlan) -> int:
                 else ""
             )
         )
+        if found.conflicts:  # counted in "failed" above; said apart, at the end of what the batch did
+            say(
+                f"tui-rater: error: batch {found.state.id}'s results hold {found.conflicts} request"
+                f"{'s' if found.conflicts != 1 else ''} answered twice with different answers: "
+                f"{'those jobs' if found.conflicts != 1 else 'that job'} failed (conflict), nothing of "
+                f"{'them' if found.conflicts != 1 else 'it'} stored (`tui-rater queue --retry` asks again)",
+                err=True,
+            )
     if run.answered_from_store:
         say(f"{run.answered_from_store} jobs answered from the store")
     if run.submitted:
