@@ -35,6 +35,8 @@ class BatchServer:
         self.finish = False
         self.erroring: set[int] = set()
         self.dropped: set[int] = set()
+        # job id -> 'same' or 'different': its line comes twice in the output file, with the same or another answer
+        self.twice: dict[int, str] = {}
         self.ids = itertools.count(1)
         self.hang_s = 0.0  # creating a batch waits this long (a process killed between upload and batch id)
         self.mangled: dict[int, str] = {}  # job id -> 'oversized' (a line past the cap) or 'truncated' (cut short)
@@ -161,6 +163,12 @@ class BatchServer:
             if self.mangled.get(job_id) == "oversized":  # a reply past the cap on one answer (8 MB)
                 response["body"]["choices"][0]["message"]["content"] += " " * (9 << 20)
             output.append({"id": f"r{n}", "custom_id": request["custom_id"], "response": response, "error": None})
+            if job_id in self.twice:
+                again = json.loads(json.dumps(response))
+                if self.twice[job_id] == "different":
+                    message = again["body"]["choices"][0]["message"]
+                    message["content"] = "I would rate it a 1." if "5" in message["content"] else "Rating: 5"
+                output.append({"id": f"r{n}b", "custom_id": request["custom_id"], "response": again, "error": None})
         # a truncated line is the file's last, cut in the middle, without its end of line
         output.sort(key=lambda line: self.mangled.get(parse_custom_id(line["custom_id"])[0]) == "truncated")
         for name, lines in (("output_file_id", output), ("error_file_id", errors)):
@@ -533,3 +541,33 @@ def test_cancelling_a_batch_that_has_already_ended_lets_it_go_without_asking_the
     )
     assert batch_server.cancelled == []
     assert set(_jobs(db).values()) == {("queued", None)} and _ratings(db) == {}
+
+
+def test_a_request_answered_twice_differently_fails_its_job_and_says_so(tmp_path, batch_server):
+    """One custom_id twice in the output file with different answers: the first used to be stored silently ("8 of 8
+    readings usable"). Now neither is: the job fails (conflict), said at the end; the same answer twice is kept."""
+    db = story_study(tmp_path / "batch.db", STORIES[:2])
+    flags = ("--max-retries", "0", "--batch")
+    assert _judge(db, batch_server.url, *flags).returncode == 0
+    jobs = sorted(_jobs(db))
+    assert len(jobs) == 8
+    batch_server.twice = {jobs[1]: "different", jobs[5]: "same"}
+    batch_server.finish = True
+    read = _judge(db, batch_server.url, *flags)
+    assert read.returncode == 1, (read.stdout, read.stderr)  # a job failed: not a success
+    assert "read: 7 jobs done, 0 queued again, 1 failed" in read.stdout, read.stdout
+    assert " of 7 readings usable" in read.stdout, read.stdout  # the failed job's reading is not counted
+    assert (
+        "tui-rater: error: batch batch_2's results hold 1 request answered twice with different answers: that job "
+        "failed (conflict), nothing of it stored (`tui-rater queue --retry` asks again)"
+    ) in read.stderr
+    stored = _ratings(db)
+    assert len(stored) == 7
+    study = Study.open(db, create=False)
+    try:
+        status, kind = study.db.conn.execute("SELECT status, error_kind FROM jobs WHERE id = ?", [jobs[1]]).fetchone()
+        assert (status, kind) == ("failed", "conflict")
+        assert study.db.conn.execute("SELECT count(*) FROM ratings WHERE job_id = ?", [jobs[1]]).fetchone()[0] == 0
+        assert study.db.conn.execute("SELECT count(*) FROM ratings WHERE job_id = ?", [jobs[5]]).fetchone()[0] == 1
+    finally:
+        study.close()

@@ -85,8 +85,11 @@ def test_two_annotators_at_once_in_the_dynamic_mode_never_put_more_than_k_on_an_
     alice = TmuxApp(annotate_command(db, "alice", TASK), tmp_path, env="env TERM=xterm")
     bob = TmuxApp(annotate_command(db, "bob", TASK), tmp_path, env="env TERM=xterm")
     try:
-        alice.wait_text("/8", "q quit")
-        bob.wait_text("/8", "q quit")  # one of them has item 1; the other was moved on to item 2
+        # both screens up. Not "/8": a session lists the items still short of K when it starts, so whoever starts
+        # a moment after the other's first lease lists 7 ("item 1/7 ... your 0/7": the flake of issue 36.7). What
+        # this test proves is below, in the file; the race itself is tests/store/test_dynamic_start_race.py
+        alice.wait_text("· item ", "q quit")
+        bob.wait_text("· item ", "q quit")  # item 1, or 2 when alice leased 1 first
         for _round in range(8):  # both rate as fast as the screen lets them, at the same time
             alice.keys("2")
             bob.keys("5")

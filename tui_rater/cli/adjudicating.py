@@ -6,14 +6,13 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from tui_rater.cli.common import Subparsers, data, make_console, new_table, open_study, say
+from tui_rater.cli.common import Subparsers, data, lead_only, make_console, new_table, open_study, say
 from tui_rater.domain.errors import UserError
 
 if TYPE_CHECKING:
     from tui_rater.config import Settings
     from tui_rater.domain.tasks import Task
     from tui_rater.service.adjudication import Disagreement
-    from tui_rater.store.study import Study
 
 
 def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -49,15 +48,9 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--format", choices=("table", "json"), help="print the queue in this format instead of opening the screen"
     )
+    # the screen stores decisions: a lead's once the study names its leads (--list and --format only read)
+    lead_only(p, lambda args: None if args.list or args.format is not None else "adjudicate")
     p.set_defaults(run=cmd_adjudicate)
-
-
-def check_may_adjudicate(study: Study, task: str, adjudicator: str) -> None:
-    """The study's list of leads (``tui-rater roles --leads``) is asked before a decision is stored: once it
-    names any, only they may adjudicate (a stated list, not authentication)."""
-    from tui_rater.store.roles import require_lead
-
-    require_lead(study, adjudicator, "adjudicate")
 
 
 def cmd_adjudicate(args: argparse.Namespace, settings: Settings) -> int:
@@ -90,7 +83,6 @@ def cmd_adjudicate(args: argparse.Namespace, settings: Settings) -> int:
         raise UserError(
             "say who adjudicates: --adjudicator NAME (or $TUI_RATER_ANNOTATOR, or 'annotator' in the config)"
         )
-    check_may_adjudicate(study, task.name, adjudicator)
     from tui_rater.store.adjudication import Adjudication
     from tui_rater.ui.adjudicate import AdjudicateApp
     from tui_rater.ui.run import run_app

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tui_rater.cli.common import Subparsers, check_key_variable, db_path, open_study, say, whole
+from tui_rater.cli.common import Subparsers, check_key_variable, db_path, lead_only, open_study, say, whole
 from tui_rater.cli.data import import_items_file, print_info
 from tui_rater.domain.decoding import MAX_SEED
 from tui_rater.domain.errors import UserError
@@ -42,6 +42,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--annotator", help="your rater name (default: $TUI_RATER_ANNOTATOR, config, or $USER)")
     p.add_argument("--no-app", action="store_true", help="only import and print what the file holds")
+    lead_only(p, lambda args: "import the sample data")
     p.set_defaults(run=cmd_demo)
 
     p = sub.add_parser(

@@ -7,30 +7,41 @@ from typing import TYPE_CHECKING
 from tui_rater.cli.common import say
 
 if TYPE_CHECKING:
+    from tui_rater.judge.spec import JudgeSpec
     from tui_rater.service.judging import JudgePlan
     from tui_rater.store.study import Study
 
 
-def judge_batch(study: Study, plan: JudgePlan, *, cancel: bool) -> int:
+def cancel_batches(study: Study, spec: JudgeSpec, task_names: list[str]) -> int:
+    """Cancel the judge's batches; with none, say so and change nothing (no judge created, no job queued)."""
+    from tui_rater.service import batch, judging
+
+    plan = judging.existing_plan(study, spec, task_names)
+    if plan is None:
+        say(f"judge {spec.model}: no batch to cancel (the study has no such judge)")
+        return 0
+    label = f"judge {plan.rater.label} ({plan.rater.name})"
+    cancelled, ended, back = batch.cancel_batches(study, plan)
+    if not cancelled and not ended:
+        say(f"{label}: no batch to cancel")
+        return 0
+    said = []
+    if cancelled:
+        said.append(f"cancelled batch{'es' if len(cancelled) > 1 else ''} {', '.join(cancelled)}")
+    if ended:
+        said.append(
+            f"batch{'es' if len(ended) > 1 else ''} {', '.join(ended)} had already ended (not read: "
+            "nothing to cancel on the server)"
+        )
+    say(f"{'; '.join(said)}; {back} jobs queued again")
+    return 0
+
+
+def judge_batch(study: Study, plan: JudgePlan) -> int:
     """Exit 0 while batches run or were submitted; 1 when jobs failed or nothing read was usable (as a live run)."""
     from tui_rater.service import batch, judging
 
     label = f"judge {plan.rater.label} ({plan.rater.name})"
-    if cancel:
-        cancelled, ended, back = batch.cancel_batches(study, plan)
-        if not cancelled and not ended:
-            say(f"{label}: no batch to cancel")
-            return 0
-        said = []
-        if cancelled:
-            said.append(f"cancelled batch{'es' if len(cancelled) > 1 else ''} {', '.join(cancelled)}")
-        if ended:
-            said.append(
-                f"batch{'es' if len(ended) > 1 else ''} {', '.join(ended)} had already ended (not read: "
-                "nothing to cancel on the server)"
-            )
-        say(f"{'; '.join(said)}; {back} jobs queued again")
-        return 0
     say(f"{label}: {plan.added} new jobs, {plan.pending} to send", err=True)
     run = batch.judge_batch(study, plan)
     for state in run.running:
@@ -51,6 +62,14 @@ def judge_batch(study: Study, plan: JudgePlan, *, cancel: bool) -> int:
                 else ""
             )
         )
+        if found.conflicts:  # counted in "failed" above; said apart, at the end of what the batch did
+            say(
+                f"tui-rater: error: batch {found.state.id}'s results hold {found.conflicts} request"
+                f"{'s' if found.conflicts != 1 else ''} answered twice with different answers: "
+                f"{'those jobs' if found.conflicts != 1 else 'that job'} failed (conflict), nothing of "
+                f"{'them' if found.conflicts != 1 else 'it'} stored (`tui-rater queue --retry` asks again)",
+                err=True,
+            )
     if run.answered_from_store:
         say(f"{run.answered_from_store} jobs answered from the store")
     if run.submitted:

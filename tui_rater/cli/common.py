@@ -76,10 +76,51 @@ def common_flags(nested: bool = False) -> argparse.ArgumentParser:
 
 _OPENED: list[Study] = []  # studies this command opened, closed (and checkpointed) on exit
 
+AS_HELP = "who runs this (default: $TUI_RATER_ANNOTATOR, 'annotator' in the config, or $USER)"
+
+
+def lead_only(p: argparse.ArgumentParser, action: Callable[[argparse.Namespace], str | None]) -> None:
+    """Marks a command, or some of its flags, as a study-wide action: with leads named (`tui-rater roles`), only a
+    lead may run it. ``action(args)`` names what is refused (\"cancel the judges' queue\"), or None when these
+    flags change only the runner's own work or nothing. The rule is checked in one place, ``open_study``, before
+    the command can change anything; `tests/cli/test_roles.py` lists every command as a lead's or not."""
+    if not any(a.dest == "as_name" or "--as" in a.option_strings for a in p._actions):  # adjudicate's --as names it
+        p.add_argument("--as", dest="as_name", metavar="NAME", help=AS_HELP)
+    p.set_defaults(lead_action=action)
+
+
+def identity(args: argparse.Namespace, settings: Settings) -> str | None:
+    """Who runs a study-wide action: --as, else the name the command takes (--adjudicator, --annotator), else
+    the configured annotator name, else $USER."""
+    import getpass
+
+    for given in (
+        getattr(args, "as_name", None),
+        getattr(args, "adjudicator", None),
+        getattr(args, "annotator", None),
+        settings.annotator,
+    ):
+        if given:
+            return str(given)
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return os.environ.get("USER")
+
+
+def _check_lead(study: Study, args: argparse.Namespace, settings: Settings) -> None:
+    rule = getattr(args, "lead_action", None)
+    action = rule(args) if rule is not None else None
+    if action is not None:
+        from tui_rater.store.roles import require_lead
+
+        require_lead(study, identity(args, settings), action)
+
 
 def open_study(args: argparse.Namespace, settings: Settings, create: bool = True, readonly: bool = False) -> Study:
     """The study file. ``readonly``: the command only reads it (info, report, export, tasks, queue), so
-    it works on a file or folder the user may not write to."""
+    it works on a file or folder the user may not write to. A study-wide action (``lead_only``) run by someone
+    who is not one of the study's leads is refused here, before anything is written."""
     from tui_rater.store.study import Study
 
     task_files = [*settings.task_files, *getattr(args, "task_file", [])]
@@ -91,6 +132,7 @@ def open_study(args: argparse.Namespace, settings: Settings, create: bool = True
         readonly=readonly,
     )
     _OPENED.append(study)
+    _check_lead(study, args, settings)  # before the command can change anything
     return study
 
 

@@ -12,6 +12,7 @@ from tui_rater.cli.common import (
     data,
     db_exists,
     formula_note,
+    lead_only,
     make_console,
     new_table,
     open_study,
@@ -47,6 +48,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         help="read the task's NAME from the file's COLUMN (repeatable), e.g. --map story=text",
     )
     p.add_argument("--ignore-extra", action="store_true", help="skip columns the task does not use")
+    lead_only(p, lambda args: "import items")
     p.set_defaults(run=cmd_import)
 
     p = sub.add_parser(
@@ -63,6 +65,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         default="human",
         help="rater kind for rows without a 'kind' column (default: human)",
     )
+    lead_only(p, lambda args: "import ratings")
     p.set_defaults(run=cmd_import_ratings)
 
     p = sub.add_parser(

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from tui_rater.cli.common import Subparsers, data, make_console, new_table, open_study
+from tui_rater.cli.common import Subparsers, data, lead_only, make_console, new_table, open_study
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -58,6 +58,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         "in one transaction, after a confirmation naming what goes",
     )
     p.add_argument("--yes", action="store_true", help="--forget: do not ask (needed when stdin is not a terminal)")
+    lead_only(p, lambda args: "forget a judge" if args.forget is not None else None)
     p.set_defaults(run=cmd_judges)
 
 

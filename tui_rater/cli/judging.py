@@ -11,6 +11,7 @@ from tui_rater.cli.common import (
     data,
     judge_flags,
     judge_options,
+    lead_only,
     make_console,
     new_table,
     open_study,
@@ -71,17 +72,25 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cancel", action="store_true", help="with --batch: cancel this judge's batches; their jobs are queued again"
     )
+    lead_only(p, lambda args: "cancel a judge's batches" if args.cancel else None)
     p.set_defaults(run=cmd_judge)
 
     p = sub.add_parser("queue", parents=[common], help="show the judge queue; cancel or retry jobs")
     p.add_argument("--cancel", action="store_true", help="cancel queued and leased jobs")
     p.add_argument("--retry", action="store_true", help="queue failed and cancelled jobs again")
     p.add_argument("--rater", help="only this judge: its label or name (as `queue` and `judges` list it)")
-    p.add_argument("--as", dest="as_name", metavar="NAME", help="who cancels (when the study names its leads)")
+    lead_only(p, _queue_action)
     p.set_defaults(run=cmd_queue)
 
     p = sub.add_parser("reparse", parents=[common], help="re-apply the reply parser to stored judge replies")
+    lead_only(p, lambda args: "re-read every judge's stored replies")
     p.set_defaults(run=cmd_reparse)
+
+
+def _queue_action(args: argparse.Namespace) -> str | None:
+    if args.cancel:
+        return "cancel the judges' queue"
+    return "queue the judges' failed jobs again" if args.retry else None
 
 
 def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
@@ -109,12 +118,16 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
 
         if why := refusal(spec):  # before anything is stored
             raise UserError(why)
+    if args.cancel:  # acts on the batches the judge has: queues nothing, creates no judge
+        from tui_rater.cli.batch import cancel_batches
+
+        return cancel_batches(study, spec, task_names)
     # a batch is sent whole; a live run queues the first items' jobs now and the rest while its workers run
     plan = judging.plan_judge(study, spec, task_names, args.limit, first=None if args.batch else judging.FIRST_ITEMS)
     if args.batch:
         from tui_rater.cli.batch import judge_batch
 
-        return judge_batch(study, plan, cancel=args.cancel)
+        return judge_batch(study, plan)
     workers = args.workers or judging.default_workers(spec)
     more = f" (queueing the jobs of {plan.items_left} more items meanwhile)" if plan.rest else ""
     say(
@@ -296,11 +309,7 @@ def cmd_queue(args: argparse.Namespace, settings: Settings) -> int:
         if not matches:
             raise UserError(f"no judge named {args.rater!r} in {study.path}")
         rater_id = matches[0].id
-    if args.cancel:
-        from tui_rater.cli.team import identity
-        from tui_rater.store.roles import require_lead
-
-        require_lead(study, identity(args, settings), "cancel the judges' queue")
+    if args.cancel:  # --cancel and --retry are a lead's (`lead_only` above)
         cancelled = judging.cancel_jobs(study, rater_id)
         in_batch = judging.cancelled_in_batches(study, rater_id)
         if in_batch:  # a server's batch is not stopped from here (no key, no URL): it runs and is paid for

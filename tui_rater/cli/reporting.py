@@ -15,6 +15,7 @@ from tui_rater.cli.common import (
     common_flags,
     data,
     formula_note,
+    lead_only,
     make_console,
     open_study,
     real,
@@ -140,6 +141,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         help="compare every pair of systems, or each with the next in --systems order",
     )
     q.add_argument("--no-likert", action="store_true", help="skip the standard protocol's Likert ratings")
+    lead_only(q, lambda args: "set up SPA packets")
     q.set_defaults(run=cmd_spa_setup)
 
     def help_only(args: argparse.Namespace, settings: Settings) -> int:

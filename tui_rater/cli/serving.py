@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tui_rater.cli.common import Subparsers, db_path, open_study, say
+from tui_rater.cli.common import Subparsers, db_path, lead_only, open_study, say
 from tui_rater.config import Settings
 from tui_rater.domain.errors import UserError
 
@@ -61,6 +61,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="make new links for the named annotators (printed once); their old links stop working",
     )
+    lead_only(p, lambda args: "serve the study's links")  # links are made, replaced and revoked in the study
     p.set_defaults(run=cmd_serve)
 
 

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 from typing import TYPE_CHECKING
 
-from tui_rater.cli.common import Subparsers, data, make_console, new_table, open_study, say
+from tui_rater.cli.common import Subparsers, data, lead_only, make_console, new_table, open_study, say
 from tui_rater.domain.errors import UserError
 
 if TYPE_CHECKING:
     from tui_rater.config import Settings
-
-AS_HELP = "who runs this (default: $TUI_RATER_ANNOTATOR, 'annotator' in the config, or $USER)"
 
 
 def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -68,9 +65,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--replace", action="store_true", help="draw a new plan in place of the stored one (ratings kept)")
     p.add_argument("--dry-run", action="store_true", help="show the plan and what it allows; store nothing")
-    p.add_argument(
-        "--as", dest="as_name", metavar="NAME", help="who runs this (default: $TUI_RATER_ANNOTATOR or $USER)"
-    )
+    lead_only(p, lambda args: "assign annotators" if not args.dry_run else None)
     p.set_defaults(run=cmd_assign)
 
     p = sub.add_parser(
@@ -89,23 +84,8 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         description="A stated list, not authentication: it keeps study-wide actions from being run by mistake.",
     )
     p.add_argument("--leads", metavar="A,B", help="the leads, comma-separated ('' lets everyone again)")
-    p.add_argument(
-        "--as", dest="as_name", metavar="NAME", help="who runs this (default: $TUI_RATER_ANNOTATOR or $USER)"
-    )
+    lead_only(p, lambda args: "change the leads" if args.leads is not None else None)
     p.set_defaults(run=cmd_roles)
-
-
-def identity(args: argparse.Namespace, settings: Settings) -> str | None:
-    """Who runs a study-wide action: --as, else the configured annotator name, else $USER."""
-    import getpass
-
-    found = getattr(args, "as_name", None) or getattr(args, "annotator", None) or settings.annotator
-    if found:
-        return str(found)
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return os.environ.get("USER")
 
 
 def _names(text: str | None, flag: str = "--annotators") -> list[str]:
@@ -135,11 +115,9 @@ def cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
         plan_team,
         reassign,
     )
-    from tui_rater.store.roles import require_lead
     from tui_rater.store.team import unplanned_note
 
-    study = open_study(args, settings, create=False)
-    require_lead(study, identity(args, settings), "assign annotators")
+    study = open_study(args, settings, create=False)  # a lead's, unless --dry-run (`lead_only` above)
     given = {"--add": args.add, "--extend": args.extend, "--reassign": args.reassign}
     changes = [flag for flag, value in given.items() if value]
     if changes:
@@ -177,14 +155,13 @@ def cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_roles(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store.roles import leads, require_lead, set_leads
+    from tui_rater.store.roles import leads, set_leads
 
-    study = open_study(args, settings, create=False)
+    study = open_study(args, settings, create=False, readonly=args.leads is None)
     if args.leads is None:
         names = leads(study)
         say(f"leads: {', '.join(names)}" if names else "leads: none named (everyone may run study-wide actions)")
         return 0
-    require_lead(study, identity(args, settings), "change the leads")
     names = _names(args.leads, "--leads")
     for name in names:
         if any(c.isspace() for c in name) or not name.isprintable():

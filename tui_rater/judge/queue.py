@@ -54,6 +54,7 @@ from tui_rater.store.jobs import (
     task_size,
     to_batch,
     unbatch,
+    void_result,
 )
 from tui_rater.store.study import Study
 
@@ -93,6 +94,7 @@ __all__ = [
     "task_size",
     "to_batch",
     "unbatch",
+    "void_result",
 ]
 
 BACKOFF_BASE_S = 0.5

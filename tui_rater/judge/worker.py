@@ -23,6 +23,7 @@ from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.modes import Question, Unsupported, mode_of
 from tui_rater.domain.protocols import EvaluationProtocol, derive_seed
+from tui_rater.domain.protocols.guard import ProtocolFault, counted
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.judge import queue, sources
 from tui_rater.judge.backends.base import Backend, Message, OptionProbabilities, TokenCounts
@@ -264,6 +265,8 @@ class Worker(threading.Thread):
                     results = self._question(task, task.attribute(job.attribute), item, job, [])[0]
             except (JudgeError, Deferred):
                 raise
+            except ProtocolFault as exc:  # a plug-in's reading that never returned: every job would hang the same
+                raise JudgeError("protocol", str(exc)) from None
             except UserError as exc:  # e.g. a template that needs a field the item lacks
                 raise JudgeError("bad_request", str(exc)) from None
             except Exception as exc:
@@ -306,7 +309,7 @@ class Worker(threading.Thread):
         replies, self.replies = self.replies, {}
         results = _with_endpoints(results, self.backend)
         if queue.complete(study, job, self.owner, results, replies):
-            self.progress.add_readings([r.parse_status for r in results])
+            self.progress.add_readings([counted(r.parse_status, r.details) for r in results])
             self.progress.add(done=1, parse_failures=sum(r.parse_status != "ok" for r in results))
             if self.on_result:
                 self.on_result(job)

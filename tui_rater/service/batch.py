@@ -7,6 +7,7 @@ with the jobs in the study file.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ class Collected:
     failed: int
     next_round: int  # jobs that need another request (a regeneration, a conversation's next turn)
     dropped: int = 0  # replies not stored: their jobs were cancelled (``queue --cancel``) while the batch ran
+    conflicts: int = 0  # jobs failed: the results held two different answers to their request (counted in failed)
 
 
 @dataclass
@@ -107,6 +109,8 @@ def _collect(
     job cancelled meanwhile (``queue --cancel``) is dropped and counted."""
     waiting, cancelled = set(queue.batched_jobs(study, state.id)), queue.cancelled_in_batch(study, state.id)
     round_, dropped = Round(), set()
+    seen: dict[int, tuple[str, str]] = {}  # job -> (request key, its answer's fingerprint), as first read
+    conflicts, taken = set[int](), set[int]()  # taken: read from this batch now (only those can be voided)
     try:
         for file_id in (state.output_file_id, state.error_file_id):
             if not file_id:
@@ -114,9 +118,15 @@ def _collect(
             for job_id, key, answer in read_lines(server.lines(file_id), server.secrets):
                 if job_id in cancelled:
                     dropped.add(job_id)
+                if job_id in seen:  # one line per job in a batch: a second one that says the same is ignored,
+                    if seen[job_id] != (key, _fingerprint(answer)):  # one that says otherwise fails the job
+                        conflicts.add(job_id)
+                    continue
+                seen[job_id] = (key, _fingerprint(answer))
                 if job_id not in waiting:
                     continue
-                waiting.discard(job_id)  # one line per job in a batch: a second one is not read
+                waiting.discard(job_id)
+                taken.add(job_id)
                 job = queue.take_batched(study, job_id, state.id, judge.owner, SUBMIT_LEASE_S)
                 if job is not None:
                     judge.run([job], {key: answer}, round_)
@@ -127,11 +137,53 @@ def _collect(
             "wait in it: run the same command again to read them"
         )
         raise UserError(why) from None
+    conflicts &= taken - dropped
+    for job_id in sorted(conflicts):
+        _void(study, judge, round_, job_id, seen[job_id][0])
     why = f"the batch ended ({state.status}) without answering it" + (f": {state.errors}" if state.errors else "")
     missing = queue.unbatch(study, state.id, "batch_" + state.status[:40], why)
     queue.forget_batch(study, state.id)
     requests += round_.requests
-    return Collected(state, round_.done, round_.queued + missing, round_.failed, len(round_.requests), len(dropped))
+    return Collected(
+        state,
+        round_.done,
+        round_.queued + missing,
+        round_.failed,
+        len(round_.requests),
+        len(dropped),
+        len(conflicts),
+    )
+
+
+CONFLICT = "the batch's results hold different answers to this job's request (one custom_id twice): none is stored"
+
+
+def _fingerprint(answer: dict[str, Any] | JudgeError) -> str:
+    if isinstance(answer, JudgeError):
+        return f"error {answer.kind}: {answer.message}"
+    return json.dumps(answer, sort_keys=True, default=repr)
+
+
+def _void(study: Study, judge: BatchJudge, round_: Round, job_id: int, key: str) -> None:
+    """A job whose request was answered twice, differently: whichever was read first is not kept (nothing says
+    which is the model's); the job fails (``conflict``: `queue --retry` asks again) and the counts say so."""
+    before, statuses = queue.void_result(study, job_id, [key], "conflict", CONFLICT)
+    if before == "done":
+        round_.done -= 1
+        judge.progress.add(done=-1)
+    elif before == "queued":
+        round_.queued -= 1
+    if before != "failed":
+        round_.failed += 1
+        judge.progress.add(failed=1)
+    round_.requests = [(job, body) for job, body in round_.requests if job.id != job_id]
+    with judge.progress.lock:  # the run's readings: the voided job's are not among them any more
+        for status in statuses:
+            counted = judge.progress.readings
+            for name in [n for n in counted if n == status or n.startswith(status + " ")][:1]:
+                counted[name] -= 1
+                if not counted[name]:
+                    del counted[name]
 
 
 def _submit(study: Study, server: BatchServer, judge: BatchJudge, requests: list[Request]) -> str:

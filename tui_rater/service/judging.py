@@ -197,6 +197,17 @@ def plan_judge(
     return JudgePlan(spec, config, rater, list(task_names), added, queue.pending(study, rater.id), prompts, rest)
 
 
+def existing_plan(study: Study, spec: JudgeSpec, task_names: list[str]) -> JudgePlan | None:
+    """The judge's plan as it stands, queueing nothing and creating no rater (None: the study has no such judge):
+    for what only acts on what a judge already has (`judge --batch --cancel`), so that finding nothing to do
+    leaves the study byte for byte as it was."""
+    config = provenance(spec)
+    rater = study.existing_judge(rater_name(spec, config), config)
+    if rater is None:
+        return None
+    return JudgePlan(spec, config, rater, list(task_names), 0, queue.pending(study, rater.id))
+
+
 LONGEST_ITEMS = 8  # items whose prompts are measured in tokens (by the loaded model) to size a local KV cache
 
 

@@ -351,6 +351,23 @@ def take_batched(study: Study, job_id: int, batch_id: str, owner: str, lease_s: 
     return Job(r[0], r[1], r[2], r[3], r[4], r[5], r[6])
 
 
+def void_result(study: Study, job_id: int, request_keys: list[str], kind: str, message: str) -> tuple[str, list[str]]:
+    """A job read from a batch whose results then contradicted themselves fails after all: its ratings and the
+    replies cached for its requests are deleted and it is marked failed, in one transaction. (The job's status
+    before, the parse statuses of the ratings removed.)"""
+    with write(study.db) as conn:
+        row = conn.execute("SELECT status FROM jobs WHERE id = ?", [job_id]).fetchone()
+        statuses = [s for (s,) in conn.execute("SELECT parse_status FROM ratings WHERE job_id = ?", [job_id])]
+        conn.execute("DELETE FROM ratings WHERE job_id = ?", [job_id])
+        conn.executemany("DELETE FROM replies WHERE request_hash = ?", [(key,) for key in request_keys])
+        conn.execute(
+            "UPDATE jobs SET status = 'failed', batch_id = NULL, lease_owner = NULL, error_kind = ?, last_error = ?, "
+            "updated_at = ? WHERE id = ?",
+            [kind, message[:500], utc_now(), job_id],
+        )
+    return (row[0] if row else ""), statuses
+
+
 def unbatch(study: Study, batch_id: str, kind: str, message: str, *, counts: bool = True) -> int:
     """The jobs a batch did not answer go back to the queue (failed once they have had MAX_ATTEMPTS; a cancelled
     batch's attempt does not count); how many."""

@@ -343,6 +343,20 @@ class Study:
     def judge(self, name: str, config: dict[str, Any]) -> Rater:
         return self._rater(name, "llm", config)
 
+    def existing_judge(self, name: str, config: dict[str, Any]) -> Rater | None:
+        """The judge ``judge(name, config)`` would return, or None where it would create one: nothing is written
+        (a command that finds nothing to do leaves the study as it was)."""
+        config_hash = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+        row = self.db.conn.execute("SELECT id, kind, label FROM raters WHERE name = ?", [name]).fetchone()
+        if row is None:
+            row = self.db.conn.execute(
+                "SELECT id, kind, label, name FROM raters WHERE config_hash = ?", [config_hash]
+            ).fetchone()
+            if row is None:
+                return None
+            name = row[3]
+        return Rater(row[0], name, "llm", config, row[2]) if row[1] == "llm" else None
+
     def adjudicator(self, name: str) -> Rater:
         """Whom ``tui-rater adjudicate`` stores NAME's decisions under: ``NAME (adjudicator)``, a rater of its own
         kind, apart from NAME's own ratings as an annotator (and never counted as one)."""

@@ -50,6 +50,7 @@ FAILURES = (
     "incomplete",  # the server gave too few options' probabilities to know the distribution
     "not_probabilities",  # the options' "probabilities" add up to more than 1: not a distribution at all
     "no_answer_token",  # neither option of a yes/no question among the top tokens (implicit score)
+    "invalid_value",  # the protocol read a value off the question's scale or not a finite number (guard.py)
 )
 TEXT_MODES = ("text", "constrained")
 # Next-token probabilities of distinct tokens add up to at most 1; float rounding of a softmax stays far below this
@@ -228,6 +229,10 @@ class EvaluationProtocol:
         )
 
     # --- what may be answered --------------------------------------------------------------
+
+    def value_scale(self, attribute: Attribute) -> Scale:
+        """The scale every stored value of this protocol lies on, in the item's terms (``guard.py`` checks each)."""
+        return attribute.scale
 
     def reply_scale(self, attribute: Attribute, variant: str) -> Scale:
         """The scale the judge's reply is written on (it may differ from the stored one)."""

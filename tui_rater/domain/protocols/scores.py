@@ -22,6 +22,7 @@ from tui_rater.domain.questions import Attribute, Scale, Task
 CHEN_EXPLICIT_VARIANTS = tuple(CHEN_EXPLICIT)  # v1 .. v5
 # Figure 4 normalises V4's stars into [0, 100]: 1 star = 0, 5 stars = 100.
 _STARS = Scale("likert", 1, 5)
+_IMPLICIT = Scale("continuous", 0, 100)
 
 
 class ContinuousScore(EvaluationProtocol):
@@ -91,6 +92,9 @@ class ImplicitScore(ContinuousScore):
 
     def decoding(self, variant: str, base: Decoding) -> Decoding:
         return replace(base, samples=1)  # one forward pass: the score is a probability, not a sample
+
+    def value_scale(self, attribute: Attribute) -> Scale:
+        return _IMPLICIT  # Eq. 1 x 100, whatever the question's own scale
 
     def template(self, task: Task, attribute: Attribute, variant: str) -> tuple[str, str]:
         return "chen/implicit", CHEN_IMPLICIT

@@ -38,23 +38,31 @@ def malformed(detail: str) -> JudgeError:
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret (the API key, a password in the URL) replaced, in whatever form a
-    server echoes it: as sent, percent-encoded (either case of hex, ``+`` for spaces), JSON- or HTML-escaped."""
-    for secret in secrets:
-        if len(secret) < SECRET_MIN_LENGTH:
-            continue
-        for form in sorted(_forms(secret), key=len, reverse=True):
-            if form in text:
-                text = text.replace(form, HIDDEN)
-    return text
+    """``text`` with every secret (the API key, a password in the URL) replaced, in whatever form a server echoes
+    it: as sent, in any letter case (a server that echoed the URL's secret in lower case got it stored), percent-
+    encoded (``+`` for spaces), base64, JSON- or HTML-escaped."""
+    pattern = _pattern(tuple(secret for secret in secrets if len(secret) >= SECRET_MIN_LENGTH))
+    return pattern.sub(HIDDEN, text) if pattern is not None else text
+
+
+@functools.lru_cache(maxsize=64)
+def _pattern(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
+    forms = {form for secret in secrets for form in _forms(secret)}
+    if not forms:
+        return None
+    # the longest first: an encoded form is never left half-replaced by a shorter one inside it
+    return re.compile("|".join(re.escape(form) for form in sorted(forms, key=lambda f: (-len(f), f))), re.IGNORECASE)
 
 
 @functools.cache
 def _forms(secret: str) -> frozenset[str]:
+    import base64
     from urllib.parse import quote, quote_plus, unquote
 
     forms = {secret, unquote(secret), quote(secret, safe=""), quote(secret, safe="/"), quote_plus(secret)}
-    forms |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), form) for form in forms}
+    for form in list(forms):  # base64, as a header or a token would carry it (with and without its padding)
+        for encoded in (base64.b64encode(form.encode()), base64.urlsafe_b64encode(form.encode())):
+            forms |= {encoded.decode(), encoded.decode().rstrip("=")}
     escaped = {json.dumps(form)[1:-1] for form in forms}
     forms |= escaped | {form.replace("/", "\\/") for form in escaped} | {html.escape(form) for form in forms}
     return frozenset(form for form in forms if len(form) >= SECRET_MIN_LENGTH)
