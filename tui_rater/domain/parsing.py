@@ -97,11 +97,24 @@ _REFUSAL = re.compile(
 def _normalise(text: str) -> str:
     """Plain text: no markdown emphasis, headings or quote marks; one kind of space, dash and half."""
     text = text.replace("\r\n", "\n").replace("\u00a0", " ").replace("\u2009", " ").replace("\u2212", "-")
+    text = text.replace("\uff1a", ":").replace("\u202f", " ")  # a full-width colon ("评分：4"), French spacing
     text = re.sub("[\ufe0e\ufe0f]", "", text)  # emoji variation selectors: "⭐️⭐️⭐️" is three stars
     text = re.sub(r"(?<=\d)\u00bd", ".5", text)  # "3½"
     text = re.sub(rf"\b(\d+|(?i:{_WORDS})) and a half\b", lambda m: f"{_number_value(m.group(1)):g}.5", text)
     text = _EMPHASIS.sub("", text)
+    text = _TABLE_RULE.sub("", text)
+    text = _TABLE_ROW.sub(lambda m: _table_row(m.group(1)), text)
     return _LINE_MARKUP.sub("", text)
+
+
+# A markdown table, as larger instruct models write their scores: "| Coherence | 4 |" reads as "Coherence: 4"
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$", re.MULTILINE)
+_TABLE_ROW = re.compile(r"^[ \t]*\|(.*\|.*)\|[ \t]*$", re.MULTILINE)
+
+
+def _table_row(cells: str) -> str:
+    first, second, *rest = (cell.strip() for cell in cells.split("|"))
+    return f"{first}: {second}" + "".join(f" — {cell}" for cell in rest if cell)
 
 
 def _answer_part(text: str) -> str:
@@ -195,8 +208,10 @@ _HEDGE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _HEDGE_SUFFIX = re.compile(r"\+|-?ish\b")  # "4+", "3-ish"
+# "4 sur 5", "4 de 5", "4 su 5", "4 von 5": "out of" in the judge's language
+_OUT_OF = r"(?:/|out\s+of\b|(?:sur|de|su|von|auf)\s+(?=\d))"
 _DENOMINATOR = re.compile(
-    r"\s*(?:/|out\s+of\b)\s*(\d+|(?i:five|ten|one hundred|hundred))(?![\w,/]|\.\d)", re.IGNORECASE
+    r"\s*" + _OUT_OF + r"\s*(\d+|(?i:five|ten|one hundred|hundred))(?![\w,/]|\.\d)", re.IGNORECASE
 )
 _PERCENT = re.compile(r"\s*(?:%|percent\b)", re.IGNORECASE)
 _STARS_AFTER = re.compile(r"\s*-?\s*stars?\b", re.IGNORECASE)
@@ -293,9 +308,15 @@ _FINAL_WORDS = re.compile(
     r"\b(?:go(?:ing)?|settle|land|decide)\s+(?:with|on)\b|\bmy final\b",
     re.IGNORECASE,
 )
+# Labels in the languages judges answer in when the story is not English: "Note : 4", "Puntuación: 3", "评分：4".
+_FOREIGN_LABELS = (
+    r"note|note finale|puntuaci[oó]n|calificaci[oó]n|valoraci[oó]n|nota|nota final|punteggio|valutazione|voto|"
+    r"bewertung|punktzahl|punkte|gesamtnote|pontua[cç][aã]o|avalia[cç][aã]o|[ée]valuation|score final|"
+    r"評価|评分|評分|分数|得分|点数|점수|평가"
+)
 _LABEL = re.compile(
     r"\b(?i:(?:final\s+|overall\s+|total\s+)?(?:score|rating|grade|answer|stars?|points|verdict|assessment|"
-    r"evaluation|mark|probability|chance|likelihood|overall|total|p))[\"']?[ \t]*(?:\([^)\n]{0,30}\)[ \t]*)?[:=]"
+    r"evaluation|mark|probability|chance|likelihood|overall|total|p|" + _FOREIGN_LABELS + r"))[\"']?[ \t]*(?:\([^)\n]{0,30}\)[ \t]*)?[:=]"
     r"\s*(?i:(?:about|around|approximately|roughly|approx\.|an?)\s+)?[\"']?"
 )
 _ASSIGN = re.compile(
@@ -317,7 +338,7 @@ _ATTRIBUTES = (
 )
 _ATTRIBUTE_PAIR = re.compile(rf"\b{_ATTRIBUTES}\b[\"']?[ \t]*(?:\([^)\n]{{0,30}}\)[ \t]*)?[:=\-–—][ \t]*")
 _ATTRIBUTE_AFTER = re.compile(rf"[ \t]+{_ATTRIBUTES}\b")
-_FRACTION_AFTER = re.compile(r"\s*(?:/|out\s+of)\s*\d", re.IGNORECASE)
+_FRACTION_AFTER = re.compile(_OUT_OF + r"\s*\d", re.IGNORECASE)
 # "(4)" where it ends a clause or a line; "the end of the story fragment (2) and ..." refers to something
 _PARENTHESISED = re.compile(rf"\(({_TOKEN})\)(?=[ \t]*(?:$|[.!?,;:\n—–]|-[ \t]))", re.MULTILINE)
 _BETWEEN = re.compile(rf"\b(?:between|torn between)\s+(?:an?\s+)?({_TOKEN})\s+(?:and|&|or)\s", re.IGNORECASE)
@@ -339,11 +360,19 @@ _OTHER_RATING_BEFORE = re.compile(
 )
 
 
+# "... was missing a stronger connection to rate a 5", "short of a 5", "better than a 2": a score the text does not get
+_COUNTERFACTUAL_BEFORE = re.compile(
+    r"(?:\bto\s+(?:rate|earn|get|deserve|reach|warrant|merit|be|score|receive|become|justify)\s+(?:as\s+)?|"
+    r"\b(?:short\s+of|shy\s+of|than|not\s+quite|rather\s+than|instead\s+of|away\s+from)\s+)(?:an?\s+)?$",
+    re.IGNORECASE,
+)
+
+
 def _candidate_at(text: str, token: re.Match[str], tier: int, scale: tuple[float, float]) -> _Candidate | None:
     before, rest = text[max(0, token.start() - 40) : token.start()], text[token.end() : token.end() + 80]
-    if re.search(r"(?:/|\bout\s+of)\s*$", before, re.IGNORECASE):
+    if re.search(r"(?:/|\bout\s+of|\b(?:sur|de|su|von|auf))\s*$", before, re.IGNORECASE):
         return None  # the 5 of "4 out of 5 stars"
-    if _OTHER_RATING_BEFORE.search(before):
+    if _OTHER_RATING_BEFORE.search(before) or _COUNTERFACTUAL_BEFORE.search(before):
         return None
     value, problem = _token_value(token.group(0), rest, scale)
     if problem is None:
@@ -375,10 +404,15 @@ def _labelled(text: str, scale: tuple[float, float]) -> list[_Candidate]:
     return [c for c in found if c]
 
 
+_NOT_THE_TEXT = re.compile(r"\s+(?:you|me|us|them|him|her|yourself|myself|people|readers?|someone)\b", re.IGNORECASE)
+
+
 def _assigned(text: str, scale: tuple[float, float]) -> list[_Candidate]:
     """The first number after a rating verb in its sentence: "I would rate ... as a 3", "I'd give it 4"."""
     found = []
     for verb in _ASSIGN.finditer(text):
+        if _NOT_THE_TEXT.match(text, verb.end()):
+            continue  # "(points to which of these 5 give you 2.)": a person is given something, not the text a score
         end = re.compile(r"[.!?](?!\d)|\n").search(text, verb.end(), verb.end() + 160)
         stop = end.start() if end else min(len(text), verb.end() + 160)
         for token in _TOKEN_RE.finditer(text, verb.end(), stop):
@@ -483,6 +517,12 @@ def _score_candidates(text: str, scale: tuple[float, float]) -> list[_Candidate]
     return list(by_pos.values())
 
 
+def _outvoted(value: float, others: list[_Candidate], scale: tuple[float, float]) -> bool:
+    """Another score on the scale, stated lower in the reply's order of emphasis ("I'd give it a 4. ... Score: 3"):
+    the reply gives two scores and does not say which is final, so neither is read."""
+    return any(c.problem is None and c.value != value and scale[0] <= c.value <= scale[1] for c in others)
+
+
 def _judge_score(candidates: list[_Candidate], scale: tuple[float, float]) -> ParseResult:
     low, high = scale
     tier = min(c.tier for c in candidates)
@@ -490,13 +530,16 @@ def _judge_score(candidates: list[_Candidate], scale: tuple[float, float]) -> Pa
     if any(c.problem == AMBIGUOUS for c in deciding) or len({(c.value, c.problem) for c in deciding}) > 1:
         return ParseResult(None, "ambiguous")
     value, problem = deciding[0].value, deciding[0].problem
+    if tier != FINAL and _outvoted(value, [c for c in candidates if c.tier != tier], scale):
+        return ParseResult(None, "ambiguous")
     if problem == OFF_SCALE or not low <= value <= high:
         return ParseResult(None, "out_of_range")
     return ParseResult(value)
 
 
 # "Score: 4/5 -- wait, on reflection, 3/5.", "I'd rate it 4 -- no, 3.", "85 -- hmm, maybe 80": the judge
-# takes its number back; what follows the last such turn is its answer (when it gives one there).
+# takes its number back; what follows the last such turn is its answer (when it gives one there). These words
+# also open sentences that revise nothing ("Rating: 4. Actually, the ending works."): a weak turn.
 _CORRECTION = re.compile(
     r"(?:--|[—–,.;!?(]|^)[ \t]*(?:wait|no|hmm+|oops|sorry|correction|scratch that|actually|"
     r"on (?:second|further) thought|on reflection|on further reflection|let me reconsider|make (?:that|it))\b"
@@ -505,30 +548,174 @@ _CORRECTION = re.compile(
     r"it's|it is|let's say|let's go with|say)\b[ \t,:]*)*",
     re.IGNORECASE | re.MULTILINE,
 )
+# A judge that says it revises ("On second thought, the ending is rushed, so I'll lower it to 3", "Actually ... I'd
+# lower that to 70", "Revised score: 3", "I'll change it to 5"): a strong turn. The later value is its answer; a
+# revision whose new value cannot be read is ``ambiguous`` -- never the number it revised.
+_REVISION_VERBS = (
+    r"lower|raise|change|revise|adjust|bump|update|correct|downgrade|upgrade|reduce|increase|drop|move|bring|"
+    r"knock|mark|take|modify|amend|switch|up|round"
+)
+_REVISION_OBJECT = (
+    r"(?:it|that|this|(?:my|the|its|this|that)\s+(?:\w+\s+)?(?:score|rating|grade|answer|mark|verdict|choice|"
+    r"assessment|evaluation|number))"
+)
+_REVISES = re.compile(
+    r"\b(?:on|upon)\s+(?:second|further)\s+thoughts?\b|\b(?:on|upon)\s+(?:further\s+|more\s+)?reflection\b|"
+    r"\b(?:after|having|upon)\s+(?:re-?considering|re-?reading|re-?thinking|thinking (?:about it|it over)|"
+    r"further consideration|a second look)\b|\bthinking\s+(?:about\s+it\s+)?(?:more|again|twice)\b|"
+    r"\blet\s+me\s+(?:re-?consider|revise|re-?think|correct|adjust|change|update)\b|\bre-?considering\b|"
+    r"\bscratch\s+that\b|\bi\s+take\s+(?:that|it)\s+back\b|\bcorrection\b|\bi\s+(?:mis-?spoke|was\s+wrong)\b|"
+    r"\b(?:revised|updated|corrected|adjusted|amended|new|changed|reconsidered)\s+(?:score|rating|grade|answer|"
+    r"verdict|assessment|choice|evaluation)\b|"
+    # "I'll lower it", "so I'd bump my score", "let's change the rating": a subject that does it, no negation
+    r"\b(?:i(?:'ll|'d|\s+will|\s+would|\s+should|\s+must|\s+need\s+to|\s+have\s+to|'m\s+going\s+to|"
+    r"\s+am\s+going\s+to)?|let\s+me|let's|we(?:'ll|'d)?)\s+(?:(?:now|then|just|instead|actually|rather|probably|"
+    rf"therefore|also)\s+)?(?:{_REVISION_VERBS})(?:\s+(?:up|down))?\s+{_REVISION_OBJECT}|"
+    # "Lowering it to 3.", "Changing my answer to B": the participle opening a clause
+    r"(?:^|(?<=[.!?;:,\n—–-]))[ \t]*(?:lowering|raising|changing|revising|adjusting|bumping|updating|correcting|"
+    rf"downgrading|upgrading|reducing|dropping|bringing|knocking|marking|moving)(?:\s+(?:up|down))?\s+{_REVISION_OBJECT}",
+    re.IGNORECASE | re.MULTILINE,
+)
+# What a revision binds right after it: "lower it to 3", "from 4 to 3", "down to a 3", "Correction: 3", "make that 3".
+_BOUND_VALUE = re.compile(
+    rf"[ \t]*(?:(?:up|down)[ \t]+)?(?:from[ \t]+(?:an?[ \t]+)?{_TOKEN}[ \t]+(?:(?:up|down)[ \t]+)?)?"
+    rf"(?:(?:to|at|with|as|by)[ \t]+|[ \t]*[:=,\-–—][ \t]*)(?:(?:just|only|a\s+mere)[ \t]+)?(?:an?[ \t]+)?(?=(?P<value>{_TOKEN}))",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class _Turn:
+    start: int
+    end: int
+    strong: bool  # the reply says it revises: a revision it gives no readable value for is ambiguous
+
+
+def _turns(body: str) -> list[_Turn]:
+    found = [_Turn(m.start(), m.end(), False) for m in _CORRECTION.finditer(body)]
+    found += [_Turn(m.start(), m.end(), True) for m in _REVISES.finditer(body)]
+    return sorted(found, key=lambda t: (t.start, not t.strong))
+
+
+def _bound(after: str, scale: tuple[float, float]) -> list[_Candidate]:
+    """The value a revision names right after itself ("... to 3", ": 3"); "by 1" is a step, not a score."""
+    bound = _BOUND_VALUE.match(after)
+    if bound is None:
+        return []
+    if re.match(r"[ \t]*(?:(?:up|down)[ \t]+)?by\b", after, re.IGNORECASE):
+        return [_Candidate(bound.start("value"), 0.0, AMBIGUOUS, FINAL)]  # "lower it by one": a step
+    token = _TOKEN_RE.match(after, bound.start("value"))
+    candidate = _candidate_at(after, token, FINAL, scale) if token else None
+    return [candidate] if candidate else []
+
+
+def _loose(after: str, scale: tuple[float, float]) -> list[_Candidate]:
+    """Numbers of the revising sentence and the next ("so 3.", "... I think 70 is fairer") that are no count, date
+    or list item: after a revision, a number left there is the new score or leaves the reading in doubt."""
+    stop = re.compile(r"[.!?](?!\d)(?:[^.!?]*?[.!?](?!\d))?|\n\s*\n").search(after)
+    window = after[: stop.end()] if stop else after
+    found = []
+    for token in _TOKEN_RE.finditer(window):
+        if token.group(0).isalpha() and not _WORD_OK_AFTER.search(window[max(0, token.start() - 20) : token.start()]):
+            continue
+        if candidate := _candidate_at(window, token, OTHER, scale):
+            found.append(candidate)
+    return found
+
+
+def _revised(body: str, scale: tuple[float, float]) -> ParseResult | None:
+    """The reading after the reply's last revision of an earlier score; None when it revises none.
+
+    A strong revision ("on second thought", "I'll lower it") without a readable new value is ``ambiguous``: the
+    judge said the first number is not its answer. A weak turn ("Actually, ...") with no number after it revises
+    nothing, and the turn before it is looked at."""
+    for turn in reversed(_turns(body)):
+        before = body[: turn.start]
+        if not (_score_candidates(before, scale) or re.search(r"\d|[★⭐]", before)):
+            continue  # nothing earlier to revise: "On second thought about the ending, I'd give it a 3"
+        after = body[turn.end :]
+        for reader in (_bound, _score_candidates, _loose):
+            candidates = reader(after, scale)
+            if candidates:
+                return _judge_score(candidates, scale)
+        if turn.strong:
+            return ParseResult(None, "ambiguous")
+    return None
+
+
 # "About 65%.", "~70": a reply that is only an approximate number
 _APPROXIMATE = re.compile(r"[ \t\n]*(?i:about|around|approximately|roughly|approx\.|~)[ \t]*(?=[\d-])")
 
 
-def _corrected(body: str, scale: tuple[float, float]) -> list[_Candidate] | None:
-    """The candidates after the reply's last correction ("-- wait, 3"), when there is an earlier number to correct
-    and the correction gives a number; else None."""
-    for turn in reversed(list(_CORRECTION.finditer(body))):
-        if not re.search(r"\d|[★⭐]", body[: turn.start()]):
-            continue
-        candidates = _score_candidates(body[turn.end() :], scale)
-        if candidates:
-            return candidates
-    return None
+# --------------------------------------------------------------------------------------------------
+# Scores: the question asked, among others a judge rates beside it
+# --------------------------------------------------------------------------------------------------
+
+# The papers' criteria, with the names judges use for them: a judge asked for cohesiveness that writes
+# "Grammaticality: 4, Cohesiveness: 2" answers 2, and its 4 answers another question.
+_QUESTION_NAMES = (
+    ("grammaticality", "grammar", "grammatical correctness", "grammaticalness"),
+    ("cohesiveness", "cohesion", "coherence", "coherency"),
+    ("likability", "likeability", "enjoyment", "enjoyability"),
+    ("relevance",),
+    ("fluency",),
+    ("meaning", "semantics"),
+    ("empathy",),
+    ("surprise",),
+    ("engagement",),
+    ("complexity",),
+    ("consistency",),
+)
+# Where one question's statement ends and the next begins: "Grammar: 4, Cohesiveness: 2", '{"a": 4, "b": 2}',
+# "grammar a 4 and relevance a 2", a line of a table.
+_CLAUSE = re.compile(r"[^.!?;,\n]+(?:[.!?](?=\d)[^.!?;,\n]*)*")
+# "Coherence: 3\nOverall: 4" scores the question and the story as a whole: the overall row is another question
+_OVERALL_ROW = re.compile(r"[ \t\-•|{\"']*(?:overall|total)(?:[ \t]+(?:score|rating|quality|impression))?[\"']?[ \t|]*[:=|]", re.I)
 
 
-def parse_score(text: str | None, scale: tuple[float, float] = (1, 5)) -> ParseResult:
-    """Read the score a judge's reply assigns on ``scale`` = (low, high)."""
+def _names_of(asked: str, body: str) -> tuple[tuple[str, ...], list[str]]:
+    """(the asked question's names, every question name to look for). The name itself when the reply uses it
+    (a study may ask coherence and cohesion both), else the names judges use for it."""
+    asked = asked.lower().replace("_", " ").replace("-", " ").strip()
+    names = [name for group in _QUESTION_NAMES for name in group]
+    if asked and asked not in names:
+        names.append(asked)
+    if re.search(rf"\b{re.escape(asked)}\b", body, re.IGNORECASE):
+        return (asked,), names
+    group = next((g for g in _QUESTION_NAMES if asked in g), (asked,))
+    return group, names
+
+
+def _other_questions_masked(body: str, asked: str) -> str:
+    """The reply with the clauses that score another question blanked out ("Grammaticality: 4" when asked
+    cohesiveness). A clause naming the asked question, or no question at all, is kept."""
+    if not asked:
+        return body
+    own, names = _names_of(asked, body)
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b", re.I)
+
+    number = re.compile(rf"\d|[★⭐]|\b(?i:{_WORDS})\b")
+    clauses = [(m, {n.group(0).lower() for n in pattern.finditer(m.group(0))}) for m in _CLAUSE.finditer(body)]
+    own_scored = any(named & set(own) and number.search(m.group(0)) for m, named in clauses)
+    out = list(body)
+    for clause, named in clauses:
+        other = (named and not named & set(own)) or (own_scored and _OVERALL_ROW.match(clause.group(0)))
+        if other and number.search(clause.group(0)):
+            out[clause.start() : clause.end()] = " " * (clause.end() - clause.start())
+    return "".join(out)
+
+
+def parse_score(text: str | None, scale: tuple[float, float] = (1, 5), *, asked: str = "") -> ParseResult:
+    """Read the score a judge's reply assigns on ``scale`` = (low, high) to the question named ``asked`` (the
+    attribute's name; "" when unknown: then a reply scoring several questions is ambiguous)."""
     if not text or not text.strip():
         return ParseResult(None, "no_number")
-    body = _strip_scale(_answer_part(_normalise(text)), scale)
+    body = _other_questions_masked(_strip_scale(_answer_part(_normalise(text)), scale), asked)
     if approximate := _APPROXIMATE.match(body):
         body = body[approximate.end() :]
-    candidates = _corrected(body, scale) or _score_candidates(body, scale)
+    if (revised := _revised(body, scale)) is not None:
+        return revised
+    candidates = _score_candidates(body, scale)
     if candidates:
         return _judge_score(candidates, scale)
     if _REFUSAL.search(text):
