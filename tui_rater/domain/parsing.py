@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 FAILURES = ("refusal", "no_number", "out_of_range", "ambiguous")
 
@@ -541,7 +541,7 @@ def _judge_score(candidates: list[_Candidate], scale: tuple[float, float]) -> Pa
 # takes its number back; what follows the last such turn is its answer (when it gives one there). These words
 # also open sentences that revise nothing ("Rating: 4. Actually, the ending works."): a weak turn.
 _CORRECTION = re.compile(
-    r"(?:--|[—–,.;!?(]|^)[ \t]*(?:wait|no|hmm+|oops|sorry|correction|scratch that|actually|"
+    r"(?:(?<=--)|(?<=[—–,.;!?(])|^)[ \t]*(?:wait|no|hmm+|oops|sorry|correction|scratch that|actually|"
     r"on (?:second|further) thought|on reflection|on further reflection|let me reconsider|make (?:that|it))\b"
     r"(?:[ \t]*[,.:!-]+)?[ \t]*(?:(?:on (?:second|further) thought|on reflection|on further reflection|"
     r"i (?:think|mean)|i'd say|i would say|maybe|perhaps|probably|make (?:that|it)|more like|rather|"
@@ -592,7 +592,10 @@ class _Turn:
 
 
 def _turns(body: str) -> list[_Turn]:
-    found = [_Turn(m.start(), m.end(), False) for m in _CORRECTION.finditer(body)]
+    found, pos = [], 0
+    while weak := _CORRECTION.search(body, pos):  # overlapping: "No, wait -- yes" turns twice
+        found.append(_Turn(weak.start(), weak.end(), False))
+        pos = weak.start() + 1
     found += [_Turn(m.start(), m.end(), True) for m in _REVISES.finditer(body)]
     return sorted(found, key=lambda t: (t.start, not t.strong))
 
@@ -791,6 +794,7 @@ class _Choice:
     pos: int
     key: str | None  # None: ambiguous
     decisive: bool  # a marker, the opening, a line of its own; else a "(B)" in the reasoning
+    final: bool = False  # "Final answer: A", "In conclusion, ... Option B": the reply's own last word
 
 
 # A lower-case letter is an option only where nothing can follow it: "Answer: b", a reply " a".
@@ -863,12 +867,26 @@ def _verdict_sentence(text: str, pos: int, options: _Options) -> _Choice | None:
     return _Choice(pos, key, True)
 
 
+def _one_word_answer(text: str, pos: int, options: _Options) -> _Choice | None:
+    """A reply that opens with a one-word option and a stop: "Yes, the response stays on topic.", "Negative. The
+    reviewer ..." (a yes/no or category question). "No doubt ..." or "Positive aspects ..." open prose."""
+    named = options.name_at(text, pos)
+    if named is None or len(options.full_names[named]) != 1:
+        return None
+    end = options.names[named].match(text, pos)
+    if end is None or not re.match(r"[ \t]*(?:[.,!:;—–]|-[ \t]|$)", text[end.end() :], re.MULTILINE):
+        return None
+    return _Choice(pos, options.keys[named], True)
+
+
 def _opening_choice(text: str, options: _Options) -> _Choice | None:
     """The opening answers "I will choose Option" (V1-V3) with a letter; a name there opens a prose sentence."""
     opening = re.match(r"[ \t\n\"']*", text)
     pos = opening.end() if opening else 0
     if (verdict := _verdict_sentence(text, pos, options)) is not None:
         return verdict
+    if (word := _one_word_answer(text, pos, options)) is not None:
+        return word
     choice = _choice_at(text, pos, options, True, by_name=False, lower=False)
     if choice and choice.key and _LETTER_AS_SUBJECT.match(text, pos) and _other_letters(text, choice.key, options):
         return _Choice(pos, None, True)
@@ -878,7 +896,11 @@ def _opening_choice(text: str, options: _Options) -> _Choice | None:
 def _choice_candidates(text: str, options: _Options) -> list[_Choice | None]:
     found = [_opening_choice(text, options)]
     for marker in _CHOICE_MARKER.finditer(text):
-        found.append(_choice_at(text, marker.end(), options, True))
+        choice = _choice_at(text, marker.end(), options, True)
+        prefix = text[_sentence_start(text, marker.start()) : marker.end()]
+        if choice and (_FINAL_OPENING.match(prefix) or _FINAL_WORDS.search(prefix)):
+            choice = replace(choice, final=True)
+        found.append(choice)
     for marker in _CONCLUDING.finditer(text):
         found.append(_choice_at(text, marker.end(), options, True, lower=False))
     for line in re.finditer(r"^[ \t\"'(\[]*(.+?)[ \t\"')\].!]*$", text, re.MULTILINE):
@@ -891,8 +913,11 @@ def _choice_candidates(text: str, options: _Options) -> list[_Choice | None]:
 
 
 def _judge_choice(candidates: list[_Choice | None], keys: tuple[str, ...]) -> ParseResult | None:
+    """The reply's final word decides ("Option B is vivid ... Final answer: A" is A), else its decisive answers,
+    else the options it marks in passing; two different answers in the deciding group are ambiguous."""
+    finals = [c for c in candidates if c and c.final]
     for decisive in (True, False):
-        group = [c for c in candidates if c and c.decisive == decisive]
+        group = finals or [c for c in candidates if c and c.decisive == decisive]
         if not group:
             continue
         answered = {c.key for c in group}
@@ -924,6 +949,26 @@ def _mentions_an_option(text: str, options: _Options) -> bool:
     )
 
 
+_BOUND_CHOICE = re.compile(r"[ \t]*(?:(?:to|with|as)[ \t]+|[ \t]*[:=,\-–—][ \t]*)(?i:option[ \t]+)?")
+
+
+def _revised_choice(body: str, options: _Options) -> ParseResult | None:
+    """The option after the reply's last revision of an earlier answer ("B. Actually, A is better", "Correction:
+    C", "I'll change my answer to B"); a strong revision without a readable option is ambiguous; None: no revision."""
+    for turn in reversed(_turns(body)):
+        if _judge_choice(_choice_candidates(body[: turn.start], options), options.keys) is None:
+            continue  # nothing earlier to revise
+        after = body[turn.end :]
+        bound = _BOUND_CHOICE.match(after)
+        choice = _choice_at(after, bound.end(), options, True, lower=False) if bound else None
+        decided = _judge_choice([replace(choice, final=True)] if choice else _choice_candidates(after, options), options.keys)
+        if decided is not None:
+            return decided
+        if turn.strong or _mentions_an_option(after, options):
+            return ParseResult(None, "ambiguous")  # "Negative. Actually, it reads as neutral."
+    return None
+
+
 def parse_choice(
     text: str | None, keys: tuple[str, ...] = ("A", "B", "C"), *, names: Sequence[str] | None = None
 ) -> ParseResult:
@@ -937,7 +982,7 @@ def parse_choice(
     names = tuple(names or ())
     options = _Options(tuple(keys), tuple(_name_pattern(n) for n in names), tuple(_words(n) for n in names))
     body, echoed = _strip_option_echo(_answer_part(_normalise(text)), options)
-    decided = _judge_choice(_choice_candidates(body, options), options.keys)
+    decided = _revised_choice(body, options) or _judge_choice(_choice_candidates(body, options), options.keys)
     if decided is not None:
         return decided
     if _REFUSAL.search(text):
