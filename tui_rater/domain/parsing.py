@@ -85,7 +85,7 @@ _ECHO_START = re.compile(
 _REFUSAL = re.compile(
     r"\b(?:as an ai|i am an ai|i'm an ai|(?:i am|i'm|as) an? (?:ai |large )?language model|"
     r"do(?: not|n't) have (?:the ability|personal (?:preferences|opinions|feelings)|preferences|opinions)|"
-    r"can(?:not|'t| not) (?:provide|give|assign|offer|rate|evaluate|score|assess|judge|determine|choose|decide|"
+    r"can(?:not|'t| not) (?:provide|give|assign|offer|rate|evaluate|score|assess|judge|determine|choose|decide|answer|"
     r"pick|compare|help)|(?:unable|not able) to (?:provide|give|rate|evaluate|score|assess|judge|determine|"
     r"choose|decide|compare)|sorry,? (?:but )?i (?:can(?:not|'t)|am unable|won't)|i apologi[sz]e,? but|"
     r"i (?:must )?decline|i (?:won't|will not) (?:rate|score|evaluate|assess|judge|choose)|"
@@ -197,7 +197,7 @@ DROP, AMBIGUOUS, OFF_SCALE = "drop", "ambiguous", "out_of_range"
 # "3-4", "3 or 4", "3 to 4", "a 3, maybe a 4", "4 (or 5 ...)": the reply names two values.
 _PLAIN_NUMBER = rf"(?:\d+(?:[.,]\d+)?|(?i:{_WORDS}))(?![\w])"
 _RANGE_AFTER = re.compile(
-    r"\s*[,;(]?\s*(?:[-–—~,&]|to|or|and|or even|or maybe|or possibly|maybe|perhaps|possibly|if not|"
+    r"(?:\.[ \t]*(?=(?i:or|maybe|perhaps)\b))?\s*[,;(]?\s*(?:[-–—~,&]|to|or|and|or even|or maybe|or possibly|maybe|perhaps|possibly|if not|"
     r"leaning (?:towards?|to)|closer to|round(?:ed|ing)?\s+(?:up\s+|down\s+)?to)\s*(?:an?\s+)?" + _PLAIN_NUMBER,
     re.IGNORECASE,
 )
@@ -222,7 +222,7 @@ _FOLLOW_WORDS = frozenset(
     (  # noqa: SIM905 -- a word list reads better as words
         "for in on because as since and but overall with from though although given due which that this here so "
         "rating score grade at is was would seems feels if when considering based mainly mostly largely also too "
-        "then now even only just mark rather instead compared relative thanks while whereas where not really i it "
+        "then now even only just mark rather instead compared relative thanks while whereas where not really i it after "
         "my out to or yet still across points point stars star percent chance probability likelihood"
     ).split()
 )
@@ -321,7 +321,8 @@ _LABEL = re.compile(
 )
 _ASSIGN = re.compile(
     r"\b(?:rate|rated|rating|give|gave|giving|assign|assigned|award|awarded|score|scored|grade|graded|"
-    r"deserves?|earns?|merits?|gets?|put|say|answer|go(?:ing)?\s+with|settle\s+on|land\s+on|choose|pick)\b",
+    r"deserves?|earns?|merits?|gets?|put|say|answer|go(?:ing)?\s+with|settle\s+on|land\s+on|choose|pick|"
+    r"donne|donnerais|donnerai|attribue|daría|doy|darei|dou|gebe|vergebe|darei|assegno|darei)\b",
     re.IGNORECASE,
 )
 # A number word counts only where a rating is stated ("a four", "as five"), not "this one", "one of".
@@ -363,7 +364,8 @@ _OTHER_RATING_BEFORE = re.compile(
 # "... was missing a stronger connection to rate a 5", "short of a 5", "better than a 2": a score the text does not get
 _COUNTERFACTUAL_BEFORE = re.compile(
     r"(?:\bto\s+(?:rate|earn|get|deserve|reach|warrant|merit|be|score|receive|become|justify)\s+(?:as\s+)?|"
-    r"\b(?:short\s+of|shy\s+of|than|not\s+quite|rather\s+than|instead\s+of|away\s+from)\s+)(?:an?\s+)?$",
+    r"\b(?:short\s+of|shy\s+of|than|not\s+quite|rather\s+than|instead\s+of|away\s+from|considered|debated|"
+    r"thought\s+(?:of|about))\s+)(?:an?\s+)?$",
     re.IGNORECASE,
 )
 
@@ -435,6 +437,8 @@ def _stated(text: str, scale: tuple[float, float]) -> list[_Candidate]:
         if any(p.match(rest) for p in (_STARS_AFTER, _FRACTION_AFTER, _ATTRIBUTE_AFTER)):
             found.append(_candidate_at(text, token, OTHER, scale))
     for paren in _PARENTHESISED.finditer(text):
+        if re.search(r"\?[ \t]*$", text[max(0, paren.start() - 3) : paren.start()]):
+            continue  # "What is the most important thing ...? (5)": a questionnaire's item, not an answer
         if token := _token_at(text, paren.start(1)):
             found.append(_candidate_at(text, token, OTHER, scale))
     for m in _BETWEEN.finditer(text):
@@ -570,7 +574,7 @@ _REVISES = re.compile(
     # "I'll lower it", "so I'd bump my score", "let's change the rating": a subject that does it, no negation
     r"\b(?:i(?:'ll|'d|\s+will|\s+would|\s+should|\s+must|\s+need\s+to|\s+have\s+to|'m\s+going\s+to|"
     r"\s+am\s+going\s+to)?|let\s+me|let's|we(?:'ll|'d)?)\s+(?:(?:now|then|just|instead|actually|rather|probably|"
-    rf"therefore|also)\s+)?(?:{_REVISION_VERBS})(?:\s+(?:up|down))?\s+{_REVISION_OBJECT}|"
+    rf"therefore|also)\s+)?(?:(?:{_REVISION_VERBS})(?:\s+(?:up|down))?\s+{_REVISION_OBJECT}|go\s+(?:up|down)\b)|"
     # "Lowering it to 3.", "Changing my answer to B": the participle opening a clause
     r"(?:^|(?<=[.!?;:,\n—–-]))[ \t]*(?:lowering|raising|changing|revising|adjusting|bumping|updating|correcting|"
     rf"downgrading|upgrading|reducing|dropping|bringing|knocking|marking|moving)(?:\s+(?:up|down))?\s+{_REVISION_OBJECT}",
@@ -632,18 +636,26 @@ def _revised(body: str, scale: tuple[float, float]) -> ParseResult | None:
     A strong revision ("on second thought", "I'll lower it") without a readable new value is ``ambiguous``: the
     judge said the first number is not its answer. A weak turn ("Actually, ...") with no number after it revises
     nothing, and the turn before it is looked at."""
-    for turn in reversed(_turns(body)):
-        before = body[: turn.start]
+    turns = _turns(body)
+    for turn in reversed(turns):
+        before, after = body[: turn.start], body[turn.end :]
+        if turn.strong and (bound := _bound(after, scale)):
+            return _judge_score(bound, scale)  # "I'll lower it from 4 to 3", "Revised score: 3"
         if not (_score_candidates(before, scale) or re.search(r"\d|[★⭐]", before)):
             continue  # nothing earlier to revise: "On second thought about the ending, I'd give it a 3"
-        after = body[turn.end :]
         for reader in (_bound, _score_candidates, _loose):
             candidates = reader(after, scale)
             if candidates:
                 return _judge_score(candidates, scale)
-        if turn.strong:
+        if turn.strong and not _same_sentence_revision(body, turn, turns):
             return ParseResult(None, "ambiguous")
     return None
+
+
+def _same_sentence_revision(body: str, turn: _Turn, turns: list[_Turn]) -> bool:
+    """"I'll lower it from 4 to 3 after a second look": a closing phrase of a revision its sentence already made."""
+    start = _sentence_start(body, turn.start)
+    return any(t.strong and start <= t.start < turn.start for t in turns)
 
 
 # "About 65%.", "~70": a reply that is only an approximate number
@@ -671,7 +683,7 @@ _QUESTION_NAMES = (
 )
 # Where one question's statement ends and the next begins: "Grammar: 4, Cohesiveness: 2", '{"a": 4, "b": 2}',
 # "grammar a 4 and relevance a 2", a line of a table.
-_CLAUSE = re.compile(r"[^.!?;,\n]+(?:[.!?](?=\d)[^.!?;,\n]*)*")
+_CLAUSE_END = re.compile(r"[.!?](?!\d)|[;,\n]|\b(?:and|but)\b", re.IGNORECASE)
 # "Coherence: 3\nOverall: 4" scores the question and the story as a whole: the overall row is another question
 _OVERALL_ROW = re.compile(r"[ \t\-•|{\"']*(?:overall|total)(?:[ \t]+(?:score|rating|quality|impression))?[\"']?[ \t|]*[:=|]", re.I)
 
@@ -698,13 +710,15 @@ def _other_questions_masked(body: str, asked: str) -> str:
     pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b", re.I)
 
     number = re.compile(rf"\d|[★⭐]|\b(?i:{_WORDS})\b")
-    clauses = [(m, {n.group(0).lower() for n in pattern.finditer(m.group(0))}) for m in _CLAUSE.finditer(body)]
-    own_scored = any(named & set(own) and number.search(m.group(0)) for m, named in clauses)
+    ends = [0, *(m.end() for m in _CLAUSE_END.finditer(body)), len(body)]
+    clauses = [(start, end, body[start:end]) for start, end in zip(ends, ends[1:])]
+    named = [{n.group(0).lower() for n in pattern.finditer(text)} for _, _, text in clauses]
+    own_scored = any(names & set(own) and number.search(text) for names, (_, _, text) in zip(named, clauses))
     out = list(body)
-    for clause, named in clauses:
-        other = (named and not named & set(own)) or (own_scored and _OVERALL_ROW.match(clause.group(0)))
-        if other and number.search(clause.group(0)):
-            out[clause.start() : clause.end()] = " " * (clause.end() - clause.start())
+    for names, (start, end, text) in zip(named, clauses):
+        other = (names and not names & set(own)) or (own_scored and _OVERALL_ROW.match(text))
+        if other and number.search(text):
+            out[start:end] = " " * (end - start)
     return "".join(out)
 
 
@@ -732,7 +746,7 @@ def parse_score(text: str | None, scale: tuple[float, float] = (1, 5), *, asked:
 
 _LETTER = re.compile(r"(?<![\w'’/-])\(?([A-Z])\)?(?![\w'’])")
 _CHOICE_MARKER = re.compile(
-    r"\b(?i:(?:final\s+)?answer|option|choice|choose|chose|choosing|picks?|picked|select|selected|verdict|"
+    r"\b(?i:(?:final\s+)?answer|r[ée]ponse|respuesta|risposta|antwort|resposta|option|choice|choose|chose|choosing|picks?|picked|select|selected|verdict|"
     r"decision|go(?:ing)?\s+with|settle\s+on)\b[\"']?[ \t]*(?i:is|would be|will be|[:=])?\s*(?i:option\b)?[ \t]*[\"']?"
 )
 # After the article "A" (or the pronoun "I") only these words make it a letter: "A because ...".
@@ -781,7 +795,7 @@ def _letter_problem(text: str, key: str, end: int, options: _Options) -> str | N
     if key == "I" and key not in options.keys:
         return DROP  # the pronoun: "I would choose Option B"
     word = re.match(r"[ \t]+([a-z][\w'-]*)", rest)
-    if key in ("A", "I") and word and word.group(1) not in _LETTER_CONNECTORS:
+    if key in ("A", "I") and word and word.group(1) not in _LETTER_CONNECTORS and text[end - 1] != ")":
         return DROP  # "A close call", "I will choose"
     named = options.name_at(text, end, across=True)
     if named is not None and options.keys[named] != key:
@@ -956,11 +970,11 @@ def _revised_choice(body: str, options: _Options) -> ParseResult | None:
     """The option after the reply's last revision of an earlier answer ("B. Actually, A is better", "Correction:
     C", "I'll change my answer to B"); a strong revision without a readable option is ambiguous; None: no revision."""
     for turn in reversed(_turns(body)):
-        if _judge_choice(_choice_candidates(body[: turn.start], options), options.keys) is None:
-            continue  # nothing earlier to revise
         after = body[turn.end :]
         bound = _BOUND_CHOICE.match(after)
         choice = _choice_at(after, bound.end(), options, True, lower=False) if bound else None
+        if not (turn.strong and choice) and _judge_choice(_choice_candidates(body[: turn.start], options), options.keys) is None:
+            continue  # nothing earlier to revise
         decided = _judge_choice([replace(choice, final=True)] if choice else _choice_candidates(after, options), options.keys)
         if decided is not None:
             return decided
