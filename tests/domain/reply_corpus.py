@@ -115,7 +115,9 @@ class Tally:
 def read(row: dict[str, Any], parse_score: Callable[..., Any], parse_choice: Callable[..., Any]) -> Any:
     if row["kind"] == "protocol":  # the judge's own path, whatever parser module is measured
         attribute = question(row)
-        reading = protocols.of(attribute).read_reply(row["text"], attribute, row["variant"], row.get("presentation", ""))
+        reading = protocols.of(attribute).read_reply(
+            row["text"], attribute, row["variant"], row.get("presentation", "")
+        )
         return SimpleNamespace(value=reading.value, failure=None if reading.ok else reading.status)
     if row["kind"] == "score":
         return parse_score(row["text"], tuple(row["scale"]))
@@ -135,7 +137,8 @@ def figures(rows: list[dict[str, Any]], parse_score: Callable[..., Any], parse_c
         read_right = readable - len(t.lost) - len(t.declined) - sum(1 for w in t.silent_wrong if _coded_value(w, part))
         lines.append(
             f"{kind:>10}: {t.total} replies ({readable} readable), {t.correct} read as coded, "
-            f"{len(t.silent_wrong)} silent wrong, recall {read_right}/{readable}, failures {dict(sorted(t.by_failure.items()))}"
+            f"{len(t.silent_wrong)} silent wrong, recall {read_right}/{readable}, "
+            f"failures {dict(sorted(t.by_failure.items()))}"
         )
     return "\n".join(lines)
 

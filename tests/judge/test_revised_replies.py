@@ -23,7 +23,10 @@ REPLIES = {
         (3.0, "ok"),
     ),
     "story-raise": ("Score: 2. Thinking about it more, I'd bump it up to a 4.", (4.0, "ok")),
-    "story-unsaid": ("I'd give it a 4. On second thought, the ending is rushed, so I'll lower it.", (None, "ambiguous")),
+    "story-unsaid": (
+        "I'd give it a 4. On second thought, the ending is rushed, so I'll lower it.",
+        (None, "ambiguous"),
+    ),
     "story-two": ("I'd give it a 4.\n\nScore: 3", (None, "ambiguous")),
     "story-list": ("\n1. The story is about ___.\n2. The main character is ___.\n3. ", (None, "ambiguous")),
     "story-plain": ("Rating: 4/5", (4.0, "ok")),

@@ -34,6 +34,7 @@ explanation (" B. Storyline-1 ...").
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -197,7 +198,8 @@ DROP, AMBIGUOUS, OFF_SCALE = "drop", "ambiguous", "out_of_range"
 # "3-4", "3 or 4", "3 to 4", "a 3, maybe a 4", "4 (or 5 ...)": the reply names two values.
 _PLAIN_NUMBER = rf"(?:\d+(?:[.,]\d+)?|(?i:{_WORDS}))(?![\w])"
 _RANGE_AFTER = re.compile(
-    r"(?:\.[ \t]*(?=(?i:or|maybe|perhaps)\b))?\s*[,;(]?\s*(?:[-–—~,&]|to|or|and|or even|or maybe|or possibly|maybe|perhaps|possibly|if not|"
+    r"(?:\.[ \t]*(?=(?i:or|maybe|perhaps)\b))?"  # "70. Or 75."
+    r"\s*[,;(]?\s*(?:[-–—~,&]|to|or|and|or even|or maybe|or possibly|maybe|perhaps|possibly|if not|"
     r"leaning (?:towards?|to)|closer to|round(?:ed|ing)?\s+(?:up\s+|down\s+)?to)\s*(?:an?\s+)?" + _PLAIN_NUMBER,
     re.IGNORECASE,
 )
@@ -222,8 +224,8 @@ _FOLLOW_WORDS = frozenset(
     (  # noqa: SIM905 -- a word list reads better as words
         "for in on because as since and but overall with from though although given due which that this here so "
         "rating score grade at is was would seems feels if when considering based mainly mostly largely also too "
-        "then now even only just mark rather instead compared relative thanks while whereas where not really i it after "
-        "my out to or yet still across points point stars star percent chance probability likelihood"
+        "then now even only just mark rather instead compared relative thanks while whereas where not really i it "
+        "after my out to or yet still across points point stars star percent chance probability likelihood"
     ).split()
 )
 
@@ -316,7 +318,8 @@ _FOREIGN_LABELS = (
 )
 _LABEL = re.compile(
     r"\b(?i:(?:final\s+|overall\s+|total\s+)?(?:score|rating|grade|answer|stars?|points|verdict|assessment|"
-    r"evaluation|mark|probability|chance|likelihood|overall|total|p|" + _FOREIGN_LABELS + r"))[\"']?[ \t]*(?:\([^)\n]{0,30}\)[ \t]*)?[:=]"
+    r"evaluation|mark|probability|chance|likelihood|overall|total|p|" + _FOREIGN_LABELS + r"))"
+    r"[\"']?[ \t]*(?:\([^)\n]{0,30}\)[ \t]*)?[:=]"
     r"\s*(?i:(?:about|around|approximately|roughly|approx\.|an?)\s+)?[\"']?"
 )
 _ASSIGN = re.compile(
@@ -583,7 +586,8 @@ _REVISES = re.compile(
 # What a revision binds right after it: "lower it to 3", "from 4 to 3", "down to a 3", "Correction: 3", "make that 3".
 _BOUND_VALUE = re.compile(
     rf"[ \t]*(?:(?:up|down)[ \t]+)?(?:from[ \t]+(?:an?[ \t]+)?{_TOKEN}[ \t]+(?:(?:up|down)[ \t]+)?)?"
-    rf"(?:(?:to|at|with|as|by)[ \t]+|[ \t]*[:=,\-–—][ \t]*)(?:(?:just|only|a\s+mere)[ \t]+)?(?:an?[ \t]+)?(?=(?P<value>{_TOKEN}))",
+    r"(?:(?:to|at|with|as|by)[ \t]+|[ \t]*[:=,\-–—][ \t]*)(?:(?:just|only|a\s+mere)[ \t]+)?(?:an?[ \t]+)?"
+    rf"(?=(?P<value>{_TOKEN}))",
     re.IGNORECASE,
 )
 
@@ -653,7 +657,8 @@ def _revised(body: str, scale: tuple[float, float]) -> ParseResult | None:
 
 
 def _same_sentence_revision(body: str, turn: _Turn, turns: list[_Turn]) -> bool:
-    """"I'll lower it from 4 to 3 after a second look": a closing phrase of a revision its sentence already made."""
+    """A strong turn that closes a revision its sentence already made: the "after a second look" of
+    "I'll lower it from 4 to 3 after a second look."."""
     start = _sentence_start(body, turn.start)
     return any(t.strong and start <= t.start < turn.start for t in turns)
 
@@ -685,7 +690,9 @@ _QUESTION_NAMES = (
 # "grammar a 4 and relevance a 2", a line of a table.
 _CLAUSE_END = re.compile(r"[.!?](?!\d)|[;,\n]|\b(?:and|but)\b", re.IGNORECASE)
 # "Coherence: 3\nOverall: 4" scores the question and the story as a whole: the overall row is another question
-_OVERALL_ROW = re.compile(r"[ \t\-•|{\"']*(?:overall|total)(?:[ \t]+(?:score|rating|quality|impression))?[\"']?[ \t|]*[:=|]", re.I)
+_OVERALL_ROW = re.compile(
+    r"[ \t\-•|{\"']*(?:overall|total)(?:[ \t]+(?:score|rating|quality|impression))?[\"']?[ \t|]*[:=|]", re.IGNORECASE
+)
 
 
 def _names_of(asked: str, body: str) -> tuple[tuple[str, ...], list[str]]:
@@ -706,17 +713,17 @@ def _other_questions_masked(body: str, asked: str) -> str:
     cohesiveness). A clause naming the asked question, or no question at all, is kept."""
     if not asked:
         return body
-    own, names = _names_of(asked, body)
+    own_names, names = _names_of(asked, body)
+    own = set(own_names)
     pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b", re.I)
-
     number = re.compile(rf"\d|[★⭐]|\b(?i:{_WORDS})\b")
     ends = [0, *(m.end() for m in _CLAUSE_END.finditer(body)), len(body)]
-    clauses = [(start, end, body[start:end]) for start, end in zip(ends, ends[1:])]
+    clauses = [(start, end, body[start:end]) for start, end in itertools.pairwise(ends)]
     named = [{n.group(0).lower() for n in pattern.finditer(text)} for _, _, text in clauses]
-    own_scored = any(names & set(own) and number.search(text) for names, (_, _, text) in zip(named, clauses))
+    own_scored = any(found & own and number.search(text) for found, (_, _, text) in zip(named, clauses))
     out = list(body)
-    for names, (start, end, text) in zip(named, clauses):
-        other = (names and not names & set(own)) or (own_scored and _OVERALL_ROW.match(text))
+    for found, (start, end, text) in zip(named, clauses):
+        other = (found and not found & own) or (own_scored and _OVERALL_ROW.match(text))
         if other and number.search(text):
             out[start:end] = " " * (end - start)
     return "".join(out)
@@ -973,9 +980,11 @@ def _revised_choice(body: str, options: _Options) -> ParseResult | None:
         after = body[turn.end :]
         bound = _BOUND_CHOICE.match(after)
         choice = _choice_at(after, bound.end(), options, True, lower=False) if bound else None
-        if not (turn.strong and choice) and _judge_choice(_choice_candidates(body[: turn.start], options), options.keys) is None:
-            continue  # nothing earlier to revise
-        decided = _judge_choice([replace(choice, final=True)] if choice else _choice_candidates(after, options), options.keys)
+        earlier = _judge_choice(_choice_candidates(body[: turn.start], options), options.keys)
+        if earlier is None and not (turn.strong and choice):
+            continue  # nothing earlier to revise ("I'll change my answer to B" needs none)
+        found: list[_Choice | None] = [replace(choice, final=True)] if choice else _choice_candidates(after, options)
+        decided = _judge_choice(found, options.keys)
         if decided is not None:
             return decided
         if turn.strong or _mentions_an_option(after, options):
