@@ -102,6 +102,7 @@ def _normalise(text: str) -> str:
     text = re.sub("[\ufe0e\ufe0f]", "", text)  # emoji variation selectors: "⭐️⭐️⭐️" is three stars
     text = re.sub(r"(?<=\d)\u00bd", ".5", text)  # "3½"
     text = re.sub(rf"\b(\d+|(?i:{_WORDS})) and a half\b", lambda m: f"{_number_value(m.group(1)):g}.5", text)
+    text = re.sub(r"~~[^~\n]*~~", " ", text)  # "**Rating: 3** ~~4~~": what the judge struck out is not its answer
     text = _EMPHASIS.sub("", text)
     text = _TABLE_RULE.sub("", text)
     text = _TABLE_ROW.sub(lambda m: _table_row(m.group(1)), text)
@@ -198,7 +199,7 @@ DROP, AMBIGUOUS, OFF_SCALE = "drop", "ambiguous", "out_of_range"
 # "3-4", "3 or 4", "3 to 4", "a 3, maybe a 4", "4 (or 5 ...)": the reply names two values.
 _PLAIN_NUMBER = rf"(?:\d+(?:[.,]\d+)?|(?i:{_WORDS}))(?![\w])"
 _RANGE_AFTER = re.compile(
-    r"(?:\.[ \t]*(?=(?i:or|maybe|perhaps)\b))?"  # "70. Or 75."
+    r"(?:\.[ \t]*(?=(?-i:Or|Maybe|Perhaps)\b))?"  # "70. Or 75." (a new sentence: "a 4." cut short is not "a 4. or")
     r"\s*[,;(]?\s*(?:[-–—~,&]|to|or|and|or even|or maybe|or possibly|maybe|perhaps|possibly|if not|"
     r"leaning (?:towards?|to)|closer to|round(?:ed|ing)?\s+(?:up\s+|down\s+)?to)\s*(?:an?\s+)?" + _PLAIN_NUMBER,
     re.IGNORECASE,
@@ -318,7 +319,7 @@ _FOREIGN_LABELS = (
 )
 _LABEL = re.compile(
     r"\b(?i:(?:final\s+|overall\s+|total\s+)?(?:score|rating|grade|answer|stars?|points|verdict|assessment|"
-    r"evaluation|mark|probability|chance|likelihood|overall|total|p|" + _FOREIGN_LABELS + r"))"
+    r"evaluation|mark|probability|chance|likelihood|overall|total|final|p|" + _FOREIGN_LABELS + r"))"
     r"[\"']?[ \t]*(?:\([^)\n]{0,30}\)[ \t]*)?[:=]"
     r"\s*(?i:(?:about|around|approximately|roughly|approx\.|an?)\s+)?[\"']?"
 )
@@ -368,7 +369,25 @@ _OTHER_RATING_BEFORE = re.compile(
 _COUNTERFACTUAL_BEFORE = re.compile(
     r"(?:\bto\s+(?:rate|earn|get|deserve|reach|warrant|merit|be|score|receive|become|justify)\s+(?:as\s+)?|"
     r"\b(?:short\s+of|shy\s+of|than|not\s+quite|rather\s+than|instead\s+of|away\s+from|considered|debated|"
-    r"thought\s+(?:of|about))\s+)(?:an?\s+)?$",
+    r"thought\s+(?:of|about)|not(?:\s+even)?|previously|formerly|originally|initially|"
+    r"(?:down|up|revised|changed|lowered|raised|moved)\s+from)\s+|"
+    # "not as elaborate as a 4 or 5", "not strong enough to make the story a 4": a level it does not reach
+    r"\bas\s+\w+(?:\s+\w+)?\s+as\s+|\bto\s+make\s+(?:it|this|the\s+\w+)\s+)(?:an?\s+)?$",
+    re.IGNORECASE,
+)
+
+
+# "No -- 4 is too generous. 2.": a number the judge talks about, not one it gives
+_DISCUSSED = re.compile(
+    r"(?:/\d+)?\s+(?:is|was|seems|feels|sounds|looks|would\s+be|might\s+be)\s+(?:a\s+bit\s+|slightly\s+|far\s+|way\s+|"
+    r"much\s+|probably\s+)?(?:too|overly|generous|harsh|unfair|excessive)\b",
+    re.IGNORECASE,
+)
+
+
+_SOMEONE_ELSE = re.compile(
+    r"\b(?:some|other|many|most|a\s+few)\s+(?:readers?|people|judges?|critics?|raters?|annotators?|reviewers?)\b|"
+    r"\bothers\b|\bsomeone\b|\bone\s+(?:could|might)\b",
     re.IGNORECASE,
 )
 
@@ -377,7 +396,7 @@ def _candidate_at(text: str, token: re.Match[str], tier: int, scale: tuple[float
     before, rest = text[max(0, token.start() - 40) : token.start()], text[token.end() : token.end() + 80]
     if re.search(r"(?:/|\bout\s+of|\b(?:sur|de|su|von|auf))\s*$", before, re.IGNORECASE):
         return None  # the 5 of "4 out of 5 stars"
-    if _OTHER_RATING_BEFORE.search(before) or _COUNTERFACTUAL_BEFORE.search(before):
+    if _OTHER_RATING_BEFORE.search(before) or _COUNTERFACTUAL_BEFORE.search(before) or _DISCUSSED.match(rest):
         return None
     value, problem = _token_value(token.group(0), rest, scale)
     if problem is None:
@@ -573,11 +592,14 @@ _REVISES = re.compile(
     r"\blet\s+me\s+(?:re-?consider|revise|re-?think|correct|adjust|change|update)\b|\bre-?considering\b|"
     r"\bscratch\s+that\b|\bi\s+take\s+(?:that|it)\s+back\b|\bcorrection\b|\bi\s+(?:mis-?spoke|was\s+wrong)\b|"
     r"\b(?:revised|updated|corrected|adjusted|amended|new|changed|reconsidered)\s+(?:score|rating|grade|answer|"
-    r"verdict|assessment|choice|evaluation)\b|"
+    r"verdict|assessment|choice|evaluation)\b|^[ \t]*(?:edit|update|revised|revision|corrected|amended|updated)[ \t]*:|"
+    r"(?<=[.!?;])[ \t]*(?:edit|update|revised|revision|corrected|amended|updated)[ \t]*:|"
+    # "Score: 70. Hmm, maybe lower.": it revises without saying to what
+    r"\b(?:maybe|perhaps|probably|possibly|or\s+even|a\s+(?:bit|little|touch)|slightly)\s+(?:lower|higher)\b|"
     # "I'll lower it", "so I'd bump my score", "let's change the rating": a subject that does it, no negation
-    r"\b(?:i(?:'ll|'d|\s+will|\s+would|\s+should|\s+must|\s+need\s+to|\s+have\s+to|'m\s+going\s+to|"
+    r"\b(?:i(?:'ll|'d|'ve|\s+have|\s+will|\s+would|\s+should|\s+must|\s+need\s+to|\s+have\s+to|'m\s+going\s+to|"
     r"\s+am\s+going\s+to)?|let\s+me|let's|we(?:'ll|'d)?)\s+(?:(?:now|then|just|instead|actually|rather|probably|"
-    rf"therefore|also)\s+)?(?:(?:{_REVISION_VERBS})(?:\s+(?:up|down))?\s+{_REVISION_OBJECT}|go\s+(?:up|down)\b)|"
+    rf"therefore|also)\s+)?(?:(?:{_REVISION_VERBS})(?:d|ed|s)?(?:\s+(?:up|down))?\s+{_REVISION_OBJECT}|go\s+(?:up|down)\b)|"
     # "Lowering it to 3.", "Changing my answer to B": the participle opening a clause
     r"(?:^|(?<=[.!?;:,\n—–-]))[ \t]*(?:lowering|raising|changing|revising|adjusting|bumping|updating|correcting|"
     rf"downgrading|upgrading|reducing|dropping|bringing|knocking|marking|moving)(?:\s+(?:up|down))?\s+{_REVISION_OBJECT}",
@@ -634,6 +656,54 @@ def _loose(after: str, scale: tuple[float, float]) -> list[_Candidate]:
     return found
 
 
+def _another_score(body: str, value: float, scale: tuple[float, float]) -> bool:
+    """Is there a number the readers above passed over that would score the text otherwise ("65 (could be 70)",
+    "I'll give 60. Final: 65." with an unread label)? Any number that is no count, date, list item or reference,
+    on the scale and of another value, or hedged: the reply does not single out one score."""
+    for candidate in _loose_all(body, scale):
+        if candidate.problem == AMBIGUOUS:
+            return True
+        if candidate.problem is None and candidate.value != value and scale[0] <= candidate.value <= scale[1]:
+            return True
+    return False
+
+
+_NUMBERING = re.compile(
+    r"(?:(?:^|\n)[ \t]*|\b(?:step|lines?|chapter|paragraph|sentence|part|act|scene|point|item|no\.|#|number|page|"
+    r"verse|stanza|section|criterion|aspect)[ \t]*(?:\d+[ \t]*[-–,&][ \t]*)?)\d+$",
+    re.IGNORECASE,
+)
+# Words of a clause that gives a rating: a number of another value there is a second score ("Final: 65"); "the
+# character is 12 in one sentence and 15 in the next" gives none
+_RATING_WORDS = re.compile(
+    r"\b(?:rat\w*|scor\w*|grad\w*|giv\w*|gave|mark|points?|stars?|final|answer|verdict|assess\w*|judg\w*|"
+    r"deserv\w*|earn\w*|say|go\s+with|settle|revis\w*|chang\w*|lower\w*|rais\w*|bump\w*|adjust\w*|could\s+be|"
+    r"maybe|perhaps)\b",
+    re.IGNORECASE,
+)
+
+
+def _rating_context(text: str, token: re.Match[str]) -> bool:
+    rest = re.match(r"[^.!?;\n]{0,20}", text[token.end() :])
+    clause = text[_sentence_start(text, token.start()) : token.end() + (rest.end() if rest else 0)]
+    if _SOMEONE_ELSE.search(clause):
+        return False  # "Some readers might lower it to 3, but I won't": another rater's score, not a second one
+    return bool(_RATING_WORDS.search(clause) or re.match(r"\s*(?:/|%|out\s+of\b)", text[token.end() :]))
+
+
+def _loose_all(text: str, scale: tuple[float, float]) -> list[_Candidate]:
+    found = []
+    for token in _TOKEN_RE.finditer(text):
+        if token.group(0).isalpha():
+            continue  # "one of", "the two leads": number words count only where a reader placed them
+        if _NUMBERING.search(text[max(0, token.start() - 12) : token.end()]):
+            continue  # "1. Grammar", "Step 2:", "line 3": it numbers something
+        candidate = _candidate_at(text, token, OTHER, scale)
+        if candidate and (candidate.problem == AMBIGUOUS or _rating_context(text, token)):
+            found.append(candidate)
+    return found
+
+
 def _revised(body: str, scale: tuple[float, float]) -> ParseResult | None:
     """The reading after the reply's last revision of an earlier score; None when it revises none.
 
@@ -647,7 +717,7 @@ def _revised(body: str, scale: tuple[float, float]) -> ParseResult | None:
             return _judge_score(bound, scale)  # "I'll lower it from 4 to 3", "Revised score: 3"
         if not (_score_candidates(before, scale) or re.search(r"\d|[★⭐]", before)):
             continue  # nothing earlier to revise: "On second thought about the ending, I'd give it a 3"
-        for reader in (_bound, _score_candidates, _loose):
+        for reader in (_bound, _score_candidates, _loose) if turn.strong else (_score_candidates, _loose):
             candidates = reader(after, scale)
             if candidates:
                 return _judge_score(candidates, scale)
@@ -723,7 +793,7 @@ def _other_questions_masked(body: str, asked: str) -> str:
     own_scored = any(found & own and number.search(text) for found, (_, _, text) in zip(named, clauses))
     out = list(body)
     for found, (start, end, text) in zip(named, clauses):
-        other = (found and not found & own) or (own_scored and _OVERALL_ROW.match(text))
+        other = (found and not found & own) or (own_scored and not found & own and _OVERALL_ROW.match(text))
         if other and number.search(text):
             out[start:end] = " " * (end - start)
     return "".join(out)
@@ -741,7 +811,11 @@ def parse_score(text: str | None, scale: tuple[float, float] = (1, 5), *, asked:
         return revised
     candidates = _score_candidates(body, scale)
     if candidates:
-        return _judge_score(candidates, scale)
+        result = _judge_score(candidates, scale)
+        final = min(c.tier for c in candidates) == FINAL  # "Final rating: 3": the reply said which one it gives
+        if result.value is not None and not final and _another_score(body, result.value, scale):
+            return ParseResult(None, "ambiguous")
+        return result
     if _REFUSAL.search(text):
         return ParseResult(None, "refusal")
     return ParseResult(None, "ambiguous" if re.search(r"\d|[★⭐]", body) else "no_number")
