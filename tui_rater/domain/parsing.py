@@ -7,21 +7,28 @@ years" or "2004/05" as a score. A wrong number is worse than a typed failure, so
 keeps the paper's stripping and its .5 scores but takes a number only where the reply *assigns* it:
 
 1. the part of the reply before any echoed prompt ("Question: ...", "Storyline: ...") is the answer;
-   the scale's own description ("on a scale of 1-5", "with 1 being the lowest", "1-100") is removed;
+   the scale's own description ("on a scale of 1-5", "with 1 being the lowest", "1-100") is removed; a
+   markdown table row reads as "name: value"; given the question asked (``asked``), a clause that scores
+   only another question ("Grammaticality: 4, Cohesiveness: 2" asked cohesiveness) is left out;
 2. candidates, each with what follows it checked ("4/5", "3 or 4", "4,5", "10 minutes", "2004/05"):
    - final:  in a sentence that opens "Overall"/"In conclusion"/"Final ..." or says "I'll go with";
    - label:  "Score: 4", "Rating: 3/5", '"score": 72', or a line that is only the answer ("4", "★★★");
    - other:  "I would rate ... as a 3", "a 4", "4 stars", "2 — The story ...", "Grammar: 4";
-   a judge that takes its number back ("4 -- wait, 3", "85 -- hmm, maybe 80") is read after its last such turn;
+   a judge that revises its number ("4 -- wait, 3", "On second thought ... I'll lower it to 3", "Revised
+   score: 3") is read after its last revision; a revision whose value cannot be read is ``ambiguous``;
    a listed scale ("1: Not relevant\n2: ..."), a reference ("the fragment (2) and", "the previous rating of 1")
    and a section number ("3.10:") are no candidates;
-3. the highest tier present decides: one value -> that value; two values or a hedge -> ``ambiguous``;
+3. the highest tier present decides: one value -> that value; two values or a hedge -> ``ambiguous``, and
+   so is a lower tier's or an unread rating clause's other value ("I'd give it a 4. ... Score: 3") unless a
+   final word decides -- never the first number;
    a value off the scale, or on another scale ("8/10" on 1-5, "4 stars" on 0-100) -> ``out_of_range``;
    a fraction of 1 on a 0-100 scale ("P = 0.7") -> ``ambiguous``.
 
 Options (Chen et al. App. B) are read the same way: "Answer: B", "Option C", "(A)", a reply that is just
 "B" or continues "I will choose Option" with " B", an option's name ("Storyline-2") after a marker or on
-its own -- never the article "A" ("A close call, ... Answer: B" is B) and never a prose mention.
+its own, a one-word option opening the reply ("Yes, ...") -- never the article "A" ("A close call, ...
+Answer: B" is B) and never a prose mention. "Final answer: A" decides over options named before it, and a
+revision ("B. Actually, A", "Correction: C") as for scores.
 
 Failures: ``refusal``, ``no_number`` (no number / no option at all), ``out_of_range``, ``ambiguous``.
 The caller keeps the raw reply. Known limits, each a typed failure and never a value: number words above
