@@ -41,6 +41,7 @@ explanation (" B. Storyline-1 ...").
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterable, Sequence
@@ -633,8 +634,10 @@ def _turns(body: str) -> list[_Turn]:
     while weak := _CORRECTION.search(body, pos):  # overlapping: "No, wait -- yes" turns twice
         found.append(_Turn(weak.start(), weak.end(), False))
         pos = weak.start() + 1
-    found += [_Turn(m.start(), m.end(), True) for m in _REVISES.finditer(body)]
-    return sorted(found, key=lambda t: (t.start, not t.strong))
+    strong = [_Turn(m.start(), m.end(), True) for m in _REVISES.finditer(body)]
+    # "Correction: 3" is both: the strong reading decides
+    found = [t for t in found if not any(s.start <= t.start < s.end or t.start <= s.start < t.end for s in strong)]
+    return sorted(found + strong, key=lambda t: t.start)
 
 
 def _bound(after: str, scale: tuple[float, float]) -> list[_Candidate]:
@@ -649,18 +652,31 @@ def _bound(after: str, scale: tuple[float, float]) -> list[_Candidate]:
     return [candidate] if candidate else []
 
 
-def _loose(after: str, scale: tuple[float, float]) -> list[_Candidate]:
-    """Numbers of the revising sentence and the next ("so 3.", "... I think 70 is fairer") that are no count, date
-    or list item: after a revision, a number left there is the new score or leaves the reading in doubt."""
+def _loose(after: str, scale: tuple[float, float], *, weak: bool = False) -> list[_Candidate]:
+    """Numbers of the revising sentence and the next ("so 3.", "... I think 70 is fairer") that are no count, date,
+    list item or reference: after a revision, a number left there is the new score or leaves the reading in doubt.
+    After a weak turn ("Actually, chapter 2 is great.") only a number in a rating clause or a sentence of its own
+    ("Hmm, the ending is weak. 2.") is a new score; any other leaves the reading in doubt."""
     stop = re.compile(r"[.!?](?!\d)(?:[^.!?]*?[.!?](?!\d))?|\n\s*\n").search(after)
     window = after[: stop.end()] if stop else after
     found = []
     for token in _TOKEN_RE.finditer(window):
         if token.group(0).isalpha() and not _WORD_OK_AFTER.search(window[max(0, token.start() - 20) : token.start()]):
             continue
-        if candidate := _candidate_at(window, token, OTHER, scale):
+        if _numbers_something(window, token):
+            continue  # "chapter 2", "line 3": it numbers something
+        candidate = _candidate_at(window, token, OTHER, scale)
+        if candidate and weak and not (_rating_context(window, token) or _alone(window, token)):
+            candidate = replace(candidate, problem=AMBIGUOUS)
+        if candidate:
             found.append(candidate)
     return found
+
+
+def _alone(text: str, token: re.Match[str]) -> bool:
+    """A number that is its own sentence or clause: "... the ending is weak. 2.", "-- 3"."""
+    before = text[_sentence_start(text, token.start()) : token.start()]
+    return not before.strip(" \t-–—,:") and bool(re.match(r"[ \t]*(?:[.!]|$)", text[token.end() :], re.MULTILINE))
 
 
 def _another_score(body: str, value: float, scale: tuple[float, float]) -> bool:
@@ -675,17 +691,27 @@ def _another_score(body: str, value: float, scale: tuple[float, float]) -> bool:
     return False
 
 
-_NUMBERING = re.compile(
-    r"(?:(?:^|\n)[ \t]*|\b(?:step|lines?|chapter|paragraph|sentence|part|act|scene|point|item|no\.|#|number|page|"
-    r"verse|stanza|section|criterion|aspect)[ \t]*(?:\d+[ \t]*[-–,&][ \t]*)?)\d+$",
+_NUMBERED = re.compile(
+    r"\b(?:step|lines?|chapter|paragraph|sentence|part|act|scene|point|item|no\.|#|number|page|verse|stanza|section|"
+    r"criterion|aspect)[ \t]*(?:\d+[ \t]*[-–,&][ \t]*)?$",
     re.IGNORECASE,
 )
+
+
+def _numbers_something(text: str, token: re.Match[str]) -> bool:
+    """ "1. Grammar" (a list item at a line's start), "Step 2:", "chapter 3", "lines 4-5": a number that numbers."""
+    line_start = text.rfind("\n", 0, token.start()) + 1
+    if not text[line_start : token.start()].strip() and re.match(r"[.)](?:\s|$)", text[token.end() :]):
+        return True
+    return bool(_NUMBERED.search(text[max(0, token.start() - 16) : token.start()]))
+
+
 # Words of a clause that gives a rating: a number of another value there is a second score ("Final: 65"); "the
 # character is 12 in one sentence and 15 in the next" gives none
 _RATING_WORDS = re.compile(
     r"\b(?:rat\w*|scor\w*|grad\w*|giv\w*|gave|mark|points?|stars?|final|answer|verdict|assess\w*|judg\w*|"
     r"deserv\w*|earn\w*|say|go\s+with|settle|revis\w*|chang\w*|lower\w*|rais\w*|bump\w*|adjust\w*|could\s+be|"
-    r"maybe|perhaps)\b",
+    r"maybe|perhaps|think|stick\s+with|stay\s+with|stand\s+by|keep(?:ing)?)\b",
     re.IGNORECASE,
 )
 
@@ -703,7 +729,7 @@ def _loose_all(text: str, scale: tuple[float, float]) -> list[_Candidate]:
     for token in _TOKEN_RE.finditer(text):
         if token.group(0).isalpha():
             continue  # "one of", "the two leads": number words count only where a reader placed them
-        if _NUMBERING.search(text[max(0, token.start() - 12) : token.end()]):
+        if _numbers_something(text, token):
             continue  # "1. Grammar", "Step 2:", "line 3": it numbers something
         candidate = _candidate_at(text, token, OTHER, scale)
         if candidate and (candidate.problem == AMBIGUOUS or _rating_context(text, token)):
@@ -724,7 +750,8 @@ def _revised(body: str, scale: tuple[float, float]) -> ParseResult | None:
             return _judge_score(bound, scale)  # "I'll lower it from 4 to 3", "Revised score: 3"
         if not (_score_candidates(before, scale) or re.search(r"\d|[★⭐]", before)):
             continue  # nothing earlier to revise: "On second thought about the ending, I'd give it a 3"
-        for reader in (_bound, _score_candidates, _loose) if turn.strong else (_score_candidates, _loose):
+        weak_loose = functools.partial(_loose, weak=True)
+        for reader in (_bound, _score_candidates, _loose) if turn.strong else (_score_candidates, weak_loose):
             candidates = reader(after, scale)
             if candidates:
                 return _judge_score(candidates, scale)
