@@ -380,7 +380,9 @@ _COUNTERFACTUAL_BEFORE = re.compile(
     r"thought\s+(?:of|about)|not(?:\s+even)?|previously|formerly|originally|initially|"
     r"(?:down|up|revised|changed|lowered|raised|moved)\s+from)\s+|"
     # "not as elaborate as a 4 or 5", "not strong enough to make the story a 4": a level it does not reach
-    r"\bas\s+\w+(?:\s+\w+)?\s+as\s+|\bto\s+make\s+(?:it|this|the\s+\w+)\s+)(?:an?\s+)?$",
+    r"\bas\s+\w+(?:\s+\w+)?\s+as\s+|\bto\s+make\s+(?:it|this|the\s+\w+)\s+|"
+    # "(I was going to say 3, but ...)": a score it did not give
+    r"\b(?:was|were)\s+(?:going|about)\s+to\s+(?:say|give|rate|go\s+with)\s+(?:it\s+)?)(?:an?\s+)?$",
     re.IGNORECASE,
 )
 
@@ -601,7 +603,8 @@ _REVISES = re.compile(
     r"\bscratch\s+that\b|\bi\s+take\s+(?:that|it)\s+back\b|\bcorrection\b|\bi\s+(?:mis-?spoke|was\s+wrong)\b|"
     r"\b(?:revised|updated|corrected|adjusted|amended|new|changed|reconsidered)\s+(?:score|rating|grade|answer|"
     r"verdict|assessment|choice|evaluation)\b|^[ \t]*(?:edit|update|revised|revision|corrected|amended|updated)[ \t]*:|"
-    r"(?<=[.!?;])[ \t]*(?:edit|update|revised|revision|corrected|amended|updated)[ \t]*:|"
+    r"(?<=[.!?;(\[])[ \t]*(?:edit|update|revised|revision|corrected|amended|updated)[ \t]*:|"
+    r"\brevis(?:e|ing)\s+(?:it\s+|that\s+|my\s+score\s+)?(?:upwards?|downwards?|up|down)\b|"
     # "Score: 70. Hmm, maybe lower.": it revises without saying to what
     r"\b(?:maybe|perhaps|probably|possibly|or\s+even|a\s+(?:bit|little|touch)|slightly)\s+(?:lower|higher)\b|"
     # "I'll lower it", "so I'd bump my score", "let's change the rating": a subject that does it, no negation
@@ -657,7 +660,8 @@ def _loose(after: str, scale: tuple[float, float], *, weak: bool = False) -> lis
     list item or reference: after a revision, a number left there is the new score or leaves the reading in doubt.
     After a weak turn ("Actually, chapter 2 is great.") only a number in a rating clause or a sentence of its own
     ("Hmm, the ending is weak. 2.") is a new score; any other leaves the reading in doubt."""
-    stop = re.compile(r"[.!?](?!\d)(?:[^.!?]*?[.!?](?!\d))?|\n\s*\n").search(after)
+    # a sentence's end, but not an ellipsis ("Reconsidering... still 4.")
+    stop = re.compile(r"(?<!\.)[.!?](?![\d.])(?:[^.!?]*?(?<!\.)[.!?](?![\d.]))?|\n\s*\n").search(after)
     window = after[: stop.end()] if stop else after
     found = []
     for token in _TOKEN_RE.finditer(window):
@@ -861,8 +865,9 @@ def parse_score(text: str | None, scale: tuple[float, float] = (1, 5), *, asked:
 
 _LETTER = re.compile(r"(?<![\w'’/-])\(?([A-Z])\)?(?![\w'’])")
 _CHOICE_MARKER = re.compile(
-    r"\b(?i:(?:final\s+)?answer|r[ée]ponse|respuesta|risposta|antwort|resposta|option|choice|choose|chose|choosing|picks?|picked|select|selected|verdict|"
-    r"decision|go(?:ing)?\s+with|settle\s+on)\b[\"']?[ \t]*(?i:is|would be|will be|[:=])?\s*(?i:option\b)?[ \t]*[\"']?"
+    r"\b(?i:(?:final\s+)?answer|r[ée]ponse|respuesta|risposta|antwort|resposta|option|choice|choose|chose|"
+    r"choosing|picks?|picked|select|selected|verdict|decision|go(?:ing)?\s+with|settle\s+on|stick\s+with|"
+    r"stay\s+with)\b[\"']?[ \t]*(?i:is|would be|will be|[:=])?\s*(?i:option\b)?[ \t]*[\"']?"
 )
 # After the article "A" (or the pronoun "I") only these words make it a letter: "A because ...".
 _LETTER_CONNECTORS = frozenset(
@@ -996,6 +1001,11 @@ def _verdict_sentence(text: str, pos: int, options: _Options) -> _Choice | None:
     return _Choice(pos, key, True)
 
 
+_OPTION_HEDGE = (
+    r"\b(?:leaning|or|maybe|perhaps|rather|more|closer|but|than|towards?|almost|bordering|verging)\W+(?:\w+\W+)?"
+)
+
+
 def _one_word_answer(text: str, pos: int, options: _Options) -> _Choice | None:
     """A reply that opens with a one-word option and a stop: "Yes, the response stays on topic.", "Negative. The
     reviewer ..." (a yes/no or category question). "No doubt ..." or "Positive aspects ..." open prose."""
@@ -1005,6 +1015,11 @@ def _one_word_answer(text: str, pos: int, options: _Options) -> _Choice | None:
     end = options.names[named].match(text, pos)
     if end is None or not re.match(r"[ \t]*(?:[.,!:;—–]|-[ \t]|$)", text[end.end() :], re.MULTILINE):
         return None
+    sentence = text[end.end() :].split("\n", 1)[0]
+    sentence = re.split(r"[.!?]", sentence, maxsplit=1)[0]
+    others = (p for i, p in enumerate(options.names) if i != named)
+    if any(re.search(_OPTION_HEDGE + p.pattern, sentence, re.IGNORECASE) for p in others):
+        return _Choice(pos, None, True)  # "neutral, leaning negative": the first sentence offers another option
     return _Choice(pos, options.keys[named], True)
 
 
