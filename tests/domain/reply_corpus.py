@@ -21,7 +21,12 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
+
+from tui_rater.domain import protocols
+from tui_rater.domain.questions import Attribute, Choice, Scale
+from tui_rater.domain.tasks import BUILTIN_TASKS
 
 CORPUS = Path(__file__).with_name("judge_replies.jsonl")
 
@@ -48,6 +53,29 @@ OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
 }
 
 
+# Rows of ``kind: protocol`` are read as a judge's reply is, through the question's protocol (``read_reply``: the
+# parse, then the value in the item's terms -- a pair's order, V3's inversion, V4's stars); their ``value`` is the
+# stored value. ``question`` is "task/attribute" of a built-in task, or one of these custom questions.
+_YES_NO = Scale("choice", 0, 1, choices=(Choice("A", "Yes"), Choice("B", "No")))
+_SENTIMENT = Scale("choice", 0, 2, choices=(Choice("A", "positive"), Choice("B", "negative"), Choice("C", "neutral")))
+CUSTOM: dict[str, Attribute] = {
+    "yesno": Attribute("on_topic", "Does the response stay on topic?", _YES_NO, protocol="choice"),
+    "category": Attribute("sentiment", "What is the review's sentiment?", _SENTIMENT, protocol="choice"),
+}
+
+
+def question(row: dict[str, Any]) -> Attribute:
+    if row["question"] in CUSTOM:
+        return CUSTOM[row["question"]]
+    task, attribute = row["question"].split("/")
+    return BUILTIN_TASKS[task].attribute(attribute)
+
+
+def category(row: dict[str, Any]) -> str:
+    """The row's kind of question for the figures: "rev-likert-007" -> "likert"."""
+    return row["id"].split("-")[1] if row["kind"] == "protocol" else row["kind"]
+
+
 def load() -> list[dict[str, Any]]:
     return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -56,6 +84,8 @@ def expected(row: dict[str, Any]) -> tuple[float | None, str | None]:
     """(value, failure) the row expects; a choice's letter as its 0-based index, as parse_choice returns it."""
     if "failure" in row:
         return None, row["failure"]
+    if row["kind"] == "protocol":
+        return float(row["value"]), None
     if row["kind"] == "choice":
         return float(OPTIONS[row["options"]][0].index(row["value"])), None
     return float(row["value"]), None
@@ -83,12 +113,51 @@ class Tally:
 
 
 def read(row: dict[str, Any], parse_score: Callable[..., Any], parse_choice: Callable[..., Any]) -> Any:
+    if row["kind"] == "protocol":  # the judge's own path, whatever parser module is measured
+        attribute = question(row)
+        reading = protocols.of(attribute).read_reply(
+            row["text"], attribute, row["variant"], row.get("presentation", "")
+        )
+        return SimpleNamespace(value=reading.value, failure=None if reading.ok else reading.status)
     if row["kind"] == "score":
         return parse_score(row["text"], tuple(row["scale"]))
     keys, names = OPTIONS[row["options"]]
     if names is not None and "names" in inspect.signature(parse_choice).parameters:
         return parse_choice(row["text"], keys, names=names)
     return parse_choice(row["text"], keys)
+
+
+def figures(rows: list[dict[str, Any]], parse_score: Callable[..., Any], parse_choice: Callable[..., Any]) -> str:
+    """One line per kind of question: replies, read as coded, silent wrong, recall (readable replies read right)."""
+    lines = []
+    for kind in dict.fromkeys(category(row) for row in rows):
+        part = [row for row in rows if category(row) == kind]
+        t = tally(part, parse_score, parse_choice)
+        readable = sum(1 for row in part if "value" in row)
+        read_right = readable - len(t.lost) - len(t.declined) - sum(1 for w in t.silent_wrong if _coded_value(w, part))
+        lines.append(
+            f"{kind:>10}: {t.total} replies ({readable} readable), {t.correct} read as coded, "
+            f"{len(t.silent_wrong)} silent wrong, recall {read_right}/{readable}, "
+            f"failures {dict(sorted(t.by_failure.items()))}"
+        )
+    return "\n".join(lines)
+
+
+def _coded_value(silent: str, rows: list[dict[str, Any]]) -> bool:
+    row_id = silent.split(":", 1)[0]
+    return any(row["id"] == row_id and "value" in row for row in rows)
+
+
+def recall(rows: list[dict[str, Any]], parse_score: Callable[..., Any], parse_choice: Callable[..., Any]) -> float:
+    """The share of the readable replies (coded with a value) that are read as coded."""
+    readable = [row for row in rows if "value" in row]
+    right = sum(1 for row in readable if _read_as_coded(row, parse_score, parse_choice))
+    return right / len(readable)
+
+
+def _read_as_coded(row: dict[str, Any], parse_score: Callable[..., Any], parse_choice: Callable[..., Any]) -> bool:
+    got = read(row, parse_score, parse_choice)
+    return (got.value, got.failure) == expected(row)
 
 
 def tally(rows: list[dict[str, Any]], parse_score: Callable[..., Any], parse_choice: Callable[..., Any]) -> Tally:

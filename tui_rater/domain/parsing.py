@@ -7,21 +7,28 @@ years" or "2004/05" as a score. A wrong number is worse than a typed failure, so
 keeps the paper's stripping and its .5 scores but takes a number only where the reply *assigns* it:
 
 1. the part of the reply before any echoed prompt ("Question: ...", "Storyline: ...") is the answer;
-   the scale's own description ("on a scale of 1-5", "with 1 being the lowest", "1-100") is removed;
+   the scale's own description ("on a scale of 1-5", "with 1 being the lowest", "1-100") is removed; a
+   markdown table row reads as "name: value"; given the question asked (``asked``), a clause that scores
+   only another question ("Grammaticality: 4, Cohesiveness: 2" asked cohesiveness) is left out;
 2. candidates, each with what follows it checked ("4/5", "3 or 4", "4,5", "10 minutes", "2004/05"):
    - final:  in a sentence that opens "Overall"/"In conclusion"/"Final ..." or says "I'll go with";
    - label:  "Score: 4", "Rating: 3/5", '"score": 72', or a line that is only the answer ("4", "★★★");
    - other:  "I would rate ... as a 3", "a 4", "4 stars", "2 — The story ...", "Grammar: 4";
-   a judge that takes its number back ("4 -- wait, 3", "85 -- hmm, maybe 80") is read after its last such turn;
+   a judge that revises its number ("4 -- wait, 3", "On second thought ... I'll lower it to 3", "Revised
+   score: 3") is read after its last revision; a revision whose value cannot be read is ``ambiguous``;
    a listed scale ("1: Not relevant\n2: ..."), a reference ("the fragment (2) and", "the previous rating of 1")
    and a section number ("3.10:") are no candidates;
-3. the highest tier present decides: one value -> that value; two values or a hedge -> ``ambiguous``;
+3. the highest tier present decides: one value -> that value; two values or a hedge -> ``ambiguous``, and
+   so is a lower tier's or an unread rating clause's other value ("I'd give it a 4. ... Score: 3") unless a
+   final word decides -- never the first number;
    a value off the scale, or on another scale ("8/10" on 1-5, "4 stars" on 0-100) -> ``out_of_range``;
    a fraction of 1 on a 0-100 scale ("P = 0.7") -> ``ambiguous``.
 
 Options (Chen et al. App. B) are read the same way: "Answer: B", "Option C", "(A)", a reply that is just
 "B" or continues "I will choose Option" with " B", an option's name ("Storyline-2") after a marker or on
-its own -- never the article "A" ("A close call, ... Answer: B" is B) and never a prose mention.
+its own, a one-word option opening the reply ("Yes, ...") -- never the article "A" ("A close call, ...
+Answer: B" is B) and never a prose mention. "Final answer: A" decides over options named before it, and a
+revision ("B. Actually, A", "Correction: C") as for scores.
 
 Failures: ``refusal``, ``no_number`` (no number / no option at all), ``out_of_range``, ``ambiguous``.
 The caller keeps the raw reply. Known limits, each a typed failure and never a value: number words above
@@ -34,9 +41,11 @@ explanation (" B. Storyline-1 ...").
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 FAILURES = ("refusal", "no_number", "out_of_range", "ambiguous")
 
@@ -85,7 +94,7 @@ _ECHO_START = re.compile(
 _REFUSAL = re.compile(
     r"\b(?:as an ai|i am an ai|i'm an ai|(?:i am|i'm|as) an? (?:ai |large )?language model|"
     r"do(?: not|n't) have (?:the ability|personal (?:preferences|opinions|feelings)|preferences|opinions)|"
-    r"can(?:not|'t| not) (?:provide|give|assign|offer|rate|evaluate|score|assess|judge|determine|choose|decide|"
+    r"can(?:not|'t| not) (?:provide|give|assign|offer|rate|evaluate|score|assess|judge|determine|choose|decide|answer|"
     r"pick|compare|help)|(?:unable|not able) to (?:provide|give|rate|evaluate|score|assess|judge|determine|"
     r"choose|decide|compare)|sorry,? (?:but )?i (?:can(?:not|'t)|am unable|won't)|i apologi[sz]e,? but|"
     r"i (?:must )?decline|i (?:won't|will not) (?:rate|score|evaluate|assess|judge|choose)|"
@@ -97,11 +106,25 @@ _REFUSAL = re.compile(
 def _normalise(text: str) -> str:
     """Plain text: no markdown emphasis, headings or quote marks; one kind of space, dash and half."""
     text = text.replace("\r\n", "\n").replace("\u00a0", " ").replace("\u2009", " ").replace("\u2212", "-")
+    text = text.replace("\uff1a", ":").replace("\u202f", " ")  # a full-width colon ("评分：4"), French spacing
     text = re.sub("[\ufe0e\ufe0f]", "", text)  # emoji variation selectors: "⭐️⭐️⭐️" is three stars
     text = re.sub(r"(?<=\d)\u00bd", ".5", text)  # "3½"
     text = re.sub(rf"\b(\d+|(?i:{_WORDS})) and a half\b", lambda m: f"{_number_value(m.group(1)):g}.5", text)
+    text = re.sub(r"~~[^~\n]*~~", " ", text)  # "**Rating: 3** ~~4~~": what the judge struck out is not its answer
     text = _EMPHASIS.sub("", text)
+    text = _TABLE_RULE.sub("", text)
+    text = _TABLE_ROW.sub(lambda m: _table_row(m.group(1)), text)
     return _LINE_MARKUP.sub("", text)
+
+
+# A markdown table, as larger instruct models write their scores: "| Coherence | 4 |" reads as "Coherence: 4"
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$", re.MULTILINE)
+_TABLE_ROW = re.compile(r"^[ \t]*\|(.*\|.*)\|[ \t]*$", re.MULTILINE)
+
+
+def _table_row(cells: str) -> str:
+    first, second, *rest = (cell.strip() for cell in cells.split("|"))
+    return f"{first}: {second}" + "".join(f" — {cell}" for cell in rest if cell)
 
 
 def _answer_part(text: str) -> str:
@@ -184,6 +207,7 @@ DROP, AMBIGUOUS, OFF_SCALE = "drop", "ambiguous", "out_of_range"
 # "3-4", "3 or 4", "3 to 4", "a 3, maybe a 4", "4 (or 5 ...)": the reply names two values.
 _PLAIN_NUMBER = rf"(?:\d+(?:[.,]\d+)?|(?i:{_WORDS}))(?![\w])"
 _RANGE_AFTER = re.compile(
+    r"(?:\.[ \t]*(?=(?-i:Or|Maybe|Perhaps)\b))?"  # "70. Or 75." (a new sentence: "a 4." cut short is not "a 4. or")
     r"\s*[,;(]?\s*(?:[-–—~,&]|to|or|and|or even|or maybe|or possibly|maybe|perhaps|possibly|if not|"
     r"leaning (?:towards?|to)|closer to|round(?:ed|ing)?\s+(?:up\s+|down\s+)?to)\s*(?:an?\s+)?" + _PLAIN_NUMBER,
     re.IGNORECASE,
@@ -195,8 +219,10 @@ _HEDGE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _HEDGE_SUFFIX = re.compile(r"\+|-?ish\b")  # "4+", "3-ish"
+# "4 sur 5", "4 de 5", "4 su 5", "4 von 5": "out of" in the judge's language
+_OUT_OF = r"(?:/|out\s+of\b|(?:sur|de|su|von|auf)\s+(?=\d))"
 _DENOMINATOR = re.compile(
-    r"\s*(?:/|out\s+of\b)\s*(\d+|(?i:five|ten|one hundred|hundred))(?![\w,/]|\.\d)", re.IGNORECASE
+    r"\s*" + _OUT_OF + r"\s*(\d+|(?i:five|ten|one hundred|hundred))(?![\w,/]|\.\d)", re.IGNORECASE
 )
 _PERCENT = re.compile(r"\s*(?:%|percent\b)", re.IGNORECASE)
 _STARS_AFTER = re.compile(r"\s*-?\s*stars?\b", re.IGNORECASE)
@@ -208,7 +234,7 @@ _FOLLOW_WORDS = frozenset(
         "for in on because as since and but overall with from though although given due which that this here so "
         "rating score grade at is was would seems feels if when considering based mainly mostly largely also too "
         "then now even only just mark rather instead compared relative thanks while whereas where not really i it "
-        "my out to or yet still across points point stars star percent chance probability likelihood"
+        "after my out to or yet still across points point stars star percent chance probability likelihood"
     ).split()
 )
 
@@ -293,14 +319,22 @@ _FINAL_WORDS = re.compile(
     r"\b(?:go(?:ing)?|settle|land|decide)\s+(?:with|on)\b|\bmy final\b",
     re.IGNORECASE,
 )
+# Labels in the languages judges answer in when the story is not English: "Note : 4", "Puntuación: 3", "评分：4".
+_FOREIGN_LABELS = (
+    r"note|note finale|puntuaci[oó]n|calificaci[oó]n|valoraci[oó]n|nota|nota final|punteggio|valutazione|voto|"
+    r"bewertung|punktzahl|punkte|gesamtnote|pontua[cç][aã]o|avalia[cç][aã]o|[ée]valuation|score final|"
+    r"評価|评分|評分|分数|得分|点数|점수|평가"
+)
 _LABEL = re.compile(
     r"\b(?i:(?:final\s+|overall\s+|total\s+)?(?:score|rating|grade|answer|stars?|points|verdict|assessment|"
-    r"evaluation|mark|probability|chance|likelihood|overall|total|p))[\"']?[ \t]*(?:\([^)\n]{0,30}\)[ \t]*)?[:=]"
+    r"evaluation|mark|probability|chance|likelihood|overall|total|final|p|" + _FOREIGN_LABELS + r"))"
+    r"[\"']?[ \t]*(?:\([^)\n]{0,30}\)[ \t]*)?[:=]"
     r"\s*(?i:(?:about|around|approximately|roughly|approx\.|an?)\s+)?[\"']?"
 )
 _ASSIGN = re.compile(
     r"\b(?:rate|rated|rating|give|gave|giving|assign|assigned|award|awarded|score|scored|grade|graded|"
-    r"deserves?|earns?|merits?|gets?|put|say|answer|go(?:ing)?\s+with|settle\s+on|land\s+on|choose|pick)\b",
+    r"deserves?|earns?|merits?|gets?|put|say|answer|go(?:ing)?\s+with|settle\s+on|land\s+on|choose|pick|"
+    r"donne|donnerais|donnerai|attribue|daría|doy|darei|dou|gebe|vergebe|darei|assegno|darei)\b",
     re.IGNORECASE,
 )
 # A number word counts only where a rating is stated ("a four", "as five"), not "this one", "one of".
@@ -317,7 +351,7 @@ _ATTRIBUTES = (
 )
 _ATTRIBUTE_PAIR = re.compile(rf"\b{_ATTRIBUTES}\b[\"']?[ \t]*(?:\([^)\n]{{0,30}}\)[ \t]*)?[:=\-–—][ \t]*")
 _ATTRIBUTE_AFTER = re.compile(rf"[ \t]+{_ATTRIBUTES}\b")
-_FRACTION_AFTER = re.compile(r"\s*(?:/|out\s+of)\s*\d", re.IGNORECASE)
+_FRACTION_AFTER = re.compile(_OUT_OF + r"\s*\d", re.IGNORECASE)
 # "(4)" where it ends a clause or a line; "the end of the story fragment (2) and ..." refers to something
 _PARENTHESISED = re.compile(rf"\(({_TOKEN})\)(?=[ \t]*(?:$|[.!?,;:\n—–]|-[ \t]))", re.MULTILINE)
 _BETWEEN = re.compile(rf"\b(?:between|torn between)\s+(?:an?\s+)?({_TOKEN})\s+(?:and|&|or)\s", re.IGNORECASE)
@@ -339,11 +373,40 @@ _OTHER_RATING_BEFORE = re.compile(
 )
 
 
+# "... was missing a stronger connection to rate a 5", "short of a 5", "better than a 2": a score the text does not get
+_COUNTERFACTUAL_BEFORE = re.compile(
+    r"(?:\bto\s+(?:rate|earn|get|deserve|reach|warrant|merit|be|score|receive|become|justify)\s+(?:as\s+)?|"
+    r"\b(?:short\s+of|shy\s+of|than|not\s+quite|rather\s+than|instead\s+of|away\s+from|considered|debated|"
+    r"thought\s+(?:of|about)|not(?:\s+even)?|previously|formerly|originally|initially|"
+    r"(?:down|up|revised|changed|lowered|raised|moved)\s+from)\s+|"
+    # "not as elaborate as a 4 or 5", "not strong enough to make the story a 4": a level it does not reach
+    r"\bas\s+\w+(?:\s+\w+)?\s+as\s+|\bto\s+make\s+(?:it|this|the\s+\w+)\s+|"
+    # "(I was going to say 3, but ...)": a score it did not give
+    r"\b(?:was|were)\s+(?:going|about)\s+to\s+(?:say|give|rate|go\s+with)\s+(?:it\s+)?)(?:an?\s+)?$",
+    re.IGNORECASE,
+)
+
+
+# "No -- 4 is too generous. 2.": a number the judge talks about, not one it gives
+_DISCUSSED = re.compile(
+    r"(?:/\d+)?\s+(?:is|was|seems|feels|sounds|looks|would\s+be|might\s+be)\s+(?:a\s+bit\s+|slightly\s+|far\s+|way\s+|"
+    r"much\s+|probably\s+)?(?:too|overly|generous|harsh|unfair|excessive)\b",
+    re.IGNORECASE,
+)
+
+
+_SOMEONE_ELSE = re.compile(
+    r"\b(?:some|other|many|most|a\s+few)\s+(?:readers?|people|judges?|critics?|raters?|annotators?|reviewers?)\b|"
+    r"\bothers\b|\bsomeone\b|\bone\s+(?:could|might)\b",
+    re.IGNORECASE,
+)
+
+
 def _candidate_at(text: str, token: re.Match[str], tier: int, scale: tuple[float, float]) -> _Candidate | None:
     before, rest = text[max(0, token.start() - 40) : token.start()], text[token.end() : token.end() + 80]
-    if re.search(r"(?:/|\bout\s+of)\s*$", before, re.IGNORECASE):
+    if re.search(r"(?:/|\bout\s+of|\b(?:sur|de|su|von|auf))\s*$", before, re.IGNORECASE):
         return None  # the 5 of "4 out of 5 stars"
-    if _OTHER_RATING_BEFORE.search(before):
+    if _OTHER_RATING_BEFORE.search(before) or _COUNTERFACTUAL_BEFORE.search(before) or _DISCUSSED.match(rest):
         return None
     value, problem = _token_value(token.group(0), rest, scale)
     if problem is None:
@@ -375,10 +438,15 @@ def _labelled(text: str, scale: tuple[float, float]) -> list[_Candidate]:
     return [c for c in found if c]
 
 
+_NOT_THE_TEXT = re.compile(r"\s+(?:you|me|us|them|him|her|yourself|myself|people|readers?|someone)\b", re.IGNORECASE)
+
+
 def _assigned(text: str, scale: tuple[float, float]) -> list[_Candidate]:
     """The first number after a rating verb in its sentence: "I would rate ... as a 3", "I'd give it 4"."""
     found = []
     for verb in _ASSIGN.finditer(text):
+        if _NOT_THE_TEXT.match(text, verb.end()):
+            continue  # "(points to which of these 5 give you 2.)": a person is given something, not the text a score
         end = re.compile(r"[.!?](?!\d)|\n").search(text, verb.end(), verb.end() + 160)
         stop = end.start() if end else min(len(text), verb.end() + 160)
         for token in _TOKEN_RE.finditer(text, verb.end(), stop):
@@ -401,6 +469,8 @@ def _stated(text: str, scale: tuple[float, float]) -> list[_Candidate]:
         if any(p.match(rest) for p in (_STARS_AFTER, _FRACTION_AFTER, _ATTRIBUTE_AFTER)):
             found.append(_candidate_at(text, token, OTHER, scale))
     for paren in _PARENTHESISED.finditer(text):
+        if re.search(r"\?[ \t]*$", text[max(0, paren.start() - 3) : paren.start()]):
+            continue  # "What is the most important thing ...? (5)": a questionnaire's item, not an answer
         if token := _token_at(text, paren.start(1)):
             found.append(_candidate_at(text, token, OTHER, scale))
     for m in _BETWEEN.finditer(text):
@@ -483,6 +553,12 @@ def _score_candidates(text: str, scale: tuple[float, float]) -> list[_Candidate]
     return list(by_pos.values())
 
 
+def _outvoted(value: float, others: list[_Candidate], scale: tuple[float, float]) -> bool:
+    """Another score on the scale, stated lower in the reply's order of emphasis ("I'd give it a 4. ... Score: 3"):
+    the reply gives two scores and does not say which is final, so neither is read."""
+    return any(c.problem is None and c.value != value and scale[0] <= c.value <= scale[1] for c in others)
+
+
 def _judge_score(candidates: list[_Candidate], scale: tuple[float, float]) -> ParseResult:
     low, high = scale
     tier = min(c.tier for c in candidates)
@@ -490,47 +566,294 @@ def _judge_score(candidates: list[_Candidate], scale: tuple[float, float]) -> Pa
     if any(c.problem == AMBIGUOUS for c in deciding) or len({(c.value, c.problem) for c in deciding}) > 1:
         return ParseResult(None, "ambiguous")
     value, problem = deciding[0].value, deciding[0].problem
+    if tier != FINAL and _outvoted(value, [c for c in candidates if c.tier != tier], scale):
+        return ParseResult(None, "ambiguous")
     if problem == OFF_SCALE or not low <= value <= high:
         return ParseResult(None, "out_of_range")
     return ParseResult(value)
 
 
 # "Score: 4/5 -- wait, on reflection, 3/5.", "I'd rate it 4 -- no, 3.", "85 -- hmm, maybe 80": the judge
-# takes its number back; what follows the last such turn is its answer (when it gives one there).
+# takes its number back; what follows the last such turn is its answer (when it gives one there). These words
+# also open sentences that revise nothing ("Rating: 4. Actually, the ending works."): a weak turn.
 _CORRECTION = re.compile(
-    r"(?:--|[—–,.;!?(]|^)[ \t]*(?:wait|no|hmm+|oops|sorry|correction|scratch that|actually|"
+    r"(?:(?<=--)|(?<=[—–,.;!?(])|^)[ \t]*(?:wait|no|hmm+|oops|sorry|correction|scratch that|actually|"
     r"on (?:second|further) thought|on reflection|on further reflection|let me reconsider|make (?:that|it))\b"
     r"(?:[ \t]*[,.:!-]+)?[ \t]*(?:(?:on (?:second|further) thought|on reflection|on further reflection|"
     r"i (?:think|mean)|i'd say|i would say|maybe|perhaps|probably|make (?:that|it)|more like|rather|"
     r"it's|it is|let's say|let's go with|say)\b[ \t,:]*)*",
     re.IGNORECASE | re.MULTILINE,
 )
+# A judge that says it revises ("On second thought, the ending is rushed, so I'll lower it to 3", "Actually ... I'd
+# lower that to 70", "Revised score: 3", "I'll change it to 5"): a strong turn. The later value is its answer; a
+# revision whose new value cannot be read is ``ambiguous`` -- never the number it revised.
+_REVISION_VERBS = (
+    r"lower|raise|change|revise|adjust|bump|update|correct|downgrade|upgrade|reduce|increase|drop|move|bring|"
+    r"knock|mark|take|modify|amend|switch|up|round"
+)
+_REVISION_OBJECT = (
+    r"(?:it|that|this|(?:my|the|its|this|that)\s+(?:\w+\s+)?(?:score|rating|grade|answer|mark|verdict|choice|"
+    r"assessment|evaluation|number))"
+)
+_REVISES = re.compile(
+    r"\b(?:on|upon)\s+(?:second|further)\s+thoughts?\b|\b(?:on|upon)\s+(?:further\s+|more\s+)?reflection\b|"
+    r"\b(?:after|having|upon)\s+(?:re-?considering|re-?reading|re-?thinking|thinking (?:about it|it over)|"
+    r"further consideration|a second look)\b|\bthinking\s+(?:about\s+it\s+)?(?:more|again|twice)\b|"
+    r"\blet\s+me\s+(?:re-?consider|revise|re-?think|correct|adjust|change|update)\b|\bre-?considering\b|"
+    r"\bscratch\s+that\b|\bi\s+take\s+(?:that|it)\s+back\b|\bcorrection\b|\bi\s+(?:mis-?spoke|was\s+wrong)\b|"
+    r"\b(?:revised|updated|corrected|adjusted|amended|new|changed|reconsidered)\s+(?:score|rating|grade|answer|"
+    r"verdict|assessment|choice|evaluation)\b|^[ \t]*(?:edit|update|revised|revision|corrected|amended|updated)[ \t]*:|"
+    r"(?<=[.!?;(\[])[ \t]*(?:edit|update|revised|revision|corrected|amended|updated)[ \t]*:|"
+    r"\brevis(?:e|ing)\s+(?:it\s+|that\s+|my\s+score\s+)?(?:upwards?|downwards?|up|down)\b|"
+    # "Score: 70. Hmm, maybe lower.": it revises without saying to what
+    r"\b(?:maybe|perhaps|probably|possibly|or\s+even|a\s+(?:bit|little|touch)|slightly)\s+(?:lower|higher)\b|"
+    # "I'll lower it", "so I'd bump my score", "let's change the rating": a subject that does it, no negation
+    r"\b(?:i(?:'ll|'d|'ve|\s+have|\s+will|\s+would|\s+should|\s+must|\s+need\s+to|\s+have\s+to|'m\s+going\s+to|"
+    r"\s+am\s+going\s+to)?|let\s+me|let's|we(?:'ll|'d)?)\s+(?:(?:now|then|just|instead|actually|rather|probably|"
+    rf"therefore|also)\s+)?(?:(?:{_REVISION_VERBS})(?:d|ed|s)?(?:\s+(?:up|down))?\s+{_REVISION_OBJECT}|go\s+(?:up|down)\b)|"
+    # "Lowering it to 3.", "Changing my answer to B": the participle opening a clause
+    r"(?:^|(?<=[.!?;:,\n—–-]))[ \t]*(?:lowering|raising|changing|revising|adjusting|bumping|updating|correcting|"
+    rf"downgrading|upgrading|reducing|dropping|bringing|knocking|marking|moving)(?:\s+(?:up|down))?\s+{_REVISION_OBJECT}",
+    re.IGNORECASE | re.MULTILINE,
+)
+# What a revision binds right after it: "lower it to 3", "from 4 to 3", "down to a 3", "Correction: 3", "make that 3".
+_BOUND_VALUE = re.compile(
+    rf"[ \t]*(?:(?:up|down)[ \t]+)?(?:from[ \t]+(?:an?[ \t]+)?{_TOKEN}[ \t]+(?:(?:up|down)[ \t]+)?)?"
+    r"(?:(?:to|at|with|as|by)[ \t]+|[ \t]*[:=,\-–—][ \t]*)(?:(?:just|only|a\s+mere)[ \t]+)?(?:an?[ \t]+)?"
+    rf"(?=(?P<value>{_TOKEN}))",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class _Turn:
+    start: int
+    end: int
+    strong: bool  # the reply says it revises: a revision it gives no readable value for is ambiguous
+
+
+def _turns(body: str) -> list[_Turn]:
+    found, pos = [], 0
+    while weak := _CORRECTION.search(body, pos):  # overlapping: "No, wait -- yes" turns twice
+        found.append(_Turn(weak.start(), weak.end(), False))
+        pos = weak.start() + 1
+    strong = [_Turn(m.start(), m.end(), True) for m in _REVISES.finditer(body)]
+    # "Correction: 3" is both: the strong reading decides
+    found = [t for t in found if not any(s.start <= t.start < s.end or t.start <= s.start < t.end for s in strong)]
+    return sorted(found + strong, key=lambda t: t.start)
+
+
+def _bound(after: str, scale: tuple[float, float]) -> list[_Candidate]:
+    """The value a revision names right after itself ("... to 3", ": 3"); "by 1" is a step, not a score."""
+    bound = _BOUND_VALUE.match(after)
+    if bound is None:
+        return []
+    if re.match(r"[ \t]*(?:(?:up|down)[ \t]+)?by\b", after, re.IGNORECASE):
+        return [_Candidate(bound.start("value"), 0.0, AMBIGUOUS, FINAL)]  # "lower it by one": a step
+    token = _TOKEN_RE.match(after, bound.start("value"))
+    candidate = _candidate_at(after, token, FINAL, scale) if token else None
+    return [candidate] if candidate else []
+
+
+def _loose(after: str, scale: tuple[float, float], *, weak: bool = False) -> list[_Candidate]:
+    """Numbers of the revising sentence and the next ("so 3.", "... I think 70 is fairer") that are no count, date,
+    list item or reference: after a revision, a number left there is the new score or leaves the reading in doubt.
+    After a weak turn ("Actually, chapter 2 is great.") only a number in a rating clause or a sentence of its own
+    ("Hmm, the ending is weak. 2.") is a new score; any other leaves the reading in doubt."""
+    # a sentence's end, but not an ellipsis ("Reconsidering... still 4.")
+    stop = re.compile(r"(?<!\.)[.!?](?![\d.])(?:[^.!?]*?(?<!\.)[.!?](?![\d.]))?|\n\s*\n").search(after)
+    window = after[: stop.end()] if stop else after
+    found = []
+    for token in _TOKEN_RE.finditer(window):
+        if token.group(0).isalpha() and not _WORD_OK_AFTER.search(window[max(0, token.start() - 20) : token.start()]):
+            continue
+        if _numbers_something(window, token):
+            continue  # "chapter 2", "line 3": it numbers something
+        candidate = _candidate_at(window, token, OTHER, scale)
+        if candidate and weak and not (_rating_context(window, token) or _alone(window, token)):
+            candidate = replace(candidate, problem=AMBIGUOUS)
+        if candidate:
+            found.append(candidate)
+    return found
+
+
+def _alone(text: str, token: re.Match[str]) -> bool:
+    """A number that is its own sentence or clause: "... the ending is weak. 2.", "-- 3"."""
+    before = text[_sentence_start(text, token.start()) : token.start()]
+    return not before.strip(" \t-–—,:") and bool(re.match(r"[ \t]*(?:[.!]|$)", text[token.end() :], re.MULTILINE))
+
+
+def _another_score(body: str, value: float, scale: tuple[float, float]) -> bool:
+    """Is there a number the readers above passed over that would score the text otherwise ("65 (could be 70)",
+    "I'll give 60. Final: 65." with an unread label)? Any number that is no count, date, list item or reference,
+    on the scale and of another value, or hedged: the reply does not single out one score."""
+    for candidate in _loose_all(body, scale):
+        if candidate.problem == AMBIGUOUS:
+            return True
+        if candidate.problem is None and candidate.value != value and scale[0] <= candidate.value <= scale[1]:
+            return True
+    return False
+
+
+_NUMBERED = re.compile(
+    r"\b(?:step|lines?|chapter|paragraph|sentence|part|act|scene|point|item|no\.|#|number|page|verse|stanza|section|"
+    r"criterion|aspect)[ \t]*(?:\d+[ \t]*[-–,&][ \t]*)?$",
+    re.IGNORECASE,
+)
+
+
+def _numbers_something(text: str, token: re.Match[str]) -> bool:
+    """ "1. Grammar" (a list item at a line's start), "Step 2:", "chapter 3", "lines 4-5": a number that numbers."""
+    line_start = text.rfind("\n", 0, token.start()) + 1
+    if not text[line_start : token.start()].strip() and re.match(r"[.)](?:\s|$)", text[token.end() :]):
+        return True
+    return bool(_NUMBERED.search(text[max(0, token.start() - 16) : token.start()]))
+
+
+# Words of a clause that gives a rating: a number of another value there is a second score ("Final: 65"); "the
+# character is 12 in one sentence and 15 in the next" gives none
+_RATING_WORDS = re.compile(
+    r"\b(?:rat\w*|scor\w*|grad\w*|giv\w*|gave|mark|points?|stars?|final|answer|verdict|assess\w*|judg\w*|"
+    r"deserv\w*|earn\w*|say|go\s+with|settle|revis\w*|chang\w*|lower\w*|rais\w*|bump\w*|adjust\w*|could\s+be|"
+    r"maybe|perhaps|think|stick\s+with|stay\s+with|stand\s+by|keep(?:ing)?)\b",
+    re.IGNORECASE,
+)
+
+
+def _rating_context(text: str, token: re.Match[str]) -> bool:
+    rest = re.match(r"[^.!?;\n]{0,20}", text[token.end() :])
+    clause = text[_sentence_start(text, token.start()) : token.end() + (rest.end() if rest else 0)]
+    if _SOMEONE_ELSE.search(clause):
+        return False  # "Some readers might lower it to 3, but I won't": another rater's score, not a second one
+    return bool(_RATING_WORDS.search(clause) or re.match(r"\s*(?:/|%|out\s+of\b)", text[token.end() :]))
+
+
+def _loose_all(text: str, scale: tuple[float, float]) -> list[_Candidate]:
+    found = []
+    for token in _TOKEN_RE.finditer(text):
+        if token.group(0).isalpha():
+            continue  # "one of", "the two leads": number words count only where a reader placed them
+        if _numbers_something(text, token):
+            continue  # "1. Grammar", "Step 2:", "line 3": it numbers something
+        candidate = _candidate_at(text, token, OTHER, scale)
+        if candidate and (candidate.problem == AMBIGUOUS or _rating_context(text, token)):
+            found.append(candidate)
+    return found
+
+
+def _revised(body: str, scale: tuple[float, float]) -> ParseResult | None:
+    """The reading after the reply's last revision of an earlier score; None when it revises none.
+
+    A strong revision ("on second thought", "I'll lower it") without a readable new value is ``ambiguous``: the
+    judge said the first number is not its answer. A weak turn ("Actually, ...") with no number after it revises
+    nothing, and the turn before it is looked at."""
+    turns = _turns(body)
+    for turn in reversed(turns):
+        before, after = body[: turn.start], body[turn.end :]
+        if turn.strong and (bound := _bound(after, scale)):
+            return _judge_score(bound, scale)  # "I'll lower it from 4 to 3", "Revised score: 3"
+        if not (_score_candidates(before, scale) or re.search(r"\d|[★⭐]", before)):
+            continue  # nothing earlier to revise: "On second thought about the ending, I'd give it a 3"
+        weak_loose = functools.partial(_loose, weak=True)
+        for reader in (_bound, _score_candidates, _loose) if turn.strong else (_score_candidates, weak_loose):
+            candidates = reader(after, scale)
+            if candidates:
+                return _judge_score(candidates, scale)
+        if turn.strong and not _same_sentence_revision(body, turn, turns):
+            return ParseResult(None, "ambiguous")
+    return None
+
+
+def _same_sentence_revision(body: str, turn: _Turn, turns: list[_Turn]) -> bool:
+    """A strong turn that closes a revision its sentence already made: the "after a second look" of
+    "I'll lower it from 4 to 3 after a second look."."""
+    start = _sentence_start(body, turn.start)
+    return any(t.strong and start <= t.start < turn.start for t in turns)
+
+
 # "About 65%.", "~70": a reply that is only an approximate number
 _APPROXIMATE = re.compile(r"[ \t\n]*(?i:about|around|approximately|roughly|approx\.|~)[ \t]*(?=[\d-])")
 
 
-def _corrected(body: str, scale: tuple[float, float]) -> list[_Candidate] | None:
-    """The candidates after the reply's last correction ("-- wait, 3"), when there is an earlier number to correct
-    and the correction gives a number; else None."""
-    for turn in reversed(list(_CORRECTION.finditer(body))):
-        if not re.search(r"\d|[★⭐]", body[: turn.start()]):
-            continue
-        candidates = _score_candidates(body[turn.end() :], scale)
-        if candidates:
-            return candidates
-    return None
+# --------------------------------------------------------------------------------------------------
+# Scores: the question asked, among others a judge rates beside it
+# --------------------------------------------------------------------------------------------------
+
+# The papers' criteria, with the names judges use for them: a judge asked for cohesiveness that writes
+# "Grammaticality: 4, Cohesiveness: 2" answers 2, and its 4 answers another question.
+_QUESTION_NAMES = (
+    ("grammaticality", "grammar", "grammatical correctness", "grammaticalness"),
+    ("cohesiveness", "cohesion", "coherence", "coherency"),
+    ("likability", "likeability", "enjoyment", "enjoyability"),
+    ("relevance",),
+    ("fluency",),
+    ("meaning", "semantics"),
+    ("empathy",),
+    ("surprise",),
+    ("engagement",),
+    ("complexity",),
+    ("consistency",),
+)
+# Where one question's statement ends and the next begins: "Grammar: 4, Cohesiveness: 2", '{"a": 4, "b": 2}',
+# "grammar a 4 and relevance a 2", a line of a table.
+_CLAUSE_END = re.compile(r"[.!?](?!\d)|[;,\n]|\b(?:and|but)\b", re.IGNORECASE)
+# "Coherence: 3\nOverall: 4" scores the question and the story as a whole: the overall row is another question
+_OVERALL_ROW = re.compile(
+    r"[ \t\-•|{\"']*(?:overall|total)(?:[ \t]+(?:score|rating|quality|impression))?[\"']?[ \t|]*[:=|]", re.IGNORECASE
+)
 
 
-def parse_score(text: str | None, scale: tuple[float, float] = (1, 5)) -> ParseResult:
-    """Read the score a judge's reply assigns on ``scale`` = (low, high)."""
+def _names_of(asked: str, body: str) -> tuple[tuple[str, ...], list[str]]:
+    """(the asked question's names, every question name to look for). The name itself when the reply uses it
+    (a study may ask coherence and cohesion both), else the names judges use for it."""
+    asked = asked.lower().replace("_", " ").replace("-", " ").strip()
+    names = [name for group in _QUESTION_NAMES for name in group]
+    if asked and asked not in names:
+        names.append(asked)
+    if re.search(rf"\b{re.escape(asked)}\b", body, re.IGNORECASE):
+        return (asked,), names
+    group = next((g for g in _QUESTION_NAMES if asked in g), (asked,))
+    return group, names
+
+
+def _other_questions_masked(body: str, asked: str) -> str:
+    """The reply with the clauses that score another question blanked out ("Grammaticality: 4" when asked
+    cohesiveness). A clause naming the asked question, or no question at all, is kept."""
+    if not asked:
+        return body
+    own_names, names = _names_of(asked, body)
+    own = set(own_names)
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b", re.I)
+    number = re.compile(rf"\d|[★⭐]|\b(?i:{_WORDS})\b")
+    ends = [0, *(m.end() for m in _CLAUSE_END.finditer(body)), len(body)]
+    clauses = [(start, end, body[start:end]) for start, end in itertools.pairwise(ends)]
+    named = [{n.group(0).lower() for n in pattern.finditer(text)} for _, _, text in clauses]
+    own_scored = any(found & own and number.search(text) for found, (_, _, text) in zip(named, clauses))
+    out = list(body)
+    for found, (start, end, text) in zip(named, clauses):
+        other = (found and not found & own) or (own_scored and not found & own and _OVERALL_ROW.match(text))
+        if other and number.search(text):
+            out[start:end] = " " * (end - start)
+    return "".join(out)
+
+
+def parse_score(text: str | None, scale: tuple[float, float] = (1, 5), *, asked: str = "") -> ParseResult:
+    """Read the score a judge's reply assigns on ``scale`` = (low, high) to the question named ``asked`` (the
+    attribute's name; "" when unknown: then a reply scoring several questions is ambiguous)."""
     if not text or not text.strip():
         return ParseResult(None, "no_number")
-    body = _strip_scale(_answer_part(_normalise(text)), scale)
+    body = _other_questions_masked(_strip_scale(_answer_part(_normalise(text)), scale), asked)
     if approximate := _APPROXIMATE.match(body):
         body = body[approximate.end() :]
-    candidates = _corrected(body, scale) or _score_candidates(body, scale)
+    if (revised := _revised(body, scale)) is not None:
+        return revised
+    candidates = _score_candidates(body, scale)
     if candidates:
-        return _judge_score(candidates, scale)
+        result = _judge_score(candidates, scale)
+        final = min(c.tier for c in candidates) == FINAL  # "Final rating: 3": the reply said which one it gives
+        if result.value is not None and not final and _another_score(body, result.value, scale):
+            return ParseResult(None, "ambiguous")
+        return result
     if _REFUSAL.search(text):
         return ParseResult(None, "refusal")
     return ParseResult(None, "ambiguous" if re.search(r"\d|[★⭐]", body) else "no_number")
@@ -542,8 +865,9 @@ def parse_score(text: str | None, scale: tuple[float, float] = (1, 5)) -> ParseR
 
 _LETTER = re.compile(r"(?<![\w'’/-])\(?([A-Z])\)?(?![\w'’])")
 _CHOICE_MARKER = re.compile(
-    r"\b(?i:(?:final\s+)?answer|option|choice|choose|chose|choosing|picks?|picked|select|selected|verdict|"
-    r"decision|go(?:ing)?\s+with|settle\s+on)\b[\"']?[ \t]*(?i:is|would be|will be|[:=])?\s*(?i:option\b)?[ \t]*[\"']?"
+    r"\b(?i:(?:final\s+)?answer|r[ée]ponse|respuesta|risposta|antwort|resposta|option|choice|choose|chose|"
+    r"choosing|picks?|picked|select|selected|verdict|decision|go(?:ing)?\s+with|settle\s+on|stick\s+with|"
+    r"stay\s+with)\b[\"']?[ \t]*(?i:is|would be|will be|[:=])?\s*(?i:option\b)?[ \t]*[\"']?"
 )
 # After the article "A" (or the pronoun "I") only these words make it a letter: "A because ...".
 _LETTER_CONNECTORS = frozenset(
@@ -591,7 +915,7 @@ def _letter_problem(text: str, key: str, end: int, options: _Options) -> str | N
     if key == "I" and key not in options.keys:
         return DROP  # the pronoun: "I would choose Option B"
     word = re.match(r"[ \t]+([a-z][\w'-]*)", rest)
-    if key in ("A", "I") and word and word.group(1) not in _LETTER_CONNECTORS:
+    if key in ("A", "I") and word and word.group(1) not in _LETTER_CONNECTORS and text[end - 1] != ")":
         return DROP  # "A close call", "I will choose"
     named = options.name_at(text, end, across=True)
     if named is not None and options.keys[named] != key:
@@ -604,6 +928,7 @@ class _Choice:
     pos: int
     key: str | None  # None: ambiguous
     decisive: bool  # a marker, the opening, a line of its own; else a "(B)" in the reasoning
+    final: bool = False  # "Final answer: A", "In conclusion, ... Option B": the reply's own last word
 
 
 # A lower-case letter is an option only where nothing can follow it: "Answer: b", a reply " a".
@@ -676,12 +1001,36 @@ def _verdict_sentence(text: str, pos: int, options: _Options) -> _Choice | None:
     return _Choice(pos, key, True)
 
 
+_OPTION_HEDGE = (
+    r"\b(?:leaning|or|maybe|perhaps|rather|more|closer|but|than|towards?|almost|bordering|verging)\W+(?:\w+\W+)?"
+)
+
+
+def _one_word_answer(text: str, pos: int, options: _Options) -> _Choice | None:
+    """A reply that opens with a one-word option and a stop: "Yes, the response stays on topic.", "Negative. The
+    reviewer ..." (a yes/no or category question). "No doubt ..." or "Positive aspects ..." open prose."""
+    named = options.name_at(text, pos)
+    if named is None or len(options.full_names[named]) != 1:
+        return None
+    end = options.names[named].match(text, pos)
+    if end is None or not re.match(r"[ \t]*(?:[.,!:;—–]|-[ \t]|$)", text[end.end() :], re.MULTILINE):
+        return None
+    sentence = text[end.end() :].split("\n", 1)[0]
+    sentence = re.split(r"[.!?]", sentence, maxsplit=1)[0]
+    others = (p for i, p in enumerate(options.names) if i != named)
+    if any(re.search(_OPTION_HEDGE + p.pattern, sentence, re.IGNORECASE) for p in others):
+        return _Choice(pos, None, True)  # "neutral, leaning negative": the first sentence offers another option
+    return _Choice(pos, options.keys[named], True)
+
+
 def _opening_choice(text: str, options: _Options) -> _Choice | None:
     """The opening answers "I will choose Option" (V1-V3) with a letter; a name there opens a prose sentence."""
     opening = re.match(r"[ \t\n\"']*", text)
     pos = opening.end() if opening else 0
     if (verdict := _verdict_sentence(text, pos, options)) is not None:
         return verdict
+    if (word := _one_word_answer(text, pos, options)) is not None:
+        return word
     choice = _choice_at(text, pos, options, True, by_name=False, lower=False)
     if choice and choice.key and _LETTER_AS_SUBJECT.match(text, pos) and _other_letters(text, choice.key, options):
         return _Choice(pos, None, True)
@@ -691,7 +1040,11 @@ def _opening_choice(text: str, options: _Options) -> _Choice | None:
 def _choice_candidates(text: str, options: _Options) -> list[_Choice | None]:
     found = [_opening_choice(text, options)]
     for marker in _CHOICE_MARKER.finditer(text):
-        found.append(_choice_at(text, marker.end(), options, True))
+        choice = _choice_at(text, marker.end(), options, True)
+        prefix = text[_sentence_start(text, marker.start()) : marker.end()]
+        if choice and (_FINAL_OPENING.match(prefix) or _FINAL_WORDS.search(prefix)):
+            choice = replace(choice, final=True)
+        found.append(choice)
     for marker in _CONCLUDING.finditer(text):
         found.append(_choice_at(text, marker.end(), options, True, lower=False))
     for line in re.finditer(r"^[ \t\"'(\[]*(.+?)[ \t\"')\].!]*$", text, re.MULTILINE):
@@ -704,8 +1057,11 @@ def _choice_candidates(text: str, options: _Options) -> list[_Choice | None]:
 
 
 def _judge_choice(candidates: list[_Choice | None], keys: tuple[str, ...]) -> ParseResult | None:
+    """The reply's final word decides ("Option B is vivid ... Final answer: A" is A), else its decisive answers,
+    else the options it marks in passing; two different answers in the deciding group are ambiguous."""
+    finals = [c for c in candidates if c and c.final]
     for decisive in (True, False):
-        group = [c for c in candidates if c and c.decisive == decisive]
+        group = finals or [c for c in candidates if c and c.decisive == decisive]
         if not group:
             continue
         answered = {c.key for c in group}
@@ -737,6 +1093,28 @@ def _mentions_an_option(text: str, options: _Options) -> bool:
     )
 
 
+_BOUND_CHOICE = re.compile(r"[ \t]*(?:(?:to|with|as)[ \t]+|[ \t]*[:=,\-–—][ \t]*)(?i:option[ \t]+)?")
+
+
+def _revised_choice(body: str, options: _Options) -> ParseResult | None:
+    """The option after the reply's last revision of an earlier answer ("B. Actually, A is better", "Correction:
+    C", "I'll change my answer to B"); a strong revision without a readable option is ambiguous; None: no revision."""
+    for turn in reversed(_turns(body)):
+        after = body[turn.end :]
+        bound = _BOUND_CHOICE.match(after)
+        choice = _choice_at(after, bound.end(), options, True, lower=False) if bound else None
+        earlier = _judge_choice(_choice_candidates(body[: turn.start], options), options.keys)
+        if earlier is None and not (turn.strong and choice):
+            continue  # nothing earlier to revise ("I'll change my answer to B" needs none)
+        found: list[_Choice | None] = [replace(choice, final=True)] if choice else _choice_candidates(after, options)
+        decided = _judge_choice(found, options.keys)
+        if decided is not None:
+            return decided
+        if turn.strong or _mentions_an_option(after, options):
+            return ParseResult(None, "ambiguous")  # "Negative. Actually, it reads as neutral."
+    return None
+
+
 def parse_choice(
     text: str | None, keys: tuple[str, ...] = ("A", "B", "C"), *, names: Sequence[str] | None = None
 ) -> ParseResult:
@@ -750,7 +1128,7 @@ def parse_choice(
     names = tuple(names or ())
     options = _Options(tuple(keys), tuple(_name_pattern(n) for n in names), tuple(_words(n) for n in names))
     body, echoed = _strip_option_echo(_answer_part(_normalise(text)), options)
-    decided = _judge_choice(_choice_candidates(body, options), options.keys)
+    decided = _revised_choice(body, options) or _judge_choice(_choice_candidates(body, options), options.keys)
     if decided is not None:
         return decided
     if _REFUSAL.search(text):

@@ -288,7 +288,8 @@ class EvaluationProtocol:
     def parse(self, text: str, attribute: Attribute, variant: str) -> ParseResult:
         """Reply text -> a value in the reply's terms (or a typed failure)."""
         scale = self.reply_scale(attribute, variant)
-        return parse_score(text, (scale.low, scale.high))
+        # the question's name: a judge that scores other questions beside it is read on the one asked
+        return parse_score(text, (scale.low, scale.high), asked=attribute.name)
 
     def canonical(
         self, value: float, attribute: Attribute, variant: str, presentation: str
