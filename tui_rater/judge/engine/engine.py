@@ -112,7 +112,7 @@ class Engine:
 
     # the same prompt decoded in one piece and in pieces of other sizes: 12 rows take every product a whole batch
     # takes (ggml's tiled K-quant product from 8 rows, a repacked one 4 at a time), 2 rows the small-batch ones
-    CHECK_PIECES = ((12,), (2, 2, 2, 2, 2, 2), (6, 6), (4, 8))
+    CHECK_PIECES: tuple[tuple[int, ...], ...] = ((12,), (2, 2, 2, 2, 2, 2), (6, 6), (4, 8))
 
     def _check_rows_independent(self) -> None:
         """Refuse a model whose rows llama.cpp computes differently by the batch's row count (``NUMERICS``): its
