@@ -124,7 +124,7 @@ print("loaded")
 
 
 def test_a_model_whose_rows_still_depend_on_the_batch_size_is_refused(gemma_gguf, tmp_path):
-    """The engine checks the loaded model on this CPU: one prompt in 12 rows and in smaller pieces must give the
+    """The engine checks the loaded model on this CPU: one prompt in 8 rows and in smaller pieces must give the
     same logits, or the model is refused in one sentence (not judged with readings that depend on --workers)."""
     import os
 

@@ -110,19 +110,20 @@ class Engine:
             self.close_native()
             raise LoadError(f"llama.cpp could not decode with {self.model.path} (llama_decode returned {code})")
 
-    # the same prompt decoded in one piece and in pieces of other sizes: 12 rows take every product a whole batch
-    # takes (ggml's tiled K-quant product from 8 rows, a repacked one 4 at a time), 2 rows the small-batch ones
-    CHECK_PIECES: tuple[tuple[int, ...], ...] = ((12,), (2, 2, 2, 2, 2, 2), (6, 6), (4, 8))
+    # the same prompt decoded in one piece and in pieces of other sizes: 8 rows take every product a whole batch
+    # takes (ggml's tiled K-quant product from 8 rows, a repacked one 4 at a time), 2 rows the small-batch ones, 6 a
+    # mix; 24 rows in all (an 8B model on 2 CPU cores: seconds, so no more)
+    CHECK_PIECES: tuple[tuple[int, ...], ...] = ((8,), (2, 2, 2, 2), (6, 2))
 
     def _check_rows_independent(self) -> None:
         """Refuse a model whose rows llama.cpp computes differently by the batch's row count (``NUMERICS``): its
         readings would depend on ``--workers`` and on which prompts share a batch. The rules in ``NUMERICS`` were
         measured on some models, kernels and CPUs; this checks the one loaded, on this CPU, in a few ms. It also
         catches a process where llama.cpp computed a K-quant product before ``GGML_CPU_TILED_MM`` was set."""
-        if self.per_seq < 12:  # a stream too small for the check holds no real prompt either (tests' tiny windows)
+        if self.per_seq < 8:  # a stream too small for the check holds no real prompt either (tests' tiny windows)
             return
         text = "The quick brown fox jumps over the lazy dog, then rates the story from 1 to 5."
-        tokens = np.resize(np.asarray(self.model.tokenize(text, special=False) or [0], np.int32), 12)
+        tokens = np.resize(np.asarray(self.model.tokenize(text, special=False) or [0], np.int32), 8)
         rows: list[np.ndarray] = []
         for pieces in self.CHECK_PIECES:
             self.ctx.clear()
@@ -146,7 +147,7 @@ class Engine:
                 self.close_native()
                 raise RowsNotIndependent(
                     f"llama.cpp computes {self.model.path}'s rows differently by batch size on this CPU (one prompt "
-                    f"in 12 rows and in pieces of {'+'.join(map(str, pieces))}: logits up to {gap:.3g} apart), so "
+                    f"in 8 rows and in pieces of {'+'.join(map(str, pieces))}: logits up to {gap:.3g} apart), so "
                     "its readings would depend on --workers and which prompts share a batch; it is refused"
                 )
 
