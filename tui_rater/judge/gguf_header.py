@@ -32,6 +32,7 @@ class GGUFHeader:
     tensor_count: int
     metadata: dict[str, object] = field(repr=False)  # scalars and short arrays; long arrays as their length
     tensor_data_end: int = 0  # where the last tensor begins, from the start of the file (a lower bound)
+    tensor_types: frozenset[int] = frozenset()  # the ggml types of its tensors (GGML_TYPE_*: 12 is Q4_K)
 
     def arch_value(self, key: str) -> object:
         """``{architecture}.{key}``, e.g. ``context_length``; None when absent."""
@@ -116,13 +117,17 @@ def read_gguf_header(path: str | Path) -> GGUFHeader:
             assert isinstance(key, str) and isinstance(kind, int)
             metadata[key] = reader.value(kind)
         last = 0
+        types: set[int] = set()
         for _ in range(tensors):
             reader.string(keep=False)
             dims = reader.unpack("<I")
             assert isinstance(dims, int)
             if dims > 8:
                 raise BadHeader(f"a tensor claims {dims} dimensions")
-            reader.skip(8 * dims + 4)  # the shape and the element type
+            reader.skip(8 * dims)  # the shape
+            kind = reader.unpack("<I")
+            assert isinstance(kind, int)
+            types.add(kind)
             offset = reader.unpack("<Q")
             assert isinstance(offset, int)
             last = max(last, offset)
@@ -134,4 +139,4 @@ def read_gguf_header(path: str | Path) -> GGUFHeader:
         raise BadHeader(
             f"the file is {size:,} bytes but its tensors begin up to byte {data_start + last:,} (truncated?)"
         )
-    return GGUFHeader(version, size, tensors, metadata, data_start + last)
+    return GGUFHeader(version, size, tensors, metadata, data_start + last, frozenset(types))

@@ -491,9 +491,10 @@ def provenance(spec: JudgeSpec) -> dict[str, Any]:
         # where layers run does not change what the judge is
         config.pop("n_gpu_layers")
         # how llama.cpp computes, where that changes the stored numbers (batch invariance): part of the judge's identity
-        from tui_rater.judge.engine.native import NUMERICS
+        # (and, for a model with K-quant or repackable weights, the kernels that compute them: issue 30)
+        from tui_rater.judge.engine.native import model_numerics
 
-        config["numerics"] = dict(NUMERICS)
+        config["numerics"] = model_numerics(spec.model)
     config["tui_rater_version"] = _version("tui-rater")
     return config
 

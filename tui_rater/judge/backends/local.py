@@ -64,7 +64,7 @@ def _acquire(spec: JudgeSpec, parallel: int, background: bool, prompts: list[lis
         shared = _SHARED.get(key)
         if shared is None:
             from tui_rater.judge.engine import Engine
-            from tui_rater.judge.engine.native import LoadError
+            from tui_rater.judge.engine.native import LoadError, RowsNotIndependent
 
             size_for = None
             if prompts and not spec.conversation:  # (a conversation's prompts grow turn by turn: --n-ctx each)
@@ -79,6 +79,8 @@ def _acquire(spec: JudgeSpec, parallel: int, background: bool, prompts: list[lis
                     background=background,
                     size_for=size_for,
                 )
+            except RowsNotIndependent as exc:
+                raise JudgeError("model_load", str(exc)) from None
             except LoadError as exc:
                 raise JudgeError("model_load", f"{exc} (a corrupt or unsupported GGUF?)") from None
             formatter = _chat_formatter(engine.model, spec.chat_template)

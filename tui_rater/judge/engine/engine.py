@@ -23,7 +23,15 @@ import numpy.typing as npt
 
 from tui_rater.domain.decoding import Decoding
 from tui_rater.judge.backends.base import TokenCounts
-from tui_rater.judge.engine.native import Batch, Context, LoadError, Model, lower_thread_priority, note_in_log
+from tui_rater.judge.engine.native import (
+    Batch,
+    Context,
+    LoadError,
+    Model,
+    RowsNotIndependent,
+    lower_thread_priority,
+    note_in_log,
+)
 from tui_rater.judge.engine.sampling import SequenceSampler
 from tui_rater.judge.engine.slots import Generated, Placement, Request, Slot, place
 from tui_rater.judge.errors import JudgeError
@@ -72,6 +80,7 @@ class Engine:
         note_in_log(f"tui-rater: KV cache of {n_seq} sequences x {per_seq} tokens (--n-ctx {n_ctx})")
         self.batch = Batch(n_batch, n_seq)
         self._warm_up()
+        self._check_rows_independent()
         self.slots = [Slot(i, n_ctx + 1) for i in range(n_seq)]
         self.counts = TokenCounts()  # written by the engine thread only
         # rows decoded a second time for batch invariance (a generated token's predecessor, a prompt piece's first)
@@ -100,6 +109,47 @@ class Engine:
         if code != 0:
             self.close_native()
             raise LoadError(f"llama.cpp could not decode with {self.model.path} (llama_decode returned {code})")
+
+    # the same prompt decoded in one piece and in pieces of other sizes: 8 rows take every product a whole batch
+    # takes (ggml's tiled K-quant product from 8 rows, a repacked one 4 at a time), 2 rows the small-batch ones, 6 a
+    # mix; 24 rows in all (an 8B model on 2 CPU cores: seconds, so no more)
+    CHECK_PIECES: tuple[tuple[int, ...], ...] = ((8,), (2, 2, 2, 2), (6, 2))
+
+    def _check_rows_independent(self) -> None:
+        """Refuse a model whose rows llama.cpp computes differently by the batch's row count (``NUMERICS``): its
+        readings would depend on ``--workers`` and on which prompts share a batch. The rules in ``NUMERICS`` were
+        measured on some models, kernels and CPUs; this checks the one loaded, on this CPU, in a few ms. It also
+        catches a process where llama.cpp computed a K-quant product before ``GGML_CPU_TILED_MM`` was set."""
+        if self.per_seq < 8:  # a stream too small for the check holds no real prompt either (tests' tiny windows)
+            return
+        text = "The quick brown fox jumps over the lazy dog, then rates the story from 1 to 5."
+        tokens = np.resize(np.asarray(self.model.tokenize(text, special=False) or [0], np.int32), 8)
+        rows: list[np.ndarray] = []
+        for pieces in self.CHECK_PIECES:
+            self.ctx.clear()
+            pos = 0
+            for size in pieces:
+                self.batch.clear()
+                self.batch.add(tokens[pos : pos + size], pos, 0, pos + size == len(tokens))
+                self.batch.pair_lone_outputs(streams=self.n_seq > 1)
+                code = self.ctx.decode(self.batch)
+                if code != 0:
+                    self.batch.clear()
+                    self.close_native()
+                    raise LoadError(f"llama.cpp could not decode with {self.model.path} (llama_decode returned {code})")
+                pos += size
+            rows.append(np.array(self.ctx.logits(self.batch.n - 1), dtype=np.float32))
+        self.batch.clear()
+        self.ctx.clear()
+        for pieces, row in zip(self.CHECK_PIECES[1:], rows[1:]):
+            if not np.array_equal(row, rows[0]):
+                gap = float(np.max(np.abs(row.astype(np.float64) - rows[0])))
+                self.close_native()
+                raise RowsNotIndependent(
+                    f"llama.cpp computes {self.model.path}'s rows differently by batch size on this CPU (one prompt "
+                    f"in 8 rows and in pieces of {'+'.join(map(str, pieces))}: logits up to {gap:.3g} apart), so "
+                    "its readings would depend on --workers and which prompts share a batch; it is refused"
+                )
 
     def close_native(self) -> None:
         self.ctx.close()

@@ -63,31 +63,13 @@ def _strlen() -> int | None:
 _STRLEN = _strlen()
 
 
-def _has_amx() -> bool:
-    """The CPU has Intel AMX (Linux says so in /proc/cpuinfo; elsewhere: no)."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
-            return any(line.startswith("flags") and " amx_int8" in line for line in info)
-    except OSError:
-        return False
-
-
-_FLOAT_FILE_TYPES = frozenset({0, 1, 32})  # general.file_type: all F32, mostly F16, mostly BF16
-
-
-def _quantised(path: str) -> bool:
-    """The GGUF's weights are quantised (its ``general.file_type``; unknown counts as quantised)."""
-    from tui_rater.judge.gguf_header import BadHeader, read_gguf_header
-
-    try:
-        file_type = read_gguf_header(path).metadata.get("general.file_type")
-    except (BadHeader, OSError):
-        return True
-    return file_type not in _FLOAT_FILE_TYPES
-
-
 class LoadError(Exception):
     """llama.cpp could not load the model or create its context."""
+
+
+class RowsNotIndependent(LoadError):
+    """llama.cpp computes this model's rows differently by batch size here: its readings would depend on
+    ``--workers``, so it is refused (the sentence says why)."""
 
 
 _STDERR_LOCK = threading.Lock()  # one redirection at a time: interleaved ones would restore the wrong fd
@@ -195,13 +177,10 @@ class Model:
         lc.llama_backend_init()
         params = lc.llama_model_default_params()
         params.n_gpu_layers = 999 if n_gpu_layers < 0 else n_gpu_layers  # -1: every layer
-        if _has_amx() and _quantised(path):
-            # llama.cpp's AMX weight layout (an "extra buffer type") segfaults in its matrix product on quantised
-            # models (Q4_0, Q4_1, Q8_0, Q4_K_M; llama-cpp-python 0.3.36, Sapphire Rapids): without it they run.
-            # Float models keep it (their logits stay those of llama-cpp-python's own Llama)
-            params.use_extra_bufts = False
-        elif os.environ.get("TUI_RATER_NO_REPACK"):  # the same by hand, for a CPU the check above does not know
-            params.use_extra_bufts = False
+        # the weights as the file stores them, never in a CPU "extra buffer type" (``NUMERICS``): the repacked
+        # layouts' products give a row other bits by the batch's row count, and AMX's segfaulted on quantised
+        # models (Q4_0, Q4_1, Q8_0, Q4_K_M; llama-cpp-python 0.3.36, Sapphire Rapids)
+        params.use_extra_bufts = False
         note_in_log(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} tui-rater (pid {os.getpid()}): loading {path}")
         with quiet_stderr():
             ptr = lc.llama_model_load_from_file(path.encode(), params)
@@ -209,6 +188,7 @@ class Model:
             raise LoadError(f"llama.cpp could not load {path} (its log: {_LOG.path})")
         self.ptr = ptr
         self.path = path
+        self.numerics = model_numerics(path)  # what this model is computed with (its tensors' types decide)
         self.vocab = lc.llama_model_get_vocab(ptr)
         self.n_vocab = int(lc.llama_vocab_n_tokens(self.vocab))
         self.n_ctx_train = int(lc.llama_model_n_ctx_train(ptr))
@@ -281,8 +261,14 @@ class Model:
 #   generated token is decoded with the one before it (re-evaluated: the same bits), a prompt piece of odd length
 #   starts one token early. llama.cpp splits a batch of several streams into ubatches of equal rows per sequence,
 #   cut at differences of the pieces' lengths: even lengths never leave a one-row product;
-# - ``n_batch`` = ``n_ubatch``: the engine's batch is never cut elsewhere.
-# Thread count, ubatch size and the order of sequences in a batch do not change a bit (measured).
+# - ``n_batch`` = ``n_ubatch``: the engine's batch is never cut elsewhere;
+# - K-quant and IQ weights (Q4_K_M's Q4_K and Q6_K, ...) go through ggml's reference product (``vec_dot``), whatever
+#   the row count: its "tiled" product takes a batch of 8 rows or more and gives them other bits (Gemma 3 270M
+#   Q4_K_M: logits up to 5 apart, 13.7 % of a distribution's mass; issue 30), so ``GGML_CPU_TILED_MM`` is 0;
+# - the weights stay in the layout the file stores (no "extra buffer types"): x86's repacked Q4_0 / Q4_K / Q2_K /
+#   IQ4_NL / MXFP4 products take rows 4 at a time and the rest one at a time, with other bits.
+# Thread count, ubatch size and the order of sequences in a batch do not change a bit (measured). The engine checks
+# it on every model it loads (``Engine._check_rows_independent``) and refuses one whose rows still depend on it.
 NUMERICS = {
     "flash_attn": False,
     "kv_unified": False,
@@ -290,6 +276,31 @@ NUMERICS = {
     "type_v": "f16",
     "rows_per_piece": "even",
 }
+# Before any product is computed in this process: ggml reads it once (its first K-quant product)
+os.environ["GGML_CPU_TILED_MM"] = "0"
+
+# ggml types whose CPU product the last two rules change (a tiled kernel, or a repacked layout on x86 or ARM):
+# Q4_0, Q2_K..Q6_K, IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ4_NL, IQ3_S, IQ2_S, IQ4_XS, IQ1_M, MXFP4, Q1_0.
+# A model with none of them (F16, BF16, Q4_1, Q5_0, Q8_0 on x86: SmolLM2's Q4_1) computes as it always did here.
+LAYOUT_SENSITIVE_TYPES = frozenset({2, 10, 11, 12, 13, 14, 16, 17, 18, 19, 20, 21, 22, 23, 29, 39, 41})
+# what such a model is computed with, recorded beside ``NUMERICS``: its readings before issue 30 came from other
+# kernels (repacked and tiled products by batch size), so its judge is another judge
+LAYOUT_NUMERICS = {"weights": "as stored (no repack)", "quant_matmul": "vec_dot (no tiled)"}
+
+
+def model_numerics(path: str) -> dict[str, object]:
+    """``NUMERICS``, plus ``LAYOUT_NUMERICS`` for a model with a tensor of a layout-sensitive type (a file whose
+    header does not read: ``NUMERICS`` alone; llama.cpp refuses to load it anyway)."""
+    from tui_rater.judge.gguf_header import BadHeader, read_gguf_header
+
+    numerics: dict[str, object] = dict(NUMERICS)
+    try:
+        types = read_gguf_header(path).tensor_types
+    except (BadHeader, OSError):
+        return numerics
+    if types & LAYOUT_SENSITIVE_TYPES:
+        numerics.update(LAYOUT_NUMERICS)
+    return numerics
 
 
 class Context:
@@ -315,7 +326,7 @@ class Context:
         self.ptr = ptr
         self.memory = lc.llama_get_memory(ptr)
         self.n_vocab = model.n_vocab
-        self.numerics = dict(NUMERICS)  # what this context was created with
+        self.numerics = dict(model.numerics)  # what this context was created with
         # the abort flag: an empty C string; abort() writes one character, and the decode in progress stops at its
         # next graph node (llama_decode returns 2) instead of running its whole batch (Ctrl-C answered in ms)
         self._abort_flag = ctypes.create_string_buffer(2)
