@@ -22,8 +22,8 @@ import pytest
 
 from tests.serving import ServeProcess, children
 from tests.support import run_cli_process, story_study
-from tests.ui.tmux import ratings_in_force
-from tui_rater.ui.web import TAKEN_OVER
+from tests.ui.tmux import ratings_in_force, wait_for
+from tui_rater.ui.web import REVOKED, TAKEN_OVER, WS_REVOKED
 
 TIMEOUT = 60.0  # a small, busy machine: an app takes a few seconds to start
 
@@ -112,6 +112,33 @@ def test_a_link_replaced_by_another_serve_stops_opening_at_once(tmp_path):
 
         asyncio.run(sockets())
         assert app_processes(server) == [] and "session started" not in server.output()
+    finally:
+        assert server.stop() == 0, server.output()
+
+
+def test_a_session_already_open_is_closed_when_its_link_is_replaced_its_ratings_kept(tmp_path):
+    """Revocation takes effect at once for an open page too: a link replaced by `serve --new-links` in another
+    process closes the page using it within a few seconds, with the reason, its app saving first."""
+    db = story_study(tmp_path / "s.db")
+    server = ServeProcess(db, "--task", "story", "--annotators", "alice")
+    try:
+        old = server.links()["alice"]
+
+        async def scenario() -> None:
+            async with aiohttp.ClientSession() as client:
+                page = await Page(client, old).open()
+                assert await until(lambda: page.shows("item 1/4"))
+                await page.keys("4325")
+                assert await until(lambda: len(ratings_in_force(db, "alice")) == 4)
+                other = ServeProcess(db, "--task", "story", "--annotators", "alice", "--new-links")
+                assert other.stop() == 0
+                assert await until(lambda: page.closed is not None, timeout=30)
+                assert page.closed == (WS_REVOKED, REVOKED)
+
+        asyncio.run(scenario())
+        assert wait_for(lambda: app_processes(server) == [], 30)  # its app saved and exited
+        assert len(ratings_in_force(db, "alice")) == 4
+        assert "the link was revoked" in server.output()
     finally:
         assert server.stop() == 0, server.output()
 

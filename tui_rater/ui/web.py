@@ -39,6 +39,8 @@ from tui_rater.ui.parent import PARENT_VARIABLE
 log = logging.getLogger("textual-serve")
 
 WS_TAKEN_OVER = 4000  # (4000-4999: the application's own close codes)
+WS_REVOKED = 4001
+REVOCATION_CHECK_S = 2.0  # how often the live sessions' links are read again from the study
 
 PAGE = """<!DOCTYPE html>
 <html lang="en">
@@ -57,6 +59,10 @@ NOT_A_LINK = (
 TAKEN_OVER = (
     "This link was opened in another tab or window, which goes on from here (what you rated here is saved first)."
 )
+REVOKED = (
+    "This link was replaced or withdrawn by the study's lead (what you rated here is saved): ask for your new one."
+)
+assert len(REVOKED.encode()) <= 123  # a websocket's close reason: at most 123 bytes (RFC 6455, 5.5.1)
 NOT_A_WEBSOCKET = "This address takes the page's websocket, not a plain request: open the link itself.\n"
 
 # The reason the server gives when it closes a page's websocket (another page took over, the server stops) is
@@ -88,6 +94,7 @@ class Live:
     """One link's session: its page's websocket, until its app process has exited."""
 
     websocket: web.WebSocketResponse
+    token: str = ""
     ended: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -250,7 +257,7 @@ class LinkServer(Server):
                 return full(self.max_sessions)
             websocket = web.WebSocketResponse(heartbeat=15)
             await websocket.prepare(request)
-            live = self._live[annotator] = Live(websocket)
+            live = self._live[annotator] = Live(websocket, request.match_info.get("token", ""))
         width = to_int(request.query.get("width", "80"), 80)
         height = to_int(request.query.get("height", "24"), 24)
         app_service: AppSession | None = None
@@ -297,6 +304,22 @@ class LinkServer(Server):
             await earlier.websocket.close(code=WS_TAKEN_OVER, message=TAKEN_OVER.encode())
         await earlier.ended.wait()
 
+    async def _end_revoked(self) -> None:
+        """Revocation takes effect at once for sessions already open too: every ``REVOCATION_CHECK_S`` the live
+        sessions' links are read again from the study, and a session whose link was replaced or withdrawn (``serve
+        --new-links`` in another process, a name taken out of the plan) is closed with the reason, its app saving
+        first, as when another page takes over."""
+        while True:
+            await asyncio.sleep(REVOCATION_CHECK_S)
+            for annotator, live in list(self._live.items()):
+                try:
+                    still = self.links.annotator(live.token) == annotator and self.links.refusal(annotator) is None
+                except sqlite3.Error:
+                    continue  # the study unreadable for a moment (a writer's lock): look again next time
+                if not still and not live.websocket.closed:
+                    self.note(f"{annotator}: the link was revoked; its page is closed")
+                    await live.websocket.close(code=WS_REVOKED, message=REVOKED.encode())
+
     async def on_shutdown(self, app: web.Application) -> None:
         # closing each browser's websocket ends its app the way closing the tab does: it saves, then exits
         for websocket in list(self._sockets):
@@ -314,7 +337,9 @@ class LinkServer(Server):
                 loop.add_signal_handler(sig, stop.set)
         if ready is not None:
             ready()
+        watcher = asyncio.create_task(self._end_revoked())
         try:
             await stop.wait()
         finally:
+            watcher.cancel()
             await runner.cleanup()
