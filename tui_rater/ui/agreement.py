@@ -1,7 +1,8 @@
 """The live agreement pane (key `a`): human vs each LLM judge, for one attribute at a time.
 
-Statistics are computed in a thread worker on its own connection and arrive as a message;
-the pane re-computes when the file holds new ratings, never on a keypress.
+Statistics are computed in a daemon thread on its own connection and arrive as a message; the pane
+re-computes when the file holds new ratings, never on a keypress, one computation at a time, and none is
+waited for when the app ends (ui/background.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
+from tui_rater.ui.background import Background
 from tui_rater.ui.retest import retest_text
 from tui_rater.ui.screens.confirm import ConfirmScreen
 
@@ -252,6 +254,13 @@ class AgreementScreen(Screen[int | None]):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, AgreementScreen.RetestComputed)
 
+    class Failed(Message):
+        """A computation raised (its words are the exception's)."""
+
+        def __init__(self, error: str) -> None:
+            super().__init__()
+            self.error = error
+
     def __init__(
         self,
         study: Study,
@@ -268,6 +277,9 @@ class AgreementScreen(Screen[int | None]):
         self.focus_attr = 0
         self.selected_gap = 0
         self.marker: ChangeMarker | None = None
+        self.computed_marker: ChangeMarker | None = None  # the file's state at the last computation delivered
+        self.pane = Background("agreement-pane", self._compute, self._failed)
+        self.retest_work: Background | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="agreement"):
@@ -277,38 +289,57 @@ class AgreementScreen(Screen[int | None]):
 
     def on_mount(self) -> None:
         self.query_one("#retest", Static).display = False
-        self.compute()
+        self.pane.request()
         self.set_interval(2.0, self.compute)
         if self.annotator is not None:
-            self.compute_retest()
-            self.set_interval(2.0, self.compute_retest)
+            self.retest_work = Background("retest-pane", self._compute_retest, self._failed)
+            self.retest_work.request()
+            self.set_interval(2.0, self.retest_work.request)
 
-    @work(thread=True, exclusive=True, group="agreement")
+    def on_unmount(self) -> None:
+        self.pane.close()  # a computation still running delivers nothing and is never waited for
+        if self.retest_work is not None:
+            self.retest_work.close()
+
     def compute(self) -> None:
+        """Compute the pane's numbers (off the UI thread), or once more after the computation running now."""
+        self.pane.request()
+
+    def _compute(self) -> None:
         # here, not at the top: the first `a` must not wait on the UI thread for polars and scipy to import (the
         # app starts importing them after its first screen; a worker waits for that, the screen does not)
         from tui_rater.service.live import agreement_pane
 
         study = self.study.reopen()
         try:
-            data, marker = agreement_pane(study, self.task_name, self.marker)
-            if data is not None:  # None: nothing new in the file, no work
+            data, marker = agreement_pane(study, self.task_name, self.computed_marker)
+            if data is not None and not self.pane.closed:  # None: nothing new in the file, no work
+                self.computed_marker = marker  # (kept by the thread: the next run compares with it at once)
                 self.post_message(self.Computed(data, marker))
         finally:
             study.close()
 
-    @work(thread=True, exclusive=True, group="retest")
-    def compute_retest(self) -> None:
+    def _compute_retest(self) -> None:
         assert self.annotator is not None
         from tui_rater.service.retest import retest_pane
 
         study = self.study.reopen()
         try:
             summary, marker = retest_pane(study, self.task_name, self.annotator, self.retest_marker)
-            if summary is not None:
+            if summary is not None and self.retest_work is not None and not self.retest_work.closed:
+                self.retest_marker = marker  # (kept by the thread: the next run compares with it at once)
                 self.post_message(self.RetestComputed(summary, marker))
         finally:
             study.close()
+
+    def _failed(self, exc: BaseException) -> None:
+        """A computation raised: said on the pane (the app and its unsaved ratings carry on)."""
+        self.post_message(self.Failed(f"{type(exc).__name__}: {exc}"))
+
+    def on_agreement_screen_failed(self, message: Failed) -> None:
+        line = Text("the pane's numbers could not be computed: ", style="bold red")
+        line.append(safe_text(message.error, inline=True))  # an error may quote data: shown literally
+        self.query_one("#agreement-text", Static).update(line)
 
     def on_agreement_screen_computed(self, message: Computed) -> None:
         self.data, self.marker = message.data, message.marker
@@ -412,7 +443,7 @@ class AgreementScreen(Screen[int | None]):
         finally:
             study.close()
         self.app.call_from_thread(self.notify, f"{'cancelled' if what == 'cancel' else 'queued again'}: {n} jobs")
-        self.marker = None
+        self.computed_marker = None
         self.compute()
 
     def action_close(self) -> None:
