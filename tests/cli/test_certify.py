@@ -133,9 +133,8 @@ def test_one_rating_edited_with_sqlite_is_named(certified, cli, tmp_path):
 
 def test_one_altered_reply_names_the_job(certified, cli, tmp_path):
     db, cert = _copy(certified, tmp_path)
-    job, rid = _sql(db, "SELECT job_id, id FROM ratings WHERE raw IS NOT NULL AND job_id IS NOT NULL LIMIT 1 OFFSET 9")[
-        0
-    ]
+    replies = _sql(db, "SELECT job_id, id FROM ratings WHERE raw IS NOT NULL AND job_id IS NOT NULL ORDER BY id")
+    job, rid = replies[9]
     _sql(db, "UPDATE ratings SET raw = raw || ' 5' WHERE id = ?", rid)
     code, out, _ = cli("verify", cert, "--db", db)
     assert code == 1
@@ -297,6 +296,44 @@ def test_a_huge_number_in_a_figure_is_a_named_difference(certified, cli, tmp_pat
     code, out, _ = cli("verify", bad, "--db", db)
     assert code == 1
     assert f"number {key!r}: value is inf in the certificate" in out
+
+
+def test_the_certificates_settings_are_the_ones_recomputed(certified, cli, tmp_path):
+    """A certificate made with --epsilon and --exclude-annotator verifies with them (verify takes them from the
+    certificate, checked); the same certificate with ε edited names ε and the verdict's numbers that move."""
+    _, db, _, _ = certified
+    cert = tmp_path / "eps.cert.json"
+    code, _, err = cli("certify", "--db", db, "--out", cert, "--epsilon", "0.1", "--exclude-annotator", "cat")
+    assert code == 0, err
+    document = json.loads(cert.read_text())
+    assert document["settings"]["epsilon"] == 0.1 and document["settings"]["excluded_annotators"] == ["cat"]
+    assert not any("|cat|" in key or key.endswith("|cat") for key in document["tasks"]["story"]["numbers"])
+    code, out, err = cli("verify", cert, "--db", db)
+    assert code == 0, out + err
+    document["settings"]["epsilon"] = 0.15
+    cert.write_text(json.dumps(document))
+    code, out, _ = cli("verify", cert, "--db", db)
+    assert code == 1
+    assert "'verdict.epsilon': 0.1 in the certificate, 0.15 from the study" in out
+    assert "differs: task 'story': number 'verdict|" in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--out", "{tmp}/c.txt"], "name the certificate NAME.json"),
+        (["--out", "{tmp}/c.json", "--task", "nope"], "nope"),
+        (["--out", "{tmp}/c.json", "--exclude-annotator", "nobody"], "no annotator of that name"),
+        (["--out", "{tmp}/c.json", "--epsilon", "1.5"], "--epsilon must be at least 0 and below 1"),
+        (["--out", "{tmp}/missing/c.json"], "does not exist"),
+    ],
+)
+def test_certify_refuses_bad_flags_in_one_sentence(certified, cli, tmp_path, flags, said):
+    _, db, _, _ = certified
+    before = digest(db)
+    code, out, err = cli("certify", "--db", db, *[f.format(tmp=tmp_path) for f in flags])
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, out + err
+    assert digest(db) == before and not (tmp_path / "c.json").exists()
 
 
 class _Page(html.parser.HTMLParser):
