@@ -272,6 +272,8 @@ def test_bad_files_are_one_sentence(certified, cli, tmp_path, content, said):
         (lambda d: d["tasks"]["story"]["tables"]["ratings"].update(root="../../etc/passwd"), "not a SHA-256"),
         (lambda d: d["tasks"]["story"].update(numbers=[]), "'numbers' must be an object"),
         (lambda d: d.update(tasks={}), "names no task"),
+        (lambda d: d["tasks"]["story"]["tables"]["items"]["keys"].__setitem__(0, {"x": [1]}), "'keys' must be"),
+        (lambda d: d.update(extra=json.loads("[" * 900 + "]" * 900)), "nests values more than 32 deep"),
     ],
 )
 def test_wrong_shapes_and_huge_numbers_are_one_sentence(certified, cli, tmp_path, change, said):
@@ -316,6 +318,31 @@ def test_the_certificates_settings_are_the_ones_recomputed(certified, cli, tmp_p
     assert code == 1
     assert "'verdict.epsilon': 0.1 in the certificate, 0.15 from the study" in out
     assert "differs: task 'story': number 'verdict|" in out
+
+
+def test_a_plans_seed_is_certified_and_a_changed_one_named(certified, cli, tmp_path):
+    """An annotator's stored plan (a retest plan here) is in the certificate with its seed; editing the seed in the
+    study names the plan."""
+    from tui_rater.store.plans import Showing, save_plan
+
+    db, _ = _copy(certified, tmp_path)
+    study = Study.open(db, create=False)
+    try:
+        keys = [item.key for item in study.items("story")]
+        ann = study.human("ann")
+        save_plan(study, ann.id, "story", "retest", {"share": 0.25, "seed": 11}, [Showing(k) for k in keys[:3]])
+    finally:
+        study.close()
+    cert = tmp_path / "plan.cert.json"
+    code, _, err = cli("certify", "--db", db, "--out", cert)
+    assert code == 0, err
+    document = json.loads(cert.read_text())
+    assert document["tasks"]["story"]["plans"]["annotators"] == {"ann/retest": {"seed": 11, "share": 0.25}}
+    _sql(db, "UPDATE plans SET settings = ? WHERE kind = 'retest'", json.dumps({"share": 0.25, "seed": 12}))
+    code, out, err = cli("verify", cert, "--db", db)
+    assert code == 1, out + err
+    assert """differs: task 'story': plans row '["ann","retest"]'""" in out
+    assert "'plans.annotators.ann/retest.seed': 11 in the certificate, 12 from the study" in out
 
 
 @pytest.mark.parametrize(

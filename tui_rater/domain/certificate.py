@@ -36,6 +36,7 @@ METHOD_CHANGES: dict[int, str] = {
 FLOAT_FORMAT = "repr of the IEEE-754 float64 (shortest round-trip text); nan, inf, -inf as strings"
 SHORT = 16  # hex digits of a row's leaf hash kept for pinpointing
 LARGEST = 512 * 1024 * 1024  # a certificate file larger than this is refused before it is read
+DEEPEST = 32  # a certificate nests objects about 6 deep (a judge's provenance); deeper is not one of ours
 
 
 class BadCertificate(ValueError):
@@ -134,8 +135,25 @@ def read(data: bytes) -> dict[str, Any]:
         raise BadCertificate("it is nested too deeply to be a certificate") from None
     except ValueError as exc:
         raise BadCertificate(f"it is not JSON ({_short(str(exc))})") from None
+    if _depth(found) > DEEPEST:
+        raise BadCertificate(f"it nests values more than {DEEPEST} deep, deeper than any certificate")
     check_shape(found)
     return found  # type: ignore[no-any-return]  # check_shape proved it a dict
+
+
+def _depth(value: Any) -> int:
+    """How deep lists and objects nest, counted without recursion (a hostile file must not exhaust the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > DEEPEST:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -209,3 +227,7 @@ def _check_digest(digest: Any, where: str) -> None:
         raise BadCertificate(f"{where} says {rows} rows but lists {len(keys)} keys and {len(leaves)} hex digits")
     if any(c not in "0123456789abcdef" for c in leaves):
         raise BadCertificate(f"{where}'s 'leaves' is not hex")
+    for key in keys:  # a row's key: a rating's or job's id, an item's id, or a short list of them
+        parts = key if isinstance(key, list) else [key]
+        if not all(isinstance(part, (str, int)) and not isinstance(part, bool) for part in parts):
+            raise BadCertificate(f"{where}'s 'keys' must be whole numbers, strings or lists of them")

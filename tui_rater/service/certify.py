@@ -270,27 +270,28 @@ def _task_differences(study: Study, task: str, theirs: dict[str, Any], ours: dic
         if table not in theirs["tables"]:
             yield f"table {_quote(table)} is missing from the certificate"
             continue
-        yield from _table_differences(table, theirs["tables"][table], ours["tables"][table], dict(rows[table]))
+        by_key = {cert.canonical(key).decode(): row for key, row in rows[table]}
+        yield from _table_differences(table, theirs["tables"][table], ours["tables"][table], by_key)
     yield from _number_differences(theirs["numbers"], ours["numbers"])
     for key in sorted((set(theirs) | set(ours)) - {"tables", "numbers"}):
         yield from _value_differences(key, theirs.get(key), ours.get(key))
 
 
 def _table_differences(
-    table: str, theirs: dict[str, Any], ours: dict[str, Any], rows: dict[Any, dict[str, Any]]
+    table: str, theirs: dict[str, Any], ours: dict[str, Any], rows: dict[str, dict[str, Any]]
 ) -> Iterator[str]:
+    """Each row whose short hash differs, is missing or was added, named; ``rows``: the study's, by canonical key."""
     if theirs["root"] == ours["root"]:
         return
     ours_short, theirs_short = cert.short_leaves(ours), cert.short_leaves(theirs)
-    by_text = {cert.canonical(key).decode(): key for key in rows}
     named = 0
     for text in sorted(set(ours_short) | set(theirs_short)):
         if text not in ours_short:
             yield f"{_row_name(table, None, text)}: in the certificate, not in the study (deleted)"
         elif text not in theirs_short:
-            yield f"{_row_name(table, rows.get(by_text.get(text)), text)}: in the study, not in the certificate (added)"
+            yield f"{_row_name(table, rows.get(text), text)}: in the study, not in the certificate (added)"
         elif ours_short[text] != theirs_short[text]:
-            yield f"{_row_name(table, rows.get(by_text.get(text)), text)}: {_what_changed(table)} the certificate's"
+            yield f"{_row_name(table, rows.get(text), text)}: {_what_changed(table)} the certificate's"
         else:
             continue
         named += 1
