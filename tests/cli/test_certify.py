@@ -411,3 +411,28 @@ def test_merkle_root_is_rfc_6962s(tmp_path):
         leaves = [leaf(bytes([i % 256]) * (i % 7)) for i in range(n)]
         assert merkle_root(leaves) == mth(leaves).hex(), n
     assert merkle_root([]) == hashlib.sha256(b"").hexdigest()
+
+
+def test_a_reviewer_recomputes_a_tables_root_from_the_study_alone(certified):
+    """The items table's root as docs/VERDICT.md describes it, computed here from sqlite3 and hashlib only: rows as
+    JSON with sorted keys and no spaces, ordered by their key's JSON, RFC 6962's tree over SHA-256(0x00 || row)."""
+    _, db, cert, _ = certified
+    rows = {
+        item_id: {"id": item_id, "system": system, "fields": json.loads(fields), "position": position}
+        for item_id, system, fields, position in _sql(db, "SELECT id, system, fields, position FROM items")
+    }
+
+    def text(value) -> bytes:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+    leaves = [hashlib.sha256(b"\x00" + text(rows[key])).digest() for key in sorted(rows, key=text)]
+
+    def mth(nodes: list[bytes]) -> bytes:
+        if len(nodes) == 1:
+            return nodes[0]
+        k = 1 << ((len(nodes) - 1).bit_length() - 1)  # the largest power of two below n
+        return hashlib.sha256(b"\x01" + mth(nodes[:k]) + mth(nodes[k:])).digest()
+
+    digest_of_items = json.loads(cert.read_text())["tasks"]["story"]["tables"]["items"]
+    assert digest_of_items["root"] == mth(leaves).hex()
+    assert digest_of_items["leaves"][:16] == leaves[0].hex()[:16]

@@ -138,8 +138,9 @@ def _prompts(tables: dict[str, certified.Rows]) -> dict[str, dict[str, str]]:
     return prompts
 
 
-def _inclusion(study: Study, task: str, settings: ReportSettings, items: certified.Rows) -> dict[str, float] | None:
-    """item id -> the probability π with which people's items were drawn (active sampling), when they were."""
+def _inclusion(study: Study, task: str, settings: ReportSettings) -> dict[str, float] | None:
+    """item id -> the probability π with which people's items were drawn (active sampling), when they were: the
+    report's own computation (``service/reports.py``), so the certificate holds what the verdict used."""
     verdict = _with_inclusion(study, task, settings.verdict, settings.excluded_annotators)
     if verdict.inclusion is None:
         return None
@@ -162,7 +163,7 @@ def task_certificate(study: Study, task: str, settings: CertifySettings) -> dict
         "plans": {
             "annotators": {f"{row['annotator']}/{row['kind']}": row["settings"] for _, row in tables["plans"]},
             "team_plan": tables["team_plan"][0][1]["settings"] if tables["team_plan"] else None,
-            "inclusion_probabilities": _inclusion(study, task, report_settings, tables["items"]),
+            "inclusion_probabilities": _inclusion(study, task, report_settings),
         },
         "verdict": {
             "epsilon": report_settings.verdict.eps,
