@@ -436,3 +436,32 @@ def test_a_reviewer_recomputes_a_tables_root_from_the_study_alone(certified):
     digest_of_items = json.loads(cert.read_text())["tasks"]["story"]["tables"]["items"]
     assert digest_of_items["root"] == mth(leaves).hex()
     assert digest_of_items["leaves"][:16] == leaves[0].hex()[:16]
+
+
+def test_an_api_judge_is_certified_by_the_model_the_server_reported_and_never_rerun(
+    certified, cli, tmp_path, fake_server, monkeypatch
+):
+    """An API judge's provenance is its model id, base URL and the model the server said it ran (never the key);
+    `--rerun` draws local-judge jobs only (a server cannot promise the same bits)."""
+    from tests.support import Script, ok_body
+
+    key = "sk-planted-certify-key-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    db, _ = _copy(certified, tmp_path)
+    study = Study.open(db, create=False)
+    try:
+        url = fake_server(Script([(200, {}, ok_body("Rating: 4"), 0)]))
+        run_judge(study, spec_of("api:m", samples=1, max_retries=0, api_key_env="OPENAI_API_KEY", base_url=url))
+    finally:
+        study.close()
+    cert = tmp_path / "api.cert.json"
+    code, _, err = cli("certify", "--db", db, "--out", cert)
+    assert code == 0, err
+    assert key not in cert.read_text()
+    judges = json.loads(cert.read_text())["tasks"]["story"]["judges"]
+    api = [j for j in judges.values() if j["provenance"]["backend"] == "openai-compatible"]
+    assert len(api) == 1 and api[0]["provenance"]["api_model"] == "m"
+    assert api[0]["sources"] == [{"source_name": url, "served_model": "m", "system_fingerprint": ""}]
+    done = run_cli_process("verify", cert, "--db", db, "--rerun", "3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 of 256 local-judge jobs" in done.stdout  # the API judge's 128 jobs are not in the draw

@@ -178,15 +178,22 @@ def model_files(study: Study, rater_name: str) -> list[str]:
 
 
 def judge_sources(study: Study, rater_name: str) -> list[dict[str, Any]]:
-    """What a judge's replies came from, without the machine's paths: the file's name, or the served model."""
+    """What a judge's replies came from, without the machine's paths: a model file's name, or the server's URL
+    (stored without credentials), with the model it said it served and its fingerprint."""
     return [
-        {"source_name": source.rstrip("/").rsplit("/", 1)[-1], "served_model": model, "system_fingerprint": fp}
+        {"source_name": _source_name(source), "served_model": model, "system_fingerprint": fp}
         for source, model, fp in study.db.conn.execute(
             "SELECT s.source, s.served_model, s.system_fingerprint FROM judge_sources s JOIN raters ra "
             "ON ra.id = s.rater_id WHERE ra.name = ? ORDER BY s.source, s.served_model, s.system_fingerprint",
             [rater_name],
         )
     ]
+
+
+def _source_name(source: str) -> str:
+    if source.startswith(("http://", "https://")):
+        return source
+    return source.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
 
 
 def done_jobs(study: Study, task: str, rater_name: str) -> list[tuple[int, int, str, int, str, int]]:
