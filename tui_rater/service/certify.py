@@ -26,10 +26,15 @@ from tui_rater.stats.sections.settings import FDR, ReportSettings, SpaSettings, 
 from tui_rater.store import certified
 from tui_rater.store.study import Study
 
-# how each table's tests are corrected for testing several at once (the report's sections; docs/VERDICT.md)
+# how each test is corrected for testing several at once, by table and statistic (the report's sections;
+# docs/VERDICT.md): the alt-test's per-human p is raw, its BY-adjusted p a record of its own; SPA's preference
+# probabilities and Likert differences carry Holm's adjusted p across the comparisons (``stats/systems.py``)
 MULTIPLICITY = {
-    "verdict": f"Benjamini-Yekutieli across the humans tested, q = {FDR:g} (Calderon et al. 2025, §3)",
-    "verdict_across": f"Benjamini-Yekutieli across every question's humans together, q = {FDR:g} (the authors' FAQ)",
+    ("verdict", "t"): f"raw one-sided p per human; its Benjamini-Yekutieli-adjusted p (q = {FDR:g}, across the "
+    "humans tested: Calderon et al. 2025, §3) is this table's p_adjusted record for the same human",
+    ("verdict_across", ""): f"Benjamini-Yekutieli across every question's humans together, q = {FDR:g}",
+    ("spa", "p_x_over_y"): "Holm across the system comparisons",
+    ("spa", "likert_delta"): "Holm across the system comparisons",
 }
 UNCORRECTED = "none: each p is its own test's, uncorrected"
 # fields of a certificate that say when and by what it was made, not what it certifies: never a difference
@@ -105,10 +110,16 @@ def _numbers(records: list[Record]) -> dict[str, dict[str, Any]]:
 def _tests(numbers: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Every number with a p-value, and how its table corrects for multiple tests."""
     return {
-        key: {"p": number["p"], "multiplicity": MULTIPLICITY.get(key.split("|", 1)[0], UNCORRECTED)}
+        key: {"p": number["p"], "multiplicity": _multiplicity(key)}
         for key, number in numbers.items()
         if number["p"] is not None
     }
+
+
+def _multiplicity(key: str) -> str:
+    parts = key.split("|")
+    table, statistic = parts[0], parts[5].split("#")[0] if len(parts) > 5 else ""
+    return MULTIPLICITY.get((table, statistic)) or MULTIPLICITY.get((table, ""), UNCORRECTED)
 
 
 def _judges(study: Study, tables: dict[str, certified.Rows]) -> dict[str, Any]:
