@@ -41,7 +41,9 @@ LEAD_COMMANDS = {
     "serve": ["serve", "--task", "story", "--annotators", "ann", "--port", "0"],
 }
 # the rest only read, or add only the runner's own work (an annotator's ratings, a judge's run)
-NOT_LEAD_COMMANDS = {"annotate", "tasks", "export", "info", "judge", "judges", "queue", "report", "spa", "progress"}
+NOT_LEAD_COMMANDS = {
+    "annotate", "tasks", "export", "info", "judge", "judges", "queue", "report", "spa", "progress", "certify", "verify",
+}  # fmt: skip
 NOT_LEAD_FLAGS = {
     "roles": [],  # listing the leads
     "assign": ["--dry-run"],  # stores nothing
