@@ -28,7 +28,9 @@ import numpy as np
 from tui_rater.domain.readiness import NOT_READY
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
+from tui_rater.stats import alt_intervals
 from tui_rater.stats import alternative_annotator as at
+from tui_rater.stats import intervals as iv
 from tui_rater.stats.records import ALL, HUMANS, Record
 from tui_rater.stats.sections import cells
 from tui_rater.stats.sections.base import (
@@ -119,7 +121,10 @@ def verdict(data: ReportData, attributes: Sequence[Attribute]) -> None:
             data.matrix(HUMANS, attribute.name, ALL), levels[attribute.name], attribute.scale.points or None
         )
         for result in ranked:
-            _records(data, attribute.name, result, source, rhos)
+            found = alt_intervals.alt_test_intervals(
+                humans, judges[result.judge], level=levels[attribute.name], epsilon=eps, alpha=FDR
+            )
+            _records(data, attribute.name, result, source, rhos, found)
             _agreement_caveat(data, attribute.name, result.judge, human_alpha)
             across.setdefault(result.judge, {})[attribute.name] = (humans, judges[result.judge])
     for judge, settings in across.items():
@@ -146,14 +151,26 @@ def _rank(rho: float | None, rhos: list[float]) -> float | None:
     return None if rho is None else float(1 + sum(other > rho for other in rhos))
 
 
-def _records(data: ReportData, attribute: str, result: at.AltTest, source: str, rhos: list[float]) -> None:
+def _with(value: float | None, n: int, interval: iv.Interval) -> ag.Stat:
+    """A figure of the alt-test with its item-bootstrap interval (``stats/alt_intervals.py``)."""
+    return iv.with_interval(ag.Stat(value, n), interval)
+
+
+def _records(
+    data: ReportData,
+    attribute: str,
+    result: at.AltTest,
+    source: str,
+    rhos: list[float],
+    found: alt_intervals.AltIntervals,
+) -> None:
     add = partial(data.add, "verdict", attribute, ALL, result.judge)
     note = result.note
     add("epsilon", value=result.epsilon, note=source)
-    add("winning_rate", value=result.winning_rate, n=result.humans_tested, note=note)
+    add("winning_rate", _with(result.winning_rate, result.humans_tested, found.winning_rate), note=note)
     passed = None if result.passed is None else float(result.passed)
     add("verdict", value=passed, n=result.humans_tested, note=_verdict_note(result, source))
-    add("advantage_probability", value=result.advantage_probability, n=result.items, note=note)
+    add("advantage_probability", _with(result.advantage_probability, result.items, found.advantage_probability), note=note)
     ranked = result.advantage_probability is not None
     add(
         "rank",
