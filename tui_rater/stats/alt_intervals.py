@@ -72,7 +72,7 @@ def per_item(
     for ratings in people.values():
         for item in ratings:
             counts[item] = counts.get(item, 0) + 1
-    items = sorted((i for i, c in counts.items() if c >= max(2, min_humans_per_item) and i in judged), key=str)
+    items = _in_order([i for i, c in counts.items() if c >= max(2, min_humans_per_item) and i in judged])
     names = list(people)
     rated, wf, wh = (np.zeros((len(items), len(names))) for _ in range(3))
     for u, item in enumerate(items):
@@ -85,6 +85,15 @@ def per_item(
             wf[u, j] = float(_at_least(judge_score, human_score))
             wh[u, j] = float(_at_least(human_score, judge_score))
     return PerItem(items, names, rated, wf, wh)
+
+
+def _in_order(items: list[Hashable]) -> list[Hashable]:
+    """The items sorted (the report's item keys: the resamples' counts follow the same order as every other
+    interval's); keys that do not compare are sorted by their text."""
+    try:
+        return sorted(items)  # type: ignore[type-var]
+    except TypeError:
+        return sorted(items, key=str)
 
 
 def _by_rejections(p: FloatArray, tested: npt.NDArray[np.bool_], q: float) -> FloatArray:
