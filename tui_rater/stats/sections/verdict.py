@@ -294,7 +294,7 @@ def _lay_out_verdict(found: Found, who: Who) -> Table | None:
             if (r.attribute, r.evaluator) == (attribute, judge) and r.statistic == "wins" and r.evaluator_b is not None
         ]
         per_human = "  ".join(_human(get, human) for human in humans)
-        rho = cells.value(get(None, "advantage_probability"), 3)
+        rho = _shown(get(None, "advantage_probability"), 3)
         rho += f" (#{rank.value:g})" if rank and rank.value else ""
         reason = without_not_ready(said.note) if said is not None and said.value is None else ""
         tested = get(None, "winning_rate")
@@ -302,7 +302,7 @@ def _lay_out_verdict(found: Found, who: Who) -> Table | None:
             [
                 attribute,
                 who(judge, attribute),
-                cells.value(tested),
+                _shown(tested),
                 cell,
                 "; ".join(not_ready_caveat(not_ready, footnotes) + caveats(found, attribute, judge)) or "none",
                 rho,
@@ -315,15 +315,20 @@ def _lay_out_verdict(found: Found, who: Who) -> Table | None:
     header = [
         "attribute",
         "judge",
-        "ω",
+        "ω [95% CI]",
         "verdict",
         "caveats",
-        "ρ (rank)",
+        "ρ [95% CI] (rank)",
         "humans",
         "per human: BY-adjusted p, ✓ judge wins",
         "note",
     ]
     return title, header, rows
+
+
+def _shown(record: Record | None, digits: int = 2) -> str:
+    """A figure and its item-bootstrap interval, where it has one."""
+    return " ".join(x for x in (cells.value(record, digits), cells.interval(record)) if x)
 
 
 def _human(get: Callable[[str | None, str], Record | None], human: str) -> str:
