@@ -55,7 +55,9 @@ def _story(path, seed=4) -> dict:
         for key, v in zip(keys, values):
             study.add_rating(key, "likability", rater.id, float(v))
     z = (lengths - lengths.mean()) / lengths.std(ddof=1)
-    judge_values = np.clip(np.round(truth + 0.4 * z + 0.5 * (np.array(systems) == "mine") + rng.normal(0, 0.6, ITEMS)), 1, 5)
+    judge_values = np.clip(
+        np.round(truth + 0.4 * z + 0.5 * (np.array(systems) == "mine") + rng.normal(0, 0.6, ITEMS)), 1, 5
+    )
     judge = study.judge("judge", {"api_model": "m", "mode": "text"})
     for key, v in zip(keys, judge_values):
         insert(study, key, "likability", judge.id, float(v))
@@ -162,7 +164,13 @@ def _pairs(path, seed=9) -> dict:
     la, lb = rng.integers(20, 300, size=n), rng.integers(20, 300, size=n)
     systems = ["mine vs other" if i % 2 else "other vs mine" for i in range(n)]
     rows = [
-        {"id": f"p{i}", "system": systems[i], "prompt": f"P{i}", "story_a": "w " * int(la[i]), "story_b": "w " * int(lb[i])}
+        {
+            "id": f"p{i}",
+            "system": systems[i],
+            "prompt": f"P{i}",
+            "story_a": "w " * int(la[i]),
+            "story_b": "w " * int(lb[i]),
+        }
         for i in range(n)
     ]
     study.add_items(study.task("story-pairwise"), rows)

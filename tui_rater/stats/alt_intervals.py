@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +46,7 @@ class PerItem:
 class AltIntervals:
     winning_rate: iv.Interval  # ω
     advantage_probability: iv.Interval  # ρ
+    per_human: dict[str, tuple[iv.Interval, iv.Interval]] = field(default_factory=dict)  # human -> ρ^f_j, ρ^h_j
 
 
 def _at_least(a: float, b: float) -> bool:
@@ -161,7 +162,25 @@ def alt_test_intervals(
     omega, rho = resampled(
         found, epsilon=epsilon, alpha=alpha, min_humans=min_humans, min_items_per_human=min_items_per_human
     )
-    return AltIntervals(_percentile(omega), _percentile(rho))
+    return AltIntervals(_percentile(omega), _percentile(rho), per_human(found))
+
+
+def per_human(found: PerItem) -> dict[str, tuple[iv.Interval, iv.Interval]]:
+    """Each human's ρ^f_j and ρ^h_j (the shares of their items where the judge, or they, align at least as
+    well) over the same resamples of the test's items; a resample without any of the human's items has none."""
+    draws: list[tuple[FloatArray, FloatArray]] = []
+    n_items = len(found.items)
+    for w in iv.resamples(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 3)))):
+        n = w @ found.rated
+        with np.errstate(all="ignore"):
+            draws.append(((w @ found.w_judge) / n, (w @ found.w_human) / n))
+    judge = np.concatenate([a for a, _ in draws])
+    human = np.concatenate([b for _, b in draws])
+    return {
+        name: (iv.percentile(judge[:, j]), iv.percentile(human[:, j]))
+        for j, name in enumerate(found.humans)
+        if found.rated[:, j].sum() >= 2
+    }
 
 
 def _percentile(draws: FloatArray) -> iv.Interval:

@@ -170,7 +170,11 @@ def _records(
     add("winning_rate", _with(result.winning_rate, result.humans_tested, found.winning_rate), note=note)
     passed = None if result.passed is None else float(result.passed)
     add("verdict", value=passed, n=result.humans_tested, note=_verdict_note(result, source))
-    add("advantage_probability", _with(result.advantage_probability, result.items, found.advantage_probability), note=note)
+    add(
+        "advantage_probability",
+        _with(result.advantage_probability, result.items, found.advantage_probability),
+        note=note,
+    )
     ranked = result.advantage_probability is not None
     add(
         "rank",
@@ -178,7 +182,7 @@ def _records(
         n=len(rhos),
         note=f"by ρ among {len(rhos)} judge{'s' if len(rhos) != 1 else ''}" if ranked else note,
     )
-    _per_human(data, attribute, result)
+    _per_human(data, attribute, result, found)
 
 
 def _agreement_caveat(data: ReportData, attribute: str, judge: str, human_alpha: ag.Stat) -> None:
@@ -213,14 +217,15 @@ def _agreement_caveat(data: ReportData, attribute: str, judge: str, human_alpha:
     )
 
 
-def _per_human(data: ReportData, attribute: str, result: at.AltTest) -> None:
+def _per_human(data: ReportData, attribute: str, result: at.AltTest, found: alt_intervals.AltIntervals) -> None:
     tested = [c for c in result.comparisons if c.tested]
     # the undefined p (0/0) counts as 1, as in the test's own Benjamini-Yekutieli step
     adjusted = dict(zip((c.human for c in tested), at.by_adjusted([1.0 if c.p is None else c.p for c in tested])))
     for c in result.comparisons:
         add = partial(data.add, "verdict", attribute, ALL, result.judge, evaluator_b=c.human, n=c.items, note=c.note)
-        add("rho_judge", value=c.rho_judge)
-        add("rho_human", value=c.rho_human)
+        judge_interval, human_interval = found.per_human.get(c.human, (iv.none("not tested"),) * 2)
+        add("rho_judge", _with(c.rho_judge, c.items, judge_interval))
+        add("rho_human", _with(c.rho_human, c.items, human_interval))
         add("t", value=c.t, p=c.p)
         add("p_adjusted", value=adjusted.get(c.human) if c.p is not None else None)
         add("wins", value=float(c.rejected) if c.tested else None)
