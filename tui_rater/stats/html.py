@@ -135,30 +135,33 @@ def _task(task: str, report: Report, shaped: Shaped | None = None, notes: list[s
 
 
 # (table, statistic, panel title): the figures drawn with their intervals as error bars
+# (table, statistic, panel title, the dashed line: no bias, or where the verdict turns)
 VERDICT_BARS = (
-    ("verdict", "winning_rate", "winning rate ω (may replace at ≥ 0.5)"),
-    ("verdict", "advantage_probability", "advantage probability ρ"),
+    ("verdict", "winning_rate", "ω (may replace at ≥ 0.5)", 0.5),
+    ("verdict", "advantage_probability", "ρ", None),
 )
 BIAS_BARS = (
-    ("bias", "leniency", "leniency: judge minus people"),
-    ("bias", "length_slope", "length slope beyond the people, per SD"),
-    ("bias", "self_preference", "self-preference"),
-    ("position", "first_position_rate", "first-shown text wins"),
-    ("position", "order_consistency", "same verdict in both orders"),
+    ("bias", "leniency", "leniency", 0.0),
+    ("bias", "length_slope", "length slope (per SD)", 0.0),
+    ("bias", "self_preference", "self-preference", 0.0),
+    ("position", "first_position_rate", "first shown wins", 0.5),
+    ("position", "order_consistency", "order consistency", None),
 )
 
 
-def _error_bars(records: list[Record], which: tuple[tuple[str, str, str], ...], caption: str) -> list[Part]:
+def _error_bars(
+    records: list[Record], which: tuple[tuple[str, str, str, float | None], ...], caption: str
+) -> list[Part]:
     """One figure: per statistic, each (question, judge)'s value and interval as an error bar."""
-    panels = []
-    for table, statistic, title in which:
+    panels: list[plots.Panel] = []
+    for table, statistic, title, line in which:
         rows: list[plots.Bar] = [
             (f"{r.attribute} · {r.evaluator}", r.value, r.ci_low, r.ci_high)
             for r in records
             if r.table == table and r.statistic == statistic and r.evaluator_b is None and r.value is not None
         ]
-        panels.append((title, rows))
-    if not any(rows for _, rows in panels):
+        panels.append((title, rows, line))
+    if not any(rows for _, rows, _ in panels):
         return []
     described = "; ".join(
         f"{title}: "
@@ -167,7 +170,7 @@ def _error_bars(records: list[Record], which: tuple[tuple[str, str, str], ...], 
             + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else " (no interval)")
             for name, value, low, high in rows
         )
-        for title, rows in panels
+        for title, rows, _ in panels
         if rows
     )
     alt = f"Dot plots with error bars, one panel per figure: {described}."
