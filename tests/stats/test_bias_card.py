@@ -285,3 +285,11 @@ def test_demo_study_has_a_card_per_question_checked_here(cli, demo):
     assert slope["value"] == pytest.approx(_slope(judged[keep], people[keep], length[keep]), abs=1e-9)
     lenient = _one(records, "bias", "coherence", next(iter(people_ids)), "leniency")
     assert lenient["value"] == pytest.approx(np.mean(judged[keep] - people[keep]), abs=1e-9)
+
+
+@pytest.mark.parametrize("given", ["nobody=mine", "judge=nowhere"])
+def test_a_family_naming_an_unknown_judge_or_system_is_one_sentence(cli, story, given):
+    db, _ = story
+    code, out, err = cli("report", "--db", db, "--format", "json", "--family", given)
+    assert code != 0 and out == ""
+    assert "--family" in err and len(err.strip().splitlines()) == 1
