@@ -79,7 +79,13 @@ def check_families(study: Study, families: tuple[tuple[str, tuple[str, ...]], ..
     if not families:
         return
     judges = [rater.name for rater in study.raters("llm")]
-    systems = {head.system for name in task_names for head in study.item_heads(name) if head.system}
+    from tui_rater.stats.sections.pairwise import compared_systems
+
+    systems: set[str] = set()
+    for name in task_names:
+        for head in study.item_heads(name):
+            systems.update((head.system,) if head.system else ())
+            systems.update(compared_systems(head.system or "") or ())  # a pair "X vs Y" names both
     for judge, named in families:
         if judge not in judges:
             raise UserError(
