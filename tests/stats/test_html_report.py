@@ -96,18 +96,21 @@ def test_sections_and_plots(page):
         "with the diagonal of agreement",
         "likability: confusion counts",
         "likability: calibration: the judge's expected score",
+        "The alt-test's ω and ρ with their 95% item-bootstrap intervals",
+        "Bias cards: each figure with its 95% item-bootstrap interval",
     ):
         assert expected in captions
     text = " ".join(parsed.text)
     assert "Can the judge replace the humans? Alternative annotator test" in text
     assert "Bias-corrected system means" in text and "Table 1" in text
     images = [attrs for tag, attrs in parsed.tags if tag == "img"]
-    assert len(images) == len(parsed.captions) >= 9  # 1 verdict curve, 4 PPI curves (one per judge), 4 per question
+    # 1 verdict curve, 4 PPI curves (one per judge), 4 per question, the error bars of ω / ρ and of the bias cards
+    assert len(images) == len(parsed.captions) >= 11
     alts = [attrs["alt"] for attrs in images]
     assert len(set(alts)) == len(alts)  # each figure described, none "figure N"
     for alt in alts:
         assert alt.startswith(
-            ("Two line charts", "Line charts", "Bar chart", "Scatter plot", "Heat map", "Calibration")
+            ("Two line charts", "Line charts", "Bar chart", "Scatter plot", "Heat map", "Calibration", "Dot plots")
         )
         assert "likability" in alt and len(alt) > 80
     assert any(HOSTILE_JUDGE in alt for alt in alts)  # a name from the data, as text (escaped in the file)

@@ -220,9 +220,10 @@ def test_the_verdict_table_and_markdown(simulated):
     text = out.stdout.split("Can the judge replace the humans? Alternative annotator test")[1]
     assert "ε = 0.2 (the paper's value for expert raters" in text
     line = next(row for row in text.splitlines() if row.startswith("| likability | copycat |"))
-    assert "| 1.00 | yes: may replace |" in line and "h1 " in line and "✓" in line
+    # ω with its item-bootstrap interval (stats/alt_intervals.py)
+    assert "| 1.00 [" in line and "] | yes: may replace |" in line and "h1 " in line and "✓" in line
     random_line = next(row for row in text.splitlines() if row.startswith("| likability | random |"))
-    assert "| 0.00 | no |" in random_line and "(#3)" in random_line
+    assert "| 0.00 [" in random_line and "] | no |" in random_line and "(#3)" in random_line
     assert "Alternative annotator test across questions" in text
 
 

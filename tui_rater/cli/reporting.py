@@ -58,7 +58,8 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         "x system, Welch marks), Table 2 (Kendall tau humans vs each judge), rater pairs and Table 6 per writer, "
         "Table 3 (judge runs differing in variant or temperature), Table 12 (per-rater means per system); for "
         "pairwise answers verdict shares, kappa, position bias, Bradley-Terry and Chen et al.'s meta-evaluation; "
-        "SPA's Table 1; each judge's readings and whether it is agreement-ready; whether a judge may replace the "
+        "SPA's Table 1; each judge's readings and whether it is agreement-ready; each judge's bias card (leniency, "
+        "length slope, position bias, self-preference with --family); whether a judge may replace the "
         "human raters (the alternative annotator test: omega, verdict, rho, at margin --epsilon), bias-corrected "
         "system means with a judge on every item and humans on a sample (prediction-powered inference), and how "
         "both converge as ratings arrive (docs/VERDICT.md). JSON/CSV: one record per number; html: one "
@@ -106,6 +107,14 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="leave this annotator's ratings out of every table, verdict and system score (e.g. one `progress` "
         "marks careless); repeat for several; the report files say so",
+    )
+    p.add_argument(
+        "--family",
+        action="append",
+        default=[],
+        metavar="JUDGE=SYSTEM,SYSTEM",
+        help="the systems made by the judge's own model family: the bias card then shows the judge's "
+        "self-preference (its leniency on them minus on the others); repeat for several judges",
     )
     p.add_argument("--out", type=Path, help="write to this file instead of the terminal")
     p.add_argument("--raw-csv", action="store_true", help=RAW_CSV_HELP)
@@ -162,7 +171,22 @@ def _report_settings(args: argparse.Namespace) -> ReportSettings:
         verdict=VerdictSettings(epsilon=args.epsilon, raters=args.raters),
         reference=args.reference,
         excluded_annotators=tuple(dict.fromkeys(args.exclude_annotator)),
+        families=families(args.family),
     )
+
+
+def families(given: list[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``--family JUDGE=SYS,SYS`` as (judge, systems) pairs; a malformed or repeated one is one sentence."""
+    found: dict[str, tuple[str, ...]] = {}
+    for text in given:
+        judge, equals, listed = text.partition("=")
+        systems = tuple(dict.fromkeys(s.strip() for s in listed.split(",") if s.strip()))
+        if not equals or not judge.strip() or not systems:
+            raise UserError(f"--family takes JUDGE=SYSTEM,SYSTEM (a judge and its family's systems), not {text!r}")
+        if judge.strip() in found:
+            raise UserError(f"--family names the judge {judge.strip()!r} twice: list all its systems once")
+        found[judge.strip()] = systems
+    return tuple(found.items())
 
 
 def report_format(asked: str | None, out: Path | None) -> str:

@@ -64,12 +64,36 @@ def what_shaped(study: Study, task_names: list[str], settings: ReportSettings | 
 
 def _built(study: Study, task_names: list[str] | None, settings: ReportSettings) -> Iterator[Report]:
     tasks = [study.task(name) for name in task_names or study.item_task_names()]  # an unknown task: one sentence
+    check_families(study, settings.families, [task.name for task in tasks])
     for task in tasks:
         verdict = _with_inclusion(study, task.name, settings.verdict, settings.excluded_annotators)
         report = Report(study, task, replace(settings, verdict=verdict))
         report.build()
         if report.records or task_names:
             yield report
+
+
+def check_families(study: Study, families: tuple[tuple[str, tuple[str, ...]], ...], task_names: list[str]) -> None:
+    """``report --family JUDGE=SYSTEM,...``: a judge or a system the study does not have is one sentence (a typo
+    would otherwise leave the bias card without its self-preference, silently)."""
+    if not families:
+        return
+    judges = [rater.name for rater in study.raters("llm")]
+    from tui_rater.stats.sections.pairwise import compared_systems
+
+    systems: set[str] = set()
+    for name in task_names:
+        for head in study.item_heads(name):
+            systems.update((head.system,) if head.system else ())
+            systems.update(compared_systems(head.system or "") or ())  # a pair "X vs Y" names both
+    for judge, named in families:
+        if judge not in judges:
+            raise UserError(
+                f"--family {judge!r}: no judge of that name in {study.path} (its judges: {', '.join(judges) or 'none'})"
+            )
+        unknown = [system for system in named if system not in systems]
+        if unknown:
+            raise UserError(f"--family {judge}: no item of the system {unknown[0]!r} in the tasks reported")
 
 
 def _with_inclusion(

@@ -123,13 +123,58 @@ def _task(task: str, report: Report, shaped: Shaped | None = None, notes: list[s
     named = render.named_tables(records)
     out += _part("Can the judge stand in for the raters?", named, VERDICT_TABLES)
     out += _caveats(records)
+    out += _error_bars(records, VERDICT_BARS, "The alt-test's ω and ρ with their 95% item-bootstrap intervals")
     out += _verdict_curves(records)
     out += _part("System scores, bias-corrected", named, PPI_TABLES)
     out += _ppi_curves(records)
     out += _questions(report)
     rest = tuple(name for name, _ in named if name not in (*VERDICT_TABLES, *PPI_TABLES, *NOT_SHOWN))
     out += _part("All tables", named, rest)
+    out += _error_bars(records, BIAS_BARS, "Bias cards: each figure with its 95% item-bootstrap interval")
     return out
+
+
+# (table, statistic, panel title): the figures drawn with their intervals as error bars
+# (table, statistic, panel title, the dashed line: no bias, or where the verdict turns)
+VERDICT_BARS = (
+    ("verdict", "winning_rate", "ω (may replace at ≥ 0.5)", 0.5),
+    ("verdict", "advantage_probability", "ρ", None),
+)
+BIAS_BARS = (
+    ("bias", "leniency", "leniency", 0.0),
+    ("bias", "length_slope", "length slope (per SD)", 0.0),
+    ("bias", "self_preference", "self-preference", 0.0),
+    ("position", "first_position_rate", "first shown wins", 0.5),
+    ("position", "order_consistency", "order consistency", None),
+)
+
+
+def _error_bars(
+    records: list[Record], which: tuple[tuple[str, str, str, float | None], ...], caption: str
+) -> list[Part]:
+    """One figure: per statistic, each (question, judge)'s value and interval as an error bar."""
+    panels: list[plots.Panel] = []
+    for table, statistic, title, line in which:
+        rows: list[plots.Bar] = [
+            (f"{r.attribute} · {r.evaluator}", r.value, r.ci_low, r.ci_high)
+            for r in records
+            if r.table == table and r.statistic == statistic and r.evaluator_b is None and r.value is not None
+        ]
+        panels.append((title, rows, line))
+    if not any(rows for _, rows, _ in panels):
+        return []
+    described = "; ".join(
+        f"{title}: "
+        + ", ".join(
+            f"{safe_text(name, inline=True)} {value:.2f}"
+            + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else " (no interval)")
+            for name, value, low, high in rows
+        )
+        for title, rows, _ in panels
+        if rows
+    )
+    alt = f"Dot plots with error bars, one panel per figure: {described}."
+    return [_Job(partial(plots.error_bars, caption, panels), caption, alt)]
 
 
 def _part(heading: str, named: list[tuple[str, Table]], names: tuple[str, ...]) -> list[str]:

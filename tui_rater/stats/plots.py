@@ -303,6 +303,44 @@ def ppi_curves_figure(attribute: str, judge: str, found: Sequence[Curve]) -> Fig
     return figure
 
 
+# --- figures with their intervals ----------------------------------------------------------------------
+
+Bar = tuple[str, float, float | None, float | None]  # (row label, value, 95 % low, high): low/high None: none
+
+
+Panel = tuple[str, Sequence[Bar], float | None]  # (title, rows, where "no bias" / the verdict's line lies)
+
+
+def error_bars_figure(title: str, panels: Sequence[Panel]) -> Figure | None:
+    """One panel per statistic: each row's value as a dot with its 95 % interval as an error bar (a row without
+    an interval is a hollow dot), and a dashed line at the panel's reference; None when no panel has a row."""
+    shown = [(name, rows, line) for name, rows, line in panels if rows]
+    if not shown:
+        return None
+    tallest = max(len(rows) for _, rows, _ in shown)
+    figure, axes = _figure(len(shown), height=max(PANEL[1], 0.9 + 0.28 * tallest))
+    for ax, (name, rows, line) in zip(axes, shown):
+        if line is not None:
+            ax.axvline(line, linestyle="--", color="grey", linewidth=0.8)
+        y = np.arange(len(rows))[::-1]
+        values = np.array([r[1] for r in rows], dtype=float)
+        low = np.array([r[1] if r[2] is None else r[2] for r in rows], dtype=float)
+        high = np.array([r[1] if r[3] is None else r[3] for r in rows], dtype=float)
+        bounded = np.array([r[2] is not None and r[3] is not None for r in rows])
+        ax.errorbar(
+            values[bounded],
+            y[bounded],
+            xerr=[values[bounded] - low[bounded], high[bounded] - values[bounded]],
+            fmt="o",
+            capsize=3,
+        )
+        ax.plot(values[~bounded], y[~bounded], "o", mfc="none", color="grey")
+        ax.set_yticks(y, [label(r[0]) for r in rows], fontsize="small")
+        ax.set_title(fitted(label(name), PANEL[0] * 0.5), fontsize="medium")
+    figure.suptitle(fitted(title, PANEL[0] * min(COLUMNS, len(shown)) * 0.9, 12))
+    return figure
+
+
 # --- as SVG text (what the HTML page inlines) ------------------------------------------------------------
 
 
@@ -332,3 +370,7 @@ def verdict_curves(attribute: str, found: Sequence[Curve]) -> str | None:
 
 def ppi_curves(attribute: str, judge: str, found: Sequence[Curve]) -> str | None:
     return _svg_of(ppi_curves_figure(attribute, judge, found))
+
+
+def error_bars(title: str, panels: Sequence[Panel]) -> str | None:
+    return _svg_of(error_bars_figure(title, panels))

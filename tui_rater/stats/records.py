@@ -6,8 +6,9 @@
      "ci_low": -0.02, "ci_high": 0.17, "ci": "item bootstrap, 1000 resamples, percentile 95%"}
 
 The JSON and CSV outputs are these records, so they stay stable and self-describing. ``ci_low`` / ``ci_high`` are
-the figure's 95 % interval and ``ci`` how it was made (``stats/intervals.py``) or why a figure has none; ``ci`` is
-blank on records that are not estimates of agreement (counts, settings, test statistics, each end of an interval).
+the figure's 95 % interval and ``ci`` how it was made (``stats/intervals.py``) or why a figure has none: a count, a
+setting, a test statistic, an end of an interval (``stats/interval_notes.py``); ``ci`` is blank only on records
+without a figure (``value`` null, the note says why).
 """
 
 from __future__ import annotations

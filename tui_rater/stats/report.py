@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from tui_rater.domain import protocols
 from tui_rater.domain.tasks import Attribute
+from tui_rater.stats import interval_notes
 from tui_rater.stats.agreement import Stat
 from tui_rater.stats.records import ALL, HUMANS, SCHEMA, Record, as_dicts
 from tui_rater.stats.sections import SECTIONS, check_protocols
@@ -68,6 +69,7 @@ class Report(ReportData):
         for section in SECTIONS.values():
             if section.runs is Runs.ALWAYS:  # after the marks: the notes people left hold no agreement
                 self._compute(section, list(self.task.attributes))
+        self.records = interval_notes.explain(self.records)  # each figure's interval, or why it has none
         return self.records
 
     def _compute(self, section: Section, attributes: list[Attribute]) -> list[Record]:

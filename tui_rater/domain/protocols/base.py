@@ -159,6 +159,7 @@ class EvaluationProtocol:
         "ppi",
         "convergence",
         "retest",  # a person against themselves (annotate --retest)
+        "bias",  # the bias card: leniency, length, self-preference (stats/bias.py)
     )
     # SPA gives each annotator one packet (one item) rather than every item
     one_item_per_annotator: ClassVar[bool] = False

@@ -107,6 +107,7 @@ class PairwiseComparison(ChoiceAnswer):
         "verdict",
         "convergence",
         "retest",
+        "bias",  # the bias card: position, order consistency, length, self-preference (stats/bias.py)
     )
 
     def variants(self, task: Task, attribute: Attribute) -> tuple[str, ...]:

@@ -32,6 +32,7 @@ class LikertRating(EvaluationProtocol):
         "ppi",
         "convergence",
         "retest",  # a person against themselves (annotate --retest)
+        "bias",  # the bias card: leniency, length, self-preference (stats/bias.py)
     )
     scale_kinds: ClassVar[tuple[str, ...]] = ("likert",)
 

@@ -42,6 +42,7 @@ class ContinuousScore(EvaluationProtocol):
         "ppi",
         "convergence",
         "retest",  # a person against themselves (annotate --retest)
+        "bias",  # the bias card: leniency, length, self-preference (stats/bias.py)
     )
 
 

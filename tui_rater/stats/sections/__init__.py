@@ -17,6 +17,7 @@ from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.protocols import EvaluationProtocol
 from tui_rater.stats.sections import (
+    bias_card,
     bias_corrected,
     converging,
     extremes,
@@ -58,6 +59,7 @@ for _section in (
     bias_corrected.SECTION,
     converging.SECTION,
     retest.SECTION,
+    bias_card.SECTION,
     extremes.SECTION,
     readings.SECTION,  # every question a judge read
     judges.SECTION,
@@ -87,6 +89,7 @@ LAYOUTS: tuple[Layout, ...] = (
     bias_corrected.DIFFERENCES,
     converging.CURVES,
     retest.TABLE,
+    bias_card.CARD,
     readings.TABLE,
     extremes.TABLE,
     judges.TABLE,

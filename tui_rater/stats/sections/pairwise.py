@@ -25,7 +25,9 @@ import numpy as np
 
 from tui_rater.domain.protocols import FIRST, ORIGINAL, SECOND, SWAPPED, TIE
 from tui_rater.domain.tasks import Attribute
+from tui_rater.stats import bias as card
 from tui_rater.stats import systems as st
+from tui_rater.stats.agreement import Stat
 from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.sections import cells
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
@@ -44,6 +46,12 @@ def preference(verdicts: np.ndarray) -> np.ndarray:
     return out
 
 
+def compared_systems(system: str) -> tuple[str, str] | None:
+    """The two systems an item "X vs Y" compares (X wrote the first compared text), or None."""
+    match = _VERSUS.match(system)
+    return (match.group(1), match.group(2)) if match else None
+
+
 def position(data: ReportData, attributes: Sequence[Attribute]) -> None:
     for attribute in attributes:
         for judge in data.judges:
@@ -58,18 +66,27 @@ def position(data: ReportData, attributes: Sequence[Attribute]) -> None:
             bias = st.position_bias(judgements)
 
             add = partial(data.add, "position", attribute.name, data.overall, judge, n=bias.pairs)
+            # the same ratios with their intervals over the pairs (stats/bias.py); shown in the bias card
+            counts = card.order_counts(original, swapped)
+            first = card.ratio(counts.first, counts.decisive)
             add(
                 "first_position_rate",
-                value=bias.first_position_rate,
+                _with_interval(first, bias.pairs),
                 note="" if bias.first_position_rate is not None else "no decisive verdicts",
             )
             add(
                 "order_consistency",
-                value=bias.consistent_rate,
+                _with_interval(card.ratio(counts.consistent, counts.complete), bias.pairs),
                 note="" if bias.consistent_rate is not None else "no pair judged in both orders",
             )
             for verdict, count in bias.verdicts.items():
                 add(f"final_{verdict}", value=float(count), note="inconsistent orders count as ties")
+
+
+def _with_interval(estimate: card.Estimate, pairs: int) -> Stat:
+    interval = estimate.interval
+    extra = {"ci_low": interval.low, "ci_high": interval.high, "ci": interval.method}
+    return Stat(estimate.value, pairs, "", None, extra)
 
 
 def _code(value: float) -> float | None:
@@ -190,6 +207,7 @@ def _lay_out_position(found: Found, who: Who) -> Table | None:
             str(r.n),
         ]
         for r in found.of("position")
+        if r.statistic.startswith("final_")  # the rates are in the bias card, with their intervals
     ]
     return (POSITION.title, ["attribute", "judge", "statistic", "value", "pairs"], rows) if rows else None
 
@@ -222,7 +240,8 @@ def _lay_out_pair_meta(found: Found, who: Who) -> Table | None:
 
 POSITION = Layout(
     "position",
-    "Pairwise judgements in both orders: position bias, order consistency, final verdicts",
+    "Pairwise judgements in both orders: final verdicts, inconsistent orders counted as ties (position bias "
+    "and order consistency: the bias card)",
     ("position",),
     _lay_out_position,
 )

@@ -85,6 +85,13 @@ class ReportSettings:
     # annotators the lead leaves out (``report --exclude-annotator``, e.g. one `progress` marked careless): none of
     # their ratings is read, so no table, verdict or system score has them; the report files say so
     excluded_annotators: tuple[str, ...] = ()
+    # judge -> the systems made by its own model family (``report --family JUDGE=SYS,SYS``): the bias card's
+    # self-preference compares the judge's leniency on them with that on the others (``stats/bias.py``)
+    families: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def family(self, judge: str) -> tuple[str, ...]:
+        """The systems the user says share the judge's model family (none declared: empty)."""
+        return next((systems for name, systems in self.families if name == judge), ())
 
     def __post_init__(self) -> None:
         if self.reference not in REFERENCES:

@@ -28,7 +28,9 @@ import numpy as np
 from tui_rater.domain.readiness import NOT_READY
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
+from tui_rater.stats import alt_intervals
 from tui_rater.stats import alternative_annotator as at
+from tui_rater.stats import intervals as iv
 from tui_rater.stats.records import ALL, HUMANS, Record
 from tui_rater.stats.sections import cells
 from tui_rater.stats.sections.base import (
@@ -119,7 +121,10 @@ def verdict(data: ReportData, attributes: Sequence[Attribute]) -> None:
             data.matrix(HUMANS, attribute.name, ALL), levels[attribute.name], attribute.scale.points or None
         )
         for result in ranked:
-            _records(data, attribute.name, result, source, rhos)
+            found = alt_intervals.alt_test_intervals(
+                humans, judges[result.judge], level=levels[attribute.name], epsilon=eps, alpha=FDR
+            )
+            _records(data, attribute.name, result, source, rhos, found)
             _agreement_caveat(data, attribute.name, result.judge, human_alpha)
             across.setdefault(result.judge, {})[attribute.name] = (humans, judges[result.judge])
     for judge, settings in across.items():
@@ -146,14 +151,30 @@ def _rank(rho: float | None, rhos: list[float]) -> float | None:
     return None if rho is None else float(1 + sum(other > rho for other in rhos))
 
 
-def _records(data: ReportData, attribute: str, result: at.AltTest, source: str, rhos: list[float]) -> None:
+def _with(value: float | None, n: int, interval: iv.Interval) -> ag.Stat:
+    """A figure of the alt-test with its item-bootstrap interval (``stats/alt_intervals.py``)."""
+    return iv.with_interval(ag.Stat(value, n), interval)
+
+
+def _records(
+    data: ReportData,
+    attribute: str,
+    result: at.AltTest,
+    source: str,
+    rhos: list[float],
+    found: alt_intervals.AltIntervals,
+) -> None:
     add = partial(data.add, "verdict", attribute, ALL, result.judge)
     note = result.note
     add("epsilon", value=result.epsilon, note=source)
-    add("winning_rate", value=result.winning_rate, n=result.humans_tested, note=note)
+    add("winning_rate", _with(result.winning_rate, result.humans_tested, found.winning_rate), note=note)
     passed = None if result.passed is None else float(result.passed)
     add("verdict", value=passed, n=result.humans_tested, note=_verdict_note(result, source))
-    add("advantage_probability", value=result.advantage_probability, n=result.items, note=note)
+    add(
+        "advantage_probability",
+        _with(result.advantage_probability, result.items, found.advantage_probability),
+        note=note,
+    )
     ranked = result.advantage_probability is not None
     add(
         "rank",
@@ -161,7 +182,7 @@ def _records(data: ReportData, attribute: str, result: at.AltTest, source: str, 
         n=len(rhos),
         note=f"by ρ among {len(rhos)} judge{'s' if len(rhos) != 1 else ''}" if ranked else note,
     )
-    _per_human(data, attribute, result)
+    _per_human(data, attribute, result, found)
 
 
 def _agreement_caveat(data: ReportData, attribute: str, judge: str, human_alpha: ag.Stat) -> None:
@@ -196,14 +217,15 @@ def _agreement_caveat(data: ReportData, attribute: str, judge: str, human_alpha:
     )
 
 
-def _per_human(data: ReportData, attribute: str, result: at.AltTest) -> None:
+def _per_human(data: ReportData, attribute: str, result: at.AltTest, found: alt_intervals.AltIntervals) -> None:
     tested = [c for c in result.comparisons if c.tested]
     # the undefined p (0/0) counts as 1, as in the test's own Benjamini-Yekutieli step
     adjusted = dict(zip((c.human for c in tested), at.by_adjusted([1.0 if c.p is None else c.p for c in tested])))
     for c in result.comparisons:
         add = partial(data.add, "verdict", attribute, ALL, result.judge, evaluator_b=c.human, n=c.items, note=c.note)
-        add("rho_judge", value=c.rho_judge)
-        add("rho_human", value=c.rho_human)
+        judge_interval, human_interval = found.per_human.get(c.human, (iv.none("not tested"),) * 2)
+        add("rho_judge", _with(c.rho_judge, c.items, judge_interval))
+        add("rho_human", _with(c.rho_human, c.items, human_interval))
         add("t", value=c.t, p=c.p)
         add("p_adjusted", value=adjusted.get(c.human) if c.p is not None else None)
         add("wins", value=float(c.rejected) if c.tested else None)
@@ -277,7 +299,7 @@ def _lay_out_verdict(found: Found, who: Who) -> Table | None:
             if (r.attribute, r.evaluator) == (attribute, judge) and r.statistic == "wins" and r.evaluator_b is not None
         ]
         per_human = "  ".join(_human(get, human) for human in humans)
-        rho = cells.value(get(None, "advantage_probability"), 3)
+        rho = _shown(get(None, "advantage_probability"), 3)
         rho += f" (#{rank.value:g})" if rank and rank.value else ""
         reason = without_not_ready(said.note) if said is not None and said.value is None else ""
         tested = get(None, "winning_rate")
@@ -285,7 +307,7 @@ def _lay_out_verdict(found: Found, who: Who) -> Table | None:
             [
                 attribute,
                 who(judge, attribute),
-                cells.value(tested),
+                _shown(tested),
                 cell,
                 "; ".join(not_ready_caveat(not_ready, footnotes) + caveats(found, attribute, judge)) or "none",
                 rho,
@@ -298,15 +320,20 @@ def _lay_out_verdict(found: Found, who: Who) -> Table | None:
     header = [
         "attribute",
         "judge",
-        "ω",
+        "ω [95% CI]",
         "verdict",
         "caveats",
-        "ρ (rank)",
+        "ρ [95% CI] (rank)",
         "humans",
         "per human: BY-adjusted p, ✓ judge wins",
         "note",
     ]
     return title, header, rows
+
+
+def _shown(record: Record | None, digits: int = 2) -> str:
+    """A figure and its item-bootstrap interval, where it has one."""
+    return " ".join(x for x in (cells.value(record, digits), cells.interval(record)) if x)
 
 
 def _human(get: Callable[[str | None, str], Record | None], human: str) -> str:

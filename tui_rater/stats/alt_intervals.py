@@ -1,0 +1,190 @@
+"""Intervals for the alternative annotator test's winning rate ω and advantage probability ρ (issue 33 item 1).
+
+Calderon, Reichart & Dror (2025) give ω and ρ without an interval. Both are functions of per-item quantities:
+for each item u and left-out human j who rated it, W^f_uj (the judge aligns with the remaining humans at least
+as well as j) and W^h_uj (j does at least as well as the judge). The test's ρ^f_j, its paired t of
+d = W^h - W^f against ε, Benjamini-Yekutieli across the humans and so ω are sums over items of these, so the
+item bootstrap (``intervals.resamples``: the report's seeded draws, items resampled with every rating they
+carry) is one matrix product per resample block: ``w @ W`` gives each human's resampled sums. A resample is
+the alt-test of the data with each item repeated as drawn; a human left with fewer items than the test needs
+is not tested in that resample, and a resample with fewer tested humans than the verdict needs has no ω or ρ
+(it counts against the interval's ``LEAST_DEFINED`` share).
+
+The per-item W's are computed here, not inside ``alternative_annotator``'s loop (which returns only each
+human's means): with its public scoring functions and the paper's "at least as well" with the same tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats as sp
+
+from tui_rater.stats import alternative_annotator as at
+from tui_rater.stats import intervals as iv
+
+FloatArray = npt.NDArray[np.float64]
+Ratings = Mapping[Hashable, float]
+
+
+@dataclass(frozen=True)
+class PerItem:
+    """items x humans: whether the human rated the item (among the test's items), and W^f, W^h there (0 else)."""
+
+    items: list[Hashable]
+    humans: list[str]
+    rated: FloatArray
+    w_judge: FloatArray
+    w_human: FloatArray
+
+
+@dataclass(frozen=True)
+class AltIntervals:
+    winning_rate: iv.Interval  # ω
+    advantage_probability: iv.Interval  # ρ
+    per_human: dict[str, tuple[iv.Interval, iv.Interval]] = field(default_factory=dict)  # human -> ρ^f_j, ρ^h_j
+
+
+def _at_least(a: float, b: float) -> bool:
+    # the paper's >= (a tie counts for both), with alternative_annotator's relative tolerance
+    return a >= b - 1e-12 * max(1.0, abs(a), abs(b))
+
+
+def _present(value: object) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def per_item(
+    humans: Mapping[str, Ratings],
+    judge: Ratings,
+    *,
+    level: str = "interval",
+    min_humans_per_item: int = at.MIN_HUMANS_PER_ITEM,
+) -> PerItem:
+    """The test's items (rated by the judge and by at least 2 humans) and each human's W^f, W^h on them."""
+    score = at.SCORINGS[at.SCORING_FOR_LEVEL[level]]
+    people = {name: {i: float(v) for i, v in r.items() if _present(v)} for name, r in humans.items()}
+    judged = {i: float(v) for i, v in judge.items() if _present(v)}
+    counts: dict[Hashable, int] = {}
+    for ratings in people.values():
+        for item in ratings:
+            counts[item] = counts.get(item, 0) + 1
+    items = _in_order([i for i, c in counts.items() if c >= max(2, min_humans_per_item) and i in judged])
+    names = list(people)
+    rated, wf, wh = (np.zeros((len(items), len(names))) for _ in range(3))
+    for u, item in enumerate(items):
+        for j, name in enumerate(names):
+            if item not in people[name]:
+                continue
+            others = [people[o][item] for o in names if o != name and item in people[o]]
+            judge_score, human_score = score(judged[item], others), score(people[name][item], others)
+            rated[u, j] = 1.0
+            wf[u, j] = float(_at_least(judge_score, human_score))
+            wh[u, j] = float(_at_least(human_score, judge_score))
+    return PerItem(items, names, rated, wf, wh)
+
+
+def _in_order(items: list[Hashable]) -> list[Hashable]:
+    """The items sorted (the report's item keys: the resamples' counts follow the same order as every other
+    interval's); keys that do not compare are sorted by their text."""
+    try:
+        return sorted(items)  # type: ignore[type-var]
+    except TypeError:
+        return sorted(items, key=str)
+
+
+def _by_rejections(p: FloatArray, tested: npt.NDArray[np.bool_], q: float) -> FloatArray:
+    """Per row (resample): how many of its tested hypotheses Benjamini-Yekutieli rejects at FDR q."""
+    m = tested.sum(axis=1)
+    harmonic = np.array([np.sum(1.0 / np.arange(1, k + 1)) if k else 1.0 for k in range(p.shape[1] + 1)])[m]
+    ordered = np.sort(np.where(tested, p, np.inf), axis=1)
+    rank = np.arange(1, p.shape[1] + 1)[None, :]
+    below = ordered <= rank * q / (np.maximum(m, 1) * harmonic)[:, None]
+    # the step-up rule: the largest rank whose p is under its threshold; every smaller p is rejected with it
+    return np.where(below.any(axis=1), p.shape[1] - np.argmax(below[:, ::-1], axis=1), 0).astype(float)
+
+
+def resampled(
+    found: PerItem,
+    *,
+    epsilon: float = at.EPSILON_EXPERT,
+    alpha: float = 0.05,
+    min_humans: int = at.MIN_HUMANS,
+    min_items_per_human: int = at.MIN_ITEMS_PER_HUMAN,
+) -> tuple[FloatArray, FloatArray]:
+    """(ω, ρ) of each of the ``intervals.RESAMPLES`` resamples of the items (NaN: no verdict in that resample)."""
+    d = (found.w_human - found.w_judge) * found.rated
+    levels = [(found.rated > 0) & (d == v) for v in (-1.0, 0.0, 1.0)]
+    omegas, rhos = [], []
+    n_items = len(found.items)
+    for w in iv.resamples(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 6)))):
+        n = w @ found.rated
+        tested = n >= max(2, min_items_per_human)
+        with np.errstate(all="ignore"):
+            mean = (w @ d) / n
+            variance = ((w @ d**2) - n * mean**2) / (n - 1)
+            t = (mean - epsilon) / np.sqrt(np.maximum(variance, 0.0) / n)
+            p = sp.t.cdf(t, n - 1)
+            rho_judge = (w @ found.w_judge) / n
+        # d takes the values -1, 0, 1: a human whose resampled d are all one value has no variation
+        distinct = sum(((w > 0).astype(float) @ level.astype(float)) > 0 for level in levels)
+        flat = distinct <= 1
+        p = np.where(flat, np.where(mean < epsilon, 0.0, 1.0), p)  # mean == ε: undefined, never a rejection
+        p = np.where(np.isfinite(p), p, 1.0)
+        count = tested.sum(axis=1)
+        verdict = count >= min_humans
+        rejected = _by_rejections(p, tested, alpha)
+        with np.errstate(all="ignore"):
+            omegas.append(np.where(verdict, rejected / count, np.nan))
+            rhos.append(np.where(verdict, np.sum(np.where(tested, rho_judge, 0.0), axis=1) / count, np.nan))
+    return np.concatenate(omegas), np.concatenate(rhos)
+
+
+def alt_test_intervals(
+    humans: Mapping[str, Ratings],
+    judge: Ratings,
+    *,
+    level: str = "interval",
+    epsilon: float = at.EPSILON_EXPERT,
+    alpha: float = 0.05,
+    min_humans: int = at.MIN_HUMANS,
+    min_items_per_human: int = at.MIN_ITEMS_PER_HUMAN,
+) -> AltIntervals:
+    """The item-bootstrap percentile intervals of ``alternative_annotator.alt_test``'s ω and ρ."""
+    found = per_item(humans, judge, level=level)
+    if len(found.items) < 2:
+        reason = iv.none("fewer than 2 items rated by the judge and 2 humans")
+        return AltIntervals(reason, reason)
+    omega, rho = resampled(
+        found, epsilon=epsilon, alpha=alpha, min_humans=min_humans, min_items_per_human=min_items_per_human
+    )
+    return AltIntervals(_percentile(omega), _percentile(rho), per_human(found))
+
+
+def per_human(found: PerItem) -> dict[str, tuple[iv.Interval, iv.Interval]]:
+    """Each human's ρ^f_j and ρ^h_j (the shares of their items where the judge, or they, align at least as
+    well) over the same resamples of the test's items; a resample without any of the human's items has none."""
+    draws: list[tuple[FloatArray, FloatArray]] = []
+    n_items = len(found.items)
+    for w in iv.resamples(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 3)))):
+        n = w @ found.rated
+        with np.errstate(all="ignore"):
+            draws.append(((w @ found.w_judge) / n, (w @ found.w_human) / n))
+    judge = np.concatenate([a for a, _ in draws])
+    human = np.concatenate([b for _, b in draws])
+    return {
+        name: (iv.percentile(judge[:, j]), iv.percentile(human[:, j]))
+        for j, name in enumerate(found.humans)
+        if found.rated[:, j].sum() >= 2
+    }
+
+
+def _percentile(draws: FloatArray) -> iv.Interval:
+    found = iv.percentile(draws)
+    if found.ok:
+        return found
+    return iv.none(found.method.replace("too little variation", "too few humans with enough items to test"))
