@@ -18,6 +18,7 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.protocols import EvaluationProtocol
 from tui_rater.stats.sections import (
     bias_corrected,
+    calibration,
     converging,
     extremes,
     judges,
@@ -56,6 +57,8 @@ for _section in (
     # can the judge stand in for the raters? (docs/VERDICT.md)
     verdict.SECTION,
     bias_corrected.SECTION,
+    calibration.PPI_SECTION,  # means from the judge's whole distribution
+    calibration.CALIBRATION_SECTION,
     converging.SECTION,
     retest.SECTION,
     extremes.SECTION,
@@ -85,6 +88,8 @@ LAYOUTS: tuple[Layout, ...] = (
     verdict.ACROSS,
     bias_corrected.MEANS,
     bias_corrected.DIFFERENCES,
+    calibration.PPI,
+    calibration.CALIBRATION,
     converging.CURVES,
     retest.TABLE,
     readings.TABLE,
