@@ -217,3 +217,14 @@ def test_the_report_shows_calibration_checked_against_scikit_learn_and_scipy(tmp
     assert {r["evaluator"] for r in records} == {"reader"}
     table = run_cli_process("report", "--db", sim.path, "--format", "table")
     assert table.returncode == 0 and "split-half" in table.stdout and math.isfinite(mine["js_ceiling"]["value"])
+
+
+def test_the_html_report_draws_the_reliability_diagram_and_says_what_it_is_measured_against(tmp_path):
+    sim, _ = _distribution_study(tmp_path)
+    page = tmp_path / "r.html"
+    out = run_cli_process("report", "--db", sim.path, "--format", "html", "--out", page, timeout=300)
+    assert out.returncode == 0, out.stderr
+    text = page.read_text(encoding="utf-8")
+    assert "likability: reliability diagram" in text and "Calibration of the judges&#x27; distributions" in text
+    assert "against each person&#x27;s rating of the item" in text  # the table's caption says it
+    assert "recalibrated PPI++" in text  # beside the PPI tables

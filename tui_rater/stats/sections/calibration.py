@@ -181,7 +181,9 @@ def _scores(data: ReportData, add: partial[None], found: cal.Scores, suffix: str
     for b, (conf, share, count) in enumerate(
         zip(found.reliability.confidence, found.reliability.accuracy, found.reliability.counts)
     ):
-        add(f"reliability{suffix}_{b}", value=share, n=count, note=f"mean confidence {conf:.6f}")
+        # the reliability diagram's bin b: the judge's mean confidence and the share of ratings at its point
+        add(f"reliability_confidence{suffix}_{b}", value=conf, n=count)
+        add(f"reliability_share{suffix}_{b}", value=share, n=count)
     add(f"items{suffix}", value=float(found.items), n=found.items)
 
 
