@@ -86,30 +86,45 @@ def test_ppi_plus_plus_here_is_ppi_pys_estimate_at_the_same_lambda():
 
 
 def stratified_by_hand(f, y, strata):
-    """Fisch et al. (2024), StratPPI: θ̂ = Σ_k w_k θ̂_k (w_k = N_k / N), each θ̂_k PPI++ with its own λ̂_k;
-    Var = Σ_k w_k² Var θ̂_k; Neyman allocation n_k ∝ w_k sd_k(y − λ̂_k f)."""
-    estimate = variance = 0.0
-    spread = {}
+    """Fisch et al. (2024), StratPPI: θ̂ = Σ_k w_k θ̂_k(λ) (w_k = N_k / N), each θ̂_k = λ mean_N(f) + mean_n(y − λf),
+    with the one λ that minimises Σ_k w_k² Var θ̂_k(λ): d/dλ of Σ_k w_k² {[λ² V_k + 2λ(C_k − λV_k)] / N_k
+    + (Var y − 2λC_k + λ²V_k) / n_k} = 0 gives λ = Σ a_k C_k / Σ a_k V_k, a_k = w_k² (1/n_k − 1/N_k). Student t
+    with Satterthwaite's degrees of freedom; Neyman allocation n_k ∝ w_k sd_k(y − λf)."""
+    parts = []
     for k in sorted(set(strata)):
         mine = strata == k
-        w = mine.mean()
-        _, e, v = ppi_plus_plus_by_hand(f[mine], y[mine])
-        estimate += w * e
-        variance += w**2 * v
         rated = mine & ~np.isnan(y)
-        lam = np.cov(y[rated], f[rated])[0, 1] / np.var(f[mine], ddof=1)
-        spread[k] = w * np.std(y[rated] - lam * f[rated], ddof=1)
+        parts.append((mine.mean(), f[mine], y[rated], f[rated]))
+    a = [w**2 * (1 / len(yr) - 1 / len(fa)) for w, fa, yr, _ in parts]
+    cov = [np.cov(yr, fr)[0, 1] for _, _, yr, fr in parts]
+    var = [np.var(fa, ddof=1) for _, fa, _, _ in parts]
+    lam = np.dot(a, cov) / np.dot(a, var)
+    estimate = variance = 0.0
+    human_terms, spread = [], {}
+    for k, (w, fa, yr, fr) in zip(sorted(set(strata)), parts):
+        g = yr - lam * fr
+        estimate += w * (lam * fa.mean() + g.mean())
+        fixed = (lam**2 * np.var(fa, ddof=1) + 2 * lam * np.cov(fr, g)[0, 1]) / len(fa)
+        human_terms.append(w**2 * np.var(g, ddof=1) / len(yr))
+        variance += w**2 * fixed + human_terms[-1]
+        spread[k] = w * np.std(g, ddof=1)
+    df = sum(human_terms) ** 2 / sum(h**2 / (len(p[2]) - 2) for h, p in zip(human_terms, parts))
     total = sum(spread.values())
-    return estimate, variance, {k: v / total for k, v in spread.items()}
+    return estimate, variance, {k: v / total for k, v in spread.items()}, df
 
 
 def test_stratified_ppi_is_the_papers_weighted_sum_of_per_stratum_ppi_plus_plus():
     _, score, y = simulate(3)
     strata = np.where(np.arange(score.size) % 3 == 0, "a", np.where(np.arange(score.size) % 3 == 1, "b", "c"))
-    estimate, variance, allocation = stratified_by_hand(score, y, strata)
+    estimate, variance, allocation, df = stratified_by_hand(score, y, strata)
     found = pr.stratified_ppi(score, y, strata, "system")
     assert found.interval.estimate == pytest.approx(estimate, abs=1e-12)
     assert found.interval.std_error == pytest.approx(np.sqrt(variance), rel=1e-12)
+    half = sp.t.ppf(0.975, df) * np.sqrt(variance)
+    assert (found.interval.ci_low, found.interval.ci_high) == pytest.approx((estimate - half, estimate + half))
+    # a single stratum is no stratification: refused in words
+    one = pr.stratified_ppi(score, y, np.full(score.size, "x"), "nothing")
+    assert one.interval.estimate is None and "fewer than two strata" in one.note
     assert found.allocation == pytest.approx(allocation)
     assert found.saved == round(np.nanvar(y, ddof=1) / variance - (~np.isnan(y)).sum())
 
@@ -170,7 +185,7 @@ def test_the_report_puts_every_estimate_beside_classical_and_ppi_plus_plus(tmp_p
     assert mine["ppi_plus_plus"]["value"] == pytest.approx(estimate, abs=1e-9)
     assert mine["ppi_plus_plus"]["ci_high"] - mine["ppi_plus_plus"]["value"] == pytest.approx(Z * np.sqrt(variance))
     systems = np.array([sim.system[i] for i in ids])
-    estimate, variance, _ = stratified_by_hand(f, y, systems)
+    estimate, variance, _, _ = stratified_by_hand(f, y, systems)
     assert mine["stratified_system"]["value"] == pytest.approx(estimate, abs=1e-9)
     assert mine["classical"]["value"] == pytest.approx(np.nanmean(y), abs=1e-9)
     assert mine["recalibrated"]["value"] == pytest.approx(pr.recalibrated_ppi(p, y).interval.estimate, abs=1e-9)
