@@ -112,15 +112,20 @@ def test_the_split_half_ceiling_splits_each_items_ratings_as_documented():
     _, _, ratings = simulated(seed=4, people=4)
     ratings = ratings.copy()
     ratings[0, 5] = -1  # an unrated slot
-    rng = np.random.default_rng(cal.SEED)
+    ratings[1:, 9] = -1  # an item with one rating: no split
+    keys = np.random.default_rng(cal.SEED).random(ratings.shape)
     distances = []
     for j in range(ratings.shape[1]):
-        given = ratings[:, j][ratings[:, j] >= 0]
-        order = rng.permutation(given)
-        a = np.bincount(order[: len(given) // 2], minlength=K)
-        b = np.bincount(order[len(given) // 2 :], minlength=K)
+        people = [i for i in range(ratings.shape[0]) if ratings[i, j] >= 0]
+        if len(people) < 2:
+            continue
+        order = [ratings[i, j] for i in sorted(people, key=lambda i: keys[i, j])]
+        a = np.bincount(order[: len(order) // 2], minlength=K)
+        b = np.bincount(order[len(order) // 2 :], minlength=K)
         distances.append(jensenshannon(a / a.sum(), b / b.sum(), base=2))
-    assert cal.split_half(ratings, K).value == pytest.approx(float(np.mean(distances)), abs=1e-12)
+    found = cal.split_half(ratings, K)
+    assert found.value == pytest.approx(float(np.mean(distances)), abs=1e-12)
+    assert found.n == ratings.shape[1] - 1
 
 
 def test_recalibration_is_scikit_learns_isotonic_regression_cross_fitted_over_items():
