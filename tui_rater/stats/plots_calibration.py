@@ -7,9 +7,13 @@ diagonal of a calibrated judge. Drawn like ``plots.py``'s figures (matplotlib's 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tui_rater.stats import plots
 from tui_rater.stats.records import Record
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass
@@ -44,6 +48,11 @@ def reliabilities(records: list[Record]) -> list[Reliability]:
 
 
 def reliability(attribute: str, found: list[Reliability]) -> str | None:
+    figure = reliability_figure(attribute, found)
+    return None if figure is None else plots.svg(figure)
+
+
+def reliability_figure(attribute: str, found: list[Reliability]) -> Figure | None:
     shown = [r for r in found if any(r.bins.values())]
     if not shown:
         return None
@@ -56,9 +65,9 @@ def reliability(attribute: str, found: list[Reliability]) -> str | None:
         ax.plot([0, 1], [0, 1], linestyle="--", color="0.5", linewidth=1, label="calibrated")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
-        ax.set_xlabel("the judge's probability of its most probable point (bin mean)")
-        ax.set_ylabel("share of people's ratings at that point")
+        ax.set_xlabel(plots.fitted("the judge's probability of its top point (bin mean)", plots.PANEL[0] * 0.8))
+        ax.set_ylabel(plots.fitted("share of people's ratings at that point", plots.PANEL[1] * 0.8))
         ax.set_title(plots.fitted(plots.label(r.judge), plots.PANEL[0] * 0.8), fontsize="medium")
         ax.legend(fontsize="x-small", loc="upper left")
     figure.suptitle(plots.fitted(f"{plots.label(attribute)}: reliability diagram", 6.6, 12))
-    return plots.svg(figure)
+    return figure
