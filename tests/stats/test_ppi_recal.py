@@ -113,7 +113,7 @@ def stratified_by_hand(f, y, strata):
     return estimate, variance, {k: v / total for k, v in spread.items()}, df
 
 
-def test_stratified_ppi_is_the_papers_weighted_sum_of_per_stratum_ppi_plus_plus():
+def test_stratified_ppi_is_the_papers_weighted_sum_of_per_stratum_ppi_with_one_tuned_lambda():
     _, score, y = simulate(3)
     strata = np.where(np.arange(score.size) % 3 == 0, "a", np.where(np.arange(score.size) % 3 == 1, "b", "c"))
     estimate, variance, allocation, df = stratified_by_hand(score, y, strata)
