@@ -16,16 +16,17 @@ from functools import partial
 
 from tui_rater import __version__
 from tui_rater.domain.display import safe_text
-from tui_rater.stats import figures, plots, render
+from tui_rater.stats import figures, plots, plots_calibration, render
 from tui_rater.stats.provenance import Shaped
 from tui_rater.stats.records import Record
 from tui_rater.stats.report import Report
-from tui_rater.stats.sections import bias_corrected, converging, verdict
+from tui_rater.stats.sections import bias_corrected, calibration, converging, verdict
 from tui_rater.stats.sections.base import Found, Table, Who, not_ready_note
 
 # which tables go in which part of the page (the rest follow under "All tables")
 VERDICT_TABLES = (verdict.VERDICT.name, verdict.ACROSS.name)
-PPI_TABLES = (bias_corrected.MEANS.name, bias_corrected.DIFFERENCES.name)
+PPI_TABLES = (bias_corrected.MEANS.name, bias_corrected.DIFFERENCES.name, calibration.PPI.name)
+CALIBRATION_TABLES = (calibration.CALIBRATION.name,)
 NOT_SHOWN = (converging.CURVES.name,)  # drawn as curves instead
 
 CSS = """
@@ -127,8 +128,11 @@ def _task(task: str, report: Report, shaped: Shaped | None = None, notes: list[s
     out += _verdict_curves(records)
     out += _part("System scores, bias-corrected", named, PPI_TABLES)
     out += _ppi_curves(records)
+    out += _part("Calibration of the judges' distributions", named, CALIBRATION_TABLES)
+    out += _reliability(records)
     out += _questions(report)
-    rest = tuple(name for name, _ in named if name not in (*VERDICT_TABLES, *PPI_TABLES, *NOT_SHOWN))
+    shown = (*VERDICT_TABLES, *PPI_TABLES, *CALIBRATION_TABLES, *NOT_SHOWN)
+    rest = tuple(name for name, _ in named if name not in shown)
     out += _part("All tables", named, rest)
     out += _error_bars(records, BIAS_BARS, "Bias cards: each figure with its 95% item-bootstrap interval")
     return out
@@ -280,6 +284,25 @@ def _ppi_curves(records: list[Record]) -> list[Part]:
             )
             absent = f"{attribute} · {judge}: no convergence plot yet: each system's curve has fewer than two points"
             out.append(_Job(partial(plots.ppi_curves, attribute, judge, mine), caption, alt, absent))
+    return out
+
+
+def _reliability(records: list[Record]) -> list[Part]:
+    found = plots_calibration.reliabilities(records)
+    out: list[Part] = []
+    for attribute in dict.fromkeys(r.attribute for r in found):
+        mine = [r for r in found if r.attribute == attribute]
+        caption = (
+            f"{attribute}: reliability diagram: the share of the people's ratings at each judge's most probable "
+            "point against the judge's probability of it (10 bins), before and after the cross-fitted recalibration"
+        )
+        alt = (
+            f"Line charts for {safe_text(attribute, inline=True)}, one per judge ({_names([r.judge for r in mine])}): "
+            "per bin of the judge's probability of its most probable point (across), the share of the people's "
+            "ratings at that point (up), as the judge said and after recalibration, with the diagonal of a "
+            "calibrated judge."
+        )
+        out.append(_Job(partial(plots_calibration.reliability, attribute, mine), caption, alt))
     return out
 
 

@@ -19,6 +19,7 @@ from tui_rater.domain.protocols import EvaluationProtocol
 from tui_rater.stats.sections import (
     bias_card,
     bias_corrected,
+    calibration,
     converging,
     extremes,
     judges,
@@ -57,6 +58,8 @@ for _section in (
     # can the judge stand in for the raters? (docs/VERDICT.md)
     verdict.SECTION,
     bias_corrected.SECTION,
+    calibration.PPI_SECTION,  # means from the judge's whole distribution
+    calibration.CALIBRATION_SECTION,
     converging.SECTION,
     retest.SECTION,
     bias_card.SECTION,
@@ -87,6 +90,8 @@ LAYOUTS: tuple[Layout, ...] = (
     verdict.ACROSS,
     bias_corrected.MEANS,
     bias_corrected.DIFFERENCES,
+    calibration.PPI,
+    calibration.CALIBRATION,
     converging.CURVES,
     retest.TABLE,
     bias_card.CARD,

@@ -1,0 +1,372 @@
+"""Sections ``calibration`` and ``ppi_distribution``: what a judge's whole distribution over the scale says, against
+the people (``stats/calibration.py``), and the prediction-powered means that use it (``stats/ppi_recal.py``).
+
+A judge has a distribution on an item when a distribution pass stored one (its options' labels read as scale
+points through the protocol, averaged over the item's presentations), or else when it was sampled two or more
+times (the share of its samples at each point: an empirical distribution). Implicit-score passes store p(yes), not
+a distribution over the question's points, so they have none here. Questions with scale points and a mean (ordinal
+or interval level) only.
+
+- ``calibration`` table, per question and judge, against each person's rating of the item: ECE, Brier score, RPS
+  (ordinal), the mean Jensen–Shannon distance to the people's distribution of the item beside the people's split-half
+  distance (the noise ceiling), each before and after the cross-fitted recalibration; the reliability diagram's bins.
+- ``ppi_distribution`` table, per question and judge, the mean human rating over every item (all systems pooled):
+  humans only, PPI++, recalibrated PPI++, stratified PPI++ by system and by the judge's confidence; each with its
+  interval, its width, the human ratings it saves at equal width, and the pilot projection at ``ppi_recal.PILOT``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+import numpy as np
+
+from tui_rater.domain.protocols import EvaluationProtocol, Level
+from tui_rater.domain.tasks import Attribute
+from tui_rater.stats import agreement as ag
+from tui_rater.stats import calibration as cal
+from tui_rater.stats import ppi_recal as pr
+from tui_rater.stats.records import ALL, HUMANS
+from tui_rater.stats.sections import bias_corrected, cells
+from tui_rater.stats.sections.base import Found, Layout, Runs, Section, Table, Who
+from tui_rater.stats.sections.data import ReportData
+from tui_rater.store.distributions import judge_distributions
+
+AGAINST = (
+    "against each person's rating of the item (ECE, Brier, RPS) and the people's distribution of ratings of the "
+    "item (JS distance)"
+)
+CEILING = (
+    "the people's split-half JS distance: each item's ratings in a seeded random order (numpy default_rng, seed "
+    f"{cal.SEED}), the first half against the rest; items with 2 or more ratings"
+)
+AFTER = (
+    f"after recalibration: one-vs-rest isotonic maps fitted on {cal.FOLDS} folds of items (seed {cal.SEED}), "
+    "no item scored by a map fitted on it; fitted for this judge and these people only"
+)
+METHODS = (
+    ("classical", "humans only"),
+    ("ppi_plus_plus", "PPI++"),
+    ("recalibrated", "recalibrated PPI++"),
+    ("stratified_system", "stratified PPI++ (by system)"),
+    ("stratified_confidence", "stratified PPI++ (by confidence)"),
+)
+
+
+def questions(data: ReportData, attributes: Sequence[Attribute]) -> list[Attribute]:
+    return [a for a in attributes if a.scale.points and data.protocol(a).level is not Level.NOMINAL]
+
+
+def distributions(data: ReportData, attribute: Attribute, judge: str) -> tuple[np.ndarray, str] | None:
+    """Items (``data.keys(ALL)``) x the scale's points: the judge's distribution (NaN rows where it has none), and
+    where it comes from; None when it has none on any item."""
+    points = [float(p) for p in attribute.scale.points]
+    keys = data.keys(ALL)
+    position = {int(k): i for i, k in enumerate(keys.tolist())}
+    stored = _stored(data).get((judge, attribute.name), [])
+    protocol = data.protocol(attribute)
+    if stored:
+        total = np.zeros((len(keys), len(points)))
+        passes = np.zeros(len(keys))
+        for item_key, presentation, variant, distribution in stored:
+            if item_key not in position:
+                continue
+            row = np.zeros(len(points))
+            for label, p in distribution.items():
+                value = _value(protocol, attribute, label, variant, presentation)
+                if value is not None and value in points:
+                    row[points.index(value)] += p
+            if row.sum() > 0:
+                total[position[item_key]] += row / row.sum()
+                passes[position[item_key]] += 1
+        found = np.where(passes[:, None] > 0, total / np.maximum(passes, 1)[:, None], np.nan)
+        if np.any(passes > 0):
+            return found, "its next-token distribution over the scale (distribution pass)"
+    m = data.matrix(judge, attribute.name, ALL)
+    if m.size == 0:
+        return None
+    counts = _counts(m, points)
+    enough = (~np.isnan(m)).sum(axis=0) >= 2
+    if not enough.any():
+        return None
+    found = np.where(enough[:, None], counts / np.maximum(counts.sum(axis=1, keepdims=True), 1), np.nan)
+    return found, "the share of its samples at each point (2 or more samples an item)"
+
+
+def _value(
+    protocol: EvaluationProtocol, attribute: Attribute, label: str, variant: str, presentation: str
+) -> float | None:
+    try:
+        number = float(label)
+    except ValueError:
+        return None
+    value, _ = protocol.canonical(number, attribute, variant, presentation)
+    return float(value)
+
+
+def _stored(data: ReportData) -> dict[tuple[str, str], list[tuple[int, str, str, dict[str, float]]]]:
+    if "distributions" not in data.extra:
+        found: dict[tuple[str, str], list[tuple[int, str, str, dict[str, float]]]] = {}
+        for judge, attribute, item_key, presentation, variant, distribution in judge_distributions(
+            data.study, data.task.name
+        ):
+            found.setdefault((judge, attribute), []).append((item_key, presentation, variant, distribution))
+        data.extra["distributions"] = found
+    stored: dict[tuple[str, str], list[tuple[int, str, str, dict[str, float]]]] = data.extra["distributions"]
+    return stored
+
+
+def _counts(m: np.ndarray, points: list[float]) -> np.ndarray:
+    """Items x points: how many of the annotators' ratings (rows of ``m``) of each item fall on each point."""
+    index = _indices(m, points)
+    counts = np.zeros((m.shape[1], len(points)))
+    for row in index:
+        given = row >= 0
+        counts[np.nonzero(given)[0], row[given]] += 1
+    return counts
+
+
+def _indices(m: np.ndarray, points: list[float]) -> np.ndarray:
+    """Annotators x items of point indices (the nearest point), −1 where unrated."""
+    out = np.full(m.shape, -1, dtype=int)
+    given = ~np.isnan(m)
+    if given.any():
+        rounded = ag.to_labels(m[given], points)
+        out[given] = np.searchsorted(np.asarray(sorted(points)), rounded)
+    return out
+
+
+# --- calibration ---------------------------------------------------------------------------------------
+
+
+def calibration(data: ReportData, attributes: Sequence[Attribute]) -> None:
+    if not data.humans:
+        return
+    for attribute in questions(data, attributes):
+        points = [float(p) for p in attribute.scale.points]
+        people = data.matrix(HUMANS, attribute.name, ALL)
+        if people.size == 0:
+            continue
+        counts, ratings = _counts(people, points), _indices(people, points)
+        ordinal = data.protocol(attribute).level is Level.ORDINAL
+        for judge in data.judges:
+            found = distributions(data, attribute, judge)
+            if found is None:
+                continue
+            judge_p, source = found
+            result = cal.calibration(judge_p, counts, ratings, ordinal)
+            add = partial(data.add, "calibration", attribute.name, ALL, judge)
+            _scores(data, add, result.before, "", f"the judge's distribution: {source}; {AGAINST}")
+            add("js_ceiling", value=result.ceiling.value, n=result.ceiling.n, note=CEILING)
+            _last_ci(data, result.ceiling)
+            if result.after is not None:
+                _scores(data, add, result.after, "_after", AFTER)
+            else:
+                add("ece_after", value=None, n=0, note=result.note)
+
+
+def _scores(data: ReportData, add: partial[None], found: cal.Scores, suffix: str, note: str) -> None:
+    add(
+        f"ece{suffix}",
+        value=found.ece,
+        n=found.ratings,
+        note=f"{note}; top-label, {cal.BINS} equal-width bins; no interval (binned, biased upward at small n)",
+    )
+    for name, mean in (("brier", found.brier), ("rps", found.rps), ("js_distance", found.js)):
+        if mean is None:
+            continue
+        add(f"{name}{suffix}", value=mean.value, n=mean.n, note=note)
+        _last_ci(data, mean)
+    for b, (conf, share, count) in enumerate(
+        zip(found.reliability.confidence, found.reliability.accuracy, found.reliability.counts)
+    ):
+        # the reliability diagram's bin b: the judge's mean confidence and the share of ratings at its point
+        add(f"reliability_confidence{suffix}_{b}", value=conf, n=count)
+        add(f"reliability_share{suffix}_{b}", value=share, n=count)
+    add(f"items{suffix}", value=float(found.items), n=found.items)
+
+
+def _last_ci(data: ReportData, mean: cal.Mean) -> None:
+    """The record just added gets its interval (``ReportData.add`` takes one from an agreement ``Stat`` only)."""
+    last = data.records[-1]
+    if mean.ci_low is not None and mean.ci_high is not None:
+        data.records[-1] = type(last)(
+            **{
+                **last.__dict__,
+                "ci_low": mean.ci_low,
+                "ci_high": mean.ci_high,
+                "ci": "normal, standard error clustered by item, 95%",
+            }
+        )
+
+
+def _lay_out_calibration(found: Found, who: Who) -> Table | None:
+    keys = found.keys("calibration", "attribute", "evaluator")
+    if not keys:
+        return None
+    rows = []
+    for attribute, judge in keys:
+        get = partial(found.get, "calibration", attribute, ALL, judge, None)
+        rows.append(
+            [
+                attribute,
+                who(judge, attribute),
+                _with_ci(get("brier")) + _after(get("brier_after")),
+                _with_ci(get("rps")) + _after(get("rps_after")) if get("rps") else "n/a",
+                cells.value(get("ece"), 3) + _after(get("ece_after")),
+                _with_ci(get("js_distance")) + _after(get("js_distance_after")),
+                _with_ci(get("js_ceiling")),
+                f"{int(r.value)}" if (r := get("items")) is not None and r.value is not None else "0",
+            ]
+        )
+    header = [
+        "attribute",
+        "judge",
+        "Brier (→ after)",
+        "RPS (→ after)",
+        "ECE (→ after)",
+        "JS distance to people (→ after)",
+        "people's split-half JS (ceiling)",
+        "items",
+    ]
+    return CALIBRATION.title, header, rows
+
+
+def _with_ci(record: object) -> str:
+    from tui_rater.stats.records import Record
+
+    if not isinstance(record, Record):
+        return "n/a"
+    shown = cells.interval(record, 3)
+    return cells.value(record, 3) + (f" {shown}" if shown else "")
+
+
+def _after(record: object) -> str:
+    from tui_rater.stats.records import Record
+
+    return f" → {record.value:.3f}" if isinstance(record, Record) and record.value is not None else ""
+
+
+# --- distribution-powered means ---------------------------------------------------------------------------
+
+
+def ppi_distribution(data: ReportData, attributes: Sequence[Attribute]) -> None:
+    if not data.humans:
+        return
+    for attribute in questions(data, attributes):
+        human = data.item_values(HUMANS, attribute, ALL)
+        for judge in data.judges:
+            f = data.item_values(judge, attribute, ALL)
+            if np.all(np.isnan(f)):
+                continue
+            add = partial(data.add, "ppi_distribution", attribute.name, ALL, judge)
+            if bias_corrected.inclusion(data, attribute) is not None:
+                add("classical", value=None, note="not computed: the items were drawn by active sampling")
+                continue
+            for estimate in _estimates(data, attribute, judge, f, human):
+                _estimate(data, add, estimate)
+
+
+def _estimates(
+    data: ReportData, attribute: Attribute, judge: str, f: np.ndarray, human: np.ndarray
+) -> list[tuple[str, pr.Estimate]]:
+    """Every estimate over the items the judge rated (the humans-only mean too, so that all have one target)."""
+    found = distributions(data, attribute, judge)
+    judged = ~np.isnan(f)
+    features = f[:, None]
+    confidence = np.full(f.shape, np.nan)
+    if found is not None and not np.isnan(found[0][judged]).any():
+        features, confidence = found[0], np.nanmax(np.where(np.isnan(found[0]), -1.0, found[0]), axis=1)
+    f, human, features, confidence = f[judged], human[judged], features[judged], confidence[judged]
+    out = [
+        ("classical", pr.classical(human)),
+        ("ppi_plus_plus", pr.ppi_plus_plus(f, human)),
+        ("recalibrated", pr.recalibrated_ppi(features, human)),
+    ]
+    systems = np.array([data.system_of[int(k)] for k in data.keys(ALL)], dtype=object)[judged]
+    if len(set(systems.tolist())) > 1:
+        out.append(("stratified_system", pr.stratified_ppi(f, human, systems, "system")))
+    if not np.isnan(confidence).all():
+        strata = pr.confidence_strata(confidence)
+        out.append(("stratified_confidence", pr.stratified_ppi(f, human, strata, "the judge's confidence")))
+    left_out = int((~judged).sum())
+    if left_out:
+        said = f"over the {int(judged.sum())} items the judge rated ({left_out} it did not rate left out)"
+        out = [
+            (name, pr.Estimate(**{**e.__dict__, "note": "; ".join(x for x in (e.note, said) if x)})) for name, e in out
+        ]
+    return out
+
+
+def _estimate(data: ReportData, add: partial[None], found: tuple[str, pr.Estimate]) -> None:
+    name, estimate = found
+    i = estimate.interval
+    note = "; ".join(x for x in (estimate.note or i.note, bias_corrected.UNIFORM) if x)
+    add(name, value=i.estimate, n=i.n, note=note)
+    _last_ci(data, cal.Mean(i.estimate, i.ci_low, i.ci_high, i.n))
+    add(f"{name}_width", value=estimate.width, n=i.n)
+    add(f"{name}_saved", value=None if estimate.saved is None else float(estimate.saved), n=i.n)
+    add(f"{name}_pilot", value=None if estimate.pilot is None else float(estimate.pilot), n=pr.PILOT)
+    if estimate.allocation:
+        shares = ", ".join(f"{s} {v:.2f}" for s, v in estimate.allocation.items())
+        add(f"{name}_allocation", value=None, n=i.n, note=f"Neyman allocation of ratings: {shares}")
+
+
+def _lay_out_ppi(found: Found, who: Who) -> Table | None:
+    keys = found.keys("ppi_distribution", "attribute", "evaluator")
+    if not keys:
+        return None
+    rows = []
+    for attribute, judge in keys:
+        get = partial(found.get, "ppi_distribution", attribute, ALL, judge, None)
+        for name, shown in METHODS:
+            record = get(name)
+            if record is None:
+                continue
+            saved, pilot, allocation = get(f"{name}_saved"), get(f"{name}_pilot"), get(f"{name}_allocation")
+            why = record.note.split("; ")[0] if record.value is None else ""
+            rows.append(
+                [
+                    attribute,
+                    who(judge, attribute),
+                    shown,
+                    _with_ci(record),
+                    cells.value(get(f"{name}_width"), 3),
+                    f"{saved.value:+g}" if saved is not None and saved.value is not None else "n/a",
+                    f"{pilot.value:+g}" if pilot is not None and pilot.value is not None else "n/a",
+                    why or (allocation.note if allocation is not None else ""),
+                ]
+            )
+    header = [
+        "attribute",
+        "judge",
+        "method",
+        "mean human rating [95%]",
+        "width",
+        "ratings saved at equal width",
+        f"… had {pr.PILOT} items been rated",
+        "note",
+    ]
+    return PPI.title, header, rows
+
+
+CALIBRATION = Layout(
+    "calibration",
+    "Calibration of the judges' distributions over the scale, " + AGAINST + "; → the same after a cross-fitted "
+    "recalibration; the JS distance beside the people's own split-half distance (the noise ceiling); "
+    "Brier and RPS 0 = best; 95% intervals clustered by item",
+    ("calibration",),
+    _lay_out_calibration,
+)
+PPI = Layout(
+    "ppi_distribution",
+    "Mean human rating over all items from the judge's distribution: humans only, PPI++, recalibrated PPI++ "
+    "(Ji et al. 2025) and stratified PPI++ (Fisch et al. 2024), 95% intervals; ratings saved = human ratings the "
+    "humans-only mean would need for the same width, minus those rated (and the same had "
+    f"{pr.PILOT} items been rated: a pilot's projection); assumes the rated items are a uniform random sample",
+    ("ppi_distribution",),
+    _lay_out_ppi,
+)
+CALIBRATION_SECTION = Section("calibration", calibration, ("calibration",), (CALIBRATION,), Runs.JUDGED)
+PPI_SECTION = Section("ppi_distribution", ppi_distribution, ("ppi_distribution",), (PPI,), Runs.JUDGED)
