@@ -6,6 +6,7 @@ e-value property (E[K_T] = 1 on H0's boundary) by Monte Carlo; e-BH by its defin
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -37,6 +38,11 @@ def _paper_log_capital(x: list[float], m: float, alpha: float, c: float = 0.5) -
     return out
 
 
+def _over(seen: list[float], alpha: float, m: float) -> float:
+    """The running intersection's test: the largest log capital so far, minus log(1/α) (< 0: m is in the CS)."""
+    return max(_paper_log_capital(seen, m, alpha)) - math.log(1 / alpha)
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_betting_cs_endpoints_are_the_papers_capital_crossing_one_over_alpha(seed):
     rng = np.random.default_rng(seed)
@@ -46,8 +52,7 @@ def test_betting_cs_endpoints_are_the_papers_capital_crossing_one_over_alpha(see
     for t in (4, 19, 59):
         mean = float(x[: t + 1].mean())
 
-        def over(m: float) -> float:  # the running intersection: the largest log capital so far, minus log(1/α)
-            return max(_paper_log_capital(list(x[: t + 1]), m, alpha)) - math.log(1 / alpha)
+        over = partial(_over, list(x[: t + 1]), alpha)
 
         assert over(mean) < 0
         low = optimize.brentq(over, 1e-9, mean, xtol=1e-10)

@@ -68,7 +68,7 @@ def _plug_in_bets(x: Floats, alpha: float) -> Floats:
     mu = (0.5 + np.cumsum(x, axis=-1)) / (t + 1)  # μ̂_t
     sq = np.cumsum((x - mu) ** 2, axis=-1)
     sigma2 = (0.25 + sq) / (t + 1)  # σ̂²_t
-    previous = np.concatenate([np.full(x.shape[:-1] + (1,), 0.25), sigma2[..., :-1]], axis=-1)
+    previous = np.concatenate([np.full((*x.shape[:-1], 1), 0.25), sigma2[..., :-1]], axis=-1)
     return np.sqrt(2 * math.log(2 / alpha) / (previous * t * np.log1p(t)))
 
 
@@ -84,9 +84,9 @@ def betting_cs(x: npt.ArrayLike, alpha: float = ALPHA, grid: int = GRID) -> Sequ
     bets = _plug_in_bets(values, alpha)
     up = np.minimum(bets[..., None], BET_CAP / m)  # λ⁺_t(m)
     down = np.minimum(bets[..., None], BET_CAP / (1 - m))  # λ⁻_t(m)
-    log_up = np.zeros(lead + (grid,))
-    log_down = np.zeros(lead + (grid,))
-    worst = np.full(lead + (grid,), -np.inf)
+    log_up = np.zeros((*lead, grid))
+    log_down = np.zeros((*lead, grid))
+    worst = np.full((*lead, grid), -np.inf)
     threshold = math.log(1 / alpha)
     low, high = np.empty(values.shape), np.empty(values.shape)
     for t in range(steps):  # a loop over time only: every study and every m at once
@@ -237,7 +237,8 @@ def anytime_alt_test(
     shared = {i for i in order if i in judge and sum(i in r for r in clean.values()) >= 2}
     tested = {name: d for name, d in sequences.items() if at.is_tested(d.size, min_items_per_human)}
     if not at.has_verdict([d.size for d in sequences.values()], min_humans, min_items_per_human):
-        note = f"{len(tested)} humans with enough items (the test needs {at.verdict_rule(min_humans, min_items_per_human)})"
+        rule = at.verdict_rule(min_humans, min_items_per_human)
+        note = f"{len(tested)} humans with enough items (the test needs {rule})"
         return AnytimeVerdict(epsilon, alpha, len(shared), note=note)
     names = sorted(tested)
     e_values = np.array([math.exp(min(700.0, float(log_e_process(tested[n], epsilon)[-1]))) for n in names])
