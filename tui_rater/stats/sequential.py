@@ -144,7 +144,8 @@ def ppi_cs(
     rectifier = np.asarray(human_rated, dtype=float) - np.asarray(judge_rated, dtype=float)
     span = high - low
     delta = scaled_cs(rectifier, -span, span, alpha / 2, grid)
-    ppi = Sequence95(f_low + delta.low, f_high + delta.high, f_mean + delta.estimate)
+    # the mean lies on the scale: the sum of the two bounds is clipped to it (at few items it is wider)
+    ppi = Sequence95(np.maximum(low, f_low + delta.low), np.minimum(high, f_high + delta.high), f_mean + delta.estimate)
     return PpiSequence(ppi, scaled_cs(human_rated, low, high, alpha, grid), int(f.shape[-1]))
 
 
@@ -229,27 +230,76 @@ def anytime_alt_test(
     min_humans: int = at.MIN_HUMANS,
     min_items_per_human: int = at.MIN_ITEMS_PER_HUMAN,
 ) -> AnytimeVerdict:
-    """The verdict valid at every look: the same persons are tested as in the fixed-n test (at least
-    ``min_items_per_human`` shared items each, ``min_humans`` of them), each by its e-process, combined by e-BH."""
-    clean = {n: {i: v for i, v in r.items() if v is not None and not math.isnan(v)} for n, r in humans.items()}
-    judge = {i: v for i, v in judge.items() if v is not None and not math.isnan(v)}
-    sequences = {name: advantage_sequence(clean, judge, name, order, level) for name in clean}
-    shared = {i for i in order if i in judge and sum(i in r for r in clean.values()) >= 2}
-    tested = {name: d for name, d in sequences.items() if at.is_tested(d.size, min_items_per_human)}
-    if not at.has_verdict([d.size for d in sequences.values()], min_humans, min_items_per_human):
-        rule = at.verdict_rule(min_humans, min_items_per_human)
-        note = f"{len(tested)} humans with enough items (the test needs {rule})"
-        return AnytimeVerdict(epsilon, alpha, len(shared), note=note)
-    names = sorted(tested)
-    e_values = np.array([math.exp(min(700.0, float(log_e_process(tested[n], epsilon)[-1]))) for n in names])
-    rejected = e_bh(e_values, alpha)
-    omega = float(rejected.mean())
-    return AnytimeVerdict(
-        epsilon,
-        alpha,
-        len(shared),
-        dict(zip(names, e_values.tolist())),
-        dict(zip(names, rejected.tolist())),
-        omega,
-        omega >= at.PASSING_WINNING_RATE,
+    """The verdict valid at every look, after the items of ``order`` (the order their ratings came): the same
+    persons are tested as in the fixed-n test (``min_items_per_human`` shared items each, ``min_humans`` of
+    them), each by its e-process, combined by e-BH."""
+    curve = anytime_alt_curve(
+        humans,
+        judge,
+        order,
+        [len(order)],
+        level=level,
+        epsilon=epsilon,
+        alpha=alpha,
+        min_humans=min_humans,
+        min_items_per_human=min_items_per_human,
     )
+    return curve[-1][1]
+
+
+def anytime_alt_curve(
+    humans: Mapping[str, Mapping[Hashable, float]],
+    judge: Mapping[Hashable, float],
+    order: Sequence[Hashable],
+    sizes: Sequence[int],
+    *,
+    level: str = "interval",
+    epsilon: float = at.EPSILON_EXPERT,
+    alpha: float = ALPHA,
+    min_humans: int = at.MIN_HUMANS,
+    min_items_per_human: int = at.MIN_ITEMS_PER_HUMAN,
+) -> list[tuple[int, AnytimeVerdict]]:
+    """``anytime_alt_test`` on the first n items of ``order`` for each n of ``sizes``: each person's indicators
+    are scored once, in order, and each look reads their e-process where it stands."""
+    clean = {n: {i: v for i, v in r.items() if _present(v)} for n, r in humans.items()}
+    judge = {i: v for i, v in judge.items() if _present(v)}
+    order = [i for i in order if i in judge]
+    shared = np.cumsum([sum(i in r for r in clean.values()) >= 2 for i in order]) if order else np.zeros(0)
+    where = {i: k for k, i in enumerate(order)}
+    sequences = {}
+    for name in clean:
+        d = advantage_sequence(clean, judge, name, order, level)
+        # the position in ``order`` of each of this person's scored items (the same filter as advantage_sequence)
+        positions = np.array(
+            [where[i] for i in order if i in clean[name] and any(i in r for o, r in clean.items() if o != name)],
+            dtype=int,
+        )
+        sequences[name] = (positions, log_e_process(d, epsilon) if d.size else np.zeros(0))
+    out = []
+    for n in sorted({min(max(int(s), 0), len(order)) for s in sizes}):
+        counts = {name: int(np.searchsorted(pos, n)) for name, (pos, _) in sequences.items()}
+        items = int(shared[n - 1]) if n else 0
+        tested = sorted(name for name, c in counts.items() if at.is_tested(c, min_items_per_human))
+        if not at.has_verdict(list(counts.values()), min_humans, min_items_per_human):
+            rule = at.verdict_rule(min_humans, min_items_per_human)
+            note = f"{len(tested)} humans with enough items (the test needs {rule})"
+            out.append((n, AnytimeVerdict(epsilon, alpha, items, note=note)))
+            continue
+        e_values = np.array([math.exp(min(700.0, float(sequences[h][1][counts[h] - 1]))) for h in tested])
+        rejected = e_bh(e_values, alpha)
+        omega = float(rejected.mean())
+        verdict = AnytimeVerdict(
+            epsilon,
+            alpha,
+            items,
+            dict(zip(tested, e_values.tolist())),
+            dict(zip(tested, rejected.tolist())),
+            omega,
+            omega >= at.PASSING_WINNING_RATE,
+        )
+        out.append((n, verdict))
+    return out
+
+
+def _present(value: float | None) -> bool:
+    return value is not None and not math.isnan(value)
