@@ -215,7 +215,9 @@ def _lay_out(found: Found, who: Who) -> Table | None:
             if statistic == "ppi_cs_low":
                 key = (attribute, judge, system)
                 highs = [
-                    r for r in found.of(table) if r.statistic == "ppi_cs_high" and (r.attribute, r.evaluator, r.system) == key
+                    r
+                    for r in found.of(table)
+                    if r.statistic == "ppi_cs_high" and (r.attribute, r.evaluator, r.system) == key
                 ]
                 rows.append([attribute, who(judge, attribute), system, label, _bounds_curve(points, highs)])
                 continue
