@@ -118,7 +118,7 @@ def _verdicts(text: Text, pane: AttributePane) -> None:
                 line = f"{name:<30} anytime: no verdict"
             else:
                 said = "yes, may replace them" if anytime.passed else "not yet"
-                line = f"{name:<30} anytime ω {anytime.winning_rate:.2f}  {said} ({len(anytime.e_values)} humans)"
+                line = f"{name:<30} anytime ω {anytime.winning_rate:.2f}  {said}"  # the humans: on the next line
             fixed = "yes" if verdict.passed else "no"
             line += (
                 f"\n{'':<30} fixed-n ω {verdict.winning_rate:.2f}  ρ {verdict.advantage_probability:.2f}  {fixed} "
