@@ -100,11 +100,11 @@ def _verdicts(text: Text, pane: AttributePane) -> None:
         return
     verdicts = [row.verdict for row in rows if row.verdict is not None]
     text.append(f"\nmay the judge replace the humans? (alt-test, ε {verdicts[0].epsilon:g})\n", style="bold")
-    text.append("anytime: valid at every look (e-values); fixed-n: read once, at the end\n", style="dim")
     reasons = {v.note for v in verdicts if v.passed is None}
     if len(reasons) == 1 and all(v.passed is None for v in verdicts):  # the same reason for every judge: once
         text.append(f"no verdict: {safe_text(reasons.pop())}\n", style="dim")
         return
+    text.append("anytime: valid at every look (e-values); fixed-n: read once, at the end\n", style="dim")
     for row in rows:
         verdict = row.verdict
         if verdict is None:
