@@ -35,8 +35,19 @@ def _with_interval(figure: str) -> Figure:
     return compute
 
 
+def _point_only(figure: str) -> Figure:
+    def compute(x: npt.ArrayLike, y: npt.ArrayLike) -> ag.Stat:
+        return iv.with_interval(_POINT[figure](x, y), iv.none(THIRDS_NO_INTERVAL))
+
+    return compute
+
+
 # each figure with its item-bootstrap interval (stats/intervals.py), as Table 2 gives the judge's
 FIGURES: dict[str, Figure] = {name: _with_interval(name) for name in _POINT}
+# on a third of the items: the point figure (the thirds are read against each other; a bootstrap of each
+# person on each third was a second of the demo report's 2.5)
+THIRDS_NO_INTERVAL = "no interval on a third of the items: the thirds are compared with each other"
+POINT_FIGURES: dict[str, Figure] = {name: _point_only(name) for name in _POINT}
 THIRDS = ("high", "middle", "low")  # agreement: the smallest spread of the persons' ratings first
 
 
@@ -66,13 +77,14 @@ def rest_mean(ratings: npt.NDArray[np.float64], person: int) -> npt.NDArray[np.f
     return found
 
 
-def leave_one_person_out(persons: Mapping[str, npt.ArrayLike], figure: str) -> Ceiling:
-    """``persons``: name -> rating of each item (aligned, NaN where not rated)."""
+def leave_one_person_out(persons: Mapping[str, npt.ArrayLike], figure: str, *, intervals: bool = True) -> Ceiling:
+    """``persons``: name -> rating of each item (aligned, NaN where not rated); ``intervals``: each person's
+    figure with its item-bootstrap interval."""
     names = list(persons)
     if len(names) < 2:
         return Ceiling(figure, note="needs at least 2 persons (one held out, one to compare with)")
     ratings = np.vstack([np.asarray(persons[n], dtype=float) for n in names])
-    compute = FIGURES[figure]
+    compute = (FIGURES if intervals else POINT_FIGURES)[figure]
     stats = {name: compute(ratings[k], rest_mean(ratings, k)) for k, name in enumerate(names)}
     values = np.array([s.value for s in stats.values() if s.value is not None], dtype=float)
     if not values.size:

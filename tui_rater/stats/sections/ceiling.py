@@ -68,7 +68,7 @@ def _by_agreement(
 ) -> None:
     thirds = cl.agreement_thirds(persons)
     add = partial(data.add, "ceiling_by_agreement", attribute.name, data.overall)
-    compute = cl.FIGURES[STRATIFIED]
+    compute = cl.POINT_FIGURES[STRATIFIED]
     for third in cl.THIRDS:
         inside = thirds == third
         statistic = f"{STRATIFIED}_{third}_agreement"
@@ -76,7 +76,7 @@ def _by_agreement(
             add(judge, statistic, compute(np.where(inside, group, np.nan), np.where(inside, values, np.nan)))
         shown = {h: np.where(inside, v, np.nan) for h, v in persons.items()}
         # each held-out person against the rest *on this third's items*: the rest's mean uses the same items
-        _spread(add, statistic, cl.leave_one_person_out(shown, STRATIFIED))
+        _spread(add, statistic, cl.leave_one_person_out(shown, STRATIFIED, intervals=False))
 
 
 # --- layout --------------------------------------------------------------------------------
