@@ -173,3 +173,15 @@ def test_confidence_sequences_cover_at_every_look_in_a_small_simulation():
     found = sim.mean_coverage(seed=5, studies=100)
     assert found["PPI, anytime CS"].every_look >= 0.95 and found["human-only, anytime CS"].every_look >= 0.95
     assert found["human-only, fixed-n interval"].every_look < 0.8  # peeking at the fixed-n interval
+
+
+def test_the_curve_reads_each_prefix_as_the_test_on_that_prefix_would():
+    persons, judge = sim.alt_studies(seed=12, miss=0.1, studies=1)
+    humans = {f"h{j}": {i: float(persons[0, j, i]) for i in range(120)} for j in range(sim.PERSONS)}
+    del humans["h3"][5], humans["h1"][40]  # persons who skipped items: their sequences are shorter
+    ratings = {i: float(judge[0, i]) for i in range(120)}
+    order = list(np.random.default_rng(1).permutation(120))
+    sizes = [10, 30, 31, 64, 120]
+    for n, verdict in sq.anytime_alt_curve(humans, ratings, order, sizes, level="ordinal", epsilon=0.2):
+        alone = sq.anytime_alt_test(humans, ratings, order[:n], level="ordinal", epsilon=0.2)
+        assert verdict == alone, n
