@@ -34,12 +34,16 @@ def test_one_line_per_judge_with_omega_rho_and_the_verdict(tmp_path):
         assert verdict.passed == direct.passed and verdict.humans == 4
     shown = str(render_pane(data, focus, 0))
     assert "may the judge replace the humans? (alt-test, ε 0.2)" in shown
-    copycat = next(line for line in shown.splitlines() if line.startswith("copycat") and "ω" in line)
-    assert "ω 1.00" in copycat and "yes, may replace them" in copycat and "(4 humans)" in copycat
-    random = next(line for line in shown.splitlines() if line.startswith("random") and "ω" in line)
-    assert "ω 0.00" in random and random.rstrip().endswith("no (4 humans)")
-    flagged = next(line for line in shown.splitlines() if line.startswith("unsure") and "ω" in line)
-    assert "⚠ not agreement-ready" in flagged
+    lines = shown.splitlines()
+    # the words come from the anytime test; the paper's fixed-n ω and ρ on the line below, labelled
+    copycat = next(k for k, line in enumerate(lines) if line.startswith("copycat") and "ω" in line)
+    assert "anytime ω 1.00  yes, may replace them" in lines[copycat]
+    assert "fixed-n ω 1.00" in lines[copycat + 1] and lines[copycat + 1].rstrip().endswith("yes (4 humans)")
+    random = next(k for k, line in enumerate(lines) if line.startswith("random") and "ω" in line)
+    assert "anytime ω 0.00  not yet" in lines[random] and "may replace" not in lines[random]
+    assert "fixed-n ω 0.00" in lines[random + 1] and lines[random + 1].rstrip().endswith("no (4 humans)")
+    flagged = next(k for k, line in enumerate(lines) if line.startswith("unsure") and "ω" in line)
+    assert "⚠ not agreement-ready" in lines[flagged + 1]
 
 
 def test_why_there_is_no_verdict_for_a_solo_rater(tmp_path):

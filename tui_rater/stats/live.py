@@ -7,6 +7,11 @@ and verdict shares -- never a mean or τ of answer codes. Each judge carries its
 scale mass, and whether it is agreement-ready (``sections/readings.py``), and the alternative annotator
 test's verdict -- may it replace the humans? -- when at least 3 humans rated the question
 (``sections/verdict.py``, at the default ε).
+
+The pane is looked at after every rating, so what it says must hold at every look (issue 33 item 3): the verdict
+it words ("may replace") is the anytime-valid alt-test (e-values per person, e-BH; ``stats/sequential.py``), the
+fixed-n ω and ρ beside it are labelled as such; and for scored questions each system's mean comes as
+confidence sequences (prediction-powered and human-only) that cover the truth at every look at once.
 """
 
 from __future__ import annotations
@@ -20,12 +25,15 @@ from tui_rater.domain.protocols import Level
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
 from tui_rater.stats import alternative_annotator as at
+from tui_rater.stats import sequential as sq
 from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.report import Report
+from tui_rater.stats.sections.converging import rating_order
 from tui_rater.stats.sections.nominal import choice_labels, cohen_kappa
 from tui_rater.stats.sections.readings import JudgeReadings, readiness
 from tui_rater.stats.sections.settings import FDR
 from tui_rater.stats.sections.verdict import judge_ratings, level_of, rated, verdict_humans
+from tui_rater.stats.sections.watched import mean_sequence, verdict_curve
 from tui_rater.store.study import Study
 
 _NONE = ag.Stat(None, 0, "no ratings of the same items")
@@ -40,6 +48,20 @@ class Verdict:
     advantage_probability: float | None = None
     passed: bool | None = None
     humans: int = 0  # humans tested
+    note: str = ""
+    anytime: sq.AnytimeVerdict | None = None  # the verdict valid at every look (the one the pane words)
+
+
+@dataclass
+class WatchedMean:
+    """One judge and system's mean human rating, valid at every look: (low, high) of the 95 % confidence
+    sequences after ``rated`` human-rated items, or why there are none."""
+
+    judge: str
+    system: str
+    rated: int = 0
+    ppi: tuple[float, float] | None = None
+    humans: tuple[float, float] | None = None
     note: str = ""
 
 
@@ -92,6 +114,7 @@ class AttributePane:
     distributions: dict[str, list[int]] = field(default_factory=dict)  # evaluator -> count per label
     gaps: list[Gap] = field(default_factory=list)
     humans: bool = True  # are there human ratings to compare with?
+    watched: list[WatchedMean] = field(default_factory=list)  # scored questions: the anytime system means
 
     @property
     def nominal(self) -> bool:
@@ -137,6 +160,8 @@ def _attribute_pane(
         llm = report.item_values(judge, attribute, ALL) if judge in report.judges else None
         pane.rows.append(_row(judge, human, llm, list(zip(labels, names)), nominal, found.get((judge, attribute.name))))
     _verdicts(report, attribute, pane.rows)
+    if not nominal and human is not None:
+        pane.watched = _watched_means(report, attribute)
     # the confusion map and the gaps: the first agreement-ready judge with ratings (else the first one)
     compared = sorted((row for row in pane.rows if row.n), key=lambda row: not row.ready)
     if human is not None and compared and labels:
@@ -224,6 +249,36 @@ def _verdicts(report: Report, attribute: Attribute, rows: list[JudgeRow]) -> Non
         judge = judge_ratings(report, row.judge, attribute)
         level = level_of(report, attribute)
         result = at.alt_test(humans, judge, judge_name=row.judge, level=level, epsilon=eps, alpha=FDR)
+        curve = verdict_curve(report, attribute, row.judge, rating_order(report).get(attribute.name, []))
         row.verdict = Verdict(
-            eps, result.winning_rate, result.advantage_probability, result.passed, result.humans_tested, result.note
+            eps,
+            result.winning_rate,
+            result.advantage_probability,
+            result.passed,
+            result.humans_tested,
+            result.note,
+            curve[-1][1] if curve else None,
         )
+
+
+def _watched_means(report: Report, attribute: Attribute) -> list[WatchedMean]:
+    order = rating_order(report).get(attribute.name, [])
+    out = []
+    for judge in report.judges:
+        for system in report.systems:
+            found = mean_sequence(report, attribute, judge, system, order)
+            if found.sequence is None:
+                if found.note != "the judge rated none of these items":
+                    out.append(WatchedMean(judge, system, note=found.note))
+                continue
+            ppi, humans = found.sequence.ppi, found.sequence.humans
+            out.append(
+                WatchedMean(
+                    judge,
+                    system,
+                    found.rated,
+                    (float(ppi.low[-1]), float(ppi.high[-1])),
+                    (float(humans.low[-1]), float(humans.high[-1])),
+                )
+            )
+    return out

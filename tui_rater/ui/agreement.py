@@ -94,7 +94,9 @@ def _judge_rows(text: Text, pane: AttributePane) -> None:
 
 
 def _verdicts(text: Text, pane: AttributePane) -> None:
-    """One line per judge: may it replace the humans? The alt-test's ω and ρ, or why there is no verdict."""
+    """Per judge: may it replace the humans? The pane is read after every rating, so the words come from the
+    anytime-valid alt-test (e-values, e-BH: wrong at most 5 % of the time whenever it is read); the paper's fixed-n
+    ω and ρ follow on a line of their own, for the analysis at the end. Or why there is no verdict."""
     rows = [row for row in pane.rows if row.verdict is not None]
     if not rows:
         return
@@ -104,6 +106,7 @@ def _verdicts(text: Text, pane: AttributePane) -> None:
     if len(reasons) == 1 and all(v.passed is None for v in verdicts):  # the same reason for every judge: once
         text.append(f"no verdict: {safe_text(reasons.pop())}\n", style="dim")
         return
+    text.append("anytime: valid at every look (e-values); fixed-n: read once, at the end\n", style="dim")
     for row in rows:
         verdict = row.verdict
         if verdict is None:
@@ -112,15 +115,41 @@ def _verdicts(text: Text, pane: AttributePane) -> None:
         if verdict.passed is None or verdict.winning_rate is None or verdict.advantage_probability is None:
             line = f"{name:<30} no verdict: {safe_text(verdict.note)}"
         else:
-            said = "yes, may replace them" if verdict.passed else "no"
-            line = (
-                f"{name:<30} ω {verdict.winning_rate:.2f}  ρ {verdict.advantage_probability:.2f}  {said} "
+            anytime = verdict.anytime
+            if anytime is None or anytime.passed is None or anytime.winning_rate is None:
+                line = f"{name:<30} anytime: no verdict"
+            else:
+                said = "yes, may replace them" if anytime.passed else "not yet"
+                line = f"{name:<30} anytime ω {anytime.winning_rate:.2f}  {said}"  # the humans: on the next line
+            fixed = "yes" if verdict.passed else "no"
+            line += (
+                f"\n{'':<30} fixed-n ω {verdict.winning_rate:.2f}  ρ {verdict.advantage_probability:.2f}  {fixed} "
                 f"({verdict.humans} humans)"
             )
         text.append(line)
         if not row.ready:
             text.append("  ⚠ not agreement-ready", style="bold")
         text.append("\n")
+
+
+def _interval(bounds: tuple[float, float] | None) -> str:
+    return "–" if bounds is None else f"{bounds[0]:.2f}–{bounds[1]:.2f}"
+
+
+def _watched(text: Text, pane: AttributePane) -> None:
+    """Each system's mean human rating as 95 % confidence sequences: they hold at every look at once, so the
+    pane may be read after every rating (a fixed-n interval read so would miss the truth far more often)."""
+    if not pane.watched:
+        return
+    text.append("\nsystem means, anytime 95 % (confidence sequences: valid at every look)\n", style="bold")
+    text.append(f"{'judge':<30} {'system':<12} {'n':>4}  {'PPI':<13} humans only\n", style="bold")
+    for mean in pane.watched:
+        name = fit_label(mean.judge)
+        system = safe_text(mean.system, inline=True)[:12]
+        if mean.note:
+            text.append(f"{name:<30} {system:<12} {safe_text(mean.note, inline=True)}\n", style="dim")
+            continue
+        text.append(f"{name:<30} {system:<12} {mean.rated:>4}  {_interval(mean.ppi):<13} {_interval(mean.humans)}\n")
 
 
 def _confusion(text: Text, pane: AttributePane) -> None:
@@ -210,6 +239,7 @@ def render_pane(data: PaneData, focus: int, selected_gap: int, question_keys: st
     if pane.rows:
         _judge_rows(text, pane)
         _verdicts(text, pane)
+    _watched(text, pane)
     _confusion(text, pane)
     _distributions(text, pane)
     _gaps(text, pane, selected_gap)

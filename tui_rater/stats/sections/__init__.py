@@ -20,6 +20,7 @@ from tui_rater.stats.sections import (
     bias_card,
     bias_corrected,
     calibration,
+    ceiling,
     converging,
     extremes,
     judges,
@@ -51,6 +52,7 @@ for _section in (
     *scores.SECTIONS[:3],  # table1 (with Welch's t-test), table2, pairs
     raters.SECTION,  # Table 6 per writer, Table 12 per rater
     scores.SECTIONS[3],  # table3
+    ceiling.SECTION,  # each judge figure beside a held-out person's
     meta.SECTION,
     nominal.SECTION,
     *pairwise.SECTIONS,  # position, bt, pair_meta
@@ -79,6 +81,8 @@ LAYOUTS: tuple[Layout, ...] = (
     raters.TABLE6,
     raters.TABLE12,
     scores.TABLE3,
+    ceiling.CEILING,
+    ceiling.STRATA,
     nominal.SHARES,
     nominal.PAIRS,
     spa.TABLE,

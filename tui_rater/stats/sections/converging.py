@@ -11,6 +11,12 @@ of the item and question in force), and both statistics are recomputed on the fi
   and the human-only mean with their intervals at each n.
 
 Each record's ``n`` is the number of rated items the point is computed on.
+
+Reading a curve point by point is peeking: the fixed-n figures (``winning_rate``, ``verdict``, ``ppi_ci_*``,
+``classical_ci_*``) are for the analysis at the end. Beside them, figures valid at every point at once
+(issue 33 item 3; ``stats/sequential.py``, docs/VERDICT.md §7): ``anytime_winning_rate`` and ``anytime_verdict``
+(the alt-test by e-values and e-BH) and the 95 % confidence sequences ``ppi_cs_low`` / ``ppi_cs_high`` and
+``classical_cs_low`` / ``classical_cs_high``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats import convergence as cv
 from tui_rater.stats import ppi as pp
+from tui_rater.stats import sequential as sq
 from tui_rater.stats.records import ALL, HUMANS, Record
 from tui_rater.stats.sections import cells
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
@@ -32,7 +39,10 @@ from tui_rater.stats.sections.bias_corrected import CONFIDENCE, inclusion, score
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.stats.sections.settings import FDR
 from tui_rater.stats.sections.verdict import judge_ratings, level_of, rated, verdict_humans
+from tui_rater.stats.sections.watched import mean_sequence, verdict_curve
 
+ANYTIME_VERDICT = "anytime-valid: e-values per person, e-BH (valid at every point of the curve at once)"
+ANYTIME_MEAN = "anytime-valid 95 % confidence sequence (betting; valid at every point of the curve at once)"
 VERDICT_POINTS = 12
 SETTLED_POINTS = 3  # points of the verdict curve, from ⅔ of the rated items on, that must agree
 
@@ -89,11 +99,18 @@ def _verdict_curve(data: ReportData, attribute: Attribute) -> None:
             epsilon=data.settings.verdict.eps,
             alpha=FDR,
         )
+        watched = dict(verdict_curve(data, attribute, judge, order, verdict_sizes(len(order))))
         for point in points:
             add("winning_rate", value=point.winning_rate, n=point.rated, note=point.note)
             add("advantage_probability", value=point.advantage_probability, n=point.rated, note=point.note)
             passed = None if point.passed is None else float(point.passed)
             add("verdict", value=passed, n=point.rated, note=point.note)
+            anytime = watched.get(point.rated)
+            if anytime is not None:
+                note = anytime.note or ANYTIME_VERDICT
+                add("anytime_winning_rate", value=anytime.winning_rate, n=point.rated, note=note)
+                passed = None if anytime.passed is None else float(anytime.passed)
+                add("anytime_verdict", value=passed, n=point.rated, note=note)
         value, caveat = settled(points)
         if points:
             data.add(
@@ -144,8 +161,23 @@ def _ppi_curves(data: ReportData, attribute: Attribute) -> None:
             if not mine:
                 add("ppi_mean", value=None, note="no human ratings of this system yet")
                 continue
+            watched = mean_sequence(data, attribute, judge, system, order)
             for point in cv.ppi_convergence(judge_by_item, human_by_item, mine, confidence=CONFIDENCE):
                 _point(add, point)
+                _watched_point(add, watched.sequence, point.rated, watched.note)
+
+
+def _watched_point(add: partial[None], sequence: sq.PpiSequence | None, rated: int, note: str) -> None:
+    """The confidence sequences where the curve has a point (the sequence has one after every rated item)."""
+    found = {} if sequence is None else {"ppi": sequence.ppi, "classical": sequence.humans}
+    for prefix in ("ppi", "classical"):
+        bounds = found.get(prefix)
+        if bounds is None or not 0 < rated <= bounds.low.size:
+            for side in ("low", "high"):
+                add(f"{prefix}_cs_{side}", value=None, n=rated, note=note or "no confidence sequence")
+            continue
+        add(f"{prefix}_cs_low", value=float(bounds.low[rated - 1]), n=rated, note=ANYTIME_MEAN)
+        add(f"{prefix}_cs_high", value=float(bounds.high[rated - 1]), n=rated, note=ANYTIME_MEAN)
 
 
 def _point(add: partial[None], point: cv.PpiPoint) -> None:
@@ -167,8 +199,10 @@ CURVE_POINTS = 5  # points of a convergence curve shown in a text table (all of 
 def _lay_out(found: Found, who: Who) -> Table | None:
     rows = []
     for table, statistic, label in (
-        ("verdict_convergence", "winning_rate", "ω"),
+        ("verdict_convergence", "winning_rate", "ω fixed-n"),
+        ("verdict_convergence", "anytime_winning_rate", "ω anytime"),
         ("ppi_convergence", "ppi_mean", "PPI mean"),
+        ("ppi_convergence", "ppi_cs_low", "PPI anytime CS"),
     ):
         for attribute, judge, system in found.keys(table, "attribute", "evaluator", "system"):
             points = [
@@ -176,10 +210,32 @@ def _lay_out(found: Found, who: Who) -> Table | None:
                 for r in found.of(table)
                 if r.statistic == statistic and (r.attribute, r.evaluator, r.system) == (attribute, judge, system)
             ]
+            if not points:
+                continue
+            if statistic == "ppi_cs_low":
+                key = (attribute, judge, system)
+                highs = [
+                    r
+                    for r in found.of(table)
+                    if r.statistic == "ppi_cs_high" and (r.attribute, r.evaluator, r.system) == key
+                ]
+                rows.append([attribute, who(judge, attribute), system, label, _bounds_curve(points, highs)])
+                continue
             rows.append([attribute, who(judge, attribute), system, label, _curve(points)])
     if not rows:
         return None
     return CURVES.title, ["attribute", "judge", "system", "statistic", "curve (n: value)"], rows
+
+
+def _bounds_curve(lows: list[Record], highs: list[Record]) -> str:
+    pairs = list(zip(lows, highs))
+    if all(low.value is None for low, _ in pairs):
+        return f"n/a: {lows[0].note}" if lows else ""
+    shown = [(low, high) for low, high in pairs if low.value is not None and high.value is not None]
+    if len(shown) > CURVE_POINTS:
+        step = (len(shown) - 1) / (CURVE_POINTS - 1)
+        shown = [shown[round(i * step)] for i in range(CURVE_POINTS)]
+    return " → ".join(f"{low.n}: {cells.value(low)}–{cells.value(high)}" for low, high in shown)
 
 
 def _curve(points: list[Record]) -> str:
@@ -194,7 +250,8 @@ def _curve(points: list[Record]) -> str:
 
 CURVES = Layout(
     "convergence",
-    "Convergence as human ratings arrive (items in the order their ratings were completed; n = rated items)",
+    "Convergence as human ratings arrive (items in the order their ratings were completed; n = rated items; "
+    "fixed-n: read once, at the end; anytime: valid at every point)",
     ("verdict_convergence", "ppi_convergence"),
     _lay_out,
 )

@@ -1,0 +1,77 @@
+"""The study's ratings as the sequences ``stats/sequential.py`` watches: per question, judge and system, the
+judge's values and the humans' in the order the human ratings were completed (``converging.rating_order``),
+for the live pane's and the convergence curves' anytime-valid figures (docs/VERDICT.md §7)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tui_rater.domain.tasks import Attribute
+from tui_rater.stats import sequential as sq
+from tui_rater.stats.records import HUMANS
+from tui_rater.stats.sections.bias_corrected import inclusion
+from tui_rater.stats.sections.data import ReportData
+from tui_rater.stats.sections.settings import FDR
+from tui_rater.stats.sections.verdict import judge_ratings, level_of, verdict_humans
+
+
+@dataclass(frozen=True)
+class Watched:
+    """One judge and system: the prediction-powered and the human-only confidence sequences, look by look (the
+    n-th entry after n human-rated items), or why there are none."""
+
+    sequence: sq.PpiSequence | None
+    note: str = ""
+
+    @property
+    def rated(self) -> int:
+        return 0 if self.sequence is None else int(self.sequence.humans.low.size)
+
+
+def mean_sequence(data: ReportData, attribute: Attribute, judge: str, system: str, order: Sequence[int]) -> Watched:
+    """``order``: the question's human-rated item keys in the order their ratings were completed."""
+    if inclusion(data, attribute) is not None:
+        return Watched(None, "not computed for weighted (active) samples")
+    keys = [int(k) for k in data.keys(system)]
+    f = data.item_values(judge, attribute, system)
+    if np.all(np.isnan(f)):
+        return Watched(None, "the judge rated none of these items")
+    y = data.item_values(HUMANS, attribute, system) if data.humans else np.full(f.shape, np.nan)
+    judge_by_item = dict(zip(keys, f.tolist()))
+    human_by_item = {k: v for k, v in zip(keys, y.tolist()) if not np.isnan(v)}
+    # as the fixed-n PPI: the items both rated, the judge's items for its own mean
+    mine = [k for k in order if k in human_by_item and not np.isnan(judge_by_item[k])]
+    if not mine:
+        return Watched(None, "no human ratings of these items yet")
+    scale = data.protocol(attribute).value_scale(attribute)
+    judged = f[~np.isnan(f)]
+    humans = np.array([human_by_item[k] for k in mine])
+    rated = np.array([judge_by_item[k] for k in mine])
+    values = np.concatenate([judged, humans])
+    if values.min() < scale.low or values.max() > scale.high:
+        return Watched(None, f"values off the scale {scale.low:g}–{scale.high:g}: no bounded-mean sequence")
+    return Watched(sq.ppi_cs(judged, rated, humans, scale.low, scale.high))
+
+
+def verdict_curve(
+    data: ReportData, attribute: Attribute, judge: str, order: Sequence[Hashable], sizes: Sequence[int] | None = None
+) -> list[tuple[int, sq.AnytimeVerdict]]:
+    """The anytime-valid alt-test after the first n items of ``order`` for each n of ``sizes`` (default: all of
+    them at once), at the report's ε; empty when the question has fewer than 3 humans or the judge no values."""
+    humans, reason = verdict_humans(data, attribute)
+    ratings = judge_ratings(data, judge, attribute)
+    if reason or not ratings:
+        return []
+    shown = [k for k in order if k in ratings]
+    return sq.anytime_alt_curve(
+        humans,
+        ratings,
+        shown,
+        [len(shown)] if sizes is None else sizes,
+        level=level_of(data, attribute),
+        epsilon=data.settings.verdict.eps,
+        alpha=FDR,
+    )
