@@ -21,6 +21,7 @@ from tui_rater.stats.sections import (
     converging,
     extremes,
     judges,
+    jury,
     meta,
     nominal,
     notes,
@@ -55,6 +56,7 @@ for _section in (
     spa.SECTION,
     # can the judge stand in for the raters? (docs/VERDICT.md)
     verdict.SECTION,
+    jury.SECTION,  # does a jury do better than its best member?
     bias_corrected.SECTION,
     converging.SECTION,
     retest.SECTION,
@@ -83,6 +85,7 @@ LAYOUTS: tuple[Layout, ...] = (
     pairwise.PAIR_META,
     verdict.VERDICT,
     verdict.ACROSS,
+    jury.TABLE,
     bias_corrected.MEANS,
     bias_corrected.DIFFERENCES,
     converging.CURVES,

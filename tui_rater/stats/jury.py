@@ -1,0 +1,196 @@
+"""A jury's values, computed from its members' ratings in force whenever a report or the live pane reads the study.
+
+Nothing is stored: the report's frame gains the jury's rows (one value per item and question, sample 0) right after
+the ratings are read (``Report.__init__``), so every table, the verdict, PPI, convergence and the pane treat the jury
+as one more judge, and a member's new ratings reach the jury on the next read. The cost is one pass over the members'
+rows (bench/jury.py: 10,000 items x 3 members).
+
+The rules (``tui-rater jury --aggregate``), over the members' one value per item as the report computes it (samples
+combined by the protocol, a pair's two orders combined in the item's terms):
+
+- ``mean`` / ``median``: of the members' values (scores only);
+- ``vote``: the answer most members gave; a tie for the most votes goes to the answer of the member named first in
+  ``--members`` among those tied (the chair's casting vote: deterministic, and the user chooses the order);
+- ``distribution``: the members' stored scale distributions (each member's distribution pass, mapped into the item's
+  terms by the protocol and averaged over the item's presentations) averaged with equal weight, then read as the
+  protocol reads one judge's distribution: its expected value for scores, its most probable answer for nominal
+  questions (a tie in probability goes to the first answer in the scale's order).
+
+Nominal questions always vote (no mean is ever taken of a nominal answer), whatever the rule. A jury has a value of an
+item only where every member has one: a value from two of three members would be another jury.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from tui_rater.domain.protocols import EvaluationProtocol, Level
+from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.stats.records import ALL
+from tui_rater.stats.sections.data import ReportData
+from tui_rater.store.juries import Jury, list_juries, member_distributions
+from tui_rater.store.study import Study
+
+
+def rule_of(jury: Jury, protocol: EvaluationProtocol) -> str:
+    """The rule a jury applies to one question: its own, except that nominal answers are voted."""
+    if protocol.level is Level.NOMINAL and jury.aggregate in ("mean", "median"):
+        return "vote"
+    return jury.aggregate
+
+
+def plurality(stack: np.ndarray) -> np.ndarray:
+    """members x items (no NaN) -> each item's most frequent answer; ties to the first-named member's answer."""
+    if stack.size == 0:
+        return np.full(stack.shape[1], np.nan)
+    counts = (stack[:, None, :] == stack[None, :, :]).sum(axis=1)  # votes for member i's answer, per item
+    first = np.argmax(counts == counts.max(axis=0), axis=0)  # argmax: the first member whose answer leads
+    chosen: np.ndarray = stack[first, np.arange(stack.shape[1])]
+    return chosen
+
+
+def with_juries(study: Study, task: Task, frame: pl.DataFrame, readings: pl.DataFrame) -> tuple[pl.DataFrame, ...]:
+    """(the frame and the readings with every jury's rows of this task added). Unchanged where there is none."""
+    juries = [jury for jury in list_juries(study) if jury.applies_to(task.name)]
+    if not juries or frame.is_empty():
+        return frame, readings
+    frames, read = [frame], [readings]
+    for jury in juries:
+        rows, jury_readings = _jury_rows(study, task, jury, frame, readings)
+        frames.append(rows)
+        read.append(jury_readings)
+    return pl.concat(frames, how="vertical"), pl.concat(read, how="vertical")
+
+
+def _jury_rows(
+    study: Study, task: Task, jury: Jury, frame: pl.DataFrame, readings: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    labels = [member.label for member in jury.members]
+    members = frame.filter(pl.col("rater").is_in(labels))
+    data = ReportData(study, task, frame=members, readings=readings.clear())
+    keys = data.keys(ALL)
+    last = members.group_by("item_key", "attribute").agg(pl.col("rating_id").max())
+    parts = []
+    for attribute in task.attributes:
+        values = jury_values(study, task, jury, data, attribute)
+        present = ~np.isnan(values)
+        if not present.any():
+            continue
+        parts.append(
+            pl.DataFrame(
+                {
+                    "item_key": keys[present],
+                    "system": [data.system_of[int(k)] for k in keys[present]],
+                    "attribute": attribute.name,
+                    "rater": jury.label,
+                    "kind": "llm",
+                    "presentation": "",
+                    "sample": 0,
+                    "value": values[present],
+                },
+                schema_overrides={"item_key": pl.Int64, "sample": pl.Int64, "value": pl.Float64},
+            )
+        )
+    if not parts:
+        return frame.clear(), readings.clear()
+    rows = pl.concat(parts)
+    # the jury's value of an item arrived with its last member rating (the convergence curves' order)
+    rows = rows.join(last, on=["item_key", "attribute"], how="left").select(frame.columns).cast(frame.schema)
+    jury_readings = pl.DataFrame(
+        {"rater": rows["rater"], "attribute": rows["attribute"], "status": "ok", "read": True},
+    ).with_columns(mass=pl.lit(None, pl.Float64), mass_on=pl.lit(None, pl.Utf8))
+    return rows, jury_readings.select(readings.columns).cast(readings.schema)
+
+
+def jury_values(study: Study, task: Task, jury: Jury, data: ReportData, attribute: Attribute) -> np.ndarray:
+    """The jury's value of each item of ``data.keys(ALL)`` (NaN where a member has none)."""
+    protocol = data.protocol(attribute)
+    rule = rule_of(jury, protocol)
+    labels = [member.label for member in jury.members]
+    width = len(data.keys(ALL))
+    if rule == "distribution":
+        return _from_distributions(study, task, labels, data, attribute, protocol)
+    stack = np.vstack([data.item_values(label, attribute, ALL) for label in labels]) if labels else np.empty((0, 0))
+    complete = ~np.isnan(stack).any(axis=0) if width else np.zeros(0, dtype=bool)
+    out = np.full(width, np.nan)
+    if not complete.any():
+        return out
+    full = stack[:, complete]
+    if rule == "mean":
+        out[complete] = full.mean(axis=0)
+    elif rule == "median":
+        out[complete] = np.median(full, axis=0)
+    else:
+        out[complete] = plurality(full)
+    return out
+
+
+def _from_distributions(
+    study: Study, task: Task, labels: list[str], data: ReportData, attribute: Attribute, protocol: EvaluationProtocol
+) -> np.ndarray:
+    keys = data.keys(ALL)
+    width = len(keys)
+    wanted = len(protocol.presentations(attribute))
+    # option label -> value in the item's terms, per (variant, presentation): a pair's swapped order and V3's
+    # "which is worse" are turned round by the protocol's own canonical(), as for one judge's reading
+    mapping: dict[tuple[str, str], dict[str, float]] = {}
+    passes: list[tuple[int, int, dict[float, float]]] = []  # (member, item position, value -> probability)
+    position_of = {int(k): i for i, k in enumerate(keys.tolist())}
+    for label, item_key, name, presentation, distribution, config_text in member_distributions(
+        study, task.name, labels
+    ):
+        if name != attribute.name or distribution is None or int(item_key) not in position_of:
+            continue
+        variant = _variant(config_text)
+        if (variant, presentation) not in mapping:
+            options = protocol.options(attribute, variant)
+            mapping[(variant, presentation)] = (
+                {
+                    option: protocol.canonical(float(value), attribute, variant, presentation)[0]
+                    for option, value in zip(options.labels, options.values)
+                }
+                if options is not None
+                else {}
+            )
+        to_value = mapping[(variant, presentation)]
+        p = json.loads(distribution)
+        in_terms: dict[float, float] = {}
+        for option, probability in p.items():
+            if option in to_value:
+                in_terms[to_value[option]] = in_terms.get(to_value[option], 0.0) + float(probability)
+        passes.append((labels.index(label), position_of[int(item_key)], in_terms))
+    points = np.array(sorted({v for _, _, d in passes for v in d}), dtype=float)
+    out = np.full(width, np.nan)
+    if not len(points):
+        return out
+    index = {float(v): i for i, v in enumerate(points.tolist())}
+    summed = np.zeros((len(labels), width, len(points)))
+    counted = np.zeros((len(labels), width), dtype=int)
+    for member, position, terms in passes:
+        for value, probability in terms.items():
+            summed[member, position, index[value]] += probability
+        counted[member, position] += 1
+    # every member read every presentation of the item (a pair in both orders)
+    complete = np.all(counted >= wanted, axis=0)
+    if not complete.any():
+        return out
+    per_member = summed[:, complete, :] / counted[:, complete, None]
+    averaged = per_member.mean(axis=0)  # items x points: the jury's distribution in the item's terms
+    if protocol.level is Level.NOMINAL:
+        out[complete] = points[np.argmax(averaged, axis=1)]
+    else:
+        out[complete] = averaged @ points / averaged.sum(axis=1)
+    return out
+
+
+def _variant(config_text: str | None) -> str:
+    try:
+        config: Any = json.loads(config_text) if config_text else {}
+    except ValueError:
+        config = {}
+    variant = config.get("variant", "plain") if isinstance(config, dict) else "plain"
+    return variant if isinstance(variant, str) else "plain"
