@@ -12,9 +12,11 @@ combined by the protocol, a pair's two orders combined in the item's terms):
 - ``vote``: the answer most members gave; a tie for the most votes goes to the answer of the member named first in
   ``--members`` among those tied (the chair's casting vote: deterministic, and the user chooses the order);
 - ``distribution``: the members' stored scale distributions (each member's distribution pass, mapped into the item's
-  terms by the protocol and averaged over the item's presentations) averaged with equal weight, then read as the
-  protocol reads one judge's distribution: its expected value for scores, its most probable answer for nominal
-  questions (a tie in probability goes to the first answer in the scale's order).
+  terms by the protocol's ``canonical``) averaged with equal weight, per presentation, then read as the protocol reads
+  one judge's distribution: its expected value for scores, its most probable answer for nominal questions (a tie in
+  probability goes to the first answer in the scale's order); a pair's two orders are then combined as for one judge
+  (``combine_presentations``: orders that disagree are no preference, a tie). Averaging the two orders' distributions
+  first would let a position-biased panel's near-even split between A and B be decided by rounding.
 
 Nominal questions always vote (no mean is ever taken of a nominal answer), whatever the rule. A jury has a value of an
 item only where every member has one: a value from two of three members would be another jury.
@@ -22,16 +24,13 @@ item only where every member has one: a value from two of three members would be
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import numpy as np
 import polars as pl
 
 from tui_rater.domain.protocols import EvaluationProtocol, Level
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.stats.records import ALL
-from tui_rater.stats.sections.data import ReportData
+from tui_rater.stats.sections.data import ReportData, _across_presentations
 from tui_rater.store.juries import Jury, list_juries, member_distributions
 from tui_rater.store.study import Study
 
@@ -134,50 +133,66 @@ def _from_distributions(
 ) -> np.ndarray:
     keys = data.keys(ALL)
     width = len(keys)
-    wanted = len(protocol.presentations(attribute))
+    out = np.full(width, np.nan)
+    rows = member_distributions(study, task.name, attribute.name, labels)
+    if not rows or not width:
+        return out
+    passes = pl.DataFrame(
+        rows,
+        schema={"member": pl.Utf8, "item_key": pl.Int64, "presentation": pl.Utf8, "p": pl.Utf8, "variant": pl.Utf8},
+        orient="row",
+    ).filter(pl.col("item_key").is_in(keys.tolist()))
     # option label -> value in the item's terms, per (variant, presentation): a pair's swapped order and V3's
     # "which is worse" are turned round by the protocol's own canonical(), as for one judge's reading
     mapping: dict[tuple[str, str], dict[str, float]] = {}
-    passes: list[tuple[int, int, dict[float, float]]] = []  # (member, item position, value -> probability)
-    position_of = {int(k): i for i, k in enumerate(keys.tolist())}
-    for label, item_key, name, presentation, distribution, config_text in member_distributions(
-        study, task.name, labels
-    ):
-        if name != attribute.name or distribution is None or int(item_key) not in position_of:
-            continue
-        variant = _variant(config_text)
-        if (variant, presentation) not in mapping:
-            options = protocol.options(attribute, variant)
-            mapping[(variant, presentation)] = (
-                {
-                    option: protocol.canonical(float(value), attribute, variant, presentation)[0]
-                    for option, value in zip(options.labels, options.values)
-                }
-                if options is not None
-                else {}
-            )
-        to_value = mapping[(variant, presentation)]
-        p = json.loads(distribution)
-        in_terms: dict[float, float] = {}
-        for option, probability in p.items():
-            if option in to_value:
-                in_terms[to_value[option]] = in_terms.get(to_value[option], 0.0) + float(probability)
-        passes.append((labels.index(label), position_of[int(item_key)], in_terms))
-    points = np.array(sorted({v for _, _, d in passes for v in d}), dtype=float)
-    out = np.full(width, np.nan)
+    for variant, presentation in passes.select("variant", "presentation").unique().iter_rows():
+        options = protocol.options(attribute, variant)
+        mapping[(variant, presentation)] = (
+            {
+                label: protocol.canonical(float(value), attribute, variant, presentation)[0]
+                for label, value in zip(options.labels, options.values)
+            }
+            if options is not None
+            else {}
+        )
+    points = np.array(sorted({v for found in mapping.values() for v in found.values()}), dtype=float)
     if not len(points):
         return out
     index = {float(v): i for i, v in enumerate(points.tolist())}
-    summed = np.zeros((len(labels), width, len(points)))
-    counted = np.zeros((len(labels), width), dtype=int)
-    for member, position, terms in passes:
-        for value, probability in terms.items():
-            summed[member, position, index[value]] += probability
-        counted[member, position] += 1
-    # every member read every presentation of the item (a pair in both orders)
-    complete = np.all(counted >= wanted, axis=0)
+    shown = sorted(mapping_presentations := {p for _, p in mapping})
+    summed = np.zeros((len(shown), len(labels), width, len(points)))
+    counted = np.zeros((len(shown), len(labels), width), dtype=int)
+    member_of = {label: i for i, label in enumerate(labels)}
+    for (variant, presentation), group in passes.group_by("variant", "presentation"):
+        to_value = mapping[(str(variant), str(presentation))]
+        at = shown.index(str(presentation))
+        # the stored distributions decoded column-wise (polars), not one json.loads per pass: bench/jury.py
+        struct = pl.Struct([pl.Field(label, pl.Float64) for label in to_value])
+        decoded = group["p"].str.json_decode(struct) if to_value else None
+        member = np.array([member_of[m] for m in group["member"].to_list()], dtype=int)
+        position = np.searchsorted(keys, group["item_key"].to_numpy())
+        np.add.at(counted[at], (member, position), 1)
+        if decoded is None:
+            continue
+        for label, value in to_value.items():
+            probability = decoded.struct.field(label).fill_null(0.0).to_numpy()
+            np.add.at(summed[at], (member, position, np.full(len(member), index[value])), probability)
+    # every member read every presentation the protocol shows (a pair in both orders)
+    complete = np.all(counted > 0, axis=(0, 1)) & (len(mapping_presentations) >= len(protocol.presentations(attribute)))
     if not complete.any():
         return out
+    per_presentation = []
+    for at in range(len(shown)):
+        # per presentation: the members' distributions (each its passes' mean) averaged with equal weight
+        jury = (summed[at][:, complete, :] / counted[at][:, complete, None]).mean(axis=0)
+        if protocol.level is Level.NOMINAL:
+            read = points[np.argmax(jury, axis=1)]  # a tie in probability: the first answer in the scale's order
+        else:
+            read = jury @ points / jury.sum(axis=1)
+        per_presentation.append(read)
+    # the presentations combined as for one judge: a pair's orders that disagree are no preference (a tie)
+    out[complete] = _across_presentations(protocol, per_presentation, int(complete.sum()))
+    return out
     per_member = summed[:, complete, :] / counted[:, complete, None]
     averaged = per_member.mean(axis=0)  # items x points: the jury's distribution in the item's terms
     if protocol.level is Level.NOMINAL:
@@ -185,12 +200,3 @@ def _from_distributions(
     else:
         out[complete] = averaged @ points / averaged.sum(axis=1)
     return out
-
-
-def _variant(config_text: str | None) -> str:
-    try:
-        config: Any = json.loads(config_text) if config_text else {}
-    except ValueError:
-        config = {}
-    variant = config.get("variant", "plain") if isinstance(config, dict) else "plain"
-    return variant if isinstance(variant, str) else "plain"

@@ -145,19 +145,23 @@ def juries_of_member(study: Study, member_name: str) -> list[Jury]:
     return [jury for jury in list_juries(study) if any(m.name == member_name for m in jury.members)]
 
 
-def member_distributions(study: Study, task: str, labels: list[str]) -> list[tuple[Any, ...]]:
-    """(member label, item key, attribute, presentation, the distribution pass's options -> probability as JSON
-    text, the member's configuration JSON) of each distribution pass in force: the pass's facts are kept with
-    sample 0 (``domain/modes.py``), so one row per (item, question, member, presentation)."""
+def member_distributions(study: Study, task: str, attribute: str, labels: list[str]) -> list[tuple[Any, ...]]:
+    """(member label, item key, presentation, the distribution pass's options -> probability as JSON text, the
+    member's prompt variant) of each distribution pass in force of one question: the pass's facts are kept with
+    sample 0 (``domain/modes.py``), so one row per (item, member, presentation)."""
     if not labels:
         return []
     return study.db.conn.execute(
-        f"""SELECT coalesce(ra.label, ra.name), r.item_key, r.attribute, r.presentation,
-                   json_extract(r.details, '$.{Details.DISTRIBUTION}'), ra.config
+        f"""SELECT coalesce(ra.label, ra.name), r.item_key, r.presentation,
+                   json_extract(r.details, '$.{Details.DISTRIBUTION}'),
+                   CASE WHEN json_valid(ra.config) AND json_type(ra.config, '$.variant') = 'text'
+                        THEN json_extract(ra.config, '$.variant') ELSE 'plain' END
             FROM {RATINGS_IN_FORCE}
-            WHERE i.task = ? AND r.sample = 0 AND coalesce(ra.label, ra.name) IN ({",".join("?" * len(labels))})
-                  AND r.details LIKE '%"{Details.DISTRIBUTION}"%' AND json_valid(r.details)""",
-        [task, *labels],
+            WHERE i.task = ? AND r.attribute = ? AND r.sample = 0
+                  AND coalesce(ra.label, ra.name) IN ({",".join("?" * len(labels))})
+                  AND r.details LIKE '%"{Details.DISTRIBUTION}"%' AND json_valid(r.details)
+                  AND json_type(r.details, '$.{Details.DISTRIBUTION}') = 'object'""",
+        [task, attribute, *labels],
     ).fetchall()
 
 
