@@ -88,6 +88,7 @@ def main() -> None:
             frame, readings = load_all(study, task.name)
             reads.append(time.perf_counter() - start)
         read = best(reads)
+        figures: dict[str, float] = {"items": args.items, "read_s": round(read, 4)}
         print(f"{args.items} items x 3 members x 3 samples: reading the ratings {read:.3f} s (best of {args.repeat})")
         print("| rule | jury built (s) | ratio to reading the members' ratings | target < 2 s |")
         print("|---|---|---|---|")
@@ -102,9 +103,12 @@ def main() -> None:
             built = best(times)
             assert rows.height == args.items, (rule, rows.height)
             print(f"| {rule} | {built:.3f} | {built / read:.2f}x | {'yes' if built < 2 else 'NO'} |")
+            figures[f"{rule}_s"] = round(built, 4)
         start = time.perf_counter()
         with_juries(study, task, frame, readings)
-        print(f"all four juries at once: {time.perf_counter() - start:.3f} s")
+        figures["all_four_s"] = round(time.perf_counter() - start, 4)
+        print(f"all four juries at once: {figures['all_four_s']:.3f} s")
+        print(json.dumps(figures))
         study.close()
 
 
