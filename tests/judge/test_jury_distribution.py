@@ -139,3 +139,18 @@ def _check(db: Path, tmp_path: Path, task: str) -> None:
     np.testing.assert_allclose(merged["value"], merged["expected"], rtol=1e-9)
     if task == "story":  # an expected score, not any one answer on the scale
         assert not np.allclose(merged["value"], np.round(merged["value"]))
+
+
+def test_a_jury_of_judges_that_are_not_agreement_ready_is_marked_so(judged, tmp_path):
+    """The generated models put almost no probability on the scale: the members are not agreement-ready, and a jury
+    of them is marked so beside its numbers, as they are (its readings are theirs)."""
+    study = Study.open(judged)
+    labels = [j for (j,) in study.db.conn.execute("SELECT label FROM raters WHERE label LIKE '%m-%' ORDER BY id")][::2]
+    assert run("jury", "unready", "--members", ",".join(labels), "--task", "story", "--db", judged) == 0
+    out = tmp_path / "r.json"
+    assert run("report", "--db", judged, "--task", "story", "--format", "json", "--out", out) == 0
+    records = json.loads(out.read_text())["tasks"]["story"]
+    table1 = [r for r in records if r["table"] == "table1" and r["statistic"] == "mean"]
+    for who in [*labels, "unready"]:
+        notes = [r["note"] for r in table1 if r["evaluator"] == who]
+        assert notes and all("not agreement-ready" in note for note in notes), who

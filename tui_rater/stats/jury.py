@@ -18,8 +18,10 @@ combined by the protocol, a pair's two orders combined in the item's terms):
   (``combine_presentations``: orders that disagree are no preference, a tie). Averaging the two orders' distributions
   first would let a position-biased panel's near-even split between A and B be decided by rounding.
 
-Nominal questions always vote (no mean is ever taken of a nominal answer), whatever the rule. A jury has a value of an
-item only where every member has one: a value from two of three members would be another jury.
+Nominal questions always vote (no mean is ever taken of a nominal answer), whatever the rule. The jury's readings
+(typed failures, scale mass) are its members' pooled, so a jury of judges that are not agreement-ready is marked so.
+A jury has a value of an item only where every member has one: a value from two of three members would be another
+jury.
 """
 
 from __future__ import annotations
@@ -99,9 +101,9 @@ def _jury_rows(
     rows = pl.concat(parts)
     # the jury's value of an item arrived with its last member rating (the convergence curves' order)
     rows = rows.join(last, on=["item_key", "attribute"], how="left").select(frame.columns).cast(frame.schema)
-    jury_readings = pl.DataFrame(
-        {"rater": rows["rater"], "attribute": rows["attribute"], "status": "ok", "read": True},
-    ).with_columns(mass=pl.lit(None, pl.Float64), mass_on=pl.lit(None, pl.Utf8))
+    # the jury's readings are its members' (relabelled): the one agreement-ready rule (``domain/readiness.py``) then
+    # marks a jury built from readings that failed or put little probability on the scale, as it marks a judge
+    jury_readings = readings.filter(pl.col("rater").is_in(labels)).with_columns(rater=pl.lit(jury.label))
     return rows, jury_readings.select(readings.columns).cast(readings.schema)
 
 
