@@ -290,7 +290,7 @@ def test_judges_lists_the_jury_with_its_members_identities_and_rule(panel, capsy
     [
         (("trio", "--members", "j-a"), "at least 2 members"),
         (("trio", "--members", "j-a,j-a"), "named twice"),
-        (("trio", "--members", "j-a,h1"), "is an annotator, not a judge"),
+        (("trio", "--members", "j-a,h1"), "'h1' is an annotator, not a judge; a jury's members are judges"),
         (("trio", "--members", "j-a,nobody"), "no judge 'nobody'"),
         (("trio", "--members", "j-a,j-b", "--aggregate", "distribution"), "no stored scale distributions"),
         (("bad\x1bname", "--members", "j-a,j-b"), "printable characters"),

@@ -21,6 +21,7 @@ from tui_rater.store.juries import (
     forget_jury,
     forget_member_and_juries,
     has_distributions,
+    is_person,
     juries_of_member,
     jury_ids,
     list_juries,
@@ -57,6 +58,8 @@ def make_jury(study: Study, options: JuryOptions) -> Jury:
     juries = jury_ids(study)
     members: list[tuple[int, str, str]] = []
     for member in wanted:
+        if is_person(study, member):
+            raise UserError(f"{member!r} is an annotator, not a judge; a jury's members are judges")
         judge = find_judge(study, member)
         if judge.id in juries:
             raise UserError(f"{judge.label!r} is a jury; a jury's members are judges, not other juries")

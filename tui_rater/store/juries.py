@@ -115,6 +115,14 @@ def create_jury(study: Study, name: str, members: list[tuple[int, str, str]], ag
     return Jury(rid, name, aggregate, task, members_t, config_hash)
 
 
+def is_person(study: Study, name: str) -> bool:
+    """Is NAME (a name or label) one of the study's people rather than a judge?"""
+    row = study.db.conn.execute(
+        "SELECT 1 FROM raters WHERE kind != 'llm' AND (name = ? OR label = ?)", [name, name]
+    ).fetchone()
+    return row is not None
+
+
 def find_jury(study: Study, wanted: str) -> Jury:
     juries = list_juries(study)
     for jury in juries:
