@@ -30,6 +30,7 @@ LEAD_COMMANDS = {
     "queue --cancel": ["queue", "--cancel"],
     "queue --retry": ["queue", "--retry"],
     "judges --forget": ["judges", "--forget", "judge-x", "--yes"],
+    "jury": ["jury", "pair", "--members", "judge-x,judge-y"],
     "judge --batch --cancel": ["judge", "--model", "api:m", "--base-url", URL, "--batch", "--cancel"],
     "adjudicate": ["adjudicate", "--task", "story", "--adjudicator", "lena"],
     "reparse": ["reparse"],
@@ -49,6 +50,7 @@ NOT_LEAD_FLAGS = {
     "assign": ["--dry-run"],  # stores nothing
     "adjudicate": ["--list"],  # prints the disagreements
     "judge": ["--batch"],  # a judge's own run, sent as a batch
+    "jury": ["--list"],  # lists the juries
 }
 
 
@@ -59,8 +61,10 @@ def team_study(tmp_path_factory):
     study = Study.open(db)
     study.add_items(study.task("story"), STORIES)
     judge = study.judge("judge-x", {"imported_from": "x"})
+    other = study.judge("judge-y", {"imported_from": "y"})  # a jury needs two
     for item in study.items("story"):
         study.add_rating(item.key, "cohesiveness", judge.id, 3.0)
+        study.add_rating(item.key, "cohesiveness", other.id, 4.0)
     study.close()
     (folder / "items.csv").write_text("id,system,prompt,story\nn1,A,Prompt 9.,A new story.\n")
     (folder / "ratings.csv").write_text("item,rater,attribute,value\ns0,zed,cohesiveness,4\n")

@@ -25,6 +25,7 @@ from tests.stats.simulated import likert_study
 from tests.support import DATA, run_cli_process
 from tui_rater import __version__
 from tui_rater.domain.tasks import task_from_definition
+from tui_rater.service.juries import JuryOptions, make_jury
 from tui_rater.store import spa
 from tui_rater.store.db import write
 from tui_rater.store.study import Study
@@ -83,6 +84,8 @@ def wide_study(folder: Path) -> Path:
     _pairwise(study, rng)
     _choice(study, rng)
     _spa(study, rng)
+    # a jury of the two 0-100 scorers (made last: the other raters keep their ids)
+    make_jury(study, JuryOptions("panel", ("scorer-a", "scorer-b"), "mean", "story-explicit"))
     # a rating's time is when it was stored; a retest's drift is read against it: a minute per rating instead
     with write(study.db) as conn:
         conn.execute(

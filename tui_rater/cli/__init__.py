@@ -11,7 +11,18 @@ import os
 import sys
 from typing import Any, NoReturn
 
-from tui_rater.cli import adjudicating, annotating, certifying, data, judges, judging, reporting, serving, team
+from tui_rater.cli import (
+    adjudicating,
+    annotating,
+    certifying,
+    data,
+    judges,
+    judging,
+    juries,
+    reporting,
+    serving,
+    team,
+)
 from tui_rater.cli.common import close_all, common_flags, keep_messages_on_stderr, say, settings_for, version
 from tui_rater.cli.failures import failure_sentence
 from tui_rater.domain.errors import UserError
@@ -42,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    for group in (annotating, adjudicating, data, judging, judges, reporting, certifying, serving, team):
+    for group in (annotating, adjudicating, data, judging, judges, juries, reporting, certifying, serving, team):
         group.add_parsers(sub, common)
     return parser
 

@@ -58,6 +58,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         "in one transaction, after a confirmation naming what goes",
     )
     p.add_argument("--yes", action="store_true", help="--forget: do not ask (needed when stdin is not a terminal)")
+    p.add_argument("--force", action="store_true", help="--forget: forget the juries made from this judge with it")
     lead_only(p, lambda args: "forget a judge" if args.forget is not None else None)
     p.set_defaults(run=cmd_judges)
 
@@ -82,12 +83,15 @@ def cmd_judges(args: argparse.Namespace, settings: Settings) -> int:
         config = judge.config
         model = config.get("model_file") or config.get("api_model") or ("" if judge.configured else "-")
         jobs = ", ".join(f"{n} {status}" for status, n in judge.jobs.items() if n) or "-"
+        jury = config.get("jury") if isinstance(config.get("jury"), dict) else None
+        if jury is not None:  # a derived judge (`tui-rater jury`): its values are computed, never stored
+            model = "jury of " + ", ".join(str(m.get("label")) for m in jury.get("members", []))
         summary.add_row(
             data(judge.label),
             data(judge.id),
             data(model),
-            data(config.get("mode", "")),
-            data(judge.ratings),
+            data(f"jury: {jury.get('aggregate')}" if jury is not None else config.get("mode", "")),
+            data("computed" if jury is not None else judge.ratings),
             data(judge.failures),
             data(jobs),
         )
@@ -106,13 +110,17 @@ def _forget(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.cli.common import say
     from tui_rater.domain.errors import UserError
     from tui_rater.service.judging import reclaim_dead
-    from tui_rater.store.judges import find_judge, footprint, forget_judge
+    from tui_rater.service.juries import check_forget_member, forget_member
+    from tui_rater.store.judges import find_judge, footprint
 
     study = open_study(args, settings, create=False)
     judge = find_judge(study, args.forget)
     reclaim_dead(study)  # jobs a killed run left leased are not a run in progress
+    juries = check_forget_member(study, judge, args.force)  # a jury made from it: refused without --force
     goes = footprint(study, judge)
     what = f"judge {judge.label} ({judge.name}): {goes.describe()}"
+    if juries:
+        what += f", and jur{'ies' if len(juries) > 1 else 'y'} {', '.join(j.label for j in juries)}"
     if not args.yes:
         if not sys.stdin.isatty():
             raise UserError(f"forgetting {what} needs a yes: run it in a terminal, or add --yes")
@@ -120,8 +128,9 @@ def _forget(args: argparse.Namespace, settings: Settings) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             say("nothing removed")
             return 1
-    removed = forget_judge(study, judge)
-    say(f"forgot {judge.label}: removed {removed.describe()}")
+    removed = forget_member(study, judge, juries)
+    gone = f"; and jury {', '.join(j.label for j in juries)}" if juries else ""
+    say(f"forgot {judge.label}: removed {removed.describe()}{gone}")
     return 0
 
 
@@ -138,6 +147,8 @@ def _rows(judge: Judge) -> list[tuple[str, Any]]:
     if "imported_from" in config:
         source = config.pop("imported_from")
         rows.append(("provenance", f"ratings imported from a file (as {source})"))
+    elif isinstance(config.get("jury"), dict):
+        rows.append(("provenance", "a jury: computed from its members' ratings (below, each with its identity)"))
     elif not judge.configured:
         rows.append(("provenance", "not a run of `tui-rater judge`: only what is stored below is known"))
     if config.get("backend") == "llama.cpp" and config.get("chat_template") is None:

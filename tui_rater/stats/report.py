@@ -12,17 +12,23 @@ task. What the user sets (SPA's τ, the alt-test's ε, the humans' reference) is
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tui_rater.domain import protocols
-from tui_rater.domain.tasks import Attribute
+from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.stats import interval_notes
 from tui_rater.stats.agreement import Stat
+from tui_rater.stats.jury import with_juries
 from tui_rater.stats.records import ALL, HUMANS, SCHEMA, Record, as_dicts
 from tui_rater.stats.sections import SECTIONS, check_protocols
 from tui_rater.stats.sections.base import Runs, Section
-from tui_rater.stats.sections.data import ReportData, load, reference_system
+from tui_rater.stats.sections.data import ReportData, load, load_all, reference_system
 from tui_rater.stats.sections.readings import mark_not_ready
 from tui_rater.stats.sections.settings import ReportSettings, SpaSettings, VerdictSettings
 from tui_rater.store.study import Study
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = [
     "ALL",
@@ -44,6 +50,24 @@ class Report(ReportData):
     """One task's report: its data, and the sections its questions' protocols name."""
 
     _writing: frozenset[str] | None = None  # the tables the section being computed may write
+
+    def __init__(
+        self,
+        study: Study,
+        task: Task,
+        settings: ReportSettings | None = None,
+        *,
+        frame: pl.DataFrame | None = None,
+        readings: pl.DataFrame | None = None,
+    ) -> None:
+        if frame is None or readings is None:
+            # a jury's values are computed here from its members' ratings as read now (``stats/jury.py``)
+            excluded = (settings or ReportSettings()).excluded_annotators
+            loaded_frame, loaded_readings = load_all(study, task.name, excluded)
+            frame, readings = with_juries(
+                study, task, loaded_frame if frame is None else frame, loaded_readings if readings is None else readings
+            )
+        super().__init__(study, task, settings, frame=frame, readings=readings)
 
     def sections(self) -> list[tuple[Section, list[Attribute]]]:
         """(section, the questions whose protocol names it), in the order sections are computed."""

@@ -85,6 +85,7 @@ class Judge:
     def as_dict(self) -> dict[str, Any]:
         found = asdict(self)
         found["source_changed"] = self.source_changed
+        found["is_jury"] = isinstance(self.config.get("jury"), dict)  # derived from other judges (`tui-rater jury`)
         return found
 
 

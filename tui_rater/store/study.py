@@ -522,10 +522,12 @@ class Study:
             )
 
     def change_marker(self) -> ChangeMarker:
-        """Changes when a rating or a judge job changes (the live pane recomputes only then)."""
+        """Changes when a rating, a judge job or a rater changes (the live pane recomputes only then)."""
         ratings = self.db.conn.execute("SELECT count(*), max(id) FROM ratings WHERE retracted = 0").fetchone()
         jobs = self.db.conn.execute("SELECT count(*), max(updated_at) FROM jobs").fetchone()
-        return (*ratings, *jobs)
+        # a jury made or forgotten (``tui-rater jury``) changes what the pane shows without a rating changing
+        raters = self.db.conn.execute("SELECT count(*), max(id) FROM raters").fetchone()
+        return (*ratings, *jobs, *raters)
 
     # --- summary -------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from tui_rater.stats.sections import (
     converging,
     extremes,
     judges,
+    jury,
     meta,
     nominal,
     notes,
@@ -59,6 +60,7 @@ for _section in (
     spa.SECTION,
     # can the judge stand in for the raters? (docs/VERDICT.md)
     verdict.SECTION,
+    jury.SECTION,  # does a jury do better than its best member?
     bias_corrected.SECTION,
     calibration.PPI_SECTION,  # means from the judge's whole distribution
     calibration.CALIBRATION_SECTION,
@@ -92,6 +94,7 @@ LAYOUTS: tuple[Layout, ...] = (
     pairwise.PAIR_META,
     verdict.VERDICT,
     verdict.ACROSS,
+    jury.TABLE,
     bias_corrected.MEANS,
     bias_corrected.DIFFERENCES,
     calibration.PPI,
