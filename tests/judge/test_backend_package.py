@@ -46,7 +46,7 @@ class EchoServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.heard.append(body)
                 reply = json.dumps({"said": ["I", "would", "say", "4"]}).encode() if self.path == "/say" else b"{}"
