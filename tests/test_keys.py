@@ -40,11 +40,13 @@ def _ui_classes() -> list[type]:
 
 def test_the_ids_are_the_apps_binding_ids():
     from tui_rater.ui.app import RaterApp
+    from tui_rater.ui.screens.rating import RatingScreen
 
     ids = _binding_ids(*_ui_classes())
     assert sorted(ids) == sorted(ACTION_IDS) and len(set(ids)) == len(ids)
-    # the help screen lists every main-screen action but the two of typed numbers
-    assert {a for a, _ in HELP} == set(_binding_ids(RaterApp)) - {"enter", "backspace"}
+    # the help screen lists every main-screen action (the rating screen's, and the app's quit) but the two of typed
+    # numbers
+    assert {a for a, _ in HELP} == set(_binding_ids(RatingScreen, RaterApp)) - {"enter", "backspace"}
 
 
 def test_the_key_names_are_textuals():

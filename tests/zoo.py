@@ -162,8 +162,18 @@ TEXT_CASES: dict[str, object] = {
     ),
     "huge_body": lambda: _json(completion("4 " + "x" * (9 << 20))),
     "key_in_error": lambda: _json({"error": {"message": f"upstream refused key {KEY}", "type": "x"}}, 500),
-    "drip": lambda: (200, "application/json", json.dumps(completion()).encode(), 0.25),
+    # a good reply sent 8 bytes every DRIP_PIECE_S: each read is quick, the whole takes drip_s() (about 17 s)
+    "drip": lambda: (200, "application/json", json.dumps(completion()).encode(), DRIP_PIECE_S),
 }
+
+
+DRIP_PIECE_S = 0.5
+DRIP_PIECE_BYTES = 8  # (the handler below writes a dripped payload in pieces of this many bytes)
+
+
+def drip_s() -> float:
+    """How long the drip case takes to send its whole reply: what a request deadline is measured against."""
+    return -(-len(json.dumps(completion()).encode()) // DRIP_PIECE_BYTES) * DRIP_PIECE_S
 
 
 def _text_case(case: str) -> tuple[int, str, bytes, float]:
@@ -281,8 +291,8 @@ def serve(zoo: Zoo) -> tuple[ThreadingHTTPServer, str]:
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()
                 if drip:
-                    for i in range(0, len(payload), 8):
-                        self.wfile.write(payload[i : i + 8])
+                    for i in range(0, len(payload), DRIP_PIECE_BYTES):
+                        self.wfile.write(payload[i : i + DRIP_PIECE_BYTES])
                         self.wfile.flush()
                         time.sleep(drip)
                 else:

@@ -91,12 +91,19 @@ MALFORMED_TEXT = [
 ]  # fmt: skip
 
 
-@pytest.mark.slow  # each bad job is retried with back-off: about 37 s
+# the request deadline of the text-reply test: what it proves is that a reply dripped for longer than the deadline
+# (zoo.drip_s(), about 17 s) fails as a timeout while every other reply, which the loopback server sends at once, is
+# read -- so it sits far below the drip and far above a reply's milliseconds, even on a machine slowed tenfold
+TEXT_TIMEOUT_S = 5.0
+
+
+@pytest.mark.slow  # each bad job is retried with back-off: about 60 s (the drip's 6 attempts of TEXT_TIMEOUT_S)
 def test_malformed_text_replies_fail_their_jobs_and_the_judge_ends(tmp_path, serve_zoo):
+    assert zoo.drip_s() >= TEXT_TIMEOUT_S * 3  # the drip outlasts the deadline by far: only the deadline can end it
     cases = ["good", "key_echo", "null_content", "usage_nonsense", *MALFORMED_TEXT, "key_in_error", "drip"]
     db = study_of_cases(tmp_path, cases)
     behaviour, url = serve_zoo()
-    result, seconds = judge(db, url, "--timeout", "2")
+    result, seconds = judge(db, url, "--timeout", f"{TEXT_TIMEOUT_S:g}")
     tally("text replies", db, behaviour, result, seconds)
     assert result.returncode == 1, result.stderr  # it ended, and says jobs failed
     assert "Traceback" not in result.stderr + result.stdout
@@ -118,6 +125,7 @@ def test_malformed_text_replies_fail_their_jobs_and_the_judge_ends(tmp_path, ser
     assert {(j["status"], j["error_kind"]) for j in found["key_in_error"]} == {("failed", "server_error")}
     assert all("[key]" in j["last_error"] for j in found["key_in_error"])
     assert {(j["status"], j["error_kind"]) for j in found["drip"]} == {("failed", "timeout")}
+    assert all(f"{TEXT_TIMEOUT_S:g} s" in j["last_error"] for j in found["drip"])  # the deadline ended it
     assert_key_nowhere(db, zoo.KEY)
     shown = run_cli_process("queue", "--db", db)
     assert shown.returncode == 0 and zoo.KEY not in shown.stdout and "malformed" in shown.stdout

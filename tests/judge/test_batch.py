@@ -20,6 +20,11 @@ from tests.support import STORIES, run_cli_process, story_study
 from tui_rater.judge.batch import parse_custom_id
 from tui_rater.store.study import Study
 
+# how long a misbehaving answer stalls or drips before the server ends it: a run's 1 s deadline must end it first,
+# which the test measures from the moment the answer began (not from the process's start, which a loaded machine
+# may take seconds over)
+MISBEHAVE_S = 20.0
+
 
 class BatchServer:
     """Files, batches and chat completions on 127.0.0.1. A batch stays 'in_progress' until ``finish`` is set;
@@ -43,6 +48,8 @@ class BatchServer:
         # a misbehaving server: what -> how ('poll', 'download' or 'upload' -> 'stall', 'drip' or 'endless')
         self.misbehave: dict[str, str] = {}
         self.stop = threading.Event()  # ends a stall or a drip at once (the fixture's teardown)
+        self.misbehaving_since = 0.0  # when the last misbehaving answer began (time.monotonic)
+        self.sent_whole = False  # an endless answer was sent whole: the client read 64 MB without stopping
         self.creating = threading.Event()
         self.lock = threading.Lock()
         server = self
@@ -59,16 +66,17 @@ class BatchServer:
                 self.wfile.write(payload)
 
             def _misbehave(self, how: str) -> None:
-                """Headers, then a body that never arrives whole: bounded (at most 20 s, at most 64 MB)."""
+                """Headers, then a body that never arrives whole: bounded (at most MISBEHAVE_S, at most 64 MB)."""
+                server.misbehaving_since = time.monotonic()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(1 << 30))
                 self.end_headers()
                 try:
                     if how == "stall":
-                        server.stop.wait(20)
+                        server.stop.wait(MISBEHAVE_S)
                     elif how == "drip":  # a byte every 0.2 s: no read waits long, the answer never ends
-                        for _ in range(100):
+                        for _ in range(int(MISBEHAVE_S / 0.2)):
                             self.wfile.write(b" ")
                             self.wfile.flush()
                             if server.stop.wait(0.2):
@@ -77,6 +85,7 @@ class BatchServer:
                         chunk = b" " * (1 << 16)
                         for _ in range(1024):
                             self.wfile.write(chunk)
+                        server.sent_whole = True
                 except OSError:  # the client gave up: what the test wants
                     pass
                 self.close_connection = True
@@ -508,13 +517,15 @@ def test_a_server_that_stalls_or_sends_without_end_fails_the_run_in_one_sentence
         batch_server.finish = what == "download"
     before = _rows(db, "SELECT id, status, batch_id, attempts, error_kind FROM jobs ORDER BY id")
     batch_server.misbehave = {what: how}
-    started = time.monotonic()
     failed = _judge(db, batch_server.url, *flags)
-    took = time.monotonic() - started
+    ended = time.monotonic()
     assert failed.returncode != 0, failed.stdout
     [error] = [line for line in failed.stderr.splitlines() if line.startswith("tui-rater: error:")]
     assert said in error, failed.stderr
-    assert took < 15  # the stall and the drip last 20 s: the deadline ended them
+    if how == "endless":  # the cap ended it: the client stopped reading long before the server's 64 MB
+        assert not batch_server.sent_whole
+    else:  # the 1 s deadline ended it: the run was over while the server still stalled or dripped (MISBEHAVE_S)
+        assert ended - batch_server.misbehaving_since < MISBEHAVE_S
     after = _rows(db, "SELECT id, status, batch_id, attempts, error_kind FROM jobs ORDER BY id")
     if what == "upload":  # never sent: queued as before the run, its attempt not counted
         assert before == [] and {row[1:] for row in after} == {("queued", None, 0, None)}

@@ -94,11 +94,17 @@ def _wheel(project: Path, out: Path) -> Path:
     return wheel
 
 
-def install(tmp_path: Path, module: str = MODULE, pyproject: str = PYPROJECT, name: str = "pkg") -> dict[str, str]:
+def install(
+    tmp_path: Path,
+    module: str = MODULE,
+    pyproject: str = PYPROJECT,
+    name: str = "pkg",
+    module_name: str = "mt_bench_protocol",
+) -> dict[str, str]:
     """Write the user's package, pip-install it into its own folder; the environment a CLI process finds it in."""
     project = tmp_path / name
     project.mkdir()
-    (project / "mt_bench_protocol.py").write_text(module)
+    (project / f"{module_name}.py").write_text(module)
     (project / "pyproject.toml").write_text(pyproject)
     target = tmp_path / f"{name}-site"
     pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(target)]

@@ -223,8 +223,7 @@ def _run_app(args: argparse.Namespace, settings: Settings, study: Study, task: s
             for m, name, url, variable in zip(args.judge, names, servers, variables)
         )
         for spec in specs:
-            if spec.is_api:
-                spec.api_key()
+            spec.kind.check_access(spec)
     if order == "uncertain":  # drawn (or read back) before the screen opens: one sentence if it cannot be
         from tui_rater.service.planning import plan_uncertain_order
 
@@ -316,10 +315,12 @@ def program() -> str:
 def _per_api_judge(judges: list[str], flag: str, values: list[str]) -> list[str | None]:
     """A per-judge flag's values matched to the API judges (api:<model>) in order: each judge gets its
     own server and key, never another judge's (a key goes only where the user sent it)."""
-    api = [spec.startswith("api:") for spec in judges]
+    from tui_rater.service.judging import takes_server
+
+    api = [takes_server(spec) for spec in judges]
     if values and len(values) != sum(api):
         raise UserError(
             f"give one {flag} per API judge ({sum(api)}), in the order of their --judge, or none; {len(values)} given"
         )
     given = iter(values)
-    return [next(given, None) if is_api else None for is_api in api]
+    return [next(given, None) if served else None for served in api]

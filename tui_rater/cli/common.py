@@ -245,7 +245,8 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
         required=True,
         metavar="SPEC",
         help="a .gguf file (local llama.cpp), hf:OWNER/REPO/FILE.gguf (downloaded once from the Hugging Face Hub "
-        "into its cache, with a progress bar) or api:<model> (OpenAI-compatible server)",
+        "into its cache, with a progress bar), api:<model> (OpenAI-compatible server), or <name>:<model> for a "
+        "backend an installed package registers (CONTRIBUTING.md, 'Add a backend')",
     )
     g.add_argument(
         "--mode",

@@ -62,7 +62,7 @@ API_ONLY = "--batch sends the requests to an API's Batch endpoint: it needs an A
 
 def refusal(spec: JudgeSpec) -> str | None:
     """Why this judge cannot be batched (one sentence), or None."""
-    if not spec.is_api:
+    if not spec.kind.can_batch:
         return API_ONLY
     if spec.mode not in BATCH_MODES:
         return (

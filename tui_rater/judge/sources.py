@@ -9,8 +9,6 @@ change is a new row beside the old one -- never merged into it.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tui_rater.judge.backends.base import Backend
 from tui_rater.judge.spec import JudgeSpec
 from tui_rater.store import judges
@@ -20,12 +18,7 @@ from tui_rater.store.study import Study
 def seen(spec: JudgeSpec, backend: Backend) -> list[tuple[str, str, str]]:
     """(source, served model, fingerprint) of the replies since the last call; nothing for an API job
     answered from the store alone. A judge with several endpoints names each endpoint that answered."""
-    if spec.is_api:
-        take = getattr(backend, "take_sources", None)
-        return list(take()) if callable(take) else []
-    # the file loaded (resolved once, at load): a symlink re-pointed mid-run does not change what answers
-    loaded = getattr(backend, "source", None)
-    return [(loaded if isinstance(loaded, str) else str(Path(spec.model).resolve()), "", "")]
+    return backend.take_sources()
 
 
 def note(study: Study, rater_id: int, spec: JudgeSpec, backend: Backend | None) -> None:
@@ -40,8 +33,5 @@ def note(study: Study, rater_id: int, spec: JudgeSpec, backend: Backend | None) 
 def note_server(study: Study, rater_id: int, spec: JudgeSpec, backend: Backend) -> None:
     """Record what an API judge's servers say about the model behind its alias (once per run and worker; each
     server is asked once per run)."""
-    describe = getattr(backend, "describe_servers", None)
-    if not spec.is_api or not callable(describe):
-        return
-    for url, facts in describe():
+    for url, facts in backend.describe_servers():
         judges.record_server(study, rater_id, url, facts)

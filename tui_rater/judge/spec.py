@@ -26,6 +26,7 @@ from tui_rater.domain.errors import UserError
 from tui_rater.judge.paths import cache_dir
 
 if TYPE_CHECKING:
+    from tui_rater.judge.backends.kind import JudgeBackend
     from tui_rater.judge.gguf_header import GGUFHeader
 
 NO_KEY = "no-key"
@@ -66,8 +67,23 @@ class JudgeSpec:
     judge_name: str | None = None
 
     @property
-    def is_api(self) -> bool:
-        return self.model.startswith("api:")
+    def backend(self) -> str:
+        """The registered name of the backend the model spec asks for (``judge/backends/registry.py``)."""
+        from tui_rater.judge.backends.registry import backend_name
+
+        return backend_name(self.model)
+
+    @property
+    def kind(self) -> JudgeBackend:
+        """The backend itself: its abilities and policies (``judge/backends/kind.py``)."""
+        from tui_rater.judge.backends.registry import backend
+
+        return backend(self.backend)
+
+    @property
+    def options(self) -> dict[str, object]:
+        """This backend's own settings (the others stay at their defaults)."""
+        return {name: getattr(self, name) for name in self.kind.options}
 
     @property
     def api_model(self) -> str:
@@ -96,28 +112,7 @@ class JudgeSpec:
             raise UserError("--min-mass must be between 0 and 1")
         if self.judge_name is not None:
             check_judge_name(self.judge_name)
-        if self.is_api:
-            if not self.api_model:
-                raise UserError("an API model spec is api:<model>, e.g. api:gpt-4o-mini")
-            if self.replicas and self.base_url is None:
-                raise UserError("several endpoints need a --base-url each (the first is not OpenAI's API)")
-            for url in self.endpoints:
-                check_base_url(url)
-            check_distinct(self.endpoints)
-            if self.n_gpu_layers:
-                raise UserError("--n-gpu-layers applies to local .gguf models only")
-            if self.n_threads:
-                raise UserError("--threads applies to local .gguf models only")
-        else:
-            if self.n_ctx < 1:
-                raise UserError("--n-ctx must be at least 1")
-            check_threads(self.n_threads)
-            model = check_local_model(self)
-            if self.chat_template is not None:
-                check_chat_template(self.chat_template)
-            if self.n_ctx > model.trained_context > 0:  # only the default gets here (a flag is refused)
-                return replace(self, n_ctx=model.trained_context)  # the model's own, shorter window
-        return self
+        return self.kind.validate(self)
 
     def api_key(self) -> str:
         """The key, from the environment or the config file; a placeholder for keyless local servers.
@@ -348,8 +343,11 @@ def _check_memory(model: LocalModel, n_ctx: int) -> None:
 
 def load_note(spec: JudgeSpec) -> str | None:
     """What to say before a long wait on a large local model (None: small or an API model)."""
-    if spec.is_api:
-        return None
+    return spec.kind.load_note(spec)
+
+
+def local_load_note(spec: JudgeSpec) -> str | None:
+    """``load_note`` for a local model file (``backends/llamacpp.py``)."""
     try:
         size = Path(spec.model).stat().st_size
     except OSError:
@@ -472,39 +470,16 @@ def provenance(spec: JudgeSpec) -> dict[str, Any]:
     config.pop("replicas", None)
     # how many CPU threads compute: the same numbers with any count (tests/judge/test_reproducible.py)
     config.pop("n_threads", None)
-    if spec.is_api:
-        config["backend"] = "openai-compatible"
-        config["api_model"] = spec.api_model
-        # a key written into the URL (user:key@host, ?api_key=...) is never stored
-        config["base_url"] = strip_credentials(spec.base_url or "https://api.openai.com/v1")
-        config["openai_version"] = _version("openai")
-        config.pop("n_ctx"), config.pop("n_gpu_layers"), config.pop("chat_template")
-    else:
-        config["backend"] = "llama.cpp"
-        config["model_file"] = Path(spec.model).name
-        config["model_sha256"] = file_sha256(spec.model)
-        config["llama_cpp_python_version"] = _version("llama-cpp-python")
-        config.pop("model")
-        if spec.chat_template:
-            config["chat_template_sha256"] = hashlib.sha256(spec.chat_template.encode()).hexdigest()
-            config.pop("chat_template")
-        # where layers run does not change what the judge is
-        config.pop("n_gpu_layers")
-        # how llama.cpp computes, where that changes the stored numbers (batch invariance): part of the judge's identity
-        # (and, for a model with K-quant or repackable weights, the kernels that compute them: issue 30)
-        from tui_rater.judge.engine.native import model_numerics
-
-        config["numerics"] = model_numerics(spec.model)
+    # the backend names its model and keeps its own settings (the built-ins write what they wrote before they were
+    # objects: tests/judge/test_identity_pins.py)
+    spec.kind.identity(spec, config)
     config["tui_rater_version"] = _version("tui-rater")
     return config
 
 
 def rater_name(spec: JudgeSpec, config: dict[str, Any]) -> str:
     """A readable, unique name: model, mode, variant, sampling, and a hash of the whole config."""
-    if spec.is_api:
-        model = f"api:{spec.api_model}"
-    else:
-        model = f"{Path(spec.model).name}@{config['model_sha256'][:8]}"
+    model = spec.kind.model_label(spec, config)
     identity = {k: v for k, v in config.items() if not k.endswith("_version")}
     digest = hashlib.sha256(repr(sorted(identity.items())).encode()).hexdigest()[:6]
     decoding = spec.decoding

@@ -40,31 +40,13 @@ def make_backend(
 ) -> Backend:
     """A worker's backend. A local model is loaded once per process: every call returns a handle on the same
     engine (closing the last handle frees it), with ``parallel`` concurrent sequences when it is first made, at a
-    lower priority when ``background`` (a judge inside the app)."""
-    if spec.is_api and spec.replicas:
-        from tui_rater.judge.backends.api_pool import ApiPool
-
-        return ApiPool(spec)  # several endpoints of one model: requests spread over them
-    if spec.is_api:
-        from tui_rater.judge.backends.api import ApiBackend
-
-        return ApiBackend(spec)
-    from tui_rater.judge.backends.local import DEFAULT_SEQUENCES, LocalBackend
-
-    return LocalBackend(spec, parallel=parallel or DEFAULT_SEQUENCES, background=background, prompts=prompts)
+    lower priority when ``background`` (a judge inside the app). The judge's backend makes it."""
+    return spec.kind.make(spec, parallel=parallel, background=background, prompts=prompts)
 
 
 def lease_size(spec: JudgeSpec) -> tuple[int, int]:
-    """(min_jobs, max_jobs) a worker leases at once. A local worker takes one job, so that an item's questions and
-    samples run at once in the shared engine and share the item's prefix there (instead of one worker asking
-    them one after another). An API worker asks its jobs one after another: for a reply (text, constrained) it
-    takes 4, so that a few items' jobs spread over all the workers and the server decodes them side by side
-    (whole items left 13 of 16 workers idle on a 3-item run, the server decoding one reply at a time); at the
-    answer position (one token: the prompt is the work) it takes whole items, so the server's prompt cache
-    meets an item's questions in turn."""
-    if not spec.is_api:
-        return (1, 1)
-    return (4, 64) if mode_of(spec.mode).at_answer_position else (4, 4)
+    """(min_jobs, max_jobs) a worker leases at once: the backend's policy (``JudgeBackend.lease_size``)."""
+    return spec.kind.lease_size(spec)
 
 
 def _sized_factory(
@@ -76,7 +58,7 @@ def _sized_factory(
 ) -> BackendFactory:
     """The default factory, told how many workers share a local engine (its number of sequences), whether it
     runs behind the app, and the run's longest prompts (its KV cache is sized by them)."""
-    if factory is make_backend and not spec.is_api:
+    if factory is make_backend:
         return partial(make_backend, parallel=workers, background=background, prompts=prompts)
     return factory
 
@@ -235,9 +217,8 @@ class Worker(threading.Thread):
         """Stop now (any thread): a local engine stops between decode steps and its requests come back as
         ``cancelled``; the job is given back. (A request to a server cannot be called back: the caller stops
         waiting for it and gives back its job: ``service.judging.JudgeRun.interrupt``.)"""
-        cancel = getattr(self.backend, "cancel", None)
-        if cancel is not None:
-            cancel()
+        if self.backend is not None:
+            self.backend.cancel()
 
     def _stop_judge(self, exc: JudgeError) -> None:
         self.progress.fatal = exc
@@ -349,7 +330,7 @@ class Worker(threading.Thread):
             spec.decoding,
             spec.max_retries,
             spec.min_mass,
-            local=not spec.is_api,
+            local=spec.kind.reads_distribution,
         )
         try:
             rated, reply = mode_of(spec.mode).ask(self, question)
@@ -385,7 +366,7 @@ class Worker(threading.Thread):
             "structured": completion.structured,
             "finish_reason": completion.finish_reason,
         }
-        if getattr(completion, "sampling_sent", None):  # the server refused the paper's top_k / min_p
+        if completion.sampling_sent:  # the server refused the paper's top_k / min_p
             reply["sampling_sent"] = completion.sampling_sent
             if decoding.extensions() != Decoding().extensions():  # the user's own cuts, not the papers' none
                 self.progress.add(cuts_refused=1)
@@ -422,8 +403,7 @@ class Worker(threading.Thread):
 def _with_endpoints(results: list[RatingResult], backend: Backend | None) -> list[RatingResult]:
     """A judge with several endpoints: which of them answered this job's requests (none: answered from the
     store), kept with each of its ratings."""
-    take = getattr(backend, "take_endpoints", None)
-    endpoints = take() if callable(take) else []
+    endpoints = backend.take_endpoints() if backend is not None else []
     if not endpoints:
         return results
     return [replace(result, details={**(result.details or {}), "endpoints": endpoints}) for result in results]
@@ -477,8 +457,7 @@ def run_judge(
     model decodes at a lower priority than the app's screen."""
     progress = progress or Progress()
     stop = stop or threading.Event()
-    if spec.is_api:
-        import openai  # noqa: F401 - once here, not under the import lock of 16 starting threads
+    spec.kind.preload()
     backend_factory = _sized_factory(backend_factory, spec, workers, background, prompts)
     threads = [
         Worker(

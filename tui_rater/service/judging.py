@@ -21,6 +21,7 @@ from tui_rater.domain.modes import MODES, mode_of
 from tui_rater.domain.readiness import AGREEMENT_READY, NOT_READY
 from tui_rater.domain.tasks import Task
 from tui_rater.judge import queue
+from tui_rater.judge.backends.registry import for_model
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.feeder import CHUNK_ITEMS, Feeder, Span
 from tui_rater.judge.hub import fetch_model, is_hub_model
@@ -66,10 +67,10 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
     asks to judge one task at a time.
     """
     defaults = defaults or JudgeDefaults()
-    if options.model.startswith("api:"):  # the config file's local-model settings are not the API judge's
-        defaults = replace(defaults, **{name: getattr(JudgeDefaults(), name) for name in LOCAL_ONLY})
     if is_hub_model(options.model):  # hf:OWNER/REPO/FILE.gguf: the file in the Hugging Face cache (downloaded once)
         options = replace(options, model=fetch_model(options.model))
+    own = for_model(options.model).options  # the config file's local-model settings are not another backend's
+    defaults = replace(defaults, **{name: getattr(JudgeDefaults(), name) for name in LOCAL_ONLY if name not in own})
     if not tasks:
         raise UserError("there is nothing to judge: the study holds no items")
     if options.conversation and not mode_of(options.mode).in_conversation:
@@ -117,6 +118,11 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         timeout_s=options.timeout_s,
         judge_name=options.judge_name,
     ).validate()
+
+
+def takes_server(model: str) -> bool:
+    """Whether the judge a model spec asks for is asked at a server's URL (``--base-url``, ``--judge-server``)."""
+    return "base_url" in for_model(model).options
 
 
 def _pick(flag: T | None, default: T) -> T:
@@ -172,13 +178,8 @@ def plan_judge(
     to queue while the workers run (a 100,000-item study's 1.2M jobs took 16 s before the first worker started).
     None: everything now (the app, ``--batch``, scripts).
     """
-    if spec.is_api:
-        for endpoint in spec.endpoints or (None,):
-            (spec.at(endpoint) if endpoint else spec).api_key()  # fail now, with one sentence, when there is no key
-    if spec.replicas:  # several endpoints: refused before the study changes when they serve different models
-        from tui_rater.judge.backends.api_pool import check_endpoints
-
-        check_endpoints(spec)
+    spec.kind.check_access(spec)  # fail now, with one sentence, when there is no key
+    spec.kind.check_endpoints(spec)  # several endpoints: refused before the study changes when they differ
     config = provenance(spec)
     rater = study.judge(rater_name(spec, config), config)
     added = 0
@@ -192,7 +193,7 @@ def plan_judge(
         added += queue.enqueue_task(study, rater.id, name, shapes, 0, now)
         if now < size:
             rest.append(Span(name, shapes, now, size - now))
-        if not spec.is_api:
+        if spec.kind.sized_by_prompts:
             prompts += longest_prompts(task, study.longest_items(name, LONGEST_ITEMS, limit), spec)
     return JudgePlan(spec, config, rater, list(task_names), added, queue.pending(study, rater.id), prompts, rest)
 
@@ -231,9 +232,7 @@ def longest_prompts(task: Task, items: list[Item], spec: JudgeSpec, count: int =
 
 def default_workers(spec: JudgeSpec) -> int:
     """API: 8 clients; a local model: 16 concurrent sequences of the one engine (never 16 copies of the model)."""
-    from tui_rater.judge.backends.local import DEFAULT_SEQUENCES
-
-    return 8 if spec.is_api else DEFAULT_SEQUENCES
+    return spec.kind.default_workers()
 
 
 @dataclass
@@ -520,7 +519,7 @@ class BackgroundJudges:
         self.runs: list[tuple[str, JudgeRun]] = []
         for spec in specs:
             plan = plan_judge(study, spec, [task_name])
-            workers = 4 if spec.is_api else workers_per_judge
+            workers = spec.kind.background_workers(workers_per_judge)
             run = start_judge(study.path, plan, workers, drain=False, stop=self.stop_event, background=True)
             self.runs.append((plan.rater.label, run))
 

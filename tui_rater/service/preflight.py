@@ -122,8 +122,11 @@ def check_judge(
         backend = backend_factory(spec)
     else:
         backend = make_backend(spec, parallel=workers or max(1, min(len(asked), 16)))
-    modes = (spec.mode,) if spec.is_api else tuple(dict.fromkeys((spec.mode, *applicable_modes(tasks, spec.variant))))
-    owners = {} if spec.is_api else _local_probes(modes)
+    kind = spec.kind
+    # a backend that reads the whole distribution is checked in every applicable mode; a server in the one asked
+    every = kind.reads_distribution
+    modes = tuple(dict.fromkeys((spec.mode, *applicable_modes(tasks, spec.variant)))) if every else (spec.mode,)
+    owners = kind.preflight_probes(modes)
     try:
         # the answer position, question after question as a --workers 1 run reads it (the engine shares prompt
         # prefixes between sequences: asked together, the numbers would move with what else is in the batch);
@@ -133,17 +136,15 @@ def check_judge(
         for one in asked:
             checks.append(_check(backend, spec, owners, *one, skip=unanswered))
             error = checks[-1].error or ""
-            unanswered = unanswered or (spec.is_api and error.startswith(("timeout:", "connection:")))
+            unanswered = unanswered or (kind.remote and error.startswith(("timeout:", "connection:")))
         if (replying := owners.get(Probe.REPLY)) is not None:  # ... then one reply per question, decoded together
             with ThreadPoolExecutor(max_workers=max(1, min(len(asked), 16))) as pool:
                 checks = list(
                     pool.map(lambda pair: _with_reply(backend, spec, replying, pair[0], *pair[1]), zip(checks, asked))
                 )
-        template = _template_source(backend, spec)
+        template = kind.template_source(spec, backend)
     finally:
-        close = getattr(backend, "close", None)
-        if close is not None:
-            close()
+        backend.close()
     blocked = _blocked(spec, checks)
     mode_checks = [_mode_verdict(spec, mode, checks, template, blocked) for mode in modes]
     verdict, reason, recommended = _verdict(spec, mode_checks, template, blocked)
@@ -151,7 +152,7 @@ def check_judge(
         judge_name or spec.model,
         spec.mode,
         template,
-        None if spec.is_api else spec.n_ctx,
+        kind.context_window(spec),
         spec.decoding.max_tokens,
         spec.min_mass,
         checks,
@@ -160,25 +161,6 @@ def check_judge(
         mode_checks,
         recommended,
     )
-
-
-def _template_source(backend: Any, spec: JudgeSpec) -> str:
-    if spec.is_api:
-        return "the server's"
-    if spec.chat_template:
-        return "--chat-template"
-    return "the model's" if getattr(backend, "has_chat_template", False) else "none"
-
-
-def _local_probes(modes: tuple[str, ...]) -> dict[Probe, str]:
-    """Each probe the checked modes read on a local model, run once for all of them with the question of the first
-    mode that reads it (the modes are in the order they are checked: the one asked first)."""
-    owners: dict[Probe, str] = {}
-    for name in modes:
-        for probe in Probe:
-            if probe in mode_of(name).preflight.local:
-                owners.setdefault(probe, name)
-    return owners
 
 
 def _check(
@@ -195,12 +177,7 @@ def _check(
     prompt = protocol.render(task, attribute, item.fields, spec.variant, presentation)
     messages = [{"role": "user", "content": prompt.text}]
     where = {"task": task.name, "item": item.id, "attribute": attribute.name, "presentation": presentation}
-    if spec.is_api:
-        rendered, tokens, bos = prompt.text, None, None
-    else:
-        rendered = backend.render(messages)
-        ids = backend.prompt_tokens(messages)
-        tokens, bos = len(ids), backend.leading_bos(ids)
+    rendered, tokens, bos = spec.kind.prompt_facts(backend, messages, prompt.text)
     facts: dict[str, Any] = {}
     if skip:
         return PromptCheck(
@@ -211,9 +188,9 @@ def _check(
             error="not asked: the server did not answer an earlier question",
         )
     try:
-        if spec.is_api:
+        if not spec.kind.reads_distribution:
             facts = _api_answer_position(backend, spec, protocol, attribute, presentation, messages)
-        elif tokens is not None and tokens < spec.n_ctx:
+        elif tokens is not None and tokens < (spec.kind.context_window(spec) or tokens + 1):
             facts = _local_answer_position(backend, spec, owners, task, item, attribute, presentation, messages)
     except JudgeError as exc:
         facts = {"error": f"{exc.kind}: {exc.message}"}
@@ -334,10 +311,11 @@ def _blocked(spec: JudgeSpec, checks: list[PromptCheck]) -> str | None:
     doubled = [c for c in checks if c.bos is not None and c.bos > 1]
     if doubled:
         return f"prompts start with {doubled[0].bos} BOS tokens (the template and the tokenizer both add one)"
-    if not spec.is_api:
+    window = spec.kind.context_window(spec)
+    if window is not None:
         longest = max(c.tokens or 0 for c in checks)
         reply = spec.decoding.max_tokens
-        if longest + (1 if mode_of(spec.mode).at_answer_position else reply) > spec.n_ctx:
+        if longest + (1 if mode_of(spec.mode).at_answer_position else reply) > window:
             return (
                 f"the longest prompt has {longest:,} tokens: with --max-tokens {reply} it does not fit "
                 f"--n-ctx {spec.n_ctx:,}; raise --n-ctx"
@@ -351,7 +329,8 @@ def _mode_verdict(
     """The mode's own verdict over the checked questions (domain/preflight.py), unless something stops every mode."""
     if blocked:
         return ModeCheck(mode, False, blocked)
-    return mode_of(mode).preflight.verdict(mode, checks, Limits(spec.min_mass, spec.max_retries, spec.is_api))
+    server = not spec.kind.reads_distribution  # only the asked mode, with its one server probe
+    return mode_of(mode).preflight.verdict(mode, checks, Limits(spec.min_mass, spec.max_retries, server))
 
 
 def _verdict(
@@ -367,7 +346,7 @@ def _verdict(
     if ready is not None:
         reason = f"--mode {spec.mode}: {asked.reason}; --mode {ready.mode}: {ready.reason}"
         return f"use --mode {ready.mode}", reason, ready.mode
-    if template == "none" and not spec.is_api:
+    if template == "none" and spec.kind.renders_prompts:
         return (
             "use a chat template",
             f"{asked.reason}, and the model has no chat template (--chat-template, or an instruct model)",

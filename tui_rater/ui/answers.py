@@ -7,8 +7,8 @@ from tui_rater.domain.tasks import Attribute
 
 
 def choice_letters(attribute: Attribute) -> tuple[str, ...]:
-    """The question's answer keys that are letters (pairwise a / b / t): they answer it, ahead of the app's
-    bindings of the same keys (``RatingScreen.choose``, ``RatingScreen.check_consume_key``)."""
+    """The question's answer keys that are letters (pairwise a / b / t): they answer it, ahead of the
+    bindings of the same keys (``RatingScreen.choose``, ``QuestionsPane.check_consume_key``)."""
     human = protocols.of(attribute).human_input(attribute)
     return tuple(key for key in human.keys if not key.isdigit()) if human.kind == "key" else ()
 

@@ -5,10 +5,10 @@ committed by one background thread (``StoreWriter``), in order; the screen calls
 only once that thread reports the commit (``RatingState``, ``SaveView``), and shows it as unsaved
 until then. Widgets are updated on the UI thread only, which never waits on SQLite.
 
-The app keeps the bindings (their ids are the keymap's), the save queue, the background threads
-(judges, a team's progress) and what reaches the terminal; the rating screen (``ui/screens/rating.py``)
-keeps where the person is and the rating flow, and draws its widgets (``ui/widgets/``) from the one
-``RatingState``.
+The app keeps quitting (``q``), the save queue, the background threads (judges, a team's progress: their
+messages come up to the app, which hands what they say down to the screen) and what reaches the terminal; the
+rating screen (``ui/screens/rating.py``) owns the rating keys and their actions, keeps where the person is and
+the rating flow, and draws its widgets (``ui/widgets/``) from the one ``RatingState``.
 """
 
 from __future__ import annotations
@@ -30,15 +30,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
-from tui_rater.domain.tasks import Attribute
-from tui_rater.keys import HELP
 from tui_rater.store.session import AnnotationSession
-from tui_rater.ui.answers import answer_keys, choice_letters, keymap_without
+from tui_rater.ui.answers import keymap_without
 from tui_rater.ui.messages import JudgeProgress, RevealReady, SaveReport, TeamProgress
 from tui_rater.ui.options import AppOptions
 from tui_rater.ui.quitting import QuitWhenSaved
 from tui_rater.ui.saving import SaveView
-from tui_rater.ui.screens import HelpScreen, RatingScreen, RevealScreen
+from tui_rater.ui.screens import RatingScreen, RevealScreen
 from tui_rater.ui.state import RatingState
 from tui_rater.ui.terminal import hangup_safe
 from tui_rater.ui.widgets import EndLine, ItemPane, QuestionsPane, SavingLine, StatusLine
@@ -50,37 +48,14 @@ if TYPE_CHECKING:  # the judges (and their model libraries) are imported off the
 # (importable from here, where they were defined before the options and messages had modules of their own)
 __all__ = ["AppOptions", "JudgeProgress", "RaterApp", "RevealReady", "SaveReport", "TeamProgress", "make_app"]
 
-DIGITS = "0123456789"
-
 
 class RaterApp(QuitWhenSaved):
     CSS_PATH = "app.tcss"
     TITLE = "tui-rater"
     ENABLE_COMMAND_PALETTE = False
 
-    BINDINGS = [
-        Binding("1", "digit('1')", "rate", id="rate"),  # shown as the focused question's keys
-        *[Binding(d, f"digit('{d}')", "rate", show=False) for d in DIGITS if d != "1"],
-        Binding("enter", "enter", "enter", show=False, id="enter"),
-        Binding("backspace", "backspace", "delete digit", show=False, id="backspace"),
-        Binding("down,tab", "attribute(1)", "ques", key_display="↑↓", priority=True, id="next_attribute"),
-        Binding("up,shift+tab", "attribute(-1)", "previous question", show=False, priority=True, id="prev_attribute"),
-        Binding("right,n", "item(1)", "item", key_display="←→", id="next_item"),
-        Binding("left,p", "item(-1)", "previous item", show=False, id="prev_item"),
-        Binding("u,ctrl+z", "undo", "undo", id="undo"),
-        Binding("s", "skip", "skip", id="skip"),
-        Binding("f", "flag", "flag", id="flag"),
-        Binding("c", "comment", "comment", id="comment"),
-        # not in the footer (the help lists it): with `c comment` and a 0-100 scale's keys, `q quit` stays in view
-        Binding("g", "goto", "go", show=False, id="goto"),
-        Binding("pageup", "scroll(-1)", "scroll", show=False, id="scroll_up"),
-        Binding("pagedown", "scroll(1)", "scroll", show=False, id="scroll_down"),
-        Binding("home", "scroll_edge(0)", "top", show=False, id="scroll_home"),
-        Binding("end", "scroll_edge(1)", "end", show=False, id="scroll_end"),
-        Binding("a,ctrl+a", "agreement", "stat", id="agreement"),
-        Binding("question_mark", "help", "help", id="help"),
-        Binding("q", "quit", "quit", id="quit"),
-    ]
+    # the rating keys are the rating screen's (``RatingScreen.BINDINGS``); quitting is the app's, on every screen
+    BINDINGS = [Binding("q", "quit", "quit", id="quit")]
 
     def __init__(
         self, session: AnnotationSession, options: AppOptions | None = None, judges: BackgroundJudges | None = None
@@ -89,16 +64,13 @@ class RaterApp(QuitWhenSaved):
         self.session = session
         self.options = options or AppOptions()
         self.judges = judges  # running BackgroundJudges, or None
-        self.judge_summary = judges.summary() if judges is not None else ""
-        self.judge_compact = judges.summary(compact=True) if judges is not None else ""
-        self.team_share: float | None = None  # a team plan: the team's share done (from the watcher thread)
         self.closing = threading.Event()
         # the ratings, notes, comments and undo on screen, kept once (the screens and widgets read them there)
         self.state = RatingState(session)
         self.view: SaveView = self.state.view
-        self.rating = RatingScreen(self.state, self.options, id="_default")
-        self.answer_letters = choice_letters(self.rating.attribute)  # what the footer was last drawn for
-        self.rate_keys = answer_keys(self.rating.attribute)  # the footer's "1-5 rate": the focused question's keys
+        self.rating = RatingScreen(self.state, self.options, self.save, id="_default")
+        if judges is not None:
+            self.rating.judges = (judges.summary(), judges.summary(compact=True))
         self.writer: StoreWriter | None = None
 
     def get_driver_class(self) -> type[Driver]:
@@ -145,6 +117,15 @@ class RaterApp(QuitWhenSaved):
     def show_item(self, index: int, attribute: int | None = None, direction: int = 1) -> None:
         self.rating.show_item(index, attribute, direction)
 
+    @property
+    def judge_summary(self) -> str:
+        """The background judges' one-line summary, as the status line shows it."""
+        return self.rating.judges[0]
+
+    @property
+    def team_share(self) -> float | None:
+        return self.rating.team_share
+
     # --- lifetime --------------------------------------------------------------------------------
 
     def on_mount(self) -> None:
@@ -153,7 +134,7 @@ class RaterApp(QuitWhenSaved):
         if self.stop_signal is not None:  # it came before the loop ran
             self._exit_for_signal()
         if self.options.keymap:
-            self.set_keymap(keymap_without(self.options.keymap, self.answer_letters))
+            self.set_keymap(keymap_without(self.options.keymap, self.rating.answer_letters))
         self.rating.refresh_all()
         # after the first screen, off the UI thread: the judges (a large study's judge jobs never freeze a
         # keypress). The statistics stack (polars, scipy: ~95 MB, ~1 CPU-s) is imported only by the agreement
@@ -211,19 +192,18 @@ class RaterApp(QuitWhenSaved):
                 version = study.db.conn.execute("PRAGMA data_version").fetchone()[0]
                 if version != seen:
                     seen = version
-                    self.post_message(TeamProgress(team_share(study, plan, count_gold=True)))  # gold like any other
+                    share = team_share(study, plan, count_gold=True)  # gold like any other
+                    self.post_message(TeamProgress(share))
                 if self.closing.wait(2.0):
                     break
         finally:
             study.close()
 
     def on_team_progress(self, message: TeamProgress) -> None:
-        self.team_share = message.share
-        self.rating.refresh_status()
+        self.rating.show_team_share(message.share)
 
     def on_judge_progress(self, message: JudgeProgress) -> None:
-        self.judge_summary, self.judge_compact = message.summary, message.compact
-        self.rating.refresh_status()
+        self.rating.show_judges(message.summary, message.compact)
 
     # --- saving ----------------------------------------------------------------------------------
 
@@ -250,99 +230,24 @@ class RaterApp(QuitWhenSaved):
                 return
         else:
             self.view.stalled = report
-        self.rating.refresh_questions()
-        self.rating.refresh_status()
-        self.rating.refresh_saving()
+        self.rating.show_saved()
         # (a reveal not mounted yet draws the state as it is when it is: its widgets may not be there yet)
         if isinstance(self.screen, RevealScreen) and self.screen.is_mounted:
             self.screen.refresh_text()
 
     def refresh_saving(self) -> None:
-        self.rating.refresh_saving()
+        self.rating.show_quitting(self.quitting, self.confirming)
 
     def held_back(self) -> list[Change]:
         return self.state.held_back()
 
     # --- keys --------------------------------------------------------------------------------------
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in self._rating_actions and self.quitting:
-            return False  # quitting: nothing new to save
-        # while a modal screen (help, input, reveal) is up, its keys win over the rating keys
-        return not (
-            action not in ("quit",) and self.screen is not self.screen_stack[0] and action in self._rating_actions
-        )
-
-    _rating_actions = frozenset(
-        {"digit", "enter", "backspace", "attribute", "item", "undo", "skip", "flag", "comment", "goto"}
-        | {"scroll", "scroll_edge", "help", "agreement"}
-    )
-
     def on_key(self, event: events.Key) -> None:
+        """While quitting: y confirms, Esc goes back (the rating screen leaves the keys to the app then)."""
         if self.quitting and self._quitting_key(event.key):
             event.stop()
             event.prevent_default()
-            return
-        if self.screen is self.screen_stack[0]:
-            self.rating.choose(event)
-
-    def footer_for(self, attribute: Attribute) -> None:
-        """The footer for the focused question: its answer keys ("1-5 rate"), and the app's bindings of its
-        choice letters left out (``RatingScreen.check_consume_key``)."""
-        letters, keys = choice_letters(attribute), answer_keys(attribute)
-        if letters != self.answer_letters:  # a task mixing pairwise and other questions
-            self.answer_letters, self.rate_keys = letters, keys
-            if self.options.keymap:
-                self.set_keymap(keymap_without(self.options.keymap, letters))  # (refreshes the bindings)
-            else:
-                self.refresh_bindings()  # the footer: `a` or ^a for the agreement pane
-        elif keys != self.rate_keys:  # questions on different scales: the footer names this one's
-            self.rate_keys = keys
-            self.refresh_bindings()
-
-    # the actions of the bindings above: the rating screen's
-    def action_digit(self, digit: str) -> None:
-        self.rating.digit(digit)
-
-    def action_enter(self) -> None:
-        self.rating.enter()
-
-    def action_backspace(self) -> None:
-        self.rating.backspace()
-
-    def action_attribute(self, delta: int) -> None:
-        self.rating.move_attribute(delta)
-
-    def action_item(self, delta: int) -> None:
-        self.rating.move_item(delta)
-
-    def action_scroll(self, direction: int) -> None:
-        self.rating.scroll_page(direction)
-
-    def action_scroll_edge(self, end: int) -> None:
-        self.rating.scroll_edge(end)
-
-    def action_undo(self) -> None:
-        self.rating.undo()
-
-    def action_skip(self) -> None:
-        self.rating.skip()
-
-    def action_flag(self) -> None:
-        self.rating.flag()
-
-    def action_comment(self) -> None:
-        self.rating.comment()
-
-    def action_goto(self) -> None:
-        self.rating.goto()
-
-    def action_agreement(self) -> None:
-        self.rating.agreement()
-
-    def action_help(self) -> None:
-        rows = [(self._keys_for(binding_id), description) for binding_id, description in HELP]
-        self.push_screen(HelpScreen(rows))
 
     # --- what reaches the terminal ------------------------------------------------------------
 
@@ -367,22 +272,9 @@ class RaterApp(QuitWhenSaved):
 
     def get_key_display(self, binding: Binding) -> str:
         if binding.id == "rate" and "rate" not in (self.options.keymap or {}):
-            return self.rate_keys  # the focused question's keys, not every digit: "1-5 rate" on a 1-5 scale
+            return self.rating.rate_keys  # the focused question's keys, not every digit: "1-5 rate" on a 1-5 scale
         # keys may come from the config file's [keys] table (data): shown literally in the footer
         return safe_text(super().get_key_display(binding), inline=True)
-
-    def _keys_for(self, binding_id: str) -> str:
-        """Every key of an action, as the help screen names them ("↓ tab"): the footer's short forms ("↑↓" for
-        the next question) would name keys that do something else, and leave out tab, n, p."""
-        binding = next((b for b in self.BINDINGS if isinstance(b, Binding) and b.id == binding_id), None)
-        keys = (self.options.keymap or {}).get(binding_id)
-        if keys is None:
-            if binding is None:
-                return "?"
-            if binding_id == "rate":  # one binding per digit: the focused question's keys name the family
-                return self.rate_keys
-            keys = binding.key
-        return " ".join(self.get_key_display(Binding(key.strip(), "")) for key in keys.split(",") if key.strip())
 
 
 def make_app(

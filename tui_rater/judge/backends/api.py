@@ -25,7 +25,7 @@ from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.protocols.base import MAX_UNSCORED_SHARE
 from tui_rater.judge.backends import api_logprobs, api_reply, http_limits
 from tui_rater.judge.backends.api_reply import MAX_BODY_BYTES, Listing
-from tui_rater.judge.backends.base import Completion, Message, OptionProbabilities, TokenCounts, spellings
+from tui_rater.judge.backends.base import Backend, Completion, Message, OptionProbabilities, TokenCounts, spellings
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import NO_KEY, JudgeSpec, strip_credentials, url_secrets
 
@@ -104,7 +104,7 @@ def _seed_of(messages: list[Message]) -> int:
     return int.from_bytes(hashlib.sha256(json.dumps(messages).encode()).digest()[:4], "big") & 0x7FFFFFFF
 
 
-class ApiBackend:
+class ApiBackend(Backend):
     def __init__(self, spec: JudgeSpec):
         import openai
 

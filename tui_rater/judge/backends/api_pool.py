@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.errors import UserError
 from tui_rater.judge.backends.api import ApiBackend
-from tui_rater.judge.backends.base import Completion, Message, OptionProbabilities, TokenCounts
+from tui_rater.judge.backends.base import Backend, Completion, Message, OptionProbabilities, TokenCounts
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import JudgeSpec, strip_credentials
 
@@ -37,7 +37,7 @@ _TURNS = itertools.count()  # ties between equally busy endpoints go round (over
 _TURNS_LOCK = threading.Lock()
 
 
-class ApiPool:
+class ApiPool(Backend):
     """The ``ApiBackend`` interface over several endpoints; one per worker, the endpoints' state shared."""
 
     def __init__(self, spec: JudgeSpec):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from tui_rater.domain.decoding import Decoding
+from tui_rater.judge.errors import JudgeError
 
 Message = dict[str, str]  # {"role": "user" | "assistant", "content": ...}
 
@@ -57,16 +58,14 @@ class OptionProbabilities:
         return cls({str(k): float(v) for k, v in found.items()})
 
 
-class Backend(Protocol):
-    """What the judge worker asks of a model. ``ApiBackend`` (a server) and ``LocalBackend`` (llama.cpp) are both
-    one: ``worker.make_backend`` returns either as a ``Backend``, and mypy --strict checks it (tests/test_static.py).
-    Extras only some have are asked with ``getattr``: ``cancel`` (a local engine stops now), ``describe_server``
-    and ``take_served`` (judge/sources.py)."""
+class Backend:
+    """What the judge worker asks of a model: one instance per worker, made by its kind's ``make``
+    (``backends/kind.py``). ``ApiBackend`` (a server), ``ApiPool`` (its replicas) and ``LocalBackend`` (llama.cpp)
+    subclass it, as a third-party backend does; what only some of them can do has a default here that does nothing,
+    so the worker asks every backend the same way (no ``getattr`` probes)."""
 
-    @property
-    def counts(self) -> TokenCounts:
-        """Tokens cached, evaluated and generated so far (read-only: a local engine counts for all its handles)."""
-        ...
+    # tokens cached, evaluated and generated so far (a local engine counts for all its handles)
+    counts: TokenCounts
 
     def complete(
         self,
@@ -75,12 +74,33 @@ class Backend(Protocol):
         *,
         grammar: str | None = None,  # GBNF: only valid answers (the protocol's)
         json_schema: dict[str, Any] | None = None,  # the same constraint for servers that take a JSON schema
-    ) -> Completion: ...
+    ) -> Completion:
+        raise NotImplementedError
 
     def option_probabilities(
         self, messages: list[Message], options: list[str]
-    ) -> Mapping[str, float] | OptionProbabilities: ...
+    ) -> Mapping[str, float] | OptionProbabilities:
+        """Each option's next-token probability (--mode distribution, implicit); a backend without them says so."""
+        raise JudgeError("unsupported", f"{type(self).__name__} reads no next-token probabilities; use --mode text")
 
-    def top_tokens(self, messages: list[Message], k: int = 5) -> list[tuple[str, float]]: ...
+    def top_tokens(self, messages: list[Message], k: int = 5) -> list[tuple[str, float]]:
+        """The ``k`` likeliest next tokens (the pre-flight's yes/no probe)."""
+        raise JudgeError("unsupported", f"{type(self).__name__} reads no next-token probabilities; use --mode text")
 
-    def close(self) -> None: ...
+    def cancel(self) -> None:
+        """Stop now (the run is ending). A request sent to a server cannot be called back: nothing to do."""
+
+    def take_endpoints(self) -> list[str]:
+        """The endpoints that answered since the last call, when a judge has several (stored with its ratings)."""
+        return []
+
+    def take_sources(self) -> list[tuple[str, str, str]]:
+        """(source, served model, fingerprint) of the replies since the last call (``judge/sources.py``)."""
+        return []
+
+    def describe_servers(self) -> list[tuple[str, dict[str, Any]]]:
+        """What each server says about the model behind its alias, once per run (none: not a server)."""
+        return []
+
+    def close(self) -> None:
+        """Free what this handle holds."""

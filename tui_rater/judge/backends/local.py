@@ -19,7 +19,7 @@ import numpy as np
 
 from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.modes import mode_of
-from tui_rater.judge.backends.base import Completion, Message, TokenCounts
+from tui_rater.judge.backends.base import Backend, Completion, Message
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.spec import JudgeSpec
 
@@ -142,7 +142,7 @@ def tokens_needed(model: Model, *, spec: JudgeSpec, prompts: list[list[Message]]
     return min(spec.n_ctx, -(-need // SIZE_STEP) * SIZE_STEP)
 
 
-class LocalBackend:
+class LocalBackend(Backend):
     def __init__(
         self,
         spec: JudgeSpec,
@@ -158,12 +158,13 @@ class LocalBackend:
         self.engine = self._shared.engine
         self.model = self.engine.model
         self.source = self._shared.source
+        # prompt tokens served from the KV cache vs evaluated, and tokens generated: the whole engine's
+        self.counts = self.engine.counts
         self._closed = False
 
-    @property
-    def counts(self) -> TokenCounts:
-        """Prompt tokens served from the KV cache vs evaluated, and tokens generated: the whole engine's."""
-        return self.engine.counts
+    def take_sources(self) -> list[tuple[str, str, str]]:
+        """The file loaded (resolved once, at load): a symlink re-pointed mid-run does not change what answers."""
+        return [(self.source, "", "")]
 
     # --- prompts ------------------------------------------------------------------------------
 

@@ -9,6 +9,16 @@ from tui_rater.ui.render import questions_text
 
 
 class QuestionsPane(Static):
+    """The focused question's pane. Focused (the screen's only focusable widget), it takes the question's choice
+    letters for itself: Textual then leaves the screen's and the app's bindings of those keys out of the footer
+    and the key dispatch (``check_consume_key``), and the key reaches the screen as an answer."""
+
+    can_focus = True
+    letters: tuple[str, ...] = ()  # the focused question's choice letters (set by the screen)
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        return character is not None and character in self.letters
+
     def show(
         self, task: Task, shown: dict[str, tuple[float | None, str]], focus: int, typed: str, *, width: int
     ) -> None:
