@@ -32,6 +32,7 @@ class LikertRating(EvaluationProtocol):
         "ppi",
         "convergence",
         "retest",  # a person against themselves (annotate --retest)
+        "reliability",  # every person and judge on one scale (stats/rater_model.py)
     )
     scale_kinds: ClassVar[tuple[str, ...]] = ("likert",)
 

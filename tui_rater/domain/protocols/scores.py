@@ -42,6 +42,7 @@ class ContinuousScore(EvaluationProtocol):
         "ppi",
         "convergence",
         "retest",  # a person against themselves (annotate --retest)
+        "reliability",  # every person and judge on one scale (stats/rater_model.py)
     )
 
 

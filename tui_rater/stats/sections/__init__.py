@@ -27,6 +27,7 @@ from tui_rater.stats.sections import (
     pairwise,
     raters,
     readings,
+    reliability,
     retest,
     scores,
     spa,
@@ -58,6 +59,7 @@ for _section in (
     bias_corrected.SECTION,
     converging.SECTION,
     retest.SECTION,
+    reliability.SECTION,  # every person and judge on one scale (stats/rater_model.py)
     extremes.SECTION,
     readings.SECTION,  # every question a judge read
     judges.SECTION,
@@ -87,6 +89,7 @@ LAYOUTS: tuple[Layout, ...] = (
     bias_corrected.DIFFERENCES,
     converging.CURVES,
     retest.TABLE,
+    reliability.TABLE,
     readings.TABLE,
     extremes.TABLE,
     judges.TABLE,
