@@ -57,8 +57,8 @@ def fit_question(
 ) -> QuestionModel | str:
     """The model of raters ``names`` from ``columns`` (raters x items, NaN where unrated), or why there is none."""
     rated = ~np.isnan(columns)
-    keep = rated.any(axis=1)
-    names = [name for name, kept in zip(names, keep, strict=True) if kept]
+    keep: npt.NDArray[np.bool_] = np.asarray(rated.any(axis=1), dtype=bool)
+    names = [name for name, kept in zip(names, [bool(k) for k in keep], strict=True) if kept]
     columns, rated = columns[keep], rated[keep]
     if len(names) < MIN_RATERS:
         return f"fewer than {MIN_RATERS} raters"

@@ -20,10 +20,13 @@ item and a per-rater way of answering it:
   takes Newton steps on the exact expected log-likelihood, every rater at once (a generalised EM: each step
   raises the likelihood; the first fit takes three, each later iteration one, warm from the last).
 
-**Reliability** (the one scale): each rater's Cohen's κ against the latent truth, under the model: 1 - Σ w P(y, c)
-/ Σ w q(y) π(c), with P(y, c) = π(c) P(y | c) the model's joint of answer and truth, q the rater's own answer
-distribution, w = [y ≠ c] for nominal answers and (y - c)² for ordered ones (quadratic weights: one point off
-is nearly right). 1 is a rater who always gives the true answer, 0 one who answers at random (whatever the
+**Reliability** (the one scale): each rater's Cohen's κ against the latent truth: 1 - Σ w P(y, c) / Σ w a(y) t(c),
+with P(y, c) the share of the rater's items on which they answered y and the truth is c (the truth weighted by its
+posterior), a and t its margins, w = [y ≠ c] for nominal answers and (y - c)² for ordered ones (quadratic weights:
+one point off is nearly right). It is read from the rater's own answers against the inferred truth, not from the
+model's parametric P(y | c): a rater who answers at random fits the ordered probit badly (uniform answers are no
+Gaussian reading), and the κ of their answers is still near 0. 1 is a rater who always gives the true answer, 0
+one who answers at random (whatever the
 number of options), below 0 one who answers against it. Its **standard error** is an item
 bootstrap: ``RESAMPLES`` resamples of the items (each with all of its raters), seeded by the number of items, the
 model refitted on each (warm-started from the full fit), the standard deviation of the κs.
@@ -112,7 +115,7 @@ def _majority_posterior(labels: Labels, weights: FloatArray) -> FloatArray:
     counts = np.zeros((labels.n_items, labels.n_labels))
     np.add.at(counts, (labels.item, labels.label), 1.0)
     total = counts.sum(axis=1, keepdims=True)
-    return np.divide(counts, total, out=np.zeros_like(counts), where=total > 0)
+    return np.asarray(np.divide(counts, total, out=np.zeros_like(counts), where=total > 0), dtype=np.float64)
 
 
 def _used(labels: Labels) -> npt.NDArray[np.bool_]:
@@ -128,7 +131,7 @@ def _ds_m_step(labels: Labels, posterior: FloatArray, weights: FloatArray, used:
     errors = errors.reshape(labels.n_raters, labels.n_labels, labels.n_labels)
     errors = np.where(used[:, :, None], np.maximum(errors, EPS), 0.0)
     total = errors.sum(axis=1, keepdims=True)
-    return np.divide(errors, total, out=np.zeros_like(errors), where=total > 0)
+    return np.asarray(np.divide(errors, total, out=np.zeros_like(errors), where=total > 0), dtype=np.float64)
 
 
 def _log_joint(labels: Labels, prior: FloatArray, log_confusion: FloatArray) -> FloatArray:
@@ -304,24 +307,32 @@ def ordinal_model(
 # --- on one scale ---------------------------------------------------------------------------------------------
 
 
-def reliability(fit: Fit) -> FloatArray:
-    """Each rater's κ against the latent truth under the model (module docstring): unweighted for nominal answers,
+def _joint(fit: Fit, labels: Labels, weights: FloatArray | None) -> FloatArray:
+    """raters x answered x true: each rater's answers against the true answers the model infers (the posterior),
+    over the items they rated, as shares."""
+    w = np.ones(labels.n_items) if weights is None else weights
+    counts = _expected_counts(labels, fit.posterior, w)
+    total = counts.sum(axis=(1, 2), keepdims=True)
+    return np.asarray(np.divide(counts, total, out=np.zeros_like(counts), where=total > 0), dtype=np.float64)
+
+
+def reliability(fit: Fit, labels: Labels, weights: FloatArray | None = None) -> FloatArray:
+    """Each rater's Cohen's κ against the latent truth (module docstring): unweighted for nominal answers,
     quadratic-weighted for ordered ones (an answer one point off is nearly right)."""
-    prior = fit.prior / fit.prior.sum()
-    k = np.arange(len(prior), dtype=float)
-    disagree = (k[:, None] - k[None, :]) ** 2 if fit.kind == ORDINAL else 1.0 - np.eye(len(prior))
-    joint = fit.confusion * prior[None, None, :]  # P(answer k, truth c)
-    answers = joint.sum(axis=2)  # the rater's own answer distribution
+    joint = _joint(fit, labels, weights)
+    k = np.arange(labels.n_labels, dtype=float)
+    disagree = (k[:, None] - k[None, :]) ** 2 if fit.kind == ORDINAL else 1.0 - np.eye(labels.n_labels)
+    answers, truth = joint.sum(axis=2), joint.sum(axis=1)
     observed = np.einsum("rkc,kc->r", joint, disagree)
-    expected = np.einsum("rk,c,kc->r", answers, prior, disagree)
+    expected = np.einsum("rk,rc,kc->r", answers, truth, disagree)
     with np.errstate(divide="ignore", invalid="ignore"):
         kappa = 1.0 - observed / expected
     return np.asarray(np.where(expected > 0, kappa, np.nan), dtype=np.float64)
 
 
-def accuracy(fit: Fit) -> FloatArray:
-    prior = fit.prior / fit.prior.sum()
-    return np.asarray(np.einsum("rcc,c->r", fit.confusion, prior), dtype=np.float64)
+def accuracy(fit: Fit, labels: Labels) -> FloatArray:
+    """Each rater's share of answers equal to the true answer, under the posterior."""
+    return np.asarray(np.einsum("rcc->r", _joint(fit, labels, None)), dtype=np.float64)
 
 
 def item_difficulty(fit: Fit) -> FloatArray:
@@ -341,16 +352,16 @@ def fit_model(labels: Labels, kind: str, resamples: int = RESAMPLES) -> RaterMod
         weights = rng.multinomial(labels.n_items, np.full(labels.n_items, 1.0 / labels.n_items)).astype(float)
         refit = fitter(labels, weights, start=fit.posterior, n_iter=BOOT_ITER)
         seen = rated @ (weights > 0) > 0  # a rater with no item in the resample has no κ there
-        kappas[b] = np.where(seen, reliability(refit), np.nan)
+        kappas[b] = np.where(seen, reliability(refit, labels, weights), np.nan)
     counted = np.sum(~np.isnan(kappas), axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         spread = np.nanstd(np.where(counted[None, :] >= 2, kappas, 0.0), axis=0, ddof=1)
     std_error = np.where(counted >= max(2, resamples // 2), spread, np.nan)
     return RaterModel(
         fit=fit,
-        reliability=reliability(fit),
+        reliability=reliability(fit, labels),
         std_error=np.asarray(std_error, dtype=np.float64),
-        accuracy=accuracy(fit),
+        accuracy=accuracy(fit, labels),
         items_rated=np.asarray(rated.sum(axis=1), dtype=np.int64),
         difficulty=item_difficulty(fit),
         resamples=resamples,
@@ -365,7 +376,9 @@ def to_ordered(values: FloatArray, low: float, high: float, points: list[float])
         distance = np.abs(values[:, None] - grid[None, :])
         nearest = distance <= distance.min(axis=1, keepdims=True) + 1e-9
         index = len(grid) - 1 - np.argmax(nearest[:, ::-1], axis=1)
-        return index.astype(np.int64), grid
+        return np.asarray(index, dtype=np.int64), np.asarray(grid, dtype=np.float64)
     width = (high - low) / CONTINUOUS_BINS
     index = np.clip(np.floor((values - low) / width), 0, CONTINUOUS_BINS - 1).astype(np.int64)
-    return index, low + width * (np.arange(CONTINUOUS_BINS) + 0.5)
+    return np.asarray(index, dtype=np.int64), np.asarray(
+        low + width * (np.arange(CONTINUOUS_BINS) + 0.5), dtype=np.float64
+    )
