@@ -18,6 +18,7 @@ from tui_rater.domain.protocols import Level
 from tui_rater.domain.questions import Scale
 from tui_rater.stats import rater_model as rm
 
+MODEL_REFERENCE = "model"  # ``report --reference model``: the consensus the model of the people implies
 MIN_RATERS = 3  # with two raters the true answer and who is wrong cannot be told apart
 MIN_ITEMS = 5  # items rated by at least two raters
 
@@ -80,3 +81,16 @@ def fit_question(
     if len(values) < 2:
         return "every rater gave the same answer"
     return QuestionModel(list(names), items, np.asarray(values, dtype=float), rm.fit_model(labels, kind, resamples))
+
+
+def consensus_of_people(
+    names: Sequence[str], columns: npt.NDArray[np.float64], level: Level, scale: Scale, keys: Sequence[int]
+) -> dict[int, float]:
+    """Item key -> the consensus value the model of the people alone implies (``report --reference model``); empty
+    where there is no model (fewer than 3 people): their ratings combined stay the reference there. The judges are
+    left out: they are what is compared with the reference, and would otherwise pull it towards themselves."""
+    fitted = fit_question(names, columns, level, scale, resamples=0)
+    if isinstance(fitted, str):
+        return {}
+    values = fitted.consensus(len(keys))
+    return {int(key): float(value) for key, value in zip(keys, values.tolist(), strict=True) if np.isfinite(value)}

@@ -348,6 +348,16 @@ def fit_model(labels: Labels, kind: str, resamples: int = RESAMPLES) -> RaterMod
     rated[labels.rater, labels.item] = True
     rng = np.random.default_rng([SEED, labels.n_items])
     kappas = np.full((resamples, labels.n_raters), np.nan)
+    if resamples == 0:  # the consensus alone (``report --reference model``): no SE asked for
+        return RaterModel(
+            fit,
+            reliability(fit, labels),
+            np.full(labels.n_raters, np.nan),
+            accuracy(fit, labels),
+            np.asarray(rated.sum(axis=1), dtype=np.int64),
+            item_difficulty(fit),
+            0,
+        )
     for b in range(resamples):
         weights = rng.multinomial(labels.n_items, np.full(labels.n_items, 1.0 / labels.n_items)).astype(float)
         refit = fitter(labels, weights, start=fit.posterior, n_iter=BOOT_ITER)
