@@ -3,9 +3,10 @@ heuristics: per question, the model places every person and judge on one scale (
 infers, with an item-bootstrap SE), and a person whose κ is far below the others' is marked with the figure.
 
 Far below: the upper end of their 95 % interval (κ + 1.96 SE) under half the median κ of the question's other
-raters, over at least ``MIN_ITEMS`` items. A rater who answers at random has κ near 0 whatever the others do; a
-question on which everybody agrees little (HANNA's, κ 0.1-0.3) marks nobody for it. Gold items are left out: they
-score the annotators already.
+raters, over at least ``MIN_ITEMS`` items, where that median is at least ``OTHERS_MIN``: a rater who answers at
+random has κ near 0 whatever the others do, but where the others' κ is near 0 too (everyone answering at random,
+or no truth the raters share) the model's truth is no yardstick, and nobody is marked by it. Gold items are left
+out: they score the annotators already.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tui_rater.stats.rater_fit import fit_question
 
 MIN_ITEMS = 5
 SHARE_OF_OTHERS = 0.5
+OTHERS_MIN = 0.2  # the others' median κ: below it the raters agree too little for the model's truth to mark anyone
 Z95 = 1.959963984540054
 
 
@@ -57,7 +59,7 @@ def model_marks(
             if rater not in persons or n[r] < MIN_ITEMS or not others.size or not math.isfinite(se[r]):
                 continue
             typical = float(np.median(others))
-            if kappa[r] + Z95 * se[r] < SHARE_OF_OTHERS * typical:
+            if typical >= OTHERS_MIN and kappa[r] + Z95 * se[r] < SHARE_OF_OTHERS * typical:
                 marks.setdefault(rater, []).append(
                     f"model: κ {kappa[r]:.2f} ± {se[r]:.2f} on {name} against the answers the raters imply, "
                     f"the others {typical:.2f} ({n[r]} items)"
