@@ -165,7 +165,9 @@ def test_every_table_the_verdict_ppi_convergence_and_the_pane_show_the_jury_besi
             with_member.setdefault(r["table"], set()).add(who)
     member_tables = {t for t, who in with_member.items() if set(MEMBERS) <= who}
     assert {"verdict", "ppi", "ppi_convergence", "verdict_convergence", "table1", "judges"} <= member_tables
-    missing = sorted(t for t in member_tables if "trio" not in with_member[t])
+    # calibration covers judges with a distribution over the scale (the members here: 3 samples an item); a mean
+    # jury has a score, not a distribution, so it has no row there
+    missing = sorted(t for t in member_tables - {"calibration"} if "trio" not in with_member[t])
     assert not missing, f"tables with every member but no jury row: {missing}"
     verdicts = [r for r in records if r["table"] == "verdict" and r["statistic"] == "winning_rate"]
     assert {r["evaluator"] for r in verdicts} >= {*MEMBERS, "trio"}

@@ -94,11 +94,12 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--reference",
-        choices=("humans", "adjudicated"),
+        choices=("humans", "adjudicated", "model"),
         default="humans",
         help="the humans' score of an item that the judges are compared with: their ratings combined (default), or "
         "adjudicated: the value `tui-rater adjudicate` decided, where there is one (the adjudicator is never "
-        "counted as a rater)",
+        "counted as a rater); or model: the consensus the reliability model of the people implies (Dawid-Skene, "
+        "or the ordinal model for scores; the judges left out of it)",
     )
     p.add_argument(
         "--exclude-annotator",

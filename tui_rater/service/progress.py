@@ -12,8 +12,9 @@ the others' mean; on a nominal one (a choice, a pairwise A / B / tie) the disagr
 others' answers unlike theirs -- answer codes have no distance, and their mean is no answer.
 
 An annotator is marked, with the figure that marks them, when their gold accuracy is low, their
-median time per item is far below the others', or they give the same answer nearly every time
-(straight-lining): signs of rating without reading that a lead should look at, not verdicts.
+median time per item is far below the others', they give the same answer nearly every time
+(straight-lining), or the reliability model finds their κ against the answers everybody implies far below the
+others' (``service/rater_marks.py``): signs of rating without reading that a lead should look at, not verdicts.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tui_rater.domain.protocols import Level
 from tui_rater.domain.questions import Scale
 from tui_rater.domain.tasks import Task
 from tui_rater.service.adjudication import judge_scores
+from tui_rater.service.rater_marks import model_marks
 from tui_rater.store.adjudication import voices
 from tui_rater.store.retest import RETEST_NOTE
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
@@ -107,9 +109,15 @@ def task_progress(study: Study, task_name: str) -> TaskProgress:
     raters = {r.name: r.id for r in study.raters("human")}
     pairs = complete_pairs(study, task.name)
     values = _values(study, task.name)
-    judged = _judge_scores(study, task)
+    by_judge = _judge_scores(study, task)
+    judged: dict[tuple[int, str], list[float]] = {}
+    for (key, attribute, _judge), score in by_judge.items():
+        judged.setdefault((key, attribute), []).append(score)
     rows = [_annotator(study, task, plan, name, raters.get(name), pairs, values, judged, gold, keys) for name in names]
     _mark(rows, values, set(gold))
+    found = model_marks(task, values, by_judge, set(gold))  # from the reliability model, with its figure
+    for row in rows:
+        row.marks.extend(found.get(row.annotator, []))
     share = team_share(study, plan) if plan is not None else None
     return TaskProgress(
         task.name,
@@ -134,8 +142,8 @@ def _values(study: Study, task: str) -> Values:
     return found
 
 
-def _judge_scores(study: Study, task: Task) -> dict[tuple[int, str], list[float]]:
-    """(item, question) -> each LLM judge's score of it (never an adjudicator's decision: no judge's reading).
+def _judge_scores(study: Study, task: Task) -> dict[tuple[int, str, str], float]:
+    """(item, question, judge) -> the LLM judge's score of it (never an adjudicator's decision: no judge's reading).
 
     Only a judge that answered in every presentation scores an item (a pair in both orders), as in the report."""
     readings = voices(study, task.name, ("llm",))
@@ -143,11 +151,11 @@ def _judge_scores(study: Study, task: Task) -> dict[tuple[int, str], list[float]
     for voice in readings:
         if voice.value is not None:
             shown.setdefault((voice.item_key, voice.attribute, voice.rater), set()).add(voice.presentation)
-    found: dict[tuple[int, str], list[float]] = {}
+    found: dict[tuple[int, str, str], float] = {}
     for (key, attribute, judge), score in judge_scores(task, readings).items():
         question = task.attribute(attribute)
         if set(protocols.of(question).presentations(question)) <= shown[(key, attribute, judge)]:
-            found.setdefault((key, attribute), []).append(score)
+            found[(key, attribute, judge)] = score
     return found
 
 

@@ -9,7 +9,7 @@ from typing import TypeVar
 from tui_rater.domain.errors import UserError
 from tui_rater.service.planning import active_sample
 from tui_rater.stats.provenance import Shaped
-from tui_rater.stats.report import HUMANS, Record, Report, ReportSettings, VerdictSettings
+from tui_rater.stats.report import Record, Report, ReportSettings, VerdictSettings
 from tui_rater.store.readings import excluded_ratings
 from tui_rater.store.study import Study
 
@@ -38,7 +38,7 @@ def built_reports(
 def what_shaped(study: Study, task_names: list[str], settings: ReportSettings | None = None) -> dict[str, Shaped]:
     """Per task: the humans' reference and what was left out of its statistics (gold items, ratings under another
     sample), and the settings given -- what a report file must say itself (``stats/provenance.py``)."""
-    from tui_rater.store.adjudication import adjudicated_values
+    from tui_rater.store.adjudication import ADJUDICATED, adjudicated_values
     from tui_rater.store.team import gold_left_out
 
     settings = settings or ReportSettings()
@@ -46,7 +46,7 @@ def what_shaped(study: Study, task_names: list[str], settings: ReportSettings | 
     out = {}
     for name in task_names:
         adjudicated = None
-        if settings.reference != HUMANS:
+        if settings.reference == ADJUDICATED:
             adjudicated = sum(len(items) for items in adjudicated_values(study, name).values())
         items, ratings = gold.get(name, (0, 0))
         out[name] = Shaped(

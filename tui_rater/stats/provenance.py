@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui_rater.stats.rater_fit import MODEL_REFERENCE
 from tui_rater.stats.records import HUMANS
 
 
@@ -19,7 +20,7 @@ class Shaped:
     """One task's report: the reference its humans' score is, and what was left out of its statistics."""
 
     task: str
-    reference: str = HUMANS  # ``report --reference``: "humans" or "adjudicated"
+    reference: str = HUMANS  # ``report --reference``: "humans", "adjudicated" or "model"
     adjudicated: int | None = None  # item questions with a decided value (``--reference adjudicated`` only)
     gold_items: int = 0  # gold items with ratings: left out of agreement and verdicts
     gold_ratings: int = 0
@@ -30,6 +31,12 @@ class Shaped:
     def reference_sentence(self) -> str:
         if self.reference == HUMANS:
             return "The humans' score of an item is their ratings combined (--reference humans)."
+        if self.reference == MODEL_REFERENCE:
+            return (
+                "The humans' score of an item is the consensus the reliability model of the people implies "
+                "(--reference model: Dawid-Skene's most likely answer, or the ordinal model's posterior mean; the "
+                "judges left out of it), on each question with 3 people or more; their ratings combined elsewhere."
+            )
         count = self.adjudicated or 0
         return (
             "The humans' score of an item is the adjudicated value where there is one (--reference adjudicated): "
@@ -76,7 +83,7 @@ class Shaped:
         facts: list[tuple[str, float | None, str]] = [
             (
                 "reference",
-                None if self.reference == HUMANS else float(self.adjudicated or 0),
+                None if self.reference != "adjudicated" else float(self.adjudicated or 0),
                 self.reference_sentence(),
             ),
             ("gold_ratings_left_out", float(self.gold_ratings), self.gold_sentence()),

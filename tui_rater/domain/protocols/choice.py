@@ -41,7 +41,7 @@ class ChoiceAnswer(EvaluationProtocol):
     level: ClassVar[Level] = Level.NOMINAL
     modes: ClassVar[tuple[str, ...]] = ("text", "constrained", "distribution")
     # the alt-test scores a nominal answer by accuracy; no system means ("ppi") of category codes
-    report_sections: ClassVar[tuple[str, ...]] = ("nominal", "verdict", "convergence", "retest")
+    report_sections: ClassVar[tuple[str, ...]] = ("nominal", "verdict", "convergence", "retest", "reliability")
     scale_kinds: ClassVar[tuple[str, ...]] = ("choice",)
 
     def keys(self, attribute: Attribute) -> tuple[str, ...]:
@@ -108,6 +108,7 @@ class PairwiseComparison(ChoiceAnswer):
         "convergence",
         "retest",
         "bias",  # the bias card: position, order consistency, length, self-preference (stats/bias.py)
+        "reliability",
     )
 
     def variants(self, task: Task, attribute: Attribute) -> tuple[str, ...]:

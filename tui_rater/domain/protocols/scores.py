@@ -43,6 +43,7 @@ class ContinuousScore(EvaluationProtocol):
         "convergence",
         "retest",  # a person against themselves (annotate --retest)
         "bias",  # the bias card: leniency, length, self-preference (stats/bias.py)
+        "reliability",  # every person and judge on one scale (stats/rater_model.py)
     )
 
 

@@ -31,6 +31,7 @@ from tui_rater.stats.sections import (
     pairwise,
     raters,
     readings,
+    reliability,
     retest,
     scores,
     spa,
@@ -67,6 +68,7 @@ for _section in (
     converging.SECTION,
     retest.SECTION,
     bias_card.SECTION,
+    reliability.SECTION,  # every person and judge on one scale (stats/rater_model.py)
     extremes.SECTION,
     readings.SECTION,  # every question a judge read
     judges.SECTION,
@@ -102,6 +104,7 @@ LAYOUTS: tuple[Layout, ...] = (
     converging.CURVES,
     retest.TABLE,
     bias_card.CARD,
+    reliability.TABLE,
     readings.TABLE,
     extremes.TABLE,
     judges.TABLE,

@@ -20,6 +20,7 @@ from tui_rater.domain import protocols
 from tui_rater.domain.protocols import EvaluationProtocol
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.stats import agreement as ag
+from tui_rater.stats.rater_fit import MODEL_REFERENCE, consensus_of_people
 from tui_rater.stats.records import ALL, HUMANS, Record
 from tui_rater.stats.sections.settings import ReportSettings
 from tui_rater.store import readings as stored
@@ -120,6 +121,22 @@ class ReportData:
         # adjudicator's decided value where there is one; never a rater of its own in any statistic
         reference = self.settings.reference
         self.adjudicated = adjudicated_values(study, task.name) if reference == ADJUDICATED else {}
+        if reference == MODEL_REFERENCE:  # the consensus the reliability model of the people implies
+            self.adjudicated = self._model_reference()
+
+    def _model_reference(self) -> dict[str, dict[int, float]]:
+        """Question -> item key -> the consensus of the people's model, for every question the model fits."""
+        keys = self.keys(ALL)
+        found = {}
+        for attribute in self.task.attributes:
+            protocol = self.protocol(attribute)
+            if "reliability" not in protocol.report_sections or not self.humans or not len(keys):
+                continue
+            columns = np.vstack([self.rater_values(name, attribute, ALL) for name in self.humans])
+            found[attribute.name] = consensus_of_people(
+                self.humans, columns, protocol.level, attribute.scale, keys.tolist()
+            )
+        return found
 
     # --- who and what --------------------------------------------------------------------
 

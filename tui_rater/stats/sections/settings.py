@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tui_rater.stats.alternative_annotator import EPSILON_CROWD, EPSILON_EXPERT, EPSILON_SKILLED
+from tui_rater.stats.rater_fit import MODEL_REFERENCE
 from tui_rater.stats.records import HUMANS
 from tui_rater.store.adjudication import ADJUDICATED
 
@@ -71,8 +72,9 @@ class SpaSettings:
             raise ValueError(f"SPA's τ must be a number of at least 0, not {self.tau!r}")
 
 
-# what the humans' per-item score is (``report --reference``): their ratings combined, or the adjudicated value
-REFERENCES = (HUMANS, ADJUDICATED)
+# what the humans' per-item score is (``report --reference``): their ratings combined, the adjudicated value, or the
+# consensus the reliability model of the people implies (``stats/rater_fit.py``)
+REFERENCES = (HUMANS, ADJUDICATED, MODEL_REFERENCE)
 
 
 @dataclass(frozen=True)
