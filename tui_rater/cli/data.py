@@ -159,9 +159,10 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_import_ratings(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store.io import import_ratings, read_rows
+    from tui_rater.store.io import import_ratings
+    from tui_rater.store.row_stream import stream_rows
 
-    read_rows(args.file)
+    stream_rows(args.file)  # the file's encoding and header, before the study is opened
     study = open_study(args, settings, create=False)
     result = import_ratings(study, args.file, default_kind=args.kind)
     say(f"{args.file}: {result.added} new ratings, {result.skipped} already present -> {study.path}")
