@@ -170,7 +170,7 @@ def cmd_import_ratings(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store.io import file_format, items_frame, ratings_frame, wide_frame, write_frame
+    from tui_rater.store.io import file_format, items_frame, ratings_frame, write_frame
     from tui_rater.store.outputs import check_output_target
 
     file_format(args.out)
@@ -193,7 +193,14 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
         say(f"wrote {frame.height} rows of notes to {args.out}")
         formula_note(neutralised)
         return 0
-    frame = {"items": items_frame, "ratings": ratings_frame, "wide": wide_frame}[args.what](study, args.task)
+    if args.what == "wide":  # written a batch of items at a time (issue 35)
+        from tui_rater.store.wide_export import write_wide
+
+        rows, neutralised = write_wide(study, args.out, args.task, raw=args.raw_csv)
+        say(f"wrote {rows} rows of wide to {args.out}")
+        formula_note(neutralised)
+        return 0
+    frame = {"items": items_frame, "ratings": ratings_frame}[args.what](study, args.task)
     neutralised = write_frame(frame, args.out, like=study.path, raw=args.raw_csv)
     say(f"wrote {frame.height} rows of {args.what} to {args.out}")
     formula_note(neutralised)
