@@ -255,14 +255,17 @@ def _scores(scoring: str, ratings: np.ndarray, others: np.ndarray) -> np.ndarray
     present = ~np.isnan(others)
     count = present.sum(axis=1)
     if scoring == "accuracy":
-        return (others == ratings[:, None]).sum(axis=1) / count
+        agreeing: np.ndarray = (others == ratings[:, None]).sum(axis=1) / count
+        return agreeing
     squared = np.where(present, others - ratings[:, None], 0.0) ** 2
-    return -np.sqrt(squared.sum(axis=1) / count)
+    scores: np.ndarray = -np.sqrt(squared.sum(axis=1) / count)
+    return scores
 
 
 def _at_least(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``_better_or_equal`` over arrays."""
-    return a >= b - 1e-12 * np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+    found: np.ndarray = a >= b - 1e-12 * np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+    return found
 
 
 def _prepared(
