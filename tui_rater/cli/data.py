@@ -22,8 +22,8 @@ from tui_rater.domain.display import safe_text
 
 if TYPE_CHECKING:
     from tui_rater.config import Settings
-    from tui_rater.store.io import ImportResult
     from tui_rater.store.study import Study
+    from tui_rater.store.table_files import ImportResult
 
 
 def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -170,8 +170,9 @@ def cmd_import_ratings(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store.io import file_format, items_frame, ratings_frame, write_frame
+    from tui_rater.store.io import items_frame, ratings_frame, write_frame
     from tui_rater.store.outputs import check_output_target
+    from tui_rater.store.table_files import file_format
 
     file_format(args.out)
     study = open_study(args, settings, create=False, readonly=True)

@@ -23,7 +23,10 @@ from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task
 from tui_rater.store.db import utc_now, write
-from tui_rater.store.io import (
+from tui_rater.store.ratings import NewRating, insert_ratings
+from tui_rater.store.row_stream import stream_rows
+from tui_rater.store.study import Study
+from tui_rater.store.table_files import (
     IGNORED_RATING_COLUMNS,
     OPTIONAL_RATING_COLUMNS,
     RATING_COLUMNS,
@@ -32,9 +35,6 @@ from tui_rater.store.io import (
     _text,
     _value,
 )
-from tui_rater.store.ratings import NewRating, insert_ratings
-from tui_rater.store.row_stream import stream_rows
-from tui_rater.store.study import Study
 
 _IN_CHUNK = 500  # bound values per IN (...) list (SQLite allowed 999 before 3.32)
 _SEEN = "temp.tui_rater_import_seen"

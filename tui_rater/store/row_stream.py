@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from tui_rater.domain.errors import UserError
-from tui_rater.store.io import _read_parquet, file_format
+from tui_rater.store.table_files import _read_parquet, file_format
 
 BATCH_ROWS = 5_000
 _PIECE = 1 << 20

@@ -19,9 +19,9 @@ from typing import IO, Any
 import polars as pl
 
 from tui_rater.domain.display import spreadsheet_safe
-from tui_rater.store.io import file_format
 from tui_rater.store.outputs import write_output
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
+from tui_rater.store.table_files import file_format
 
 BATCH_ITEMS = 5_000
 
