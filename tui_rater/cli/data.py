@@ -22,8 +22,8 @@ from tui_rater.domain.display import safe_text
 
 if TYPE_CHECKING:
     from tui_rater.config import Settings
-    from tui_rater.store.io import ImportResult
     from tui_rater.store.study import Study
+    from tui_rater.store.table_files import ImportResult
 
 
 def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -159,9 +159,10 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_import_ratings(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store.io import import_ratings, read_rows
+    from tui_rater.store.io import import_ratings
+    from tui_rater.store.row_stream import stream_rows
 
-    read_rows(args.file)
+    stream_rows(args.file)  # the file's encoding and header, before the study is opened
     study = open_study(args, settings, create=False)
     result = import_ratings(study, args.file, default_kind=args.kind)
     say(f"{args.file}: {result.added} new ratings, {result.skipped} already present -> {study.path}")
@@ -169,8 +170,9 @@ def cmd_import_ratings(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store.io import file_format, items_frame, ratings_frame, wide_frame, write_frame
+    from tui_rater.store.io import items_frame, ratings_frame, write_frame
     from tui_rater.store.outputs import check_output_target
+    from tui_rater.store.table_files import file_format
 
     file_format(args.out)
     study = open_study(args, settings, create=False, readonly=True)
@@ -192,7 +194,14 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
         say(f"wrote {frame.height} rows of notes to {args.out}")
         formula_note(neutralised)
         return 0
-    frame = {"items": items_frame, "ratings": ratings_frame, "wide": wide_frame}[args.what](study, args.task)
+    if args.what == "wide":  # written a batch of items at a time (issue 35)
+        from tui_rater.store.wide_export import write_wide
+
+        rows, neutralised = write_wide(study, args.out, args.task, raw=args.raw_csv)
+        say(f"wrote {rows} rows of wide to {args.out}")
+        formula_note(neutralised)
+        return 0
+    frame = {"items": items_frame, "ratings": ratings_frame}[args.what](study, args.task)
     neutralised = write_frame(frame, args.out, like=study.path, raw=args.raw_csv)
     say(f"wrote {frame.height} rows of {args.what} to {args.out}")
     formula_note(neutralised)

@@ -52,6 +52,10 @@ def curve(
     return out
 
 
+def _sizes(order: Sequence[Hashable], sizes: Sequence[int]) -> list[int]:
+    return sorted({min(max(int(s), 0), len(order)) for s in sizes})
+
+
 def ppi_convergence(
     judge: Mapping[Hashable, float],
     human: Mapping[Hashable, float],
@@ -65,15 +69,17 @@ def ppi_convergence(
     they were rated; the judge's ratings of every item are used at every point."""
     items = list(judge)
     judge_arr = np.array([judge[i] for i in items], dtype=float)
-
-    def compute(first: set[Hashable]) -> ppi.PpiMean:
-        shown = np.array([human[i] if i in first and i in human else math.nan for i in items], dtype=float)
-        return ppi.ppi_mean(judge_arr, shown, power_tuned=power_tuned, confidence=confidence)
-
-    return [
-        PpiPoint(n, result.estimate, result.classical)
-        for n, result in curve(order, sizes or default_sizes(len(order)), compute)
-    ]
+    # each item's place in ``order`` (inf: never in it) and its human rating, once: a prefix is then a mask
+    # (the curve built a list over every item for each of its ~20 points)
+    place = {item: at for at, item in reversed(list(enumerate(order)))}
+    rank = np.array([place.get(i, math.inf) if i in human else math.inf for i in items], dtype=float)
+    human_arr = np.array([human.get(i, math.nan) for i in items], dtype=float)
+    points = []
+    for n in _sizes(order, sizes or default_sizes(len(order))):
+        shown = np.where(rank < n, human_arr, math.nan)
+        result = ppi.ppi_mean(judge_arr, shown, power_tuned=power_tuned, confidence=confidence)
+        points.append(PpiPoint(n, result.estimate, result.classical))
+    return points
 
 
 def alt_test_convergence(
@@ -84,13 +90,11 @@ def alt_test_convergence(
     **options: Any,
 ) -> list[AltTestPoint]:
     """The alt-test verdict on the first n items of ``order`` (the items in the order humans rated
-    them); ``options`` go to ``alt_test`` (level, epsilon, alpha, ...)."""
-
-    def compute(first: set[Hashable]) -> at.AltTest:
-        restricted = {name: {i: v for i, v in ratings.items() if i in first} for name, ratings in humans.items()}
-        return at.alt_test(restricted, judge, **options)
-
+    them); ``options`` go to ``alt_test`` (level, epsilon, alpha, ...). Each item is scored once for the whole
+    curve (``alt_test_on_subsets``), not once per point."""
+    counts = _sizes(order, sizes or default_sizes(len(order)))
+    results = at.alt_test_on_subsets(humans, judge, [set(order[:n]) for n in counts], **options)
     return [
         AltTestPoint(n, r.winning_rate, r.advantage_probability, r.passed, r.note)
-        for n, r in curve(order, sizes or default_sizes(len(order)), compute)
+        for n, r in zip(counts, results, strict=True)
     ]

@@ -172,7 +172,7 @@ def _open_writable(path: Path, durable: bool) -> sqlite_utils.Database:
     except sqlite3.DatabaseError as exc:  # the file was recognised: this is the disk or the folder
         conn.close()
         raise UserError(f"cannot open {path} for writing ({exc}): is the disk full, or the folder read-only?") from None
-    db = sqlite_utils.Database(conn)
+    db = sqlite_utils.Database(conn, execute_plugins=False)  # no metadata scan: a study uses no plugin
     migrate(db, path)
     return db
 
@@ -335,7 +335,7 @@ def open_readonly(path: Path) -> sqlite_utils.Database:
             f"{path} has schema {version} and must be upgraded once by a tui-rater command that can write to it "
             f"(this user cannot: {_why_not_writable(path)})"
         )
-    return sqlite_utils.Database(conn)
+    return sqlite_utils.Database(conn, execute_plugins=False)
 
 
 def _connect_ro(path: Path, mode: str) -> sqlite3.Connection:

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import io
 import json
-import math
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, SupportsFloat, SupportsIndex, overload
+from typing import Any
 
 import polars as pl
 
@@ -20,25 +18,23 @@ from tui_rater.domain import protocols
 from tui_rater.domain.display import spreadsheet_safe
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Attribute, Task
-from tui_rater.store.db import write
 from tui_rater.store.outputs import write_output
-from tui_rater.store.study import Item, Study, content_hash
-
-FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
-MAX_FIELD_CHARS = 100_000  # a story fragment is < 150 words; 100k characters is surely a mistake
-OPTIONAL_ITEM_COLUMNS = ("id", "system")
-RATING_COLUMNS = ("item", "rater", "attribute", "value")
-OPTIONAL_RATING_COLUMNS = ("kind", "sample", "task")
-# columns `export --what ratings` writes, so an export can be imported again
-IGNORED_RATING_COLUMNS = ("system", "raw", "parse_status", "seconds", "created_at")
-
-
-def file_format(path: Path) -> str:
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise UserError(f"{path}: unknown file type {path.suffix or '(none)'!r}; use .csv, .tsv, .jsonl or .parquet")
-    return fmt
-
+from tui_rater.store.study import Study, content_hash
+from tui_rater.store.table_files import (  # noqa: F401 -- io's names before the split, for its callers
+    FORMATS,
+    IGNORED_RATING_COLUMNS,
+    MAX_FIELD_CHARS,
+    MAX_SAMPLE,
+    OPTIONAL_ITEM_COLUMNS,
+    OPTIONAL_RATING_COLUMNS,
+    RATING_COLUMNS,
+    ImportResult,
+    _read_parquet,
+    _sample,
+    _text,
+    _value,
+    file_format,
+)
 
 # --- reading --------------------------------------------------------------------------------
 
@@ -121,13 +117,6 @@ def _read_jsonl(path: Path, text: str) -> tuple[list[str], list[dict[str, Any]]]
     return list(columns), rows
 
 
-def _read_parquet(path: Path, data: bytes) -> pl.DataFrame:
-    try:
-        return pl.read_parquet(io.BytesIO(data))
-    except Exception as exc:  # polars raises several types for a damaged file
-        raise UserError(f"{path}: cannot read it as Parquet ({str(exc).splitlines()[0]})") from None
-
-
 def parse_mapping(pairs: list[str] | None) -> dict[str, str]:
     """``--map story=text`` -> {"story": "text"}: the task's name = the file's column."""
     mapping = {}
@@ -139,34 +128,7 @@ def parse_mapping(pairs: list[str] | None) -> dict[str, str]:
     return mapping
 
 
-@overload
-def _text(path: Path, row: dict[str, Any], column: str, required: Literal[True]) -> str: ...
-@overload
-def _text(path: Path, row: dict[str, Any], column: str, required: bool) -> str | None: ...
-def _text(path: Path, row: dict[str, Any], column: str, required: bool) -> str | None:
-    value = row.get(column)
-    where = f"{path}, row {row['_row']}, column {column!r}"
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        if required:
-            raise UserError(f"{where}: the value is missing")
-        return None
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise UserError(f"{where}: expected text, found {type(value).__name__} {value!r:.40}")
-    value = str(value)
-    if required and not value.strip():
-        raise UserError(f"{where}: the value is empty")
-    if len(value) > MAX_FIELD_CHARS:
-        raise UserError(f"{where}: the text has {len(value):,} characters, more than the limit of {MAX_FIELD_CHARS:,}")
-    return value
-
-
 # --- items ----------------------------------------------------------------------------------
-
-
-@dataclass
-class ImportResult:
-    added: int
-    skipped: int
 
 
 def import_items(
@@ -262,148 +224,11 @@ def _gold(path: Path, row: dict[str, Any], column: str, attribute: Attribute) ->
 # --- ratings --------------------------------------------------------------------------------
 
 
-def _value(path: Path, row: dict[str, Any], attribute: Attribute, column: str = "value") -> float:
-    raw = row.get("value")
-    scale = attribute.scale
-    where = f"{path}, row {row['_row']}, column {column!r}"
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        raise UserError(f"{where}: the value is missing")
-    if isinstance(raw, str):  # a choice may be written as its key ("A")
-        known = protocols.of(attribute).value_from_text(attribute, raw)
-        if known is not None:
-            return known
-    try:
-        value = float(raw) if not isinstance(raw, bool) else math.nan
-    except (TypeError, ValueError, OverflowError):
-        raise UserError(f"{where}: {str(raw)[:40]!r} is not a number") from None
-    if not scale.contains(value):
-        raise UserError(f"{where}: {raw} is off the scale ({scale.describe()})")
-    return value
-
-
-MAX_SAMPLE = 1_000_000  # samples are numbered 0, 1, ... per question: a larger number is a mistake
-
-
-def _sample(where: str, raw: object) -> int:
-    """The ``sample`` column: a whole number from 0 to MAX_SAMPLE (not inf, not 2**70, not true)."""
-    if raw is None or raw == "":
-        return 0
-    try:
-        if isinstance(raw, bool) or not isinstance(raw, (str, bytes, SupportsFloat, SupportsIndex)):
-            raise ValueError  # float() would raise TypeError: the same answer
-        number = float(raw)
-        if not number.is_integer() or not 0 <= number <= MAX_SAMPLE:  # inf and nan fail here too
-            raise ValueError
-    except (TypeError, ValueError, OverflowError):
-        raise UserError(
-            f"{where}, column 'sample': {str(raw)[:40]!r} is not a whole number from 0 to {MAX_SAMPLE:,}"
-        ) from None
-    return int(number)
-
-
 def import_ratings(study: Study, path: str | Path, default_kind: str = "human") -> ImportResult:
-    path = Path(path)
-    columns, rows = read_rows(path)
-    missing = [c for c in RATING_COLUMNS if c not in columns]
-    if missing:
-        raise UserError(f"{path}: missing column {missing[0]!r} (ratings need: {', '.join(RATING_COLUMNS)})")
-    known = (*RATING_COLUMNS, *OPTIONAL_RATING_COLUMNS, *IGNORED_RATING_COLUMNS)
-    extra = [c for c in columns if c not in known]
-    if extra:
-        raise UserError(f"{path}: unknown column {extra[0]!r} (ratings use: {', '.join(known[:7])})")
-    tasks = study.tasks
-    prepared: list[_Prepared] = []
-    seen: dict[tuple[int, str, str, int], int] = {}
-    rater_kinds: dict[str, str] = {r.name: r.kind for r in study.raters()}
-    for row in rows:
-        where = f"{path}, row {row['_row']}"
-        item_id = _text(path, row, "item", required=True).strip()
-        task_name = _text(path, row, "task", required=False) if "task" in columns else None
-        matches = study.item_by_id(task_name.strip() if task_name else None, item_id)
-        if not matches:
-            raise UserError(f"{where}, column 'item': no item {item_id!r} in the study (import the items first)")
-        if len(matches) > 1:
-            raise UserError(f"{where}, column 'item': {item_id!r} exists in several tasks; add a 'task' column")
-        item = matches[0]
-        task = tasks.get(item.task)
-        attribute_name = _text(path, row, "attribute", required=True).strip()
-        if attribute_name not in task.attribute_names:
-            raise UserError(
-                f"{where}, column 'attribute': task {task.name!r} has no attribute {attribute_name!r} "
-                f"(it has: {', '.join(task.attribute_names)})"
-            )
-        value = _value(path, row, task.attribute(attribute_name))
-        rater = _text(path, row, "rater", required=True).strip()
-        kind = (_text(path, row, "kind", required=False) or default_kind).strip().lower()
-        if kind not in ("human", "llm"):
-            raise UserError(f"{where}, column 'kind': {kind!r} is neither 'human' nor 'llm'")
-        if rater_kinds.setdefault(rater, kind) != kind:
-            raise UserError(f"{where}, column 'kind': rater {rater!r} is already a {rater_kinds[rater]} rater")
-        sample = _sample(where, row.get("sample"))
-        question = task.attribute(attribute_name)
-        points = question.scale.points
-        if kind == "human" and not protocols.of(question).is_person_answer(question, value):
-            # a judge's x.5 is kept (Chiang & Lee App. D.2.1); a person answers on the scale's points
-            raise UserError(
-                f"{where}, column 'value': {row.get('value')} for human rater {rater!r}; a person's rating on "
-                f"this scale is one of its points ({', '.join(f'{p:g}' for p in points)})"
-            )
-        if kind == "human" and sample != 0:
-            # samples are a judge's repeated readings (Chiang & Lee §3.2); a human's second rating of
-            # an item would be a second annotator under one name, and the reports would keep only one
-            raise UserError(
-                f"{where}, column 'sample': {sample} for human rater {rater!r}; a human has one rating "
-                "of an item (sample 0), samples 1, 2, ... are a judge's"
-            )
-        key = (item.key, attribute_name, rater, sample)
-        if key in seen:
-            raise UserError(
-                f"{where}: a second rating of item {item_id!r}, {attribute_name}, by {rater} "
-                f"(sample {sample}), first in row {seen[key]}"
-            )
-        seen[key] = row["_row"]
-        prepared.append((item, attribute_name, rater, kind, sample, value))
-    return _write_ratings(study, path, prepared)
+    """Validate and write a ratings file in batches, in one transaction (``store/rating_import.py``)."""
+    from tui_rater.store.rating_import import import_ratings as import_in_batches
 
-
-# one validated rating of an import: (item, attribute, rater, kind, sample, value)
-_Prepared = tuple[Item, str, str, str, int, float]
-
-
-def _write_ratings(study: Study, path: Path, prepared: list[_Prepared]) -> ImportResult:
-    added = skipped = 0
-    with write(study.db) as conn:
-        rater_ids: dict[str, int] = {}
-        for item, attribute, rater, kind, sample, value in prepared:
-            if rater not in rater_ids:
-                rater_ids[rater] = (
-                    study.human(rater) if kind == "human" else study.judge(rater, {"imported_from": rater})
-                ).id
-            rater_id = rater_ids[rater]
-            existing = conn.execute(
-                "SELECT value FROM ratings WHERE item_key = ? AND attribute = ? AND rater_id = ? AND sample = ? "
-                "AND retracted = 0 AND retest_of IS NULL ORDER BY id DESC LIMIT 1",
-                [item.key, attribute, rater_id, sample],
-            ).fetchone()
-            if existing is not None:
-                if existing[0] != value:
-                    raise UserError(
-                        f"{path}: {rater} already rated item {item.id!r} {attribute} "
-                        f"as {existing[0]:g}, not {value:g} (nothing was imported)"
-                    )
-                skipped += 1
-                continue
-            study.add_rating(
-                item.key,
-                attribute,
-                rater_id,
-                value,
-                sample=sample,
-                parse_status="imported",
-                details={"source": str(path)},
-            )
-            added += 1
-    return ImportResult(added, skipped)
+    return import_in_batches(study, path, default_kind)
 
 
 # --- export ---------------------------------------------------------------------------------

@@ -22,9 +22,9 @@ from typing import Any
 import polars as pl
 
 from tui_rater.domain.details import Details
-from tui_rater.store.io import file_format
 from tui_rater.store.outputs import write_output
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
+from tui_rater.store.table_files import file_format
 
 # column -> polars type of the flat formats (JSON text where the value is nested)
 COLUMNS: dict[str, Any] = {

@@ -3,7 +3,7 @@ Every one reads the ratings in force (``study.ratings_in_force``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tui_rater.domain.details import Details
@@ -16,15 +16,23 @@ NOT_GOLD = " AND r.item_key NOT IN (SELECT item_key FROM gold)"
 
 
 def task_ratings(study: Study, task: str, excluded: Sequence[str] = ()) -> list[tuple[Any, ...]]:
+    """``task_rating_batches`` in one list."""
+    return [row for batch in task_rating_batches(study, task, excluded) for row in batch]
+
+
+def task_rating_batches(
+    study: Study, task: str, excluded: Sequence[str] = (), size: int = 50_000
+) -> Iterator[list[tuple[Any, ...]]]:
     """Every rating in force of the task's people and judges, gold items left out: (item key, system, attribute,
     rater label, rater kind, presentation, sample, value, rating id, parse status, the probability a judge's pass
     put on the answers it was asked for or None -- a distribution or constrained pass's scale mass, else the
     implicit score's p(yes) + p(no) --, where that probability is: 'scale' (a distribution pass), 'constrained'
     (a constrained reply's, before its grammar), 'yes_no' (the implicit score) or None) -- one pass over the
-    ratings. ``excluded``: people whose ratings are left out too."""
+    ratings, ``size`` rows at a time (the report turns each batch into columns: 1.6M rows as tuples held at once
+    were most of a 100k report's memory). ``excluded``: people whose ratings are left out too."""
     not_gold = NOT_GOLD if has_team_tables(study) else ""
     left_out = f" AND NOT (ra.kind = 'human' AND ra.name IN ({','.join('?' * len(excluded))}))" if excluded else ""
-    return study.db.conn.execute(
+    cursor = study.db.conn.execute(
         f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.label, ra.kind, r.presentation, r.sample,
                    r.value, r.id, r.parse_status,
                    CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"{Details.MASS}"%' AND json_valid(r.details)
@@ -38,7 +46,9 @@ def task_ratings(study: Study, task: str, excluded: Sequence[str] = ()) -> list[
                         WHEN r.details LIKE '%"{Details.P_YES}"%' THEN 'yes_no' END
             FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND ra.kind IN ('human', 'llm'){not_gold}{left_out}""",
         [task, *excluded],
-    ).fetchall()
+    )
+    while batch := cursor.fetchmany(size):
+        yield batch
 
 
 def excluded_ratings(study: Study, task: str, names: Sequence[str]) -> dict[str, int]:

@@ -53,14 +53,21 @@ def load_all(study: Study, task: str, excluded: Sequence[str] = ()) -> tuple[pl.
     people and the judges (an adjudicator's decision is never a rater's rating: see ``ReportSettings.reference``);
     every judge reading in force, failed or not, with its parse status and, for a distribution pass,
     its scale mass) -- in one pass over the ratings. ``excluded``: annotators left out (``--exclude-annotator``)."""
-    rows = stored.task_ratings(study, task, excluded)
-    frame = pl.DataFrame([row[:9] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row")
-    readings = pl.DataFrame(
-        [(row[3], row[2], row[9], row[7] is not None, _number(row[10]), row[11]) for row in rows if row[4] == "llm"],
-        schema=_READINGS_SCHEMA,
-        orient="row",
-    )
-    return frame, readings
+    frames, readings = [pl.DataFrame(schema=_FRAME_SCHEMA)], [pl.DataFrame(schema=_READINGS_SCHEMA)]
+    for rows in stored.task_rating_batches(study, task, excluded):  # a batch of rows at a time, kept as columns
+        frames.append(pl.DataFrame([row[:9] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row"))
+        readings.append(
+            pl.DataFrame(
+                [
+                    (row[3], row[2], row[9], row[7] is not None, _number(row[10]), row[11])
+                    for row in rows
+                    if row[4] == "llm"
+                ],
+                schema=_READINGS_SCHEMA,
+                orient="row",
+            )
+        )
+    return pl.concat(frames, rechunk=True), pl.concat(readings, rechunk=True)
 
 
 def load(study: Study, task: str) -> pl.DataFrame:

@@ -1,0 +1,23 @@
+"""A report's figures over the same n items share one draw of the bootstrap's resamples (issue 35): the draw is
+kept and handed out again (a report made 300 draws of 1000 x n counts), and it is the draw made each time before
+(the seed is n's)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tui_rater.stats import intervals as iv
+
+
+def test_figures_over_the_same_items_draw_once():
+    iv._cached.clear()
+    drawn: list[np.ndarray] = []
+    for _ in range(6):
+        drawn.append(np.concatenate(list(iv.resamples(777, 64))))
+    assert list(iv._cached) == [777]
+    kept = iv._cached[777]
+    list(iv.resamples(777, 100))
+    assert iv._cached[777] is kept  # drawn once, not once per figure
+    fresh = np.random.default_rng([iv.SEED, 777]).multinomial(777, np.full(777, 1 / 777), size=iv.RESAMPLES)
+    for counts in drawn:
+        assert np.array_equal(counts, fresh)

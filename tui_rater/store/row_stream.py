@@ -1,0 +1,167 @@
+"""A table file read in batches of rows, in memory independent of the file's length (issue 35).
+
+``io.read_rows`` holds the whole file three times (its bytes, its text, a dict per row): right for an items
+file, whose texts are kept anyway, and wrong for a ratings file of 1.6M rows (3.2 GB at 100k stories). Here the
+file is checked as UTF-8 in 1 MB pieces, then CSV/TSV go through polars' streaming reader and JSON Lines a line at
+a time; the errors are ``read_rows``' sentences. A Parquet file is columnar and compressed already: it is read
+whole and cut into batches.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tui_rater.domain.errors import UserError
+from tui_rater.store.table_files import _read_parquet, file_format
+
+BATCH_ROWS = 5_000
+_PIECE = 1 << 20
+
+
+def stream_rows(path: str | Path, batch_rows: int = BATCH_ROWS) -> tuple[list[str], Iterator[list[dict[str, Any]]]]:
+    """(columns, batches of rows): rows are dicts with a 1-based ``_row``, as ``read_rows`` gives them.
+
+    The file's encoding and header are checked before this returns; a problem further down is raised (a
+    ``UserError``) by the batch that meets it, so a caller writing as it reads must do so in one transaction.
+    For JSON Lines the columns are those of the first batch; a later row with another key is refused there.
+    """
+    path = Path(path)
+    fmt = file_format(path)
+    _check_file(path, fmt)
+    if fmt == "parquet":
+        frame = _read_parquet(path, path.read_bytes())
+        return list(frame.columns), _frame_batches(path, frame, batch_rows)
+    if fmt == "jsonl":
+        return _jsonl(path, batch_rows)
+    separator = "\t" if fmt == "tsv" else ","
+    lazy = pl.scan_csv(path, separator=separator, infer_schema=False, raise_if_empty=True)
+    try:
+        columns = list(lazy.collect_schema().names())
+    except pl.exceptions.NoDataError:
+        raise UserError(f"{path} is empty") from None
+    except pl.exceptions.PolarsError as exc:
+        raise _csv_error(path, separator, exc) from None
+    duplicated = [c for c in columns if c.endswith("_duplicated_0")]
+    if duplicated:
+        raise UserError(f"{path}: the header names column {duplicated[0].removesuffix('_duplicated_0')!r} twice")
+    return columns, _csv_batches(path, lazy, separator, batch_rows)
+
+
+def _check_file(path: Path, fmt: str) -> None:
+    """``read_rows``' checks without holding the file: it exists, is not blank, and (text) is UTF-8."""
+    try:
+        with path.open("rb") as handle:
+            blank = True
+            carried = b""
+            offset = lines = 0
+            while piece := handle.read(_PIECE):
+                blank = blank and not piece.strip()
+                if fmt != "parquet":
+                    carried = _check_utf8(path, carried + piece, offset - len(carried), lines)
+                offset += len(piece)
+                lines += piece.count(b"\n")
+            if carried:
+                _check_utf8(path, carried, offset - len(carried), lines - carried.count(b"\n"), final=True)
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist") from None
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory, not a file") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    if blank:
+        raise UserError(f"{path} is empty")
+
+
+def _check_utf8(path: Path, data: bytes, start: int, lines_before: int, final: bool = False) -> bytes:
+    """Check ``data`` (from byte ``start``); return an incomplete character at its end, to be read with the next
+    piece. ``lines_before``: the newlines before ``start``."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if not final and exc.end == len(data) and len(data) - exc.start < 4:
+            return data[exc.start :]
+        line = lines_before + data[: exc.start].count(b"\n") + 1
+        raise UserError(
+            f"{path}, line {line}: the file is not valid UTF-8 (byte {start + exc.start}); save it as UTF-8"
+        ) from None
+    return b""
+
+
+def _csv_error(path: Path, separator: str, exc: Exception) -> UserError:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return UserError(f"{path}: cannot read it as {'TSV' if separator == chr(9) else 'CSV'} ({first})")
+
+
+def _numbered(path: Path, batches: Iterator[list[dict[str, Any]]]) -> Iterator[list[dict[str, Any]]]:
+    number = 0
+    for rows in batches:
+        for row in rows:
+            number += 1
+            row["_row"] = number
+        if rows:
+            yield rows
+    if number == 0:
+        raise UserError(f"{path} has a header but no rows")
+
+
+def _csv_batches(path: Path, lazy: pl.LazyFrame, separator: str, batch_rows: int) -> Iterator[list[dict[str, Any]]]:
+    def frames() -> Iterator[list[dict[str, Any]]]:
+        try:
+            for frame in lazy.collect_batches(chunk_size=batch_rows):
+                yield frame.to_dicts()
+        except pl.exceptions.PolarsError as exc:
+            raise _csv_error(path, separator, exc) from None
+
+    return _numbered(path, frames())
+
+
+def _frame_batches(path: Path, frame: pl.DataFrame, batch_rows: int) -> Iterator[list[dict[str, Any]]]:
+    return _numbered(path, (frame.slice(at, batch_rows).to_dicts() for at in range(0, frame.height, batch_rows)))
+
+
+def _jsonl(path: Path, batch_rows: int) -> tuple[list[str], Iterator[list[dict[str, Any]]]]:
+    lines = _jsonl_rows(path)
+    first: list[dict[str, Any]] = []
+    columns: dict[str, None] = {}
+    for row in lines:
+        first.append(row)
+        columns.update(dict.fromkeys(row))
+        if len(first) == batch_rows:
+            break
+
+    def batches() -> Iterator[list[dict[str, Any]]]:
+        yield first
+        rows: list[dict[str, Any]] = []
+        for row in lines:
+            rows.append(row)
+            if len(rows) == batch_rows:
+                yield rows
+                rows = []
+        yield rows
+
+    return list(columns), _numbered(path, batches())
+
+
+def _jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        for line_no, line in enumerate(handle, 1):
+            if line_no == 1:
+                line = line.removeprefix("\ufeff")
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"{path}, line {line_no}: not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise UserError(f"{path}, line {line_no}: the JSON is nested too deeply to be a row") from None
+            except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+                raise UserError(f"{path}, line {line_no}: cannot read a value ({str(exc).split(';')[0]})") from None
+            if not isinstance(row, dict):
+                raise UserError(f"{path}, line {line_no}: each line must be a JSON object")
+            yield row

@@ -1,0 +1,106 @@
+"""What every reader of a table file shares (``io`` for items and exports, ``rating_import`` and ``row_stream``
+for ratings): the formats, the limits, and a cell read as text, a rating value or a sample number, each problem one
+sentence naming the file, the row and the column. A module of its own so that the batched rating import does not
+import ``io`` (which hands ``import_ratings`` to it)."""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, SupportsFloat, SupportsIndex, overload
+
+import polars as pl
+
+from tui_rater.domain import protocols
+from tui_rater.domain.errors import UserError
+from tui_rater.domain.tasks import Attribute
+
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+MAX_FIELD_CHARS = 100_000  # a story fragment is < 150 words; 100k characters is surely a mistake
+OPTIONAL_ITEM_COLUMNS = ("id", "system")
+RATING_COLUMNS = ("item", "rater", "attribute", "value")
+OPTIONAL_RATING_COLUMNS = ("kind", "sample", "task")
+# columns `export --what ratings` writes, so an export can be imported again
+IGNORED_RATING_COLUMNS = ("system", "raw", "parse_status", "seconds", "created_at")
+
+
+def file_format(path: Path) -> str:
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise UserError(f"{path}: unknown file type {path.suffix or '(none)'!r}; use .csv, .tsv, .jsonl or .parquet")
+    return fmt
+
+
+def _read_parquet(path: Path, data: bytes) -> pl.DataFrame:
+    try:
+        return pl.read_parquet(io.BytesIO(data))
+    except Exception as exc:  # polars raises several types for a damaged file
+        raise UserError(f"{path}: cannot read it as Parquet ({str(exc).splitlines()[0]})") from None
+
+
+@overload
+def _text(path: Path, row: dict[str, Any], column: str, required: Literal[True]) -> str: ...
+@overload
+def _text(path: Path, row: dict[str, Any], column: str, required: bool) -> str | None: ...
+def _text(path: Path, row: dict[str, Any], column: str, required: bool) -> str | None:
+    value = row.get(column)
+    where = f"{path}, row {row['_row']}, column {column!r}"
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        if required:
+            raise UserError(f"{where}: the value is missing")
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise UserError(f"{where}: expected text, found {type(value).__name__} {value!r:.40}")
+    value = str(value)
+    if required and not value.strip():
+        raise UserError(f"{where}: the value is empty")
+    if len(value) > MAX_FIELD_CHARS:
+        raise UserError(f"{where}: the text has {len(value):,} characters, more than the limit of {MAX_FIELD_CHARS:,}")
+    return value
+
+
+@dataclass
+class ImportResult:
+    added: int
+    skipped: int
+
+
+def _value(path: Path, row: dict[str, Any], attribute: Attribute, column: str = "value") -> float:
+    raw = row.get("value")
+    scale = attribute.scale
+    where = f"{path}, row {row['_row']}, column {column!r}"
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        raise UserError(f"{where}: the value is missing")
+    if isinstance(raw, str):  # a choice may be written as its key ("A")
+        known = protocols.of(attribute).value_from_text(attribute, raw)
+        if known is not None:
+            return known
+    try:
+        value = float(raw) if not isinstance(raw, bool) else math.nan
+    except (TypeError, ValueError, OverflowError):
+        raise UserError(f"{where}: {str(raw)[:40]!r} is not a number") from None
+    if not scale.contains(value):
+        raise UserError(f"{where}: {raw} is off the scale ({scale.describe()})")
+    return value
+
+
+MAX_SAMPLE = 1_000_000  # samples are numbered 0, 1, ... per question: a larger number is a mistake
+
+
+def _sample(where: str, raw: object) -> int:
+    """The ``sample`` column: a whole number from 0 to MAX_SAMPLE (not inf, not 2**70, not true)."""
+    if raw is None or raw == "":
+        return 0
+    try:
+        if isinstance(raw, bool) or not isinstance(raw, (str, bytes, SupportsFloat, SupportsIndex)):
+            raise ValueError  # float() would raise TypeError: the same answer
+        number = float(raw)
+        if not number.is_integer() or not 0 <= number <= MAX_SAMPLE:  # inf and nan fail here too
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise UserError(
+            f"{where}, column 'sample': {str(raw)[:40]!r} is not a whole number from 0 to {MAX_SAMPLE:,}"
+        ) from None
+    return int(number)
