@@ -28,6 +28,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -76,25 +77,45 @@ def with_interval(stat: ag.Stat, interval: Interval | Callable[[], Interval]) ->
 
 
 # A report draws the same resamples for every figure over the same n items (the seed is [SEED, n]): 300 draws of
-# 1000 x n multinomial counts were half a 1k report's time (issue 35). The counts of the last few n are kept, as
-# 16-bit integers (a count is at most n), while they fit in CACHED_BYTES; a larger n is drawn each time, as before.
-CACHED_BYTES = 48_000_000
-_cached: dict[int, npt.NDArray[np.uint16]] = {}
+# 1000 x n multinomial counts were half a 1k report's time, and nearly all of a 100k report's (issue 35). The counts
+# of the last few n are kept while they fit in CACHED_BYTES, as bytes (a count above 255 in a resample of n items
+# has probability below 1e-300 for any n; it is checked, and such a draw is kept as 16-bit integers): 100 MB at
+# 100,000 items. A larger n is drawn again for each figure, as before. The draws are the same either way.
+CACHED_BYTES = 240_000_000
+_cached: dict[int, npt.NDArray[np.uint8] | npt.NDArray[np.uint16]] = {}
 _cache_lock = threading.Lock()
 
 
-def _all_counts(n: int) -> npt.NDArray[np.uint16] | None:
-    if n > np.iinfo(np.uint16).max or RESAMPLES * n * 2 > CACHED_BYTES:
+def _all_counts(n: int) -> npt.NDArray[np.uint8] | npt.NDArray[np.uint16] | None:
+    if RESAMPLES * n > CACHED_BYTES:
         return None
     with _cache_lock:
         counts = _cached.get(n)
         if counts is None:
-            rng = np.random.default_rng([SEED, n])
-            counts = rng.multinomial(n, np.full(n, 1.0 / n), size=RESAMPLES).astype(np.uint16)
+            counts = _draw_all(n, np.uint8)
+            if counts is None:
+                counts = _draw_all(n, np.uint16)
+            assert counts is not None  # a count is at most n, and n fits 16 bits wherever it fits the cache
             while _cached and sum(c.nbytes for c in _cached.values()) + counts.nbytes > CACHED_BYTES:
                 del _cached[next(iter(_cached))]
             _cached[n] = counts
         return counts
+
+
+def _draw_all(n: int, dtype: type[np.unsignedinteger[Any]]) -> npt.NDArray[Any] | None:
+    """All ``RESAMPLES`` rows, drawn a block at a time (the same rows as one draw: the generator draws row by row)
+    into ``dtype``; None where a count does not fit it."""
+    rng = np.random.default_rng([SEED, n])
+    p = np.full(n, 1.0 / n)
+    out = np.empty((RESAMPLES, n), dtype=dtype)
+    limit = np.iinfo(dtype).max
+    per_block = _block(n)
+    for start in range(0, RESAMPLES, per_block):
+        rows = rng.multinomial(n, p, size=min(per_block, RESAMPLES - start))
+        if rows.max(initial=0) > limit:
+            return None
+        out[start : start + rows.shape[0]] = rows
+    return out
 
 
 def resamples(n: int, per_block: int) -> Iterator[FloatArray]:
