@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -110,6 +111,10 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
 
     path: Path = args.certificate
     try:
+        # a FIFO, a device or a socket named as the certificate would block the read forever (or read without end):
+        # only a regular file is read
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise UserError(f"{path} is not a certificate: it is not a regular file")
         if path.stat().st_size > cert.LARGEST:
             raise UserError(f"{path} is not a certificate: it is larger than {cert.LARGEST // 2**20} MB")
         data = path.read_bytes()
