@@ -30,3 +30,42 @@ def test_verify_refuses_a_directory_in_one_sentence(tmp_path):
     done = run_cli_process("verify", folder, "--db", tmp_path / "study.db")
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip().count("\n") == 0 and "is not a regular file" in done.stderr
+
+
+def _human_study(folder):
+    """A study of 32 stories rated by two people (no judge): enough for certify's tables and numbers."""
+    import random
+
+    from tui_rater.store.study import Study
+
+    db = folder / "study.db"
+    study = Study.open(db)
+    task = study.task("story")
+    study.add_items(task, [{"id": f"s{i}", "system": "a", "prompt": "p", "story": f"S {i}"} for i in range(32)])
+    rng = random.Random(1)
+    for name in ("ann", "bob"):
+        person = study.human(name)
+        for item in study.items("story"):
+            for attribute in task.attributes:
+                study.add_rating(item.key, attribute.name, person.id, float(rng.randint(1, 5)))
+    study.close()
+    return db
+
+
+def test_verify_names_claims_certify_never_writes_instead_of_saying_matches(tmp_path):
+    import json
+
+    db = _human_study(tmp_path)
+    cert = tmp_path / "c.json"
+    assert run_cli_process("certify", "--db", db, "--out", cert).returncode == 0
+    found = json.loads(cert.read_text())
+    found["approved_by"] = "the ethics board"  # a claim nothing recomputes
+    found["settings"]["alpha"] = 0.001
+    cert.write_text(json.dumps(found))
+    done = run_cli_process("verify", cert, "--db", db)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("differs:")]
+    assert lines == [
+        "differs: 'approved_by': in the certificate, not made by this method (not checkable)",
+        "differs: 'settings.alpha': in the certificate, not computed from the study",
+    ]

@@ -39,6 +39,11 @@ MULTIPLICITY = {
 UNCORRECTED = "none: each p is its own test's, uncorrected"
 # fields of a certificate that say when and by what it was made, not what it certifies: never a difference
 NOT_COMPARED = frozenset({"tui_rater_version", "created_by", "study_file"})
+# the top-level keys certify writes (make_certificate); any other is named by verify
+HEADER_KEYS = frozenset(
+    {"format", "format_version", "method_version", "method", "float_format", "digests", "settings", "tasks"}
+    | NOT_COMPARED
+)
 
 
 @dataclass(frozen=True)
@@ -257,6 +262,11 @@ def verify(study: Study, found: dict[str, Any]) -> Verification:
             "(same method version)"
         )
     settings = CertifySettings.of(found["settings"])
+    # a key certify never writes (at the top or in the settings) is a claim nothing recomputes: a difference, so a
+    # certificate that verifies says nothing beyond what was checked
+    for key in sorted(set(found) - HEADER_KEYS):
+        result.differences.append(f"{_quote(key)}: in the certificate, not made by this method (not checkable)")
+    result.differences += list(_value_differences("settings", found["settings"], settings.as_dict()))
     known = set(study.item_task_names())
     for task, theirs in found["tasks"].items():
         if task not in known:
