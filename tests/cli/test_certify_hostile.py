@@ -69,3 +69,17 @@ def test_verify_names_claims_certify_never_writes_instead_of_saying_matches(tmp_
         "differs: 'approved_by': in the certificate, not made by this method (not checkable)",
         "differs: 'settings.alpha': in the certificate, not computed from the study",
     ]
+
+
+def test_verify_prints_the_canonical_sha256_certify_printed(tmp_path):
+    """A certificate is unsigned: the reader checks it against a published identity, which verify must show."""
+    import re
+
+    db = _human_study(tmp_path)
+    cert = tmp_path / "c.json"
+    made = run_cli_process("certify", "--db", db, "--out", cert)
+    printed = re.search(r"canonical SHA-256 ([0-9a-f]{64})", made.stdout)
+    assert printed, made.stdout
+    done = run_cli_process("verify", cert, "--db", db)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert printed.group(1) in done.stdout

@@ -147,5 +147,9 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
         say(f"verify: {len(differences)} difference(s) between {path} and {study.path}", err=True)
         return 1
     rerun_said = f"; {rerun_jobs_asked} job(s) rerun, the same bits" if args.rerun else ""
-    say(f"verify: {path} matches {study.path}{rerun_said}")
+    # the identity certify printed: compare it with the published one (a certificate is unsigned, docs/VERDICT.md)
+    say(
+        f"verify: {path} matches {study.path}{rerun_said}; "
+        f"the certificate's canonical SHA-256 {cert.sha256(cert.canonical(found))}"
+    )
     return 0
