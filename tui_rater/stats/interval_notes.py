@@ -41,6 +41,14 @@ def _reason(record: Record) -> str:
     statistic = record.statistic
     if statistic.endswith(("_ci_low", "_ci_high")):
         return "an end of an interval"
+    if statistic.endswith(("_cs_low", "_cs_high")):
+        return "an end of a confidence sequence (valid at every point of the curve)"
+    if statistic.endswith(("_people_low", "_people_median", "_people_high")):
+        return "the spread over held-out persons (lowest, median, highest), a range of figures, not an estimate"
+    if statistic.endswith(("_width", "_saved", "_pilot")):
+        return "read off an interval (its width, or the human ratings it saves at equal width)"
+    if record.table == "reliability" and statistic != "reliability":
+        return "a figure of the fitted model (each rater's κ carries the interval; reliability_se is its SE)"
     if statistic.endswith("_std_error"):
         return "a standard error (the interval is in the _ci_low / _ci_high records)"
     if statistic.startswith("final_") or statistic.startswith("failures_"):
