@@ -5,6 +5,7 @@ hostile rater name as text."""
 from __future__ import annotations
 
 import base64
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -98,6 +99,7 @@ def test_sections_and_plots(page):
         "likability: calibration: the judge's expected score",
         "The alt-test's ω and ρ with their 95% item-bootstrap intervals",
         "Bias cards: each figure with its 95% item-bootstrap interval",
+        "Agreement: each figure with its 95% item-bootstrap interval",
     ):
         assert expected in captions
     text = " ".join(parsed.text)
@@ -114,6 +116,11 @@ def test_sections_and_plots(page):
         )
         assert "likability" in alt and len(alt) > 80
     assert any(HOSTILE_JUDGE in alt for alt in alts)  # a name from the data, as text (escaped in the file)
+    # the agreement figures drawn with their intervals: the people's α and each judge's τ and weighted κ
+    agreement = next(alt for alt in alts if "judge vs people: Kendall's τ:" in alt)
+    interval = r"-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]"
+    assert re.search(r"the people's α \(ordinal\): likability · humans " + interval, agreement)
+    assert re.search(r"Kendall's τ: likability · close " + interval, agreement)
     for attrs in images:
         prefix = "data:image/svg+xml;base64,"
         assert attrs["src"].startswith(prefix)

@@ -126,6 +126,7 @@ def _task(task: str, report: Report, shaped: Shaped | None = None, notes: list[s
     out += _caveats(records)
     out += _error_bars(records, VERDICT_BARS, "The alt-test's ω and ρ with their 95% item-bootstrap intervals")
     out += _verdict_curves(records)
+    out += _error_bars(records, AGREEMENT_BARS, "Agreement: each figure with its 95% item-bootstrap interval")
     out += _part("System scores, bias-corrected", named, PPI_TABLES)
     out += _ppi_curves(records)
     out += _part("Calibration of the judges' distributions", named, CALIBRATION_TABLES)
@@ -144,6 +145,11 @@ VERDICT_BARS = (
     ("verdict", "winning_rate", "ω (may replace at ≥ 0.5)", 0.5),
     ("verdict", "advantage_probability", "ρ", None),
 )
+AGREEMENT_BARS = (  # the humans among themselves (Table 1), each judge against the humans (Table 2)
+    ("table1", "alpha_ordinal", "the people's α (ordinal)", None),
+    ("table2", "kendall_tau", "judge vs people: Kendall's τ", 0.0),
+    ("table2", "qw_kappa", "judge vs people: weighted κ", 0.0),
+)
 BIAS_BARS = (
     ("bias", "leniency", "leniency", 0.0),
     ("bias", "length_slope", "length slope (per SD)", 0.0),
@@ -160,9 +166,12 @@ def _error_bars(
     panels: list[plots.Panel] = []
     for table, statistic, title, line in which:
         rows: list[plots.Bar] = [
-            (f"{r.attribute} · {r.evaluator}", r.value, r.ci_low, r.ci_high)
+            (f"{r.attribute} · {r.evaluator_b or r.evaluator}", r.value, r.ci_low, r.ci_high)
             for r in records
-            if r.table == table and r.statistic == statistic and r.evaluator_b is None and r.value is not None
+            if r.table == table
+            and r.statistic == statistic
+            and (r.evaluator_b is None or table == "table2")  # Table 2: the humans (a) against each judge (b)
+            and r.value is not None
         ]
         panels.append((title, rows, line))
     if not any(rows for _, rows, _ in panels):
