@@ -121,8 +121,8 @@ def test_the_html_report_shows_its_progress_on_stderr(demo, tmp_path):
     out = run_cli_process("report", "--db", demo, "--out", tmp_path / "r.html", timeout=300)
     assert out.returncode == 0, out.stderr
     lines = out.stderr.splitlines()
-    assert lines[0] == "report: computing the tables …" and lines[1] == "report: drawing 30 figures …"
-    assert "report: 30/30 figures drawn" in lines and 5 <= len(lines) <= 14 and "\r" not in out.stderr
+    assert lines[0] == "report: computing the tables …" and lines[1] == "report: drawing 33 figures …"
+    assert "report: 33/33 figures drawn" in lines and 5 <= len(lines) <= 14 and "\r" not in out.stderr
     # a terminal: one line rewritten in place, naming the figure being drawn
     import pty
     import subprocess
@@ -147,5 +147,5 @@ def test_the_html_report_shows_its_progress_on_stderr(demo, tmp_path):
     assert process.wait(timeout=300) == 0
     os.close(parent)
     text = shown.decode("utf-8")
-    assert "\r\x1b[Kreport: figure 1/30 relevance" in text and "report: 30 figures drawn" in text
+    assert "\r\x1b[Kreport: figure 1/33 " in text and "report: 33 figures drawn" in text
     assert text.count("\n") <= 3  # the tables line, the last figure line (a terminal turns \n into \r\n)

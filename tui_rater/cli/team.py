@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import textwrap
 from typing import TYPE_CHECKING
 
 from tui_rater.cli.common import Subparsers, data, lead_only, make_console, new_table, open_study, say
@@ -247,8 +248,9 @@ def cmd_progress(args: argparse.Namespace, settings: Settings) -> int:
             say(f"  ! {t.unplanned} item(s) outside the fixed plan (imported after it): served to nobody")
             say(f"    give them to the team: `tui-rater assign --task {shlex.quote(t.task)} --extend`")
         for row in t.annotators:
-            for mark in row.marks:
-                say(f"  ! {row.annotator}: {mark}")
+            for mark in row.marks:  # at 80 columns: a long mark (the model's figure) goes on indented lines
+                for line in textwrap.wrap(f"! {row.annotator}: {mark}", 78, subsequent_indent="    "):
+                    say(f"  {line}")
             if row.marks:  # what a lead can do about it, without editing the file
                 who = shlex.quote(row.annotator)
                 say(f"    leave out: `tui-rater report --exclude-annotator {who}`")
