@@ -63,3 +63,21 @@ def test_no_import_cycles_between_modules():
             if imported != module and graph.chain_exists(importer=imported, imported=module, as_packages=False):
                 cycles.append((module, imported))
     assert not cycles, f"import cycles: {cycles[:5]}"
+
+
+def test_only_the_store_speaks_to_the_database_and_only_backends_know_their_kind():
+    """Issue 31: outside ``store/`` no module reaches through a study to its SQLite connection (a query there is
+    a named store function: ``store/progress_reads.py`` holds the ones `progress` and the sections used to run),
+    and outside ``judge/backends/`` nothing asks whether a judge is an API (a backend declares its abilities)."""
+    import re
+
+    pattern = re.compile(r"\.db\.conn\b|\.db\.execute\b|\bstudy\.db\b|\bis_api\b")
+    found = []
+    for path in sorted((ROOT / "tui_rater").rglob("*.py")):
+        relative = path.relative_to(ROOT / "tui_rater").as_posix()
+        if relative.startswith(("store/", "judge/backends/")):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if pattern.search(line):
+                found.append(f"tui_rater/{relative}:{number}: {line.strip()}")
+    assert found == []

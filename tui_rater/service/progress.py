@@ -30,8 +30,16 @@ from tui_rater.domain.tasks import Task
 from tui_rater.service.adjudication import judge_scores
 from tui_rater.service.rater_marks import model_marks
 from tui_rater.store.adjudication import voices
+from tui_rater.store.progress_reads import (
+    last_activity,
+    people_values,
+    people_who_rated,
+    retest_differences,
+    seconds_per_item,
+    skips_and_flags,
+)
 from tui_rater.store.retest import RETEST_NOTE
-from tui_rater.store.study import RATINGS_IN_FORCE, Study
+from tui_rater.store.study import Study
 from tui_rater.store.team import (
     TeamPlan,
     assignments,
@@ -97,14 +105,7 @@ def task_progress(study: Study, task_name: str) -> TaskProgress:
     gold = gold_answers(study, task.name)
     keys = [item.key for item in study.items(task.name)]
     members = list(plan.settings.get("annotators", [])) if plan is not None else []
-    rated_by = [
-        name
-        for (name,) in study.db.conn.execute(
-            "SELECT DISTINCT ra.name FROM ratings r JOIN items i ON i.key = r.item_key JOIN raters ra ON "
-            "ra.id = r.rater_id WHERE i.task = ? AND ra.kind = 'human' ORDER BY ra.name",
-            [task.name],
-        )
-    ]
+    rated_by = people_who_rated(study, task.name)
     names = members + [n for n in rated_by if n not in members]
     raters = {r.name: r.id for r in study.raters("human")}
     pairs = complete_pairs(study, task.name)
@@ -133,11 +134,7 @@ def task_progress(study: Study, task_name: str) -> TaskProgress:
 def _values(study: Study, task: str) -> Values:
     """(item, question) -> person's name -> their value in force (a list of one: ``annotate`` stores sample 0)."""
     found: dict[tuple[int, str], dict[str, list[float]]] = {}
-    for key, attribute, name, value in study.db.conn.execute(
-        f"SELECT r.item_key, r.attribute, ra.name, r.value FROM {RATINGS_IN_FORCE} "
-        "WHERE i.task = ? AND r.value IS NOT NULL AND ra.kind = 'human'",
-        [task],
-    ):
+    for key, attribute, name, value in people_values(study, task):
         found.setdefault((key, attribute), {}).setdefault(name, []).append(value)
     return found
 
@@ -179,11 +176,7 @@ def _annotator(
     keys: list[int],
 ) -> AnnotatorProgress:
     done_keys = {key for rater, key in pairs if rater == rater_id}
-    notes = study.db.conn.execute(
-        "SELECT n.kind, n.item_key, n.text FROM notes n JOIN items i ON i.key = n.item_key "
-        "WHERE i.task = ? AND n.rater_id = ? AND n.kind IN ('skip', 'flag') AND n.retracted_at IS NULL",
-        [task.name, rater_id],
-    ).fetchall()
+    notes = skips_and_flags(study, task.name, rater_id)
     skipped = {key for kind, key, text in notes if kind == "skip" and text != RETEST_NOTE}
     flagged = {key for kind, key, _text in notes if kind == "flag"}
     assigned = remaining = None
@@ -197,21 +190,9 @@ def _annotator(
             per_item[key] = per_item.get(key, 0) + 1
         open_items = {k for k in keys if k not in gold and per_item.get(k, 0) < plan.per_item}
         remaining = len((open_items | mine_gold) - done_keys - skipped)
-    seconds = {}
-    for key, total in study.db.conn.execute(
-        "SELECT r.item_key, sum(r.seconds) FROM ratings r JOIN items i ON i.key = r.item_key WHERE i.task = ? "
-        "AND r.rater_id = ? AND r.retracted = 0 AND r.retest_of IS NULL AND r.seconds IS NOT NULL "
-        "GROUP BY r.item_key",
-        [task.name, rater_id],
-    ):
-        seconds[key] = total
+    seconds = seconds_per_item(study, task.name, rater_id)
     timed = [seconds[k] for k in done_keys if k in seconds]
-    (last,) = study.db.conn.execute(
-        "SELECT max(t) FROM (SELECT max(r.created_at) AS t FROM ratings r JOIN items i ON i.key = r.item_key "
-        "WHERE i.task = ? AND r.rater_id = ? UNION ALL SELECT max(n.created_at) FROM notes n "
-        "JOIN items i ON i.key = n.item_key WHERE i.task = ? AND n.rater_id = ?)",
-        [task.name, rater_id, task.name, rater_id],
-    ).fetchone()
+    last = last_activity(study, task.name, rater_id)
     right = answered = 0
     gaps = _Gaps()
     for (key, attribute), by_rater in values.items():
@@ -229,13 +210,7 @@ def _annotator(
         nominal = protocols.of(task.attribute(attribute)).level is Level.NOMINAL
         people = [v for n, vs in by_rater.items() if n != name for v in vs]
         gaps.add(nominal, value, people, judged.get((key, attribute), []))
-    again = study.db.conn.execute(
-        "SELECT abs(second.value - first.value) FROM ratings second JOIN ratings first ON first.id = second.retest_of "
-        "JOIN items i ON i.key = second.item_key WHERE i.task = ? AND second.value IS NOT NULL "
-        "AND first.value IS NOT NULL AND second.id IN (SELECT max(id) FROM ratings WHERE rater_id = ? "
-        "AND retest_of IS NOT NULL AND retracted = 0 GROUP BY item_key, attribute)",  # the retest in force
-        [task.name, rater_id],
-    ).fetchall()
+    again = retest_differences(study, task.name, rater_id)
     return AnnotatorProgress(
         annotator=name,
         task=task.name,

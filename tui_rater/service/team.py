@@ -22,6 +22,7 @@ from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.protocols import derive_seed
 from tui_rater.stats import alternative_annotator as at
+from tui_rater.store.progress_reads import started_pairs
 from tui_rater.store.study import Study
 from tui_rater.store.team import (
     LEASE_S,
@@ -341,15 +342,7 @@ def add_annotators(study: Study, task: str, names: list[str]) -> list[str]:
 
 def _take_over(study: Study, task: str, new_rater: int, team: int) -> int:
     regular = [a for a in assignments(study, task) if not a.gold]
-    started = {
-        (rater, key)
-        for rater, key in study.db.conn.execute(
-            "SELECT DISTINCT r.rater_id, r.item_key FROM ratings r JOIN items i ON i.key = r.item_key "
-            "WHERE i.task = ? AND r.retracted = 0 UNION SELECT n.rater_id, n.item_key FROM notes n "
-            "JOIN items i ON i.key = n.item_key WHERE i.task = ?",  # a skip or a flag is work done too
-            [task, task],
-        )
-    }
+    started = started_pairs(study, task)  # a skip or a flag is work done too
     target = math.floor(len(regular) / team)
     by_rater: dict[int, list[int]] = {}
     for a in regular:

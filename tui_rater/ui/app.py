@@ -179,6 +179,7 @@ class RaterApp(QuitWhenSaved):
 
     @work(thread=True, group="team", exit_on_error=False)
     def _watch_team(self) -> None:
+        from tui_rater.store.progress_reads import data_version
         from tui_rater.store.team import team_share
 
         plan = self.session.team_plan
@@ -189,7 +190,7 @@ class RaterApp(QuitWhenSaved):
             while True:  # the others' ratings come from their own processes: looked for every few seconds,
                 # and the share read again only when some connection (this app's saves too) has committed
                 # since: SQLite's data_version, a read of the WAL's header (an idle session costs nothing)
-                version = study.db.conn.execute("PRAGMA data_version").fetchone()[0]
+                version = data_version(study)
                 if version != seen:
                     seen = version
                     share = team_share(study, plan, count_gold=True)  # gold like any other

@@ -30,6 +30,7 @@ from tui_rater.stats.records import HUMANS
 from tui_rater.stats.sections import cells
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
+from tui_rater.store.progress_reads import item_prompts
 
 CONFIDENCE = 0.95
 UNIFORM = (
@@ -56,10 +57,7 @@ def sampling_note(data: ReportData, attribute: Attribute) -> str:
 def prompts(data: ReportData) -> dict[int, str]:
     """item key -> its prompt field (what the systems wrote for; Chen et al.'s input)."""
     if "prompt_of" not in data.extra:
-        rows = data.study.db.conn.execute(
-            "SELECT key, json_extract(fields, '$.prompt') FROM items WHERE task = ?", [data.task.name]
-        )
-        data.extra["prompt_of"] = {int(key): prompt if isinstance(prompt, str) else "" for key, prompt in rows}
+        data.extra["prompt_of"] = item_prompts(data.study, data.task.name)
     found: dict[int, str] = data.extra["prompt_of"]
     return found
 

@@ -13,6 +13,7 @@ import polars as pl
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
+from tui_rater.store.progress_reads import item_ids
 
 
 def extremes(data: ReportData, attributes: Sequence[Attribute]) -> None:
@@ -33,7 +34,7 @@ def extremes(data: ReportData, attributes: Sequence[Attribute]) -> None:
     flagged = per_item.filter((pl.col("attributes") == len(bounds)) & (pl.col("all_max") | pl.col("all_min")))
     if flagged.is_empty():
         return
-    ids = dict(data.study.db.conn.execute("SELECT key, id FROM items WHERE task = ?", [data.task.name]).fetchall())
+    ids = item_ids(data.study, data.task.name)
     for judge, item_key, _, n, all_max, _all_min in flagged.iter_rows():
         data.add(
             "extremes",

@@ -13,17 +13,11 @@ from collections.abc import Sequence
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats.sections.base import Found, Layout, Runs, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
+from tui_rater.store.progress_reads import report_notes
 
 
 def notes(data: ReportData, attributes: Sequence[Attribute]) -> None:
-    rows = data.study.db.conn.execute(
-        """SELECT n.kind, i.key, i.id, coalesce(i.system, '-'), ra.label, n.attribute, n.text
-           FROM notes n JOIN items i ON i.key = n.item_key JOIN raters ra ON ra.id = n.rater_id
-           WHERE i.task = ? AND n.kind IN ('flag', 'comment') AND n.retracted_at IS NULL
-             AND (n.kind = 'flag' OR coalesce(n.text, '') != '')
-           ORDER BY n.kind DESC, i.position, n.id""",
-        [data.task.name],
-    ).fetchall()
+    rows = report_notes(data.study, data.task.name)
     for kind, item_key, item_id, system, rater, attribute, text in rows:
         data.add(
             "notes",
@@ -34,7 +28,7 @@ def notes(data: ReportData, attributes: Sequence[Attribute]) -> None:
             value=float(item_key),
             n=1,
             evaluator_b=item_id,
-            note=text if kind == "comment" else "",
+            note=(text or "") if kind == "comment" else "",  # (a comment has text: the query asks for it)
         )
 
 
