@@ -16,12 +16,14 @@ import pandas as pd
 import pytest
 
 from tests.judge.conftest import gemma_gguf, smollm2_gguf  # noqa: F401  (the real GGUFs, as fixtures)
+from tests.stats.test_jury_calibration import check
 from tui_rater.cli import main
 
 STORIES = 6  # HANNA stories the small models rate (6 questions each): a few minutes on two cores
 TASK = "hanna"
 MISTRAL = "hanna-mistral-7b-p1"
 JURY = "panel"
+PAIR = "pair"  # a distribution jury of the two small models: scored in the calibration table too
 # Tables with a row per judge that a mean jury of these members cannot have, and why: the calibration tables need
 # a distribution over the scale, and Mistral's imported ratings are single numbers, so a mean over them has none.
 NO_JURY = {"calibration": "a mean jury over a member without a distribution has no distribution"}
@@ -52,12 +54,14 @@ def study(tmp_path_factory, smollm2_gguf, gemma_gguf) -> dict[str, object]:  # n
     members = [MISTRAL, *small]
     # one command makes the jury of the three
     assert run("jury", JURY, "--members", ",".join(members), "--aggregate", "mean", "--task", TASK, "--db", db) == 0
+    assert run("jury", PAIR, "--members", ",".join(small), "--aggregate", "distribution", "--db", db) == 0
     reports = {}
     for fmt in ("json", "html", "table"):
         out = folder / f"report.{fmt}"
         assert run("report", "--db", db, "--task", TASK, "--format", fmt, "--out", out) == 0
         reports[fmt] = out.read_text()
     return {
+        "folder": folder,
         "db": db,
         "members": members,
         "ratings": pd.read_csv(ratings_csv),
@@ -89,14 +93,15 @@ def _people_and_judges(study: dict[str, object]) -> tuple[pd.DataFrame, pd.DataF
 def test_every_table_with_a_row_for_each_member_has_one_for_the_jury(study):
     records = _records(study)
     members = study["members"]
-    for table, group in records.groupby("table"):
-        present = set(group["evaluator"].dropna())
-        if not set(members) <= present:
-            continue
-        if table in NO_JURY:
-            assert JURY not in present, (table, NO_JURY[table])
-            continue
-        assert JURY in present, f"{table}: members {sorted(present & set(members))} but no row for the jury"
+    for jury, its in ((JURY, members), (PAIR, members[1:])):
+        for table, group in records.groupby("table"):
+            present = set(group["evaluator"].dropna())
+            if not set(its) <= present:
+                continue
+            if jury == JURY and table in NO_JURY:
+                assert jury not in present, (table, NO_JURY[table])
+                continue
+            assert jury in present, f"{table}: members {sorted(present & set(its))} but no row for {jury}"
     # the jury-vs-best-member test: one per question, against the best member
     jury = records[records["table"] == "jury"]
     assert set(jury["statistic"]) >= {"advantage_difference", "better_than_best_member"}
@@ -156,6 +161,11 @@ def test_leniency_is_the_judges_mean_difference_from_the_people(study):
             np.testing.assert_allclose(row["value"].iloc[0], expected, rtol=1e-12, atol=1e-12)
             checked += 1
     assert checked == 3 * 6
+
+
+@pytest.mark.slow
+def test_the_distribution_jury_of_the_small_models_is_scored_for_calibration(study):
+    check(study["folder"], study["db"], study["members"][1:], PAIR)
 
 
 @pytest.mark.slow
