@@ -55,7 +55,11 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("certificate", type=Path, metavar="CERT", help="the certificate (.json) that `certify` wrote")
     p.add_argument(
-        "--rerun", type=whole(0, 1_000_000), default=0, metavar="N", help="re-run N local-judge jobs (default 0)"
+        "--rerun",
+        type=whole(0, 1_000_000),
+        default=0,
+        metavar="N",
+        help="re-run N local-judge jobs (default 0); all of them when the study holds fewer, exit 1 when it holds none",
     )
     p.add_argument(
         "--seed", type=whole(0, MAX_SEED), default=0, help="which jobs --rerun draws (default 0; stated in the output)"
@@ -132,7 +136,7 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
         say("verify: the certificate's method differs from this tui-rater's: not compared (see the notes above)")
         return 3
     differences = list(result.differences)
-    rerun_jobs_asked = 0
+    rerun_jobs_asked, rerun_available = 0, 0
     if args.rerun:
         from tui_rater.service.certify_rerun import rerun_jobs
 
@@ -140,13 +144,28 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
         for note in rerun.notes:
             say(f"note: {note}")
         differences += rerun.differences
-        rerun_jobs_asked = rerun.jobs
+        rerun_jobs_asked, rerun_available = rerun.jobs, rerun.available
     for line in differences:
         say(f"differs: {line}")
     if differences:
         say(f"verify: {len(differences)} difference(s) between {path} and {study.path}", err=True)
         return 1
-    rerun_said = f"; {rerun_jobs_asked} job(s) rerun, the same bits" if args.rerun else ""
+    if args.rerun and not rerun_available:
+        # asked to rerun and nothing could be: not a verification of the bits, so not a success
+        say(
+            f"verify: --rerun {args.rerun} asked, but {study.path} holds no local-judge (llama.cpp) job of the "
+            "certificate's tasks: none could be rerun",
+            err=True,
+        )
+        return 1
+    rerun_said = ""
+    if args.rerun:
+        short = (
+            f" ({args.rerun} asked; the study holds {rerun_available} local-judge job(s): all of them rerun)"
+            if rerun_available < args.rerun
+            else ""
+        )
+        rerun_said = f"; {rerun_jobs_asked} job(s) rerun, the same bits{short}"
     # the identity certify printed: compare it with the published one (a certificate is unsigned, docs/VERDICT.md)
     say(
         f"verify: {path} matches {study.path}{rerun_said}; "

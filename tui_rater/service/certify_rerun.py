@@ -31,6 +31,7 @@ class Rerun:
     differences: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     jobs: int = 0  # jobs asked again
+    available: int = 0  # the local-judge jobs the study holds: at most this many can be rerun
 
 
 def _file_sha256(path: Path) -> str:
@@ -48,6 +49,7 @@ def rerun_jobs(study: Study, tasks: list[str], count: int, seed: int) -> Rerun:
     pool = [(name, job) for task in tasks for name in sorted(judges) for job in certified.done_jobs(study, task, name)]
     pool.sort(key=lambda pair: pair[1][0])
     chosen = random.Random(seed).sample(pool, min(count, len(pool)))
+    found.available = len(pool)
     found.notes.append(
         f"rerun: {len(chosen)} of {len(pool)} local-judge jobs drawn with seed {seed} "
         f"(jobs {', '.join(str(job[0]) for _, job in sorted(chosen, key=lambda p: p[1][0])) or 'none'})"

@@ -32,6 +32,7 @@ from tui_rater.stats.sections import bias_corrected, cells
 from tui_rater.stats.sections.base import Found, Layout, Runs, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.store.distributions import judge_distributions
+from tui_rater.store.juries import list_juries
 
 AGAINST = (
     "against each person's rating of the item (ECE, Brier, RPS) and the people's distribution of ratings of the "
@@ -61,28 +62,14 @@ def questions(data: ReportData, attributes: Sequence[Attribute]) -> list[Attribu
 def distributions(data: ReportData, attribute: Attribute, judge: str) -> tuple[np.ndarray, str] | None:
     """Items (``data.keys(ALL)``) x the scale's points: the judge's distribution (NaN rows where it has none), and
     where it comes from; None when it has none on any item."""
-    points = [float(p) for p in attribute.scale.points]
-    keys = data.keys(ALL)
-    position = {int(k): i for i, k in enumerate(keys.tolist())}
-    stored = _stored(data).get((judge, attribute.name), [])
-    protocol = data.protocol(attribute)
-    if stored:
-        total = np.zeros((len(keys), len(points)))
-        passes = np.zeros(len(keys))
-        for item_key, presentation, variant, distribution in stored:
-            if item_key not in position:
-                continue
-            row = np.zeros(len(points))
-            for label, p in distribution.items():
-                value = _value(protocol, attribute, label, variant, presentation)
-                if value is not None and value in points:
-                    row[points.index(value)] += p
-            if row.sum() > 0:
-                total[position[item_key]] += row / row.sum()
-                passes[position[item_key]] += 1
+    jury = _distribution_juries(data).get(judge)
+    if jury is not None:
+        return _jury_distribution(data, attribute, jury)
+    total, passes = _passes(data, attribute, judge, normalise=True)
+    if np.any(passes > 0):
         found = np.where(passes[:, None] > 0, total / np.maximum(passes, 1)[:, None], np.nan)
-        if np.any(passes > 0):
-            return found, "its next-token distribution over the scale (distribution pass)"
+        return found, "its next-token distribution over the scale (distribution pass)"
+    points = [float(p) for p in attribute.scale.points]
     m = data.matrix(judge, attribute.name, ALL)
     if m.size == 0:
         return None
@@ -92,6 +79,59 @@ def distributions(data: ReportData, attribute: Attribute, judge: str) -> tuple[n
         return None
     found = np.where(enough[:, None], counts / np.maximum(counts.sum(axis=1, keepdims=True), 1), np.nan)
     return found, "the share of its samples at each point (2 or more samples an item)"
+
+
+def _passes(data: ReportData, attribute: Attribute, judge: str, normalise: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Items x points: the sum of the judge's stored distribution passes over the scale's points (each pass scaled
+    to sum to 1 when ``normalise``), and the number of passes an item (0: none)."""
+    points = [float(p) for p in attribute.scale.points]
+    keys = data.keys(ALL)
+    position = {int(k): i for i, k in enumerate(keys.tolist())}
+    protocol = data.protocol(attribute)
+    total = np.zeros((len(keys), len(points)))
+    passes = np.zeros(len(keys))
+    for item_key, presentation, variant, distribution in _stored(data).get((judge, attribute.name), []):
+        if item_key not in position:
+            continue
+        row = np.zeros(len(points))
+        for label, p in distribution.items():
+            value = _value(protocol, attribute, label, variant, presentation)
+            if value is not None and value in points:
+                row[points.index(value)] += p
+        if row.sum() > 0:
+            total[position[item_key]] += row / row.sum() if normalise else row
+            passes[position[item_key]] += 1
+    return total, passes
+
+
+def _distribution_juries(data: ReportData) -> dict[str, list[str]]:
+    """Each ``distribution`` jury of the task that the report shows: its label -> its members' labels."""
+    if "distribution_juries" not in data.extra:
+        data.extra["distribution_juries"] = {
+            jury.label: [member.label for member in jury.members]
+            for jury in list_juries(data.study)
+            if jury.aggregate == "distribution" and jury.applies_to(data.task.name) and jury.label in data.judges
+        }
+    juries: dict[str, list[str]] = data.extra["distribution_juries"]
+    return juries
+
+
+def _jury_distribution(data: ReportData, attribute: Attribute, members: list[str]) -> tuple[np.ndarray, str] | None:
+    """A ``distribution`` jury's distribution: its members' stored distributions (each the mean of its passes, as
+    ``stats/jury.py`` averages them: unscaled, so its expected value is the jury's value) averaged with equal weight
+    and scaled to sum to 1; only on items where every member has one (as the jury has a value only there)."""
+    per_member = []
+    for member in members:
+        total, passes = _passes(data, attribute, member, normalise=False)
+        per_member.append(np.where(passes[:, None] > 0, total / np.maximum(passes, 1)[:, None], np.nan))
+    if not per_member:
+        return None
+    averaged = np.mean(per_member, axis=0)  # NaN where any member has none
+    mass = averaged.sum(axis=1, keepdims=True)
+    found = np.where(mass > 0, averaged / np.where(mass > 0, mass, 1), np.nan)
+    if not np.any(~np.isnan(found).any(axis=1)):
+        return None
+    return found, "its members' next-token distributions over the scale averaged (a distribution jury)"
 
 
 def _value(
