@@ -8,7 +8,6 @@ one transaction, so a bad file leaves the study unchanged.
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from tui_rater.store.table_files import (  # noqa: F401 -- io's names before the
     _text,
     _value,
     file_format,
+    json_row,
 )
 
 # --- reading --------------------------------------------------------------------------------
@@ -102,16 +102,7 @@ def _read_jsonl(path: Path, text: str) -> tuple[list[str], list[dict[str, Any]]]
     for line_no, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}, line {line_no}: not valid JSON ({exc.msg})") from None
-        except RecursionError:
-            raise UserError(f"{path}, line {line_no}: the JSON is nested too deeply to be a row") from None
-        except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-            raise UserError(f"{path}, line {line_no}: cannot read a value ({str(exc).split(';')[0]})") from None
-        if not isinstance(row, dict):
-            raise UserError(f"{path}, line {line_no}: each line must be a JSON object")
+        row = json_row(path, line_no, line)
         rows.append(row)
         columns.update(dict.fromkeys(row))
     return list(columns), rows

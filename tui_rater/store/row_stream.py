@@ -9,7 +9,6 @@ whole and cut into batches.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from tui_rater.domain.errors import UserError
-from tui_rater.store.table_files import _read_parquet, file_format
+from tui_rater.store.table_files import _read_parquet, file_format, json_row
 
 BATCH_ROWS = 5_000
 _PIECE = 1 << 20
@@ -154,14 +153,4 @@ def _jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
                 line = line.removeprefix("\ufeff")
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{path}, line {line_no}: not valid JSON ({exc.msg})") from None
-            except RecursionError:
-                raise UserError(f"{path}, line {line_no}: the JSON is nested too deeply to be a row") from None
-            except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-                raise UserError(f"{path}, line {line_no}: cannot read a value ({str(exc).split(';')[0]})") from None
-            if not isinstance(row, dict):
-                raise UserError(f"{path}, line {line_no}: each line must be a JSON object")
-            yield row
+            yield json_row(path, line_no, line)

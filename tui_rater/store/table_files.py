@@ -6,6 +6,7 @@ import ``io`` (which hands ``import_ratings`` to it)."""
 from __future__ import annotations
 
 import io
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,22 @@ def file_format(path: Path) -> str:
     if fmt is None:
         raise UserError(f"{path}: unknown file type {path.suffix or '(none)'!r}; use .csv, .tsv, .jsonl or .parquet")
     return fmt
+
+
+def json_row(path: Path, line_no: int, line: str) -> dict[str, Any]:
+    """One line of a JSON Lines file as a row, or one sentence naming the line (the whole-file reader in ``io`` and
+    the streaming one in ``row_stream`` both read lines through here)."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}, line {line_no}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise UserError(f"{path}, line {line_no}: the JSON is nested too deeply to be a row") from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise UserError(f"{path}, line {line_no}: cannot read a value ({str(exc).split(';')[0]})") from None
+    if not isinstance(row, dict):
+        raise UserError(f"{path}, line {line_no}: each line must be a JSON object")
+    return row
 
 
 def _read_parquet(path: Path, data: bytes) -> pl.DataFrame:
