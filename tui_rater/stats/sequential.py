@@ -47,6 +47,7 @@ ALPHA = 0.05
 GRID = 1000  # candidate means per unit of the scale's range: a bound is exact to 1/GRID of the range
 BET_CAP = 0.5  # c: the bets are at most c/m and c/(1-m) (the paper's truncation, its default 1/2)
 E_BET_CAP = 0.75  # the alt-test's bets: at most c/(1-ε) of the capital, so 1 + λ(ε - d) > 0 even at d = 1
+CELLS = 2_000_000  # floats per array in a block of time steps (memory, not precision)
 ANYTIME = "anytime-valid: holds at every look (betting confidence sequence, Waudby-Smith & Ramdas 2024)"
 
 Floats = npt.NDArray[np.float64]
@@ -82,18 +83,24 @@ def betting_cs(x: npt.ArrayLike, alpha: float = ALPHA, grid: int = GRID) -> Sequ
     lead, steps = values.shape[:-1], values.shape[-1]
     m = (np.arange(grid) + 0.5) / grid  # cell midpoints: never 0 or 1, where c/m is unbounded
     bets = _plug_in_bets(values, alpha)
-    up = np.minimum(bets[..., None], BET_CAP / m)  # λ⁺_t(m)
-    down = np.minimum(bets[..., None], BET_CAP / (1 - m))  # λ⁻_t(m)
-    log_up = np.zeros((*lead, grid))
-    log_down = np.zeros((*lead, grid))
-    worst = np.full((*lead, grid), -np.inf)
+    log_up = np.zeros((*lead, 1, grid))
+    log_down = np.zeros((*lead, 1, grid))
+    worst = np.full((*lead, 1, grid), -np.inf)
     threshold = math.log(1 / alpha)
     low, high = np.empty(values.shape), np.empty(values.shape)
-    for t in range(steps):  # a loop over time only: every study and every m at once
-        centred = values[..., t, None] - m
-        log_up += np.log1p(up[..., t, :] * centred)
-        log_down += np.log1p(-down[..., t, :] * centred)
-        worst = np.maximum(worst, np.maximum(log_up, log_down) + math.log(0.5))
+    # a block of time steps at once (every study, every m): the capital's running sums are cumulative sums that
+    # start from the last block's capital, so each sum is formed in the order the step-by-step loop formed it
+    # (the same bits), and the running maximum likewise; memory is a block's, not T x grid (1.6 GB at 100k)
+    block = max(1, CELLS // (grid * max(1, math.prod(lead))))
+    for start in range(0, steps, block):
+        stop = min(steps, start + block)
+        centred = values[..., start:stop, None] - m
+        bet = bets[..., start:stop, None]
+        up, down = np.minimum(bet, BET_CAP / m), np.minimum(bet, BET_CAP / (1 - m))  # λ⁺_t(m), λ⁻_t(m)
+        log_up = np.cumsum(np.concatenate([log_up, np.log1p(up * centred)], axis=-2), axis=-2)[..., 1:, :]
+        log_down = np.cumsum(np.concatenate([log_down, np.log1p(-down * centred)], axis=-2), axis=-2)[..., 1:, :]
+        gained = np.maximum(log_up, log_down) + math.log(0.5)
+        worst = np.maximum.accumulate(np.concatenate([worst, gained], axis=-2), axis=-2)[..., 1:, :]
         inside = worst < threshold
         first = np.argmax(inside, axis=-1)
         last = grid - 1 - np.argmax(inside[..., ::-1], axis=-1)
@@ -101,8 +108,9 @@ def betting_cs(x: npt.ArrayLike, alpha: float = ALPHA, grid: int = GRID) -> Sequ
         # an empty grid set: the truth can lie between two grid points -- keep the cell of the least capital
         nearest = np.argmin(worst, axis=-1)
         first, last = np.where(empty, nearest, first), np.where(empty, nearest, last)
-        low[..., t] = np.maximum(0.0, m[first] - 1.0 / grid)
-        high[..., t] = np.minimum(1.0, m[last] + 1.0 / grid)
+        low[..., start:stop] = np.maximum(0.0, m[first] - 1.0 / grid)
+        high[..., start:stop] = np.minimum(1.0, m[last] + 1.0 / grid)
+        log_up, log_down, worst = log_up[..., -1:, :], log_down[..., -1:, :], worst[..., -1:, :]
     estimate = np.cumsum(values, axis=-1) / np.arange(1, steps + 1)
     return Sequence95(low, high, estimate)
 
