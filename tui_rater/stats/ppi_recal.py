@@ -52,6 +52,18 @@ class Estimate:
     pilot: int | None = None  # ... at PILOT ratings, projected from the variances so far
     allocation: dict[str, float] = field(default_factory=dict)  # stratum -> share of ratings (stratified)
     note: str = ""
+    # the variance had n items been rated, drawn as the rated ones were: fixed + spread / n (``variance_at``);
+    # ``spread`` is a variance of the human-side term, estimated with ``spread_df`` degrees of freedom
+    fixed: float | None = None
+    spread: float | None = None
+    spread_df: float | None = None
+
+    def variance_at(self, planned: int | float) -> float | None:
+        """The estimate's variance with ``planned`` human-rated items, the judge's term and λ held as measured (the
+        pilot statement here and ``ppi_plan``'s sample sizes both read it)."""
+        if self.fixed is None or self.spread is None or planned <= 0:
+            return None
+        return self.fixed + self.spread / planned
 
     @property
     def width(self) -> float | None:
@@ -93,13 +105,6 @@ def equal_width_saving(variance: float | None, var_human: float, rated: int) -> 
     return round(var_human / variance - rated)
 
 
-def _ppi_variance_at(found: pp.PpiMean, planned: int) -> float | None:
-    """PPI's variance had ``planned`` items been rated: the judge's term stays, the human term scales as 1/n."""
-    if found.judge_term is None or found.human_term is None or not found.rated:
-        return None
-    return found.judge_term + found.human_term * found.rated / planned
-
-
 def _var_human(human: np.ndarray) -> float:
     y = human[~np.isnan(human)]
     return float(np.var(y, ddof=1)) if y.size > 1 else math.nan
@@ -109,16 +114,43 @@ def _from_ppi(method: str, found: pp.PpiMean, human: np.ndarray, note: str = "")
     var_y = _var_human(human)
     se = found.estimate.std_error
     saved = equal_width_saving(se**2 if se is not None else None, var_y, found.rated)
-    pilot = None
-    if found.items > PILOT and (at := _ppi_variance_at(found, PILOT)) is not None:
-        pilot = equal_width_saving(at, var_y, PILOT)
     said = "; ".join(x for x in (found.estimate.note, note) if x)
-    return Estimate(method, Interval(**{**found.estimate.__dict__, "note": said}), saved, pilot, note=said)
+    # PPI's variance had n items been rated: the judge's term stays, the human term scales as 1/n; the human term
+    # is the variance of human − λ·judge, with the mean and λ estimated from the rated items
+    spread = None if found.human_term is None or not found.rated else found.human_term * found.rated
+    estimate = Estimate(
+        method,
+        Interval(**{**found.estimate.__dict__, "note": said}),
+        saved,
+        note=said,
+        fixed=found.judge_term,
+        spread=spread,
+        spread_df=float(found.rated - 2),
+    )
+    return _with_pilot(estimate, found.items, var_y)
+
+
+def _with_pilot(estimate: Estimate, items: int, var_y: float) -> Estimate:
+    """The ratings saved at equal width had ``PILOT`` items been rated (where the judge rated more)."""
+    if items <= PILOT or (at := estimate.variance_at(PILOT)) is None:
+        return estimate
+    return Estimate(**{**estimate.__dict__, "pilot": equal_width_saving(at, var_y, PILOT)})
 
 
 def classical(human: np.ndarray) -> Estimate:
     found = pp.ppi_mean(np.zeros_like(human), human)  # only its ``classical`` part is read
-    return Estimate("humans only", found.classical, 0, 0 if human.size > PILOT else None, note=found.classical.note)
+    n = found.classical.n
+    var_y = _var_human(human) if n > 1 else None
+    return Estimate(
+        "humans only",
+        found.classical,
+        0,
+        0 if human.size > PILOT else None,
+        note=found.classical.note,
+        fixed=0.0 if var_y is not None else None,
+        spread=var_y,
+        spread_df=float(n - 1),
+    )
 
 
 def ppi_plus_plus(judge: np.ndarray, human: np.ndarray) -> Estimate:
@@ -188,11 +220,8 @@ def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] |
     total_spread = sum(spread.values())
     allocation = {s: v / total_spread for s, v in spread.items()} if total_spread > 0 else {}
     var_y = _var_human(human)
-    pilot = None
-    if total > PILOT:
-        # the planned ratings drawn uniformly, so each stratum gets its share w_s of them, as now
-        at = fixed + sum(st.w**2 * st.var_g(lam) / (PILOT * st.w) for st in strata_found)
-        pilot = equal_width_saving(at, var_y, PILOT)
+    # the planned ratings drawn uniformly, so each stratum gets its share w_s of them: Σ w_s² Var_s / (n w_s)
+    spread = float(sum(st.w * st.var_g(lam) for st in strata_found))
     note = (
         f"{len(names)} strata by {by}, one λ = {lam:.2f}; Student's t, {df:.0f} degrees of freedom (Satterthwaite); "
         "the rated items must be a uniform sample within each stratum"
@@ -200,7 +229,10 @@ def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] |
     if n < pp.SMALL_SAMPLE:
         note += f"; only {n} human ratings: the interval may under-cover"
     interval = Interval(estimate, se, estimate - half, estimate + half, n, note)
-    return Estimate(method, interval, equal_width_saving(variance, var_y, n), pilot, allocation, note)
+    found = Estimate(
+        method, interval, equal_width_saving(variance, var_y, n), None, allocation, note, fixed, spread, df
+    )
+    return _with_pilot(found, total, var_y)
 
 
 @dataclass(frozen=True)
