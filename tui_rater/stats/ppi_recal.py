@@ -63,7 +63,10 @@ class Estimate:
         pilot statement here and ``ppi_plan``'s sample sizes both read it)."""
         if self.fixed is None or self.spread is None or planned <= 0:
             return None
-        return self.fixed + self.spread / planned
+        # at PPI++'s optimal λ the judge's term is λ²Var(f)/N ≥ 0 (Cov(f, human − λf) = 0 there); a negative
+        # estimate is the pilot's noise (cross-fitted predictions of a judge without signal make it so), and kept
+        # it would promise a variance that more ratings drive below zero
+        return max(self.fixed, 0.0) + self.spread / planned
 
     @property
     def width(self) -> float | None:

@@ -304,11 +304,11 @@ def ppi_distribution(data: ReportData, attributes: Sequence[Attribute]) -> None:
             if bias_corrected.inclusion(data, attribute) is not None:
                 add("classical", value=None, note="not computed: the items were drawn by active sampling")
                 continue
-            for estimate in _estimates(data, attribute, judge, f, human):
+            for estimate in estimates(data, attribute, judge, f, human):
                 _estimate(data, add, estimate)
 
 
-def _estimates(
+def estimates(
     data: ReportData, attribute: Attribute, judge: str, f: np.ndarray, human: np.ndarray
 ) -> list[tuple[str, pr.Estimate]]:
     """Every estimate over the items the judge rated (the humans-only mean too, so that all have one target)."""

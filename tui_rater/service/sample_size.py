@@ -1,0 +1,128 @@
+"""``tui-rater sample-size``: from a pilot, how many human-rated items each estimate of the mean human rating needs
+for an interval of a given half-width, against the humans-only mean (``stats/ppi_plan.py``).
+
+The estimates are the report's ``ppi_distribution`` ones (``stats/sections/calibration.py:estimates``), computed
+the same way on the same items; only the sample size is new here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from tui_rater.domain.errors import UserError
+from tui_rater.service.reports import _with_inclusion
+from tui_rater.stats import ppi_plan
+from tui_rater.stats.ppi_recal import Estimate
+from tui_rater.stats.records import ALL, HUMANS
+from tui_rater.stats.report import ReportSettings
+from tui_rater.stats.sections import bias_corrected
+from tui_rater.stats.sections.calibration import METHODS, estimates, questions
+from tui_rater.stats.sections.data import ReportData
+from tui_rater.store.study import Study
+
+SHOWN = dict(METHODS)
+
+
+@dataclass(frozen=True)
+class SampleSizeOptions:
+    task: str
+    half_width: float  # the target half-width of the interval, in the question's scale points
+    confidence: float = 0.95
+    attributes: tuple[str, ...] = ()  # only these questions (default: every question with a mean)
+    judges: tuple[str, ...] = ()  # only these judges (default: every judge that rated the question)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One question, judge and method: the human-rated items it needs, and how many fewer than humans only."""
+
+    attribute: str
+    judge: str
+    method: str
+    rated: int  # the pilot: items people rated so far (of those the judge rated)
+    items: int  # items the judge rated
+    need: ppi_plan.Need
+    fewer: int | None  # humans only's n minus this method's n
+    fewer_cautious: int | None  # the same at the upper ends of the pilot's intervals
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(out.pop("need"))
+        return out
+
+
+def _difference(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a - b
+
+
+def sample_size(study: Study, options: SampleSizeOptions) -> list[Planned]:
+    """One row per question, judge and method (the humans-only mean first for each question and judge)."""
+    task = study.task(options.task)  # an unknown task: one sentence
+    verdict = _with_inclusion(study, task.name, ReportSettings().verdict)
+    data = ReportData(study, task, replace(ReportSettings(), verdict=verdict))
+    asked = questions(data, task.attributes)
+    if options.attributes:
+        names = {a.name for a in asked}
+        unknown = [a for a in options.attributes if a not in names]
+        if unknown:
+            raise UserError(
+                f"task {task.name!r} has no question {unknown[0]!r} with a mean to plan for "
+                f"(questions: {', '.join(sorted(names)) or 'none'})"
+            )
+        asked = [a for a in asked if a.name in options.attributes]
+    if not asked:
+        raise UserError(f"task {task.name!r} has no ordinal or interval question with scale points to plan for")
+    if not data.humans:
+        raise UserError(f"no person has rated task {task.name!r} yet: rate a pilot of a few dozen items first")
+    judges = list(data.judges)
+    if options.judges:
+        unknown = [j for j in options.judges if j not in judges]
+        if unknown:
+            raise UserError(
+                f"no judge {unknown[0]!r} rated task {task.name!r} (judges: {', '.join(judges) or 'none'})"
+            )
+        judges = [j for j in judges if j in options.judges]
+    if not judges:
+        raise UserError(f"no judge has rated task {task.name!r}: run `tui-rater judge` on every item first")
+    rows: list[Planned] = []
+    for attribute in asked:
+        human = data.item_values(HUMANS, attribute, ALL)
+        for judge in judges:
+            f = data.item_values(judge, attribute, ALL)
+            if np.all(np.isnan(f)):
+                continue
+            if bias_corrected.inclusion(data, attribute) is not None:
+                raise UserError(
+                    "the people rated items drawn by active sampling (--order uncertain): a plan from this pilot "
+                    "would treat them as a uniform sample, which they are not"
+                )
+            found = estimates(data, attribute, judge, f, human)
+            rows.extend(_planned(attribute.name, judge, int((~np.isnan(f)).sum()), found, options))
+    return rows
+
+
+def _planned(
+    attribute: str, judge: str, items: int, found: list[tuple[str, Estimate]], options: SampleSizeOptions
+) -> list[Planned]:
+    rows = []
+    baseline: ppi_plan.Need | None = None
+    for name, estimate in found:
+        needed = ppi_plan.need(estimate, options.half_width, options.confidence, items)
+        if name == "classical":
+            baseline = needed
+        rows.append(
+            Planned(
+                attribute,
+                judge,
+                SHOWN.get(name, name),
+                estimate.interval.n,
+                items,
+                needed,
+                _difference(baseline.n, needed.n) if baseline else None,
+                _difference(baseline.high, needed.high) if baseline else None,
+            )
+        )
+    return rows
