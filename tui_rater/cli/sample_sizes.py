@@ -33,7 +33,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--half-width",
         required=True,
-        type=real(0, float("inf"), low_open=True),
+        type=real(0, 1e6, low_open=True),
         metavar="H",
         help="the target half-width of the interval of the mean human rating, in scale points (e.g. 0.1)",
     )
@@ -92,6 +92,8 @@ def _table(args: argparse.Namespace, rows: list[Planned]) -> None:
         f"Human-rated items needed for a {args.confidence:.0%} interval of ±{args.half_width:g} (task {args.task})",
         ["question", "judge", "method", "pilot: rated / items", "items to rate [pilot's 95%]", "fewer (cautious)", "note"],
     )
+    for column in table.columns:
+        column.overflow = "fold"  # names from data in full, never cut to "…"
     for row in rows:
         need = row.need
         table.add_row(
