@@ -72,7 +72,7 @@ def test_ppi_plus_plus_needs_what_ppi_py_power_analysis_says_and_the_two_phase_f
     fixed = max(lam**2 * np.var(f, ddof=1) + 2 * lam * np.cov(f[mask], g)[0, 1], 0) / big_n
     spread = np.var(g, ddof=1)
     assert ppi["n"] == math.ceil(spread / (H**2 / Z**2 - fixed))
-    low, high = chi2_range(spread, n_pilot - 2)
+    _, high = chi2_range(spread, n_pilot - 2)
     assert ppi["high"] == math.ceil(high / (H**2 / Z**2 - fixed))
     assert ppi["fewer"] == humans["n"] - ppi["n"] > 0
     # ppi_py: the cheapest (n, N) whose effective sample size is the humans-only n, with N capped at our items
@@ -132,7 +132,7 @@ def test_bad_input_is_one_sentence_a_non_zero_exit_and_the_study_untouched(cli, 
     before = digest(pilot.path)
     try:
         code, out, err = cli("sample-size", "--db", pilot.path, *flags)
-    except SystemExit as exited:  # a bad flag: argparse exits (status 2) after the one sentence
+    except SystemExit:  # a bad flag: argparse exits (status 2) after the one sentence
         out, err = run_cli_process("sample-size", "--db", pilot.path, *flags), ""
         code, out, err = out.returncode, out.stdout, out.stderr
     assert code != 0 and out == ""

@@ -54,7 +54,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    for group in (annotating, adjudicating, data, judging, judges, juries, reporting, sample_sizes, certifying, serving, team):
+    for group in (
+        annotating,
+        adjudicating,
+        data,
+        judging,
+        judges,
+        juries,
+        reporting,
+        sample_sizes,
+        certifying,
+        serving,
+        team,
+    ):
         group.add_parsers(sub, common)
     return parser
 

@@ -24,8 +24,9 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         description="Plan a study from a pilot: the people's ratings so far on a few dozen items and a judge's "
         "ratings (or distributions) on every item. For each question and judge, the number of human-rated items "
         "the humans-only mean, PPI++, recalibrated PPI++ and stratified PPI++ (the report's ppi_distribution "
-        "estimates) need for an interval (95% by default) of +/- HALF_WIDTH scale points, how many fewer than humans only, and "
-        "the range of each number over the 95% interval of the pilot's variance (plan with its upper end to be "
+        "estimates) need for an interval (95% by default) of +/- HALF_WIDTH scale points, how many fewer than "
+        "humans only, and the range of each number over the 95% interval of the pilot's variance (plan with its "
+        "upper end to be "
         "safe). Assumes the items people rate are drawn uniformly at random from those the judge rated "
         "(docs/VERDICT.md).",
     )
@@ -54,9 +55,7 @@ def cmd_sample_size(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.stats.ppi_plan import ASSUMPTIONS
 
     study = open_study(args, settings, create=False, readonly=True)
-    options = SampleSizeOptions(
-        args.task, args.half_width, args.confidence, tuple(args.attribute), tuple(args.judge)
-    )
+    options = SampleSizeOptions(args.task, args.half_width, args.confidence, tuple(args.attribute), tuple(args.judge))
     rows = sample_size(study, options)
     if args.format == "json":
         found = {
@@ -90,7 +89,15 @@ def _table(args: argparse.Namespace, rows: list[Planned]) -> None:
     console = make_console()
     table = new_table(
         f"Human-rated items needed for a {args.confidence:.0%} interval of ±{args.half_width:g} (task {args.task})",
-        ["question", "judge", "method", "pilot: rated / items", "items to rate [pilot's 95%]", "fewer (cautious)", "note"],
+        [
+            "question",
+            "judge",
+            "method",
+            "pilot: rated / items",
+            "items to rate [pilot's 95%]",
+            "fewer (cautious)",
+            "note",
+        ],
     )
     for column in table.columns:
         column.overflow = "fold"  # names from data in full, never cut to "…"

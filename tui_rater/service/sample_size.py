@@ -81,9 +81,7 @@ def sample_size(study: Study, options: SampleSizeOptions) -> list[Planned]:
     if options.judges:
         unknown = [j for j in options.judges if j not in judges]
         if unknown:
-            raise UserError(
-                f"no judge {unknown[0]!r} rated task {task.name!r} (judges: {', '.join(judges) or 'none'})"
-            )
+            raise UserError(f"no judge {unknown[0]!r} rated task {task.name!r} (judges: {', '.join(judges) or 'none'})")
         judges = [j for j in judges if j in options.judges]
     if not judges:
         raise UserError(f"no judge has rated task {task.name!r}: run `tui-rater judge` on every item first")

@@ -224,7 +224,7 @@ def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] |
     allocation = {s: v / total_spread for s, v in spread.items()} if total_spread > 0 else {}
     var_y = _var_human(human)
     # the planned ratings drawn uniformly, so each stratum gets its share w_s of them: Σ w_s² Var_s / (n w_s)
-    spread = float(sum(st.w * st.var_g(lam) for st in strata_found))
+    per_rating = float(sum(st.w * st.var_g(lam) for st in strata_found))
     note = (
         f"{len(names)} strata by {by}, one λ = {lam:.2f}; Student's t, {df:.0f} degrees of freedom (Satterthwaite); "
         "the rated items must be a uniform sample within each stratum"
@@ -233,7 +233,7 @@ def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] |
         note += f"; only {n} human ratings: the interval may under-cover"
     interval = Interval(estimate, se, estimate - half, estimate + half, n, note)
     found = Estimate(
-        method, interval, equal_width_saving(variance, var_y, n), None, allocation, note, fixed, spread, df
+        method, interval, equal_width_saving(variance, var_y, n), None, allocation, note, fixed, per_rating, df
     )
     return _with_pilot(found, total, var_y)
 
