@@ -144,3 +144,19 @@ def test_without_a_pilot_it_says_to_rate_one_first(cli, tmp_path):
     sim = likert_study(tmp_path / "s.db", humans=1, prompts=10, seed=1, rated_share=0.0)
     code, _, err = cli("sample-size", "--db", sim.path, "--task", "story", "--half-width", "0.2")
     assert code != 0 and "no person has rated" in err and err.strip().count("\n") == 0
+
+
+def test_the_reports_pilot_column_promises_no_saving_from_a_judge_without_signal(cli, tmp_path):
+    # the 'random' judge's cross-fitted map: out-of-fold predictions anti-correlated with the people (as a
+    # null predictor's are), so its estimated judge's term came out negative and the projection to 60 ratings
+    # read "+62 ratings saved" while the estimate was wider than humans only; the term is ≥ 0 at PPI++'s λ
+    sim = likert_study(tmp_path / "s.db", humans=3, prompts=60, seed=5, rated_share=0.3)
+    code, out, err = cli("report", "--db", sim.path, "--task", "story", "--format", "json")
+    assert code == 0, err
+    mine = {
+        r["statistic"]: r["value"]
+        for r in json.loads(out)["tasks"]["story"]
+        if r["table"] == "ppi_distribution" and r["evaluator"] == "random" and r["attribute"] == "likability"
+    }
+    assert mine["recalibrated_saved"] < 0
+    assert mine["recalibrated_pilot"] <= 0
