@@ -160,3 +160,24 @@ def test_the_reports_pilot_column_promises_no_saving_from_a_judge_without_signal
     }
     assert mine["recalibrated_saved"] < 0
     assert mine["recalibrated_pilot"] <= 0
+
+
+def test_on_the_demo_study_where_people_rated_every_item_it_says_this_is_no_pilot(cli, tmp_path):
+    db = tmp_path / "demo.db"
+    assert cli("demo", "--no-app", "--db", db)[0] == 0
+    code, out, err = cli(
+        "sample-size",
+        "--db",
+        db,
+        "--task",
+        "hanna",
+        "--half-width",
+        "0.3",
+        "--attribute",
+        "coherence",
+        "--format",
+        "json",
+    )
+    assert code == 0, err
+    plans = json.loads(out)["plans"]
+    assert plans and all("this is the study, not a pilot" in p["note"] for p in plans)

@@ -109,6 +109,9 @@ def _planned(
     baseline: ppi_plan.Need | None = None
     for name, estimate in found:
         needed = ppi_plan.need(estimate, options.half_width, options.confidence, items)
+        if estimate.interval.n >= items:
+            whole = "people rated every item the judge rated: this is the study, not a pilot"
+            needed = replace(needed, note="; ".join(x for x in (needed.note, whole) if x))
         if name == "classical":
             baseline = needed
         rows.append(

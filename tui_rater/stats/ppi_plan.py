@@ -80,7 +80,7 @@ def need(estimate: Estimate, half_width: float, confidence: float, items: int) -
         notes.append("at the pilot's upper variance no number of ratings reaches it")
     if max(n, high or 0) > items:
         # each item's people's mean is one rating here, and PPI's variance holds for n ≤ N only
-        notes.append(f"beyond the {items} items the judge rated: add items (and the judge's ratings of them)")
+        notes.append(f"beyond the {items} items the judge rated: add items")
     over = any(k is not None and k > items for k in (n, low, high))
     n, low, high = (None if k is None or k > items else k for k in (n, low, high))
     return Need(n, low, high, "; ".join(notes), items if over else None)
