@@ -186,7 +186,8 @@ def test_a_schema_2_file_gains_the_retest_column_and_plans(tmp_path):
 
 
 def test_sessions_read_their_retests_apart_and_others_never_see_them(tmp_path):
-    from tui_rater.store.session import AnnotationSession, RetestShowing
+    from tui_rater.domain.values import RetestShowing
+    from tui_rater.store.session import AnnotationSession
 
     study, items, alice, first = _study_with_retests(tmp_path / "r.db")
     study.add_rating(items[0].key, "overall", alice.id, 77.0, parse_status="human", retest_of=first[items[0].key])

@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 
 from tests.support import settle, wait_until
+from tui_rater.domain.values import RetestShowing
 from tui_rater.service.planning import active_sample, plan_uncertain_order
-from tui_rater.store.session import AnnotationSession, RetestShowing
+from tui_rater.store.session import AnnotationSession
 from tui_rater.store.study import Study
 from tui_rater.ui.app import make_app
 

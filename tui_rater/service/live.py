@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from tui_rater.domain.values import ChangeMarker
 from tui_rater.service.judging import queue_counts, queue_failures
 from tui_rater.stats.live import PaneData, pane_data
-from tui_rater.store.study import ChangeMarker, Study
+from tui_rater.store.study import Study
 
 
 def agreement_pane(

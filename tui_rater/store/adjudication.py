@@ -10,40 +10,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
+from tui_rater.domain.values import ItemNote, Rater, Voice
 from tui_rater.store.session import commit_in_place
-from tui_rater.store.study import RATINGS_IN_FORCE, Rater, Study, ratings_in_force
+from tui_rater.store.study import RATINGS_IN_FORCE, Study, ratings_in_force
 
 T = TypeVar("T")
 
 ADJUDICATED = "adjudicated"  # the parse status of a decision (a person typed it, as 'human')
-
-
-@dataclass(frozen=True)
-class Voice:
-    """One rating in force of one item's question: a person's, or one reading of a judge."""
-
-    item_key: int
-    attribute: str
-    rater: str  # the rater's label
-    kind: str  # 'human' | 'llm' | 'adjudicator'
-    presentation: str
-    sample: int
-    value: float | None
-    raw: str | None  # a judge's reply (a person's rating has none)
-
-
-@dataclass(frozen=True)
-class ItemNote:
-    """A note in force on an item: a flag, a skip, a comment, a reveal review (its verdict and comment)."""
-
-    rater: str
-    kind: str
-    attribute: str | None
-    text: str
-    created_at: str
 
 
 def voices(study: Study, task: str, kinds: tuple[str, ...] = ("human", "llm")) -> list[Voice]:

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tui_rater.domain import protocols
-from tui_rater.domain.errors import UserError
+from tui_rater.domain.errors import StudyLocked, UserError
 from tui_rater.domain.protocols import derive_seed
 from tui_rater.domain.tasks import Task
+from tui_rater.domain.values import Item, ItemHead, OtherRating, Rater, RetestShowing, ShowingKey
 from tui_rater.store.db import BUSY_TIMEOUT_S, utc_now, write
 from tui_rater.store.item_texts import ItemTexts
 from tui_rater.store.plans import Showing, load_plan, save_plan
@@ -38,7 +39,7 @@ from tui_rater.store.retest import (
     retest_order,
     retested_items,
 )
-from tui_rater.store.study import Item, ItemHead, Rater, Study, ratings_in_force
+from tui_rater.store.study import Study, ratings_in_force
 from tui_rater.store.team import TeamPlan, assignments, check_member, claim, gold_keys, load_team_plan, others_per_item
 
 T = TypeVar("T")
@@ -47,19 +48,7 @@ ORDERS = ("imported", "random", "grouped", "uncertain")
 READ_BEHIND, READ_AHEAD = 2, 8  # the showings around the one on screen whose texts are held (``read_ahead``)
 
 
-@dataclass(frozen=True)
-class RetestShowing:
-    """The key of an item's second, blind showing (its first showing's key is the item's key)."""
-
-    item_key: int
-
-
-ShowingKey = int | RetestShowing
 Ratings = dict[tuple[int, str], tuple[int, float]]
-
-
-class StudyLocked(Exception):
-    """Another process still holds the study file's write lock after the wait asked for."""
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -104,15 +93,6 @@ def commit_in_place(study: Study, change: Callable[[], T], lock_wait: float) -> 
         study.db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
     study.check_still_named()
     return result
-
-
-@dataclass
-class OtherRating:
-    rater: str
-    kind: str
-    value: float | None
-    sample: int
-    explanation: str | None
 
 
 @dataclass

@@ -11,7 +11,6 @@ import re
 import sqlite3
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,40 +18,10 @@ import sqlite_utils
 
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task, TaskRegistry, definition_change, load_task_file, task_from_definition
+from tui_rater.domain.values import ChangeMarker, Item, ItemHead, Rater
 from tui_rater.store.db import check_still_named, connect, file_identity, inserted_id, utc_now, write
 from tui_rater.store.labels import is_configured, judge_label
 from tui_rater.store.ratings import NewRating, insert_ratings
-
-
-@dataclass(frozen=True, slots=True)  # slots: 100,000 items in the app, each without a __dict__
-class Item:
-    key: int
-    id: str
-    task: str
-    system: str | None
-    fields: dict[str, str]
-    position: int
-
-
-@dataclass(frozen=True, slots=True)
-class ItemHead:
-    """An item without its texts: what a session needs to order, count and find its items (``item_heads``);
-    the texts are read when the item is shown (``items_of``)."""
-
-    key: int
-    id: str
-    task: str
-    system: str | None
-    position: int
-
-
-@dataclass(frozen=True)
-class Rater:
-    id: int
-    name: str
-    kind: str
-    config: dict[str, Any] | None
-    label: str = ""  # what reports and the app call it (``store/labels.py``): its name, or ``J1 tiny text``
 
 
 # The one definition of "the ratings in force" (a FROM clause, aliases r, i, ra): not retracted,
@@ -75,10 +44,6 @@ def ratings_in_force(of_one_item: bool = False) -> str:
 
 RATINGS_IN_FORCE = ratings_in_force()
 ADJUDICATOR_SUFFIX = " (adjudicator)"  # an adjudicator's rater is NAME (adjudicator): ``Study.adjudicator``
-
-
-# what ``Study.change_marker`` returns: compared with ==, never looked into
-ChangeMarker = tuple[object, ...]
 
 
 def content_hash(task: str, system: str | None, fields: dict[str, str]) -> str:

@@ -29,9 +29,9 @@ from textual.widgets.option_list import Option
 from tui_rater.domain import protocols
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.domain.values import ItemNote, ShowingKey, Voice
 from tui_rater.service.adjudication import Disagreement, Split
-from tui_rater.store.adjudication import Adjudication, ItemNote, Voice, item_notes, item_voices
-from tui_rater.store.session import ShowingKey
+from tui_rater.store.adjudication import Adjudication, item_notes, item_voices
 from tui_rater.ui.quitting import QuitWhenSaved
 from tui_rater.ui.render import format_value, item_text, scale_hint
 from tui_rater.ui.saving import SaveView

@@ -25,10 +25,11 @@ from tui_rater.ui.retest import retest_text
 from tui_rater.ui.screens.confirm import ConfirmScreen
 
 if TYPE_CHECKING:  # the statistics stack (polars, scipy: ~0.8 s) is imported in the workers, never on the UI thread
+    from tui_rater.domain.values import ChangeMarker
     from tui_rater.service.retest import RetestSummary
     from tui_rater.stats.agreement import Stat
     from tui_rater.stats.live import AttributePane, JudgeRow, PaneData
-    from tui_rater.store.study import ChangeMarker, Study
+    from tui_rater.store.study import Study
 
 SHADES = " ░▒▓█"
 NAME_WIDTH = 30  # the judge column: the table is 75 characters wide, for 80 columns
