@@ -87,7 +87,7 @@ def test_only_the_store_speaks_to_the_database_and_only_backends_know_their_kind
 def test_a_study_shows_no_database_to_the_layers_above(tmp_path):
     """Issue 31 item 2: the study's SQLite database is private to ``store/`` (``Study._db``): a ``Study`` has no
     public ``db``/``conn``, and what it offers the layers above is ``domain.study_store.StudyStore`` (mypy checks
-    that ``Study`` satisfies it: ``store/study.py`` ends with the assignment)."""
+    that ``Study`` satisfies it: ``store/study.py`` ends with that check)."""
     from tui_rater.store.study import Study
 
     study = Study.open(tmp_path / "s.db")
