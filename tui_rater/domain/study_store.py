@@ -4,7 +4,7 @@
 It lives in the domain, not in ``store/``, so that the app and the services can name a study without importing the
 SQLite store, and so that a second implementation (PostgreSQL, when a team outgrows one host: CONTRIBUTING.md,
 "A second store") is written against it without importing SQLite either. It names the methods the layers above
-call on a study, no more; the study's own database is private to its store (``Study._db``). What the named store
+call on a study, no more; the study's own database is private to the store. What the named store
 functions of ``store/`` (the queue, team plans, leases, the report's reads) ask of a study beyond this is the rest
 of a second store's work.
 """
