@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import sqlite_utils
 
 from tui_rater.domain.errors import UserError
-from tui_rater.domain.study_store import StudyStore
 from tui_rater.domain.tasks import Task, TaskRegistry, definition_change, load_task_file, task_from_definition
 from tui_rater.domain.values import ChangeMarker, Item, ItemHead, Rater
 from tui_rater.store.db import check_still_named, connect, file_identity, inserted_id, utc_now, write
@@ -522,6 +521,7 @@ class Study:
 
 
 if TYPE_CHECKING:  # mypy checks that a Study is what the layers above see (domain/study_store.py)
+    from tui_rater.domain.study_store import StudyStore
 
     def _a_study_is_a_study_store(study: Study) -> StudyStore:
         return study
