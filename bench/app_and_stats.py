@@ -53,7 +53,7 @@ STORY = (
 
 def build_study(path: Path, n_items: int, n_ratings: int) -> Study:
     study = Study.open(path)
-    conn = study.db.conn
+    conn = study._db.conn
     now = utc_now()
     rows = []
     for i in range(n_items):
@@ -207,7 +207,7 @@ def keypress_bench(db: Path, retest: float = 0.0) -> dict:
     study = Study.open(db)
     judge = study.judge("judge-bg", {"m": "bg"})
     stop = threading.Event()
-    keys_of_items = [r[0] for r in study.db.conn.execute("SELECT key FROM items LIMIT 2000")]
+    keys_of_items = [r[0] for r in study._db.conn.execute("SELECT key FROM items LIMIT 2000")]
 
     def judge_writes():  # a judge storing a rating every 20 ms while the person types
         writer = Study.open(db, durable=False)

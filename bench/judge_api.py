@@ -120,7 +120,7 @@ def queue_rate(url: str, n_jobs: int, workers: int, workdir: Path, name: str) ->
     run.wait()
     progress = run.progress
     seconds = time.perf_counter() - start
-    stored = study.db.conn.execute(
+    stored = study._db.conn.execute(
         "SELECT count(*) FROM ratings WHERE rater_id = ? AND value IS NOT NULL", [rater.id]
     ).fetchone()[0]
     # steady state: from the first stored result to the last (start-up of 16 clients excluded)
@@ -128,7 +128,7 @@ def queue_rate(url: str, n_jobs: int, workers: int, workdir: Path, name: str) ->
 
     stamps = [
         datetime.fromisoformat(r[0]).timestamp()
-        for r in study.db.conn.execute(
+        for r in study._db.conn.execute(
             "SELECT created_at FROM ratings WHERE rater_id = ? ORDER BY created_at", [rater.id]
         )
     ]

@@ -80,7 +80,7 @@ for name, mode, items, workers, tokens in (
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     loaded.close()
     assert run.progress.fatal is None, run.progress.fatal
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         "SELECT item_key, attribute, sample, value, raw, details FROM ratings WHERE rater_id = ? "
         "ORDER BY item_key, attribute, sample", [run.plan.rater.id]).fetchall()
     study.close()

@@ -167,7 +167,7 @@ def tui_run(
     if progress.fatal:
         raise SystemExit(f"{mode}: {progress.fatal}")
     rater = plan.rater
-    n = study.db.conn.execute("SELECT count(*) FROM ratings WHERE rater_id = ?", [rater.id]).fetchone()[0]
+    n = study._db.conn.execute("SELECT count(*) FROM ratings WHERE rater_id = ?", [rater.id]).fetchone()[0]
     assert n == len(rows) * 4 * SAMPLES, n
     counts = threads[0].counts
     study.close()

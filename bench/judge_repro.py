@@ -59,7 +59,7 @@ def one_run(model: str, rows: list[dict], mode: str, workers: int, db: Path) -> 
     loaded.close()
     if run.progress.fatal:
         raise SystemExit(f"{mode}: {run.progress.fatal}")
-    stored = study.db.conn.execute(
+    stored = study._db.conn.execute(
         "SELECT item_key, attribute, sample, value, raw, parse_status, details FROM ratings WHERE rater_id = ? "
         "ORDER BY item_key, attribute, sample",
         [plan.rater.id],

@@ -123,7 +123,7 @@ def child_api(url: str, n_items: int, mode: str, workdir: Path, cuts: dict) -> d
     if run.progress.fatal:
         raise SystemExit(f"api {mode}: {run.progress.fatal}")
     rater = plan.rater
-    n, valued = study.db.conn.execute(
+    n, valued = study._db.conn.execute(
         "SELECT count(*), count(value) FROM ratings WHERE rater_id = ?", [rater.id]
     ).fetchone()
     counts = _summed([thread.counts for thread in run.threads])  # each worker's API backend counts its own

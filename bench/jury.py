@@ -56,7 +56,7 @@ def build(db: Path, items: int, seed: int = 1) -> Study:
                 rows.append(
                     (key, "quality", judge.id, sample, float(value), "ok", now, details if sample == 0 else None)
                 )
-        with write(study.db) as conn:
+        with write(study._db) as conn:
             conn.executemany(
                 "INSERT INTO ratings (item_key, attribute, rater_id, sample, value, parse_status, created_at, details) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -126,7 +126,7 @@ def judge(study, spec, task="story", workers=1):
     rater, progress = run.plan.rater, run.progress
     assert progress.fatal is None, progress.fatal
     rows = list(
-        study.db.query("SELECT * FROM ratings WHERE rater_id = ? ORDER BY item_key, attribute, sample", [rater.id])
+        study._db.query("SELECT * FROM ratings WHERE rater_id = ? ORDER BY item_key, attribute, sample", [rater.id])
     )
     return rater, progress, rows
 
@@ -135,7 +135,7 @@ def ratings_of(study, annotator):
     """(item id, attribute, value) of an annotator's ratings in force, in the order given."""
     return [
         tuple(r)
-        for r in study.db.conn.execute(
+        for r in study._db.conn.execute(
             "SELECT i.id, r.attribute, r.value FROM ratings r JOIN items i ON i.key = r.item_key "
             "JOIN raters ra ON ra.id = r.rater_id WHERE ra.name = ? AND r.retracted = 0 ORDER BY r.id",
             [annotator],

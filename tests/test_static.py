@@ -71,7 +71,8 @@ def test_only_the_store_speaks_to_the_database_and_only_backends_know_their_kind
     and outside ``judge/backends/`` nothing asks whether a judge is an API (a backend declares its abilities)."""
     import re
 
-    pattern = re.compile(r"\.db\.conn\b|\.db\.execute\b|\bstudy\.db\b|\bis_api\b")
+    # ``Study._db`` is the store's own: ``study._db``, ``study.db`` and ``anything.db.query(...)`` are store-only
+    pattern = re.compile(r"\._db\b|\.db\.\w|\bstudy\.db\b|\bis_api\b")
     found = []
     for path in sorted((ROOT / "tui_rater").rglob("*.py")):
         relative = path.relative_to(ROOT / "tui_rater").as_posix()
@@ -81,3 +82,18 @@ def test_only_the_store_speaks_to_the_database_and_only_backends_know_their_kind
             if pattern.search(line):
                 found.append(f"tui_rater/{relative}:{number}: {line.strip()}")
     assert found == []
+
+
+def test_a_study_shows_no_database_to_the_layers_above(tmp_path):
+    """Issue 31 item 2: the study's SQLite database is private to ``store/`` (``Study._db``): a ``Study`` has no
+    public ``db``/``conn``, and what it offers the layers above is ``domain.study_store.StudyStore`` (mypy checks
+    that ``Study`` satisfies it: ``store/study.py`` ends with that check)."""
+    from tui_rater.store.study import Study
+
+    study = Study.open(tmp_path / "s.db")
+    try:
+        assert not hasattr(study, "db") and not hasattr(study, "conn")
+        public = {name for name in dir(study) if not name.startswith("_")}
+        assert not any("sqlite" in type(getattr(study, name)).__module__ for name in public - {"tasks"})
+    finally:
+        study.close()

@@ -177,7 +177,7 @@ def test_export_notes_field_by_field(tmp_path):
     flag = study.add_note(keys["s1"], alice.id, "flag")
     skip = study.add_note(keys["s2"], alice.id, "skip")
     first = study.add_note(keys["s1"], alice.id, "comment", "typo in line 2")
-    conn = study.db.conn
+    conn = study._db.conn
     conn.execute("UPDATE notes SET retracted_at = '2026-11-25T06:00:00.000+00:00' WHERE id IN (?, ?)", [flag, first])
     edit = study.add_note(keys["s1"], alice.id, "comment", 'two typos, "quoted", tab\there', supersedes=first)
     review = study.add_note(
@@ -245,7 +245,7 @@ def test_the_report_lists_flagged_items_and_comments_in_force(tmp_path):
     study.add_note(keys["s2"], alice.id, "flag")
     taken_back = study.add_note(keys["s3"], bob.id, "flag")
     old = study.add_note(keys["s4"], bob.id, "comment", "first thought")
-    conn = study.db.conn
+    conn = study._db.conn
     conn.execute("UPDATE notes SET retracted_at = '2026-11-25T06:00:00' WHERE id IN (?, ?)", [taken_back, old])
     study.add_note(keys["s4"], bob.id, "comment", "[red]not markup[/red] | a pipe", supersedes=old)
     study.add_note(keys["s5"], alice.id, "skip")

@@ -57,7 +57,7 @@ def test_rerun_of_more_jobs_than_the_study_holds_says_how_many_were(tmp_path, ti
     db = tmp_path / "judged.db"
     _study(db, tiny_gguf)
     study = Study.open(db, create=False)
-    jobs = study.db.conn.execute("SELECT count(*) FROM jobs WHERE status = 'done'").fetchone()[0]
+    jobs = study._db.conn.execute("SELECT count(*) FROM jobs WHERE status = 'done'").fetchone()[0]
     study.close()
     assert 0 < jobs < 1000
     cert = _certify(tmp_path, db)

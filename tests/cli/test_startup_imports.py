@@ -39,7 +39,7 @@ def test_help_imports_nothing_heavy(command):
 def test_info_imports_nothing_heavy(tmp_path):
     study = Study.open(tmp_path / "s.db")
     study.human("ann")
-    study.db.conn.close()
+    study._db.conn.close()
     imported = _imported("info", "--db", str(tmp_path / "s.db"))
     assert "sqlite3" in imported
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))

@@ -55,7 +55,7 @@ def test_text_mode_through_the_real_server(story_study, llama_server, monkeypatc
         "min_mass": 0.5,
         "extra": {},
     }
-    dump = "\n".join(story_study.db.iterdump())
+    dump = "\n".join(story_study._db.iterdump())
     assert PLANTED_KEY not in dump  # the key is never stored
 
 
@@ -202,7 +202,7 @@ def test_429_with_retry_after_is_honoured(story_study, fake_server):
     )
     assert queue.counts(story_study, rater.id)["done"] == 1
     assert script.times[1] - script.times[0] >= 0.95  # waited as asked
-    value = story_study.db.conn.execute("SELECT value FROM ratings WHERE rater_id = ?", [rater.id]).fetchone()[0]
+    value = story_study._db.conn.execute("SELECT value FROM ratings WHERE rater_id = ?", [rater.id]).fetchone()[0]
     assert value == 4
 
 
@@ -223,7 +223,7 @@ def test_transient_errors_are_retried_then_succeed(story_study, fake_server, ans
     )
     assert queue.counts(story_study, rater.id)["done"] == 1
     assert progress.retried == 1
-    assert story_study.db.conn.execute("SELECT value FROM ratings").fetchone()[0] == 5
+    assert story_study._db.conn.execute("SELECT value FROM ratings").fetchone()[0] == 5
 
 
 def test_connection_refused_ends_as_failed_after_retries(story_study, monkeypatch):
@@ -245,7 +245,7 @@ def test_refusals_are_regenerated_then_recorded(story_study, fake_server):
         story_study,
         JudgeSpec("api:m", decoding=Decoding(samples=1), api_key_env="OPENAI_API_KEY", base_url=url, max_retries=2),
     )
-    row = story_study.db.conn.execute("SELECT value, parse_status, details FROM ratings").fetchone()
+    row = story_study._db.conn.execute("SELECT value, parse_status, details FROM ratings").fetchone()
     assert row[0] is None and row[1] == "refusal"
     assert json.loads(row[2])["attempts"] == 3
 
@@ -275,16 +275,16 @@ def test_a_reply_cut_by_the_length_limit_is_truncated_not_read(story_study, fake
     _rater, _ = run_one(
         story_study, JudgeSpec("api:m", decoding=Decoding(samples=1, max_tokens=1), base_url=url, max_retries=1)
     )
-    row = story_study.db.conn.execute("SELECT value, parse_status, raw, details FROM ratings").fetchone()
+    row = story_study._db.conn.execute("SELECT value, parse_status, raw, details FROM ratings").fetchone()
     details = json.loads(row[3])
     assert (row[0], row[1], row[2]) == (1.0, "ok", "1")  # the retry ended on its own
     assert details["finish_reason"] == "stop" and details["earlier_replies"] == ["1"]
     url = fake_server(Script([(200, {}, json.dumps(cut), 0)]))
-    story_study.db.conn.execute("DELETE FROM ratings")
+    story_study._db.conn.execute("DELETE FROM ratings")
     _rater, _ = run_one(
         story_study, JudgeSpec("api:n", decoding=Decoding(samples=1, max_tokens=1), base_url=url, max_retries=0)
     )
-    row = story_study.db.conn.execute("SELECT value, parse_status, raw, details FROM ratings").fetchone()
+    row = story_study._db.conn.execute("SELECT value, parse_status, raw, details FROM ratings").fetchone()
     assert (row[0], row[1], row[2]) == (None, "truncated", "1")
     assert json.loads(row[3])["finish_reason"] == "length"
 
@@ -368,7 +368,7 @@ def test_a_corrected_reply_stored_by_the_old_parser_changes_only_through_reparse
     stays 4 until `tui-rater reparse`, which re-reads the stored reply and says what changed."""
     url = fake_server(Script([(200, {}, ok_body("Score: 4/5 -- wait, on reflection, 3/5."), 0)]))
     run_one(story_study, JudgeSpec("api:m", decoding=Decoding(samples=1), base_url=url))
-    conn = story_study.db.conn
+    conn = story_study._db.conn
     assert conn.execute("SELECT value, parse_status FROM ratings").fetchone() == (3.0, "ok")
     with conn:
         conn.execute("UPDATE ratings SET value = 4.0")  # what 0.1's parser stored from the same reply

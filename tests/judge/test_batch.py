@@ -232,7 +232,7 @@ def _judge(db, url: str, *flags: str):
 def _jobs(db) -> dict[int, tuple[str, str | None]]:
     study = Study.open(db, create=False)
     try:
-        return {r[0]: (r[1], r[2]) for r in study.db.conn.execute("SELECT id, status, batch_id FROM jobs")}
+        return {r[0]: (r[1], r[2]) for r in study._db.conn.execute("SELECT id, status, batch_id FROM jobs")}
     finally:
         study.close()
 
@@ -241,7 +241,7 @@ def _ratings(db) -> dict[tuple[str, str, int], tuple]:
     """What a rating stores, by (item id, attribute, sample), without when it was stored or its ids."""
     study = Study.open(db, create=False)
     try:
-        rows = study.db.conn.execute(
+        rows = study._db.conn.execute(
             "SELECT i.id, r.attribute, r.sample, r.value, r.raw, r.parse_status, r.details, r.presentation, "
             "j.id FROM ratings r JOIN items i ON i.key = r.item_key JOIN jobs j ON j.id = r.job_id"
         ).fetchall()
@@ -286,7 +286,7 @@ def test_a_batch_is_submitted_polled_read_as_live_replies_and_cancelled(tmp_path
     assert [parse_custom_id(line["custom_id"])[0] for line in batch_server.uploaded[-1]] == [dropped]
     study = Study.open(db, create=False)
     try:
-        errors = dict(study.db.conn.execute("SELECT id, error_kind FROM jobs WHERE error_kind IS NOT NULL"))
+        errors = dict(study._db.conn.execute("SELECT id, error_kind FROM jobs WHERE error_kind IS NOT NULL"))
     finally:
         study.close()
     assert errors == {erroring: "server_error", dropped: "batch_completed"}
@@ -396,7 +396,7 @@ def test_batch_refuses_what_it_cannot_ask(tmp_path, flags, said):
 def _rows(db, sql: str) -> list[tuple]:
     study = Study.open(db, create=False)
     try:
-        return [tuple(r) for r in study.db.conn.execute(sql)]
+        return [tuple(r) for r in study._db.conn.execute(sql)]
     finally:
         study.close()
 
@@ -576,9 +576,9 @@ def test_a_request_answered_twice_differently_fails_its_job_and_says_so(tmp_path
     assert len(stored) == 7
     study = Study.open(db, create=False)
     try:
-        status, kind = study.db.conn.execute("SELECT status, error_kind FROM jobs WHERE id = ?", [jobs[1]]).fetchone()
+        status, kind = study._db.conn.execute("SELECT status, error_kind FROM jobs WHERE id = ?", [jobs[1]]).fetchone()
         assert (status, kind) == ("failed", "conflict")
-        assert study.db.conn.execute("SELECT count(*) FROM ratings WHERE job_id = ?", [jobs[1]]).fetchone()[0] == 0
-        assert study.db.conn.execute("SELECT count(*) FROM ratings WHERE job_id = ?", [jobs[5]]).fetchone()[0] == 1
+        assert study._db.conn.execute("SELECT count(*) FROM ratings WHERE job_id = ?", [jobs[1]]).fetchone()[0] == 0
+        assert study._db.conn.execute("SELECT count(*) FROM ratings WHERE job_id = ?", [jobs[5]]).fetchone()[0] == 1
     finally:
         study.close()

@@ -48,7 +48,7 @@ def test_a_config_file_and_flags_reach_the_request_body(tmp_path, fake_server):
     assert {(b["temperature"], b["top_p"], b["max_tokens"]) for b in bodies} == {(0.3, 0.7, 40)}
     assert "samples" not in bodies[0]  # the worker's, not the server's
     # the stored judge is the settings, whole: the config's seed 9, the flag's top-p
-    conn = Study.open(db).db.conn
+    conn = Study.open(db)._db.conn
     stored = json.loads(conn.execute("SELECT config FROM raters WHERE kind = 'llm'").fetchone()[0])
     assert {k: stored[k] for k in ("samples", "temperature", "top_p", "max_tokens", "seed")} == {
         "samples": 1,

@@ -369,7 +369,7 @@ def test_local_workers_share_one_engine_through_the_queue(story_study, qwen_gguf
     assert all(t.counts is threads[0].counts for t in threads)  # one engine, one count
     counts = threads[0].counts
     assert counts.cached > 5 * counts.evaluated  # the stories were evaluated once, not once per job
-    rows = story_study.db.conn.execute(
+    rows = story_study._db.conn.execute(
         "SELECT count(*) FROM ratings WHERE rater_id = ?", [run.plan.rater.id]
     ).fetchone()[0]
     assert rows == 4 * 4 * 3

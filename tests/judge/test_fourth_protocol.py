@@ -70,7 +70,7 @@ def test_a_fourth_protocol_judged_reparsed_and_reported(tmp_path, deterministic_
     )
     assert run.progress.done == 12 and run.progress.failed == 0
     # the loopback judge writes "Rating: 4", "5", ... -- none in brackets: typed failures, never a number
-    statuses = {r[0] for r in study.db.conn.execute("SELECT parse_status FROM ratings WHERE job_id IS NOT NULL")}
+    statuses = {r[0] for r in study._db.conn.execute("SELECT parse_status FROM ratings WHERE job_id IS NOT NULL")}
     assert "ok" not in statuses and statuses <= {"no_number", "ambiguous", "refusal"}
     assert reparse(study).changed == 0
     records = build_reports(study, ["mt-bench"])["mt-bench"]

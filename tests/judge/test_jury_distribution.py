@@ -118,7 +118,7 @@ def _check(db: Path, tmp_path: Path, task: str) -> None:
     study = Study.open(db)
     labels = [
         label
-        for (label,) in study.db.conn.execute(
+        for (label,) in study._db.conn.execute(
             "SELECT DISTINCT ra.label FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
             "JOIN items i ON i.key = r.item_key WHERE ra.kind = 'llm' AND i.task = ? ORDER BY ra.id",
             [task],
@@ -145,7 +145,7 @@ def test_a_jury_of_judges_that_are_not_agreement_ready_is_marked_so(judged, tmp_
     """The generated models put almost no probability on the scale: the members are not agreement-ready, and a jury
     of them is marked so beside its numbers, as they are (its readings are theirs)."""
     study = Study.open(judged)
-    labels = [j for (j,) in study.db.conn.execute("SELECT label FROM raters WHERE label LIKE '%m-%' ORDER BY id")][::2]
+    labels = [j for (j,) in study._db.conn.execute("SELECT label FROM raters WHERE label LIKE '%m-%' ORDER BY id")][::2]
     assert run("jury", "unready", "--members", ",".join(labels), "--task", "story", "--db", judged) == 0
     out = tmp_path / "r.json"
     assert run("report", "--db", judged, "--task", "story", "--format", "json", "--out", out) == 0

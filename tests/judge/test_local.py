@@ -149,7 +149,7 @@ def test_conversation_mode_asks_in_order(story_study, tiny_gguf):
     ).validate()
     run = judge_study(story_study, spec, ["story"], workers=1)
     assert run.progress.fatal is None and queue.counts(story_study, run.plan.rater.id)["done"] == 4  # a chat per item
-    rows = list(story_study.db.query("SELECT * FROM ratings WHERE rater_id = ?", [run.plan.rater.id]))
+    rows = list(story_study._db.query("SELECT * FROM ratings WHERE rater_id = ?", [run.plan.rater.id]))
     assert len(rows) == 16
     # the paper's chat: question 1, reply 1, question 2, ... in the task's order (no chat template: the
     # turns joined by blank lines). Each stored reply must be what the model says to exactly that chat with
@@ -184,8 +184,8 @@ def test_identical_requests_answered_from_the_store(story_study, tiny_gguf):
     rater, first, rows = judge(story_study, spec)
     assert first.cached == 0
     # forget the results but keep the stored replies: a re-run recomputes nothing
-    story_study.db.conn.execute("DELETE FROM ratings WHERE rater_id = ?", [rater.id])
-    story_study.db.conn.execute("UPDATE jobs SET status = 'queued', attempts = 0 WHERE rater_id = ?", [rater.id])
+    story_study._db.conn.execute("DELETE FROM ratings WHERE rater_id = ?", [rater.id])
+    story_study._db.conn.execute("UPDATE jobs SET status = 'queued', attempts = 0 WHERE rater_id = ?", [rater.id])
     _, second, again = judge(story_study, spec)
     assert second.cached >= 16
     assert [r["raw"] for r in again] == [r["raw"] for r in rows]

@@ -32,7 +32,7 @@ def test_a_new_mode_is_one_module(tmp_path, cli, deterministic_judge, geval):
     )
     assert code == 0, err
     study = Study.open(db)
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         "SELECT r.id, r.value, r.parse_status, r.details FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
         "WHERE ra.kind = 'llm'"
     ).fetchall()
@@ -42,16 +42,16 @@ def test_a_new_mode_is_one_module(tmp_path, cli, deterministic_judge, geval):
         weighted = sum(p * int(label) for label, p in stored[Details.DISTRIBUTION].items())
         assert status == "ok" and value == pytest.approx(weighted)
         assert 1 < value < 5 and value != round(value)  # a weighted score, not a drawn option
-    config = json.loads(study.db.conn.execute("SELECT config FROM raters WHERE kind = 'llm'").fetchone()[0])
+    config = json.loads(study._db.conn.execute("SELECT config FROM raters WHERE kind = 'llm'").fetchone()[0])
     assert config["mode"] == "geval"
     # reparse reads the stored passes through the same object: nothing changes, a tampered value comes back
     assert reparse(study).changed == 0
     tampered = rows[0][0]
-    with study.db.conn:
-        study.db.conn.execute("UPDATE ratings SET value = 1 WHERE id = ?", [tampered])
+    with study._db.conn:
+        study._db.conn.execute("UPDATE ratings SET value = 1 WHERE id = ?", [tampered])
     result = reparse(study)
     assert result.checked == 8 and result.changed == 1
-    restored = study.db.conn.execute("SELECT value FROM ratings WHERE id = ?", [tampered]).fetchone()[0]
+    restored = study._db.conn.execute("SELECT value FROM ratings WHERE id = ?", [tampered]).fetchone()[0]
     assert restored == pytest.approx(rows[0][1])
     study.close()
 
@@ -79,7 +79,7 @@ def test_a_new_mode_brings_its_own_pre_flight_check(tmp_path, cli, deterministic
     assert code == 1 and report["verdict"] == "not ready", err
     assert report["reason"].startswith("0 of 4 checked questions have at least --min-mass 0.96 on the options G-Eval")
     study = Study.open(db)
-    assert study.db.conn.execute("SELECT count(*) FROM raters WHERE kind = 'llm'").fetchone()[0] == 0  # nothing stored
+    assert study._db.conn.execute("SELECT count(*) FROM raters WHERE kind = 'llm'").fetchone()[0] == 0  # nothing stored
     study.close()
 
 

@@ -70,8 +70,8 @@ def test_cancelling_with_a_judge_but_no_batch_queues_nothing(study_file, cli, mo
     study = Study.open(study_file, create=False)
     try:
         (judge,) = [r for r in study.raters("llm") if r.name != "judge-x"]
-        study.db.conn.execute("DELETE FROM jobs")  # as after a run whose jobs were all forgotten
-        study.db.conn.commit()
+        study._db.conn.execute("DELETE FROM jobs")  # as after a run whose jobs were all forgotten
+        study._db.conn.commit()
     finally:
         study.close()
     before = digest(study_file)

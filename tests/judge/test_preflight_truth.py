@@ -32,7 +32,7 @@ def _run(db, model, mode, *flags):
     result = run_cli_process("judge", "--db", db, "--model", model, "--mode", mode, *FLAGS, *flags, timeout=600)
     assert "Traceback" not in result.stderr, result.stderr
     study = Study.open(db)
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         "SELECT r.item_key, r.attribute, r.value, r.parse_status, r.details, ra.label FROM ratings r "
         "JOIN raters ra ON ra.id = r.rater_id WHERE ra.kind = 'llm' ORDER BY r.item_key, r.attribute"
     ).fetchall()

@@ -141,7 +141,7 @@ class QueueMachine(RuleBasedStateMachine):
         existing = {(j.item_key, j.attribute, j.rater_id, j.sample, j.presentation) for j in self.jobs.values()}
         added = queue.enqueue(self.study, rater_id, keys, shapes)
         assert added == len(wanted - existing)  # a job that exists is not added again, whatever its state
-        for row in self.study.db.conn.execute(
+        for row in self.study._db.conn.execute(
             "SELECT id, item_key, attribute, rater_id, sample, presentation FROM jobs"
         ):
             if row[0] not in self.jobs:
@@ -289,13 +289,13 @@ class QueueMachine(RuleBasedStateMachine):
     # --- invariants -------------------------------------------------------------------------
 
     def _row(self, job_id: int) -> dict:
-        return next(iter(self.study.db.query("SELECT * FROM jobs WHERE id = ?", [job_id])))
+        return next(iter(self.study._db.query("SELECT * FROM jobs WHERE id = ?", [job_id])))
 
     @invariant()
     def rows_match_the_model(self):
         if not hasattr(self, "jobs"):
             return
-        rows = {r["id"]: dict(r) for r in self.study.db.query("SELECT * FROM jobs")}
+        rows = {r["id"]: dict(r) for r in self.study._db.query("SELECT * FROM jobs")}
         assert set(rows) == set(self.jobs)
         for job in self.jobs.values():
             row = rows[job.id]
@@ -309,14 +309,14 @@ class QueueMachine(RuleBasedStateMachine):
         if not hasattr(self, "jobs"):
             return
         stored = dict(
-            self.study.db.conn.execute("SELECT job_id, count(*) FROM ratings WHERE job_id IS NOT NULL GROUP BY job_id")
+            self.study._db.conn.execute("SELECT job_id, count(*) FROM ratings WHERE job_id IS NOT NULL GROUP BY job_id")
         )
         for job in self.jobs.values():
             assert job.results == (1 if job.status == "done" else 0)
             assert stored.get(job.id, 0) == job.results
-        for job_id, presentation in self.study.db.conn.execute("SELECT job_id, presentation FROM ratings"):
+        for job_id, presentation in self.study._db.conn.execute("SELECT job_id, presentation FROM ratings"):
             assert presentation == self.jobs[job_id].presentation  # a pair's order travels with its result
-        replies = {r[0] for r in self.study.db.conn.execute("SELECT request_hash FROM replies")}
+        replies = {r[0] for r in self.study._db.conn.execute("SELECT request_hash FROM replies")}
         assert replies == {f"h{j.id}" for j in self.jobs.values() if j.status == "done"}
 
     @invariant()
@@ -409,7 +409,7 @@ def two_items(tmp_path):
 
 def _raws(study: Study) -> dict[int, list[str]]:
     found: dict[int, list[str]] = {}
-    for job_id, raw in study.db.conn.execute("SELECT job_id, raw FROM ratings ORDER BY id"):
+    for job_id, raw in study._db.conn.execute("SELECT job_id, raw FROM ratings ORDER BY id"):
         found.setdefault(job_id, []).append(raw)
     return found
 
@@ -461,7 +461,7 @@ def test_an_expired_lease_of_a_live_process_is_taken_over(two_items):
     assert slow("complete") == [False] * 4  # the old owner stores nothing
     assert slow("fail") == ["lost"] * 4  # nor puts the jobs back
     slow("renew", lease_s=3600)  # nor gets the lease back
-    owners = {r[0] for r in study.db.conn.execute("SELECT lease_owner FROM jobs WHERE id IN (?, ?, ?, ?)", held)}
+    owners = {r[0] for r in study._db.conn.execute("SELECT lease_owner FROM jobs WHERE id IN (?, ?, ?, ?)", held)}
     assert owners == {"this-process"}
     assert _raws(study) == {}
     for job in taken:

@@ -111,7 +111,7 @@ def test_implicit_check_run_report_and_verdict_agree(tmp_path, smollm2_gguf):
     assert not (_advised(done.stderr) & {"implicit"})
     # three people: ann copies the judge, ben and cat are 15 points off it, in different patterns
     study = Study.open(db)
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         "SELECT i.id, r.value FROM ratings r JOIN items i ON i.key = r.item_key WHERE r.value IS NOT NULL"
     ).fetchall()
     study.close()

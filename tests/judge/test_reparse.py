@@ -78,7 +78,7 @@ def full_study(tmp_path):
 def _ratings(study):
     return {
         r[0]: (r[1], r[2])
-        for r in study.db.conn.execute("SELECT id, value, parse_status FROM ratings WHERE job_id IS NOT NULL")
+        for r in study._db.conn.execute("SELECT id, value, parse_status FROM ratings WHERE job_id IS NOT NULL")
     }
 
 
@@ -103,7 +103,7 @@ def test_reparse_changes_nothing_then_restores_tampered_values(full_study, deter
 
 def _tamper(study) -> list[str]:
     """Corrupt one stored value of each kind of reading reparse must recompute."""
-    conn = study.db.conn
+    conn = study._db.conn
     rows = conn.execute(
         """SELECT r.id, r.value, r.presentation, r.details, ra.config, i.task FROM ratings r
            JOIN raters ra ON ra.id = r.rater_id JOIN items i ON i.key = r.item_key

@@ -33,7 +33,7 @@ def _stored(path, spec: JudgeSpec, workers: int) -> tuple[list[tuple], str]:
         study.add_items(study.task("story"), STORIES[:2])
         run = judge_study(study, spec.validate(), ["story"], workers=workers)
         assert run.progress.fatal is None, run.progress.fatal
-        rows = study.db.conn.execute(
+        rows = study._db.conn.execute(
             "SELECT item_key, attribute, sample, value, raw, parse_status, details FROM ratings "
             "WHERE rater_id = ? ORDER BY item_key, attribute, sample",
             [run.plan.rater.id],

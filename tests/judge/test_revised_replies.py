@@ -68,7 +68,7 @@ def revising_judge():
 
 def _stored(db):
     study = Study.open(db)
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         "SELECT r.id, i.id, r.value, r.parse_status FROM ratings r JOIN items i ON i.key = r.item_key "
         "WHERE r.job_id IS NOT NULL AND r.attribute = 'likability'"
     ).fetchall()
@@ -94,9 +94,9 @@ def test_a_revised_score_is_stored_as_its_revision_and_reparse_reads_it_the_same
 
     # a study read by the parser before this change held the first number, ok: reparse reads the revision
     study = Study.open(db)
-    with study.db.conn:
+    with study._db.conn:
         for key in ("story-lower", "story-unsaid", "story-two", "story-list"):
-            study.db.conn.execute("UPDATE ratings SET value = 4, parse_status = 'ok' WHERE id = ?", [stored[key][0]])
+            study._db.conn.execute("UPDATE ratings SET value = 4, parse_status = 'ok' WHERE id = ?", [stored[key][0]])
     study.close()
     code, out, _ = cli("reparse", "--db", db)
     assert code == 0 and " 4 changed" in out, out

@@ -36,7 +36,7 @@ def test_the_lease_queries_walk_an_index_in_item_order_without_sorting_the_queue
     """Before: SELECT DISTINCT over every ready job, then a temporary B-tree to order them (0.5 s a lease on 1.2M
     jobs); now the next item comes off jobs_next in order, and its jobs through the UNIQUE (item_key, ...) index."""
     study = Study.open(tmp_path / "s.db")
-    conn = study.db.conn
+    conn = study._db.conn
     for sql in (jobs.NEXT_QUEUED, jobs.NEXT_EXPIRED):
         plan = _plan(sql, conn)
         assert "INDEX jobs_next (rater_id=? AND status=?)" in plan and "TEMP B-TREE" not in plan, plan
@@ -70,14 +70,14 @@ def test_planning_again_adds_nothing_with_one_statement_per_task_and_no_row_per_
     first = plan_judge(study, spec, ["story"])
     assert first.added == first.pending == 30 * 4 * 3 and not first.rest
     statements: list[str] = []
-    study.db.conn.set_trace_callback(statements.append)
+    study._db.conn.set_trace_callback(statements.append)
     again = plan_judge(study, spec, ["story"])
-    study.db.conn.set_trace_callback(None)
+    study._db.conn.set_trace_callback(None)
     assert again.added == 0 and again.pending == 360 and again.rater.id == first.rater.id
     inserts = [s for s in statements if "INTO jobs" in s]
     assert len(inserts) == 1, inserts
     # the jobs of an item are in its shapes' order, the items in import order
-    rows = study.db.conn.execute("SELECT item_key, attribute, sample FROM jobs ORDER BY id").fetchall()
+    rows = study._db.conn.execute("SELECT item_key, attribute, sample FROM jobs ORDER BY id").fetchall()
     keys = [item.key for item in study.items("story")]
     attributes = [a.name for a in study.task("story").attributes]
     assert rows == [(k, a, s) for k in keys for a in attributes for s in range(3)]
@@ -87,7 +87,7 @@ def test_planning_again_adds_nothing_with_one_statement_per_task_and_no_row_per_
     )
     assert limited.added == 7 * 4
     assert {
-        r[0] for r in study.db.conn.execute("SELECT item_key FROM jobs WHERE rater_id = ?", [limited.rater.id])
+        r[0] for r in study._db.conn.execute("SELECT item_key FROM jobs WHERE rater_id = ?", [limited.rater.id])
     } == set(keys[:7])
 
 
@@ -137,7 +137,7 @@ def test_a_run_queues_the_rest_behind_its_workers_and_does_every_job_once(tmp_pa
     assert run.wait(120) and run.progress.fatal is None
     assert run.feeder is not None and run.feeder.added == 17 * 8 and run.total() == 21 * 8
     assert run.progress.done == 21 * 8 and queue.counts(study, plan.rater.id)["done"] == 21 * 8
-    stored = study.db.conn.execute(
+    stored = study._db.conn.execute(
         "SELECT count(*), count(DISTINCT job_id || ' ' || attribute || ' ' || sample), count(DISTINCT item_key) "
         "FROM ratings WHERE rater_id = ?",
         [plan.rater.id],

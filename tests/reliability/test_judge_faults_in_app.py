@@ -35,7 +35,7 @@ async def test_failing_judge_does_not_stop_the_person(tmp_path, fake_server):
         await pilot.press("4", "4", "4", "4", "2")
         await settle(app, pilot)
         assert app.index == 1 and len(ratings_of(study, "alice")) == 5
-    failures = study.db.conn.execute("SELECT error_kind FROM jobs WHERE status = 'failed'").fetchall()
+    failures = study._db.conn.execute("SELECT error_kind FROM jobs WHERE status = 'failed'").fetchall()
     assert failures and failures[0][0] == "auth"
 
 

@@ -19,8 +19,9 @@ from tests.domain.task_toml import task_tables, toml_task_file
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task, load_task_file
+from tui_rater.domain.values import Item
 from tui_rater.store.session import AnnotationSession
-from tui_rater.store.study import Item, Study
+from tui_rater.store.study import Study
 from tui_rater.ui.app import AppOptions, make_app
 from tui_rater.ui.render import item_text, pairwise_columns, questions_text, spa_columns
 

@@ -97,7 +97,7 @@ def test_the_judge_is_chosen_or_asked_for_in_one_sentence(tmp_path):
     bare.add_items(bare.task("title-fluency"), [{"id": "t", "title": "T"}])
     with pytest.raises(UserError, match="needs a judge's ratings"):
         plan_uncertain_order(bare, "title-fluency", "alice")
-    assert bare.db.conn.execute("SELECT count(*) FROM plans").fetchone() == (0,)
+    assert bare._db.conn.execute("SELECT count(*) FROM plans").fetchone() == (0,)
 
 
 def test_the_active_sample_is_the_rated_prefix_with_its_probabilities(tmp_path):

@@ -110,7 +110,7 @@ def test_a_pairwise_judge_counts_as_its_protocol_combines_both_orders(tmp_path):
     attribute = study.task("story-pairwise").attributes[0].name
     for item in items:
         study.add_rating(item.key, attribute, alice.id, 0.0, parse_status="human")  # A every time
-    conn = study.db.conn
+    conn = study._db.conn
     # the judge: A in both orders on p0 and p1 (agrees), A then B on p2 and p3 (order-dependent: a tie)
     for n, item in enumerate(items):
         for presentation, value in (("original", 0.0), ("swapped", 0.0 if n < 2 else 1.0)):

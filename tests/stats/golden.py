@@ -87,7 +87,7 @@ def wide_study(folder: Path) -> Path:
     # a jury of the two 0-100 scorers (made last: the other raters keep their ids)
     make_jury(study, JuryOptions("panel", ("scorer-a", "scorer-b"), "mean", "story-explicit"))
     # a rating's time is when it was stored; a retest's drift is read against it: a minute per rating instead
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.execute(
             "UPDATE ratings SET created_at = strftime('%Y-%m-%dT%H:%M:%S.000+00:00', '2026-01-01', id || ' minutes')"
         )
@@ -114,7 +114,7 @@ def _story_extras(study: Study, keys: list[int], rng: np.random.Generator) -> No
             insert(study, key, attribute, reader.id, value, details={"mass": round(0.8 + 0.19 * rng.random(), 4)})
     # h0 rates the first items again, blind: test-retest
     h0 = study.human("h0")
-    first = study.db.conn.execute(
+    first = study._db.conn.execute(
         "SELECT id, item_key, attribute, value FROM ratings WHERE rater_id = ? ORDER BY id LIMIT 8", [h0.id]
     ).fetchall()
     for rating_id, item_key, attribute, value in first:

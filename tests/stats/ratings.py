@@ -23,7 +23,7 @@ def insert(
     status: str = "ok",
     details: dict | None = None,
 ) -> None:
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.execute(
             "INSERT INTO ratings (item_key, attribute, rater_id, presentation, sample, value, parse_status, "
             "created_at, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -12,7 +12,7 @@ from tui_rater.store.study import Study, content_hash
 
 def _study(tmp_path, items: int) -> Study:
     study = Study.open(tmp_path / f"s{items}.db")
-    conn, now = study.db.conn, utc_now()
+    conn, now = study._db.conn, utc_now()
     conn.execute("BEGIN")
     conn.executemany(
         "INSERT INTO items (id, task, system, fields, position, content_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",

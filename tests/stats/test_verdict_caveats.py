@@ -36,7 +36,7 @@ def _records(path: Path, task: str) -> list[dict]:
 def _human_alpha(path: Path, attribute: str) -> float:
     """The humans' ordinal α on every item, from the study file by hand (raters x items, NaN where unrated)."""
     study = Study.open(path)
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         "SELECT ra.name, r.item_key, r.value FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
         "WHERE ra.kind = 'human' AND r.attribute = ? AND r.value IS NOT NULL",
         [attribute],

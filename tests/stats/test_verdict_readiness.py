@@ -21,11 +21,11 @@ def _study(tmp_path):
     db = tmp_path / "v.db"
     likert_study(db, humans=3, prompts=20, seed=1)
     study = Study.open(db)
-    copycat = study.db.conn.execute("SELECT id FROM raters WHERE name = 'copycat'").fetchone()[0]
-    copied = study.db.conn.execute(
+    copycat = study._db.conn.execute("SELECT id FROM raters WHERE name = 'copycat'").fetchone()[0]
+    copied = study._db.conn.execute(
         "SELECT item_key, attribute, value FROM ratings WHERE rater_id = ?", [copycat]
     ).fetchall()
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.execute("DELETE FROM ratings WHERE rater_id = ?", [copycat])
     for k in range(3):
         judge = study.judge(f"small-{k}", {"api_model": f"small-{k}", "mode": "constrained"})

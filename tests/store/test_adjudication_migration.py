@@ -65,7 +65,7 @@ def test_the_raters_table_is_rebuilt_with_every_row_id_label_and_index(tmp_path)
     conn.close()
 
     study = Study.open(path)
-    conn = study.db.conn
+    conn = study._db.conn
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("SELECT * FROM raters ORDER BY id").fetchall() == rows_before
     assert _indexes(conn, "raters") == indexes_before and "raters_label" in indexes_before
@@ -96,7 +96,7 @@ def test_the_raters_table_is_rebuilt_with_every_row_id_label_and_index(tmp_path)
     assert conn.execute("SELECT retracted_at, supersedes FROM notes WHERE id = 5").fetchone() == (None, None)
     study.close()
     again = Study.open(path)  # opening again is a no-op
-    assert again.db.conn.execute("SELECT count(*) FROM raters").fetchone()[0] == 3
+    assert again._db.conn.execute("SELECT count(*) FROM raters").fetchone()[0] == 3
     again.close()
 
 

@@ -95,12 +95,12 @@ def test_two_processes_write_one_file(tmp_path):
         assert proc.returncode == 0, err
         assert "locked" not in err
     counts = dict(
-        study.db.conn.execute(
+        study._db.conn.execute(
             "SELECT ra.name, count(*) FROM ratings r JOIN raters ra ON ra.id = r.rater_id GROUP BY ra.name"
         )
     )
     assert counts == {"annotator-0": n, "annotator-1": n}
-    assert study.db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert study._db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 def test_opening_and_checking_a_study_keeps_this_processs_locks(tmp_path):

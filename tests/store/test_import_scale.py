@@ -38,11 +38,11 @@ def _work(study: Study, ratings) -> int:
         steps += 1
         return 0
 
-    study.db.conn.set_progress_handler(count, 1_000)
+    study._db.conn.set_progress_handler(count, 1_000)
     try:
         result = import_ratings(study, ratings)
     finally:
-        study.db.conn.set_progress_handler(None, 0)
+        study._db.conn.set_progress_handler(None, 0)
     assert result.added == 4 * int(str(ratings.stem).removeprefix("ratings"))
     return steps
 
@@ -58,10 +58,10 @@ def test_import_never_reads_the_texts(tmp_path):
     """A rating row needs its item's key, not its story: the old import decoded the whole item per row."""
     study, ratings = _study_and_ratings(tmp_path, 50)
     statements: list[str] = []
-    study.db.conn.set_trace_callback(statements.append)
+    study._db.conn.set_trace_callback(statements.append)
     try:
         assert import_ratings(study, ratings).added == 200
     finally:
-        study.db.conn.set_trace_callback(None)
+        study._db.conn.set_trace_callback(None)
     assert statements
     assert not [s for s in statements if "fields" in s and "FROM items" in s]

@@ -62,7 +62,7 @@ def test_a_0_1_file_is_migrated_with_presentations_and_protocols(tmp_path):
     path = tmp_path / "old.db"
     _v1_file(path)
     study = Study.open(path)
-    conn = study.db.conn
+    conn = study._db.conn
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     jobs = conn.execute("SELECT id, presentation, sample FROM jobs ORDER BY id").fetchall()
     assert jobs == [(1, "original", 0), (2, "original", 1), (3, "swapped", 0), (4, "swapped", 1)]
@@ -85,7 +85,7 @@ def test_a_0_1_file_is_migrated_with_presentations_and_protocols(tmp_path):
     study.close()
     # opening again is a no-op
     again = Study.open(path)
-    assert again.db.conn.execute("SELECT count(*) FROM ratings").fetchone()[0] == 5
+    assert again._db.conn.execute("SELECT count(*) FROM ratings").fetchone()[0] == 5
     again.close()
 
 
@@ -121,7 +121,7 @@ def test_migration_5_labels_every_rater_uniquely_and_adds_judge_sources(tmp_path
     path = tmp_path / "v4.db"
     _v4_file(path)
     study = Study.open(path)
-    conn = study.db.conn
+    conn = study._db.conn
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     labels = dict(conn.execute("SELECT id, label FROM raters ORDER BY id").fetchall())
     assert labels == {
@@ -145,7 +145,7 @@ def test_migration_5_labels_every_rater_uniquely_and_adds_judge_sources(tmp_path
     assert study.human("ann").label == "ann"
     study.close()
     again = Study.open(path)  # opening again is a no-op
-    assert dict(again.db.conn.execute("SELECT id, label FROM raters WHERE id <= 7").fetchall()) == labels
+    assert dict(again._db.conn.execute("SELECT id, label FROM raters WHERE id <= 7").fetchall()) == labels
     again.close()
 
 
@@ -199,7 +199,7 @@ def test_migration_11_keeps_every_job_and_admits_batched_jobs(tmp_path):
     conn.execute("COMMIT")
     conn.close()
     study = Study.open(path)
-    conn = study.db.conn
+    conn = study._db.conn
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     kept = conn.execute(
         "SELECT id, item_key, attribute, rater_id, sample, presentation, status, attempts, lease_owner, lease_until, "

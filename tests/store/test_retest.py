@@ -143,7 +143,7 @@ def test_retest_ratings_are_linked_and_never_in_force(tmp_path):
     # positions count showings: six first showings, then the retests (the undone one was seen too)
     assert [(p.first_position, p.retest_position) for p in pairs] == [(0, 6), (1, 7), (2, 8)]
     assert all(p.retest_time >= p.first_time for p in pairs)
-    linked = study.db.conn.execute("SELECT retest_of FROM ratings WHERE retest_of IS NOT NULL ORDER BY id").fetchall()
+    linked = study._db.conn.execute("SELECT retest_of FROM ratings WHERE retest_of IS NOT NULL ORDER BY id").fetchall()
     assert [r[0] for r in linked] == [first[i.key] for i in items[:4]]
 
 
@@ -180,13 +180,14 @@ def test_a_schema_2_file_gains_the_retest_column_and_plans(tmp_path):
     conn.execute("COMMIT")
     conn.close()
     study = Study.open(path)
-    assert study.db.conn.execute("SELECT value, retest_of FROM ratings").fetchall() == [(40.0, None)]
+    assert study._db.conn.execute("SELECT value, retest_of FROM ratings").fetchall() == [(40.0, None)]
     assert study.current_ratings()[0]["value"] == 40.0
-    assert study.db.conn.execute("SELECT count(*) FROM plans").fetchone() == (0,)
+    assert study._db.conn.execute("SELECT count(*) FROM plans").fetchone() == (0,)
 
 
 def test_sessions_read_their_retests_apart_and_others_never_see_them(tmp_path):
-    from tui_rater.store.session import AnnotationSession, RetestShowing
+    from tui_rater.domain.values import RetestShowing
+    from tui_rater.store.session import AnnotationSession
 
     study, items, alice, first = _study_with_retests(tmp_path / "r.db")
     study.add_rating(items[0].key, "overall", alice.id, 77.0, parse_status="human", retest_of=first[items[0].key])

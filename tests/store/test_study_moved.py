@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from tui_rater.store.db import StudyMoved
+from tui_rater.domain.errors import StudyMoved
 from tui_rater.store.session import AnnotationSession
 from tui_rater.store.study import Study
 

@@ -74,5 +74,5 @@ def test_the_store_refuses_an_unusable_lease_whoever_asks(study, lease_s):
         claim(study, key, a, per_item=1, lease_s=lease_s, now=100.0)
     with pytest.raises(UserError, match="a lease must"):
         save_team_plan(study, "title-fluency", "dynamic", {"per_item": 1, "lease_s": lease_s}, [])
-    assert study.db.conn.execute("SELECT count(*) FROM leases").fetchone() == (0,)
-    assert study.db.conn.execute("SELECT count(*) FROM team_plans").fetchone() == (0,)
+    assert study._db.conn.execute("SELECT count(*) FROM leases").fetchone() == (0,)
+    assert study._db.conn.execute("SELECT count(*) FROM team_plans").fetchone() == (0,)

@@ -61,11 +61,11 @@ def test_same_bytes_as_the_pivot(study, tmp_path, monkeypatch, ext, task, raw):
 
 def test_no_text_is_read(study, tmp_path):
     statements: list[str] = []
-    study.db.conn.set_trace_callback(statements.append)
+    study._db.conn.set_trace_callback(statements.append)
     try:
         write_wide(study, tmp_path / "w.csv")
     finally:
-        study.db.conn.set_trace_callback(None)
+        study._db.conn.set_trace_callback(None)
     assert statements
     assert not [s for s in statements if "fields" in s]
 

@@ -17,12 +17,12 @@ async def test_judges_start_after_the_first_screen_and_report_as_messages(tmp_pa
     spec = JudgeSpec("api:m", decoding=Decoding(samples=1), base_url=url).validate()
     app = make_app(AnnotationSession.open(study.reopen(), "story", "alice"), AppOptions(judge_specs=(spec,)))
     # building the app plans nothing: the jobs are enqueued by a worker once the screen is up
-    assert study.db.conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
+    assert study._db.conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: "judges:" in str(app.query_one("#status").render()), "judges shown", 30)
         await pilot.press("4")  # the person rates while the judges work
         await wait_until(pilot, lambda: "16 done" in app.judge_summary, "the judge's 16 jobs done", 60)
-        assert study.db.conn.execute("SELECT count(*), sum(status = 'done') FROM jobs").fetchone() == (16, 16)
+        assert study._db.conn.execute("SELECT count(*), sum(status = 'done') FROM jobs").fetchone() == (16, 16)
     assert JudgeProgress("2 done").can_replace(JudgeProgress("1 done"))  # newer progress replaces stale
 
 
@@ -42,7 +42,7 @@ async def test_a_local_judge_runs_inside_the_app(tmp_path, tiny_gguf):
         assert "stopped" not in app.judge_summary, app.judge_summary
         # behind the screen the engine decodes at a lower priority (tests/judge/test_engine.py: the threads' nice)
         assert app.judges.runs[0][1].threads[0].backend.engine.background
-    stored = study.db.conn.execute(
+    stored = study._db.conn.execute(
         "SELECT count(*) FROM ratings r JOIN raters j ON j.id = r.rater_id WHERE j.kind = 'llm'"
     ).fetchone()[0]
     assert stored == 8

@@ -39,7 +39,7 @@ async def test_changing_a_rating_keeps_history(app_for, study):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("4", "up", "2")  # re-rate grammaticality
         await settle(app, pilot)
-    rows = study.db.conn.execute("SELECT value FROM ratings WHERE attribute='grammaticality' ORDER BY id").fetchall()
+    rows = study._db.conn.execute("SELECT value FROM ratings WHERE attribute='grammaticality' ORDER BY id").fetchall()
     assert [r[0] for r in rows] == [4, 2]
     from tui_rater.store.io import ratings_frame
 
@@ -61,7 +61,7 @@ async def test_skip_flag_comment_goto(app_for, study):
         await pilot.press("g", *"nope", "enter")
         assert app.index == 1
         await settle(app, pilot)
-    notes = study.db.conn.execute("SELECT kind, text FROM notes ORDER BY id").fetchall()
+    notes = study._db.conn.execute("SELECT kind, text FROM notes ORDER BY id").fetchall()
     assert notes == [("flag", None), ("comment", "too short"), ("skip", None)]
 
 
@@ -75,7 +75,7 @@ async def test_resume_after_restart_and_seconds_recorded(app_for, study):
     again = app_for()
     async with again.run_test(size=(80, 24)) as pilot:
         assert again.index == 1 and again.focus_attr == 2  # item 2, first unrated question
-    seconds = [r[0] for r in study.db.conn.execute("SELECT seconds FROM ratings ORDER BY id")]
+    seconds = [r[0] for r in study._db.conn.execute("SELECT seconds FROM ratings ORDER BY id")]
     assert all(s is not None and s >= 0 for s in seconds)
     # the seconds follow the time spent: the pause is on the fourth rating (a constant 0 would fail)
     assert seconds[3] >= 0.35
@@ -187,12 +187,12 @@ async def test_reveal_mode_records_reviews_and_revisions(app_for, study):
         assert "you: 3" in str(app.screen.query_one("#reveal-text").render())
         await pilot.press("enter")
         assert app.index == 1
-    first, revision = study.db.conn.execute(
+    first, revision = study._db.conn.execute(
         "SELECT id, value, revises FROM ratings WHERE attribute = 'likability' AND rater_id != ? ORDER BY id",
         [judge.id],
     ).fetchall()
     assert first[1] == 5 and revision[1] == 3 and revision[2] == first[0]  # the first stays, linked
-    reviews = [json.loads(t) for (t,) in study.db.conn.execute("SELECT text FROM notes WHERE kind = 'review'")]
+    reviews = [json.loads(t) for (t,) in study._db.conn.execute("SELECT text FROM notes WHERE kind = 'review'")]
     assert {"verdict": "disagree", "comment": ""} in reviews and {
         "verdict": "disagree",
         "comment": "fair point",

@@ -20,9 +20,10 @@ import pytest
 
 from tests.support import run_cli_process
 from tests.ui.tmux import TmuxApp, needs_tmux, ratings_in_force, wait_for
+from tui_rater.domain.values import Item
 from tui_rater.store.item_texts import CAPACITY
 from tui_rater.store.session import AnnotationSession
-from tui_rater.store.study import Item, Study
+from tui_rater.store.study import Study
 from tui_rater.ui import app as app_module
 from tui_rater.ui.app import RaterApp, make_app
 from tui_rater.ui.messages import TeamProgress

@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 
 from tests.support import settle, wait_until
+from tui_rater.domain.values import RetestShowing
 from tui_rater.service.planning import active_sample, plan_uncertain_order
-from tui_rater.store.session import AnnotationSession, RetestShowing
+from tui_rater.store.session import AnnotationSession
 from tui_rater.store.study import Study
 from tui_rater.ui.app import make_app
 
@@ -47,7 +48,7 @@ async def rate_through(app, pilot, shown: list, limit: int | None = None) -> Non
 
 def stored(study, annotator="solo"):
     """(item id, value, the id of the rating it retests, its own id) of every rating, in order."""
-    return study.db.conn.execute(
+    return study._db.conn.execute(
         "SELECT i.id, r.value, r.retest_of, r.id FROM ratings r JOIN items i ON i.key = r.item_key "
         "JOIN raters ra ON ra.id = r.rater_id WHERE ra.name = ? AND r.retracted = 0 ORDER BY r.id",
         [annotator],
@@ -59,13 +60,13 @@ async def test_retest_items_come_back_spaced_blind_interleaved_and_linked(tmp_pa
     app = open_app(study)
     on_ui_thread: list[str] = []  # statements the UI thread ran on the session's connection: there must be none
     main = threading.main_thread()
-    app.session.study.db.conn.set_trace_callback(
+    app.session.study._db.conn.set_trace_callback(
         lambda sql: on_ui_thread.append(sql) if threading.current_thread() is main else None
     )
     shown: list = []
     async with app.run_test(size=(80, 24)) as pilot:
         await rate_through(app, pilot, shown)
-    app.session.study.db.conn.set_trace_callback(None)
+    app.session.study._db.conn.set_trace_callback(None)
     assert on_ui_thread == []  # every key is answered from memory; the store thread does the SQL
 
     order = [(item_id, again) for item_id, again, _q, _s in shown]
@@ -126,11 +127,11 @@ async def test_skip_flag_and_undo_on_a_retest_showing_leave_the_first_showing_al
         await pilot.press("f", "s")
         await settle(app, pilot)
         assert app.index == first_retest + 1
-    notes = study.db.conn.execute("SELECT item_key, kind, text FROM notes ORDER BY id").fetchall()
+    notes = study._db.conn.execute("SELECT item_key, kind, text FROM notes ORDER BY id").fetchall()
     assert notes == [(key, "flag", "retest"), (key, "skip", "retest")]
     assert [
         (of, retracted)
-        for of, retracted in study.db.conn.execute(
+        for of, retracted in study._db.conn.execute(
             "SELECT retest_of, retracted FROM ratings WHERE retest_of IS NOT NULL"
         )
     ] == [(session.mine[(key, "fluency")][0], 1)]
@@ -158,7 +159,7 @@ async def test_taking_back_a_retest_showings_flag_leaves_the_first_showings_flag
         await pilot.press("f")  # again on the retest showing: its flag taken back
         await settle(app, pilot)
         assert not app.view.is_flagged(RetestShowing(key)) and app.view.is_flagged(key)
-    notes = study.db.conn.execute("SELECT kind, text, retracted_at IS NOT NULL FROM notes ORDER BY id").fetchall()
+    notes = study._db.conn.execute("SELECT kind, text, retracted_at IS NOT NULL FROM notes ORDER BY id").fetchall()
     assert notes == [("flag", "retest", 1), ("flag", None, 0)]
     again = open_app(study)
     assert key in again.session.flagged and RetestShowing(key) not in again.session.flagged

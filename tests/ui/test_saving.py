@@ -67,12 +67,12 @@ async def test_reveal_revision_and_review_wait_for_the_lock(app_for, study):
         assert "likability  you: 3  [disagree]" in shown_text(app, "#reveal-text")
         await pilot.press("enter")
         assert app.index == 1
-    first, revision = study.db.conn.execute(
+    first, revision = study._db.conn.execute(
         "SELECT id, value, revises FROM ratings WHERE attribute = 'likability' AND rater_id != ? ORDER BY id",
         [judge.id],
     ).fetchall()
     assert (first[1], revision[1], revision[2]) == (5, 3, first[0])  # the revision is linked to the first
-    reviews = [json.loads(t) for (t,) in study.db.conn.execute("SELECT text FROM notes WHERE kind = 'review'")]
+    reviews = [json.loads(t) for (t,) in study._db.conn.execute("SELECT text FROM notes WHERE kind = 'review'")]
     assert reviews == [{"verdict": "disagree", "comment": ""}]
 
 
@@ -94,4 +94,4 @@ async def test_quit_waits_for_every_save_and_asks_before_losing_any(app_for, stu
             await wait_until(pilot, lambda: app.return_code is not None, "quit once everything is saved")
         assert app.return_code == 0 and not app.abandoned
     assert ratings_of(study, "alice") == [("s0", "grammaticality", 4), ("s0", "cohesiveness", 3)]
-    assert study.db.conn.execute("SELECT kind FROM notes").fetchall() == [("flag",)]
+    assert study._db.conn.execute("SELECT kind FROM notes").fetchall() == [("flag",)]

@@ -218,7 +218,7 @@ def test_long_judge_labels_are_abbreviated_deliberately_and_shown_whole(tmp_path
     study = Study.open(db)
     config = {"backend": "llama.cpp", "model_file": "qwen2.5-0.5b-instruct-q4_k_m.gguf", "mode": "constrained"}
     judge = study.judge("qwen-constrained-rater", config)
-    label = study.db.conn.execute("SELECT label FROM raters WHERE id = ?", [judge.id]).fetchone()[0]
+    label = study._db.conn.execute("SELECT label FROM raters WHERE id = ?", [judge.id]).fetchone()[0]
     assert label == "J1 qwen2.5-0.5b-instruct-q… constrained"  # (labels.py cuts a model name at 24)
     human = study.human("bob")
     for item, (h, j) in zip(study.items("title-fluency"), [(1, 2), (3, 3), (5, 4)]):

@@ -25,12 +25,13 @@ from tui_rater.domain.modes import Question, Unsupported, mode_of
 from tui_rater.domain.protocols import EvaluationProtocol, derive_seed
 from tui_rater.domain.protocols.guard import ProtocolFault, counted
 from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.domain.values import Item
 from tui_rater.judge import queue, sources
 from tui_rater.judge.backends.base import Backend, Message, OptionProbabilities, TokenCounts
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.queue import Job, RatingResult
 from tui_rater.judge.spec import JudgeSpec
-from tui_rater.store.study import Item, Study
+from tui_rater.store.study import Study
 
 BackendFactory = Callable[[JudgeSpec], Backend]
 

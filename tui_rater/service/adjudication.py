@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task
-from tui_rater.store.adjudication import Voice, adjudicated_values, voices
-from tui_rater.store.study import Item, Study
+from tui_rater.domain.values import Item, Voice
+from tui_rater.store.adjudication import adjudicated_values, voices
+from tui_rater.store.study import Study
 from tui_rater.store.team import gold_keys
 
 

@@ -20,6 +20,7 @@ from tui_rater.domain.errors import UserError
 from tui_rater.domain.modes import MODES, mode_of
 from tui_rater.domain.readiness import AGREEMENT_READY, NOT_READY
 from tui_rater.domain.tasks import Task
+from tui_rater.domain.values import Item, Rater
 from tui_rater.judge import queue
 from tui_rater.judge.backends.registry import for_model
 from tui_rater.judge.errors import JudgeError
@@ -27,7 +28,7 @@ from tui_rater.judge.feeder import CHUNK_ITEMS, Feeder, Span
 from tui_rater.judge.hub import fetch_model, is_hub_model
 from tui_rater.judge.spec import JudgeSpec, provenance, rater_name, usable_cores
 from tui_rater.judge.worker import BackendFactory, Progress, Worker, job_shapes, make_backend, run_judge
-from tui_rater.store.study import Item, Rater, Study
+from tui_rater.store.study import Study
 
 if TYPE_CHECKING:
     from tui_rater.stats.sections.readings import JudgeReadings

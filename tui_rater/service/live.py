@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from tui_rater.domain.values import ChangeMarker
 from tui_rater.service.judging import queue_counts, queue_failures
-from tui_rater.stats.live import PaneData, pane_data
-from tui_rater.store.study import ChangeMarker, Study
+from tui_rater.stats.agreement import Stat
+from tui_rater.stats.live import AttributePane, JudgeRow, PaneData, pane_data
+from tui_rater.store.study import Study
+
+# what the pane's figures are made of, named for the app's type hints (it never imports the statistics)
+__all__ = ["AttributePane", "JudgeRow", "PaneData", "Stat", "agreement_pane"]
 
 
 def agreement_pane(

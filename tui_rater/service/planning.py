@@ -24,6 +24,7 @@ import numpy as np
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.protocols import derive_seed
+from tui_rater.domain.values import Rater
 from tui_rater.stats import active
 from tui_rater.stats.uncertainty import distribution_uncertainty, item_uncertainty
 from tui_rater.store.plans import (
@@ -36,7 +37,7 @@ from tui_rater.store.plans import (
     rated_items,
     save_plan,
 )
-from tui_rater.store.study import Rater, Study
+from tui_rater.store.study import Study
 from tui_rater.store.team import assignments, check_member, gold_keys, load_team_plan
 
 UNCERTAIN = "uncertain"

@@ -3,8 +3,9 @@ off the UI thread and only when the study file changed; the summary itself is ``
 
 from __future__ import annotations
 
+from tui_rater.domain.values import ChangeMarker
 from tui_rater.stats.self_agreement import RetestSummary, retest_summary
-from tui_rater.store.study import ChangeMarker, Study
+from tui_rater.store.study import Study
 
 __all__ = ["RetestSummary", "retest_pane", "retest_summary"]
 

@@ -10,46 +10,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
+from tui_rater.domain.values import ItemNote, Rater, Voice
 from tui_rater.store.session import commit_in_place
-from tui_rater.store.study import RATINGS_IN_FORCE, Rater, Study, ratings_in_force
+from tui_rater.store.study import RATINGS_IN_FORCE, Study, ratings_in_force
 
 T = TypeVar("T")
 
 ADJUDICATED = "adjudicated"  # the parse status of a decision (a person typed it, as 'human')
 
 
-@dataclass(frozen=True)
-class Voice:
-    """One rating in force of one item's question: a person's, or one reading of a judge."""
-
-    item_key: int
-    attribute: str
-    rater: str  # the rater's label
-    kind: str  # 'human' | 'llm' | 'adjudicator'
-    presentation: str
-    sample: int
-    value: float | None
-    raw: str | None  # a judge's reply (a person's rating has none)
-
-
-@dataclass(frozen=True)
-class ItemNote:
-    """A note in force on an item: a flag, a skip, a comment, a reveal review (its verdict and comment)."""
-
-    rater: str
-    kind: str
-    attribute: str | None
-    text: str
-    created_at: str
-
-
 def voices(study: Study, task: str, kinds: tuple[str, ...] = ("human", "llm")) -> list[Voice]:
     """Every rating in force of the task's items by raters of these kinds, in item order."""
     marks = ",".join("?" * len(kinds))
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         f"""SELECT r.item_key, r.attribute, ra.label, ra.kind, r.presentation, r.sample, r.value, r.raw
             FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND ra.kind IN ({marks})
             ORDER BY i.position, r.attribute, ra.kind, ra.label, r.presentation, r.sample""",
@@ -60,7 +35,7 @@ def voices(study: Study, task: str, kinds: tuple[str, ...] = ("human", "llm")) -
 
 def item_voices(study: Study, item_key: int) -> list[Voice]:
     """Every rating in force of one item, every rater kind (what the adjudicator sees)."""
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         f"""SELECT r.item_key, r.attribute, ra.label, ra.kind, r.presentation, r.sample, r.value, r.raw
             FROM {ratings_in_force(True)} ORDER BY r.attribute, ra.kind, ra.label, r.presentation, r.sample""",
         [item_key],
@@ -70,7 +45,7 @@ def item_voices(study: Study, item_key: int) -> list[Voice]:
 
 def item_notes(study: Study, item_key: int) -> list[ItemNote]:
     """The notes in force on one item, oldest first: flags not taken back, the latest edit of each comment."""
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         """SELECT ra.label, n.kind, n.attribute, n.text, n.created_at FROM notes n JOIN raters ra ON ra.id = n.rater_id
            WHERE n.item_key = ? AND n.retracted_at IS NULL ORDER BY n.id""",
         [item_key],
@@ -106,7 +81,7 @@ def adjudicated_values(study: Study, task: str) -> dict[str, dict[int, float]]:
     """attribute -> item key -> the decided value in force (the latest decision, whoever took it)."""
     # the latest by id of each (item, question) is the latest of each adjudicator's in force (RATINGS_IN_FORCE),
     # read without grouping every rating of the study (0.3 s at 120k ratings)
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         """SELECT r.attribute, r.item_key, r.value FROM ratings r JOIN items i ON i.key = r.item_key
            JOIN raters ra ON ra.id = r.rater_id
            WHERE i.task = ? AND ra.kind = 'adjudicator' AND r.retracted = 0 AND r.retest_of IS NULL

@@ -25,7 +25,7 @@ def _json(text: str | None) -> Any:
 
 def certified_rows(study: Study, task: str) -> dict[str, Rows]:
     """Every row of ``task`` a certificate hashes, per table, with each row's key."""
-    conn = study.db.conn
+    conn = study._db.conn
     tables: dict[str, Rows] = {}
     tables["items"] = [
         (item_id, {"id": item_id, "system": system, "fields": _json(fields), "position": position})
@@ -140,7 +140,7 @@ def certified_rows(study: Study, task: str) -> dict[str, Rows]:
 
 def _plans(study: Study, task: str) -> Rows:
     """Each annotator's stored plan (retest, uncertain order) with its settings -- its seed -- and its showings."""
-    conn = study.db.conn
+    conn = study._db.conn
     plans: Rows = []
     for plan_id, rater, kind, settings, created_at in conn.execute(
         "SELECT p.id, ra.name, p.kind, p.settings, p.created_at FROM plans p JOIN raters ra ON ra.id = p.rater_id "
@@ -162,14 +162,14 @@ def _plans(study: Study, task: str) -> Rows:
 
 def item_ids(study: Study, task: str) -> dict[int, str]:
     """item key -> the item's id, for one task."""
-    return dict(study.db.conn.execute("SELECT key, id FROM items WHERE task = ?", [task]).fetchall())
+    return dict(study._db.conn.execute("SELECT key, id FROM items WHERE task = ?", [task]).fetchall())
 
 
 def model_files(study: Study, rater_name: str) -> list[str]:
     """The model files a local judge's replies came from, as the study recorded them (``judge_sources``)."""
     return [
         source
-        for (source,) in study.db.conn.execute(
+        for (source,) in study._db.conn.execute(
             "SELECT s.source FROM judge_sources s JOIN raters ra ON ra.id = s.rater_id WHERE ra.name = ? "
             "ORDER BY s.first_seen, s.source",
             [rater_name],
@@ -182,7 +182,7 @@ def judge_sources(study: Study, rater_name: str) -> list[dict[str, Any]]:
     (stored without credentials), with the model it said it served and its fingerprint."""
     return [
         {"source_name": _source_name(source), "served_model": model, "system_fingerprint": fp}
-        for source, model, fp in study.db.conn.execute(
+        for source, model, fp in study._db.conn.execute(
             "SELECT s.source, s.served_model, s.system_fingerprint FROM judge_sources s JOIN raters ra "
             "ON ra.id = s.rater_id WHERE ra.name = ? ORDER BY s.source, s.served_model, s.system_fingerprint",
             [rater_name],
@@ -200,7 +200,7 @@ def done_jobs(study: Study, task: str, rater_name: str) -> list[tuple[int, int, 
     """(job id, item key, attribute, sample, presentation, attempts) of a judge's done jobs on ``task``, by id."""
     return [
         tuple(row)
-        for row in study.db.conn.execute(
+        for row in study._db.conn.execute(
             """SELECT j.id, j.item_key, j.attribute, j.sample, j.presentation, j.attempts FROM jobs j
                JOIN items i ON i.key = j.item_key JOIN raters ra ON ra.id = j.rater_id
                WHERE i.task = ? AND ra.name = ? AND j.status = 'done' ORDER BY j.id""",
@@ -213,7 +213,7 @@ def job_ratings(study: Study, job_id: int) -> list[tuple[str, int, float | None,
     """(attribute, sample, value, raw reply, parse status, details) of the ratings one job stored."""
     return [
         (attribute, sample, value, raw, status, _json(details))
-        for attribute, sample, value, raw, status, details in study.db.conn.execute(
+        for attribute, sample, value, raw, status, details in study._db.conn.execute(
             "SELECT attribute, sample, value, raw, parse_status, details FROM ratings WHERE job_id = ? "
             "ORDER BY attribute, sample",
             [job_id],

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from tui_rater.domain.errors import UserError
+from tui_rater.domain.errors import StudyMoved, UserError
 from tui_rater.store.schema import (
     APPLICATION_ID,
     LEGACY_VERSIONS,
@@ -112,11 +112,6 @@ def _one_name(path: Path) -> None:
             f"{path} has {links} names (hard links); SQLite keeps one journal per name, so work saved through "
             "one name can be lost through another: keep one name (rm the others) or use a symbolic link"
         )
-
-
-class StudyMoved(UserError):
-    """The study's path no longer names the file a connection holds: what it writes goes into a journal
-    nobody reads again (SQLite keeps the ``-wal`` by name)."""
 
 
 @dataclasses.dataclass(frozen=True)

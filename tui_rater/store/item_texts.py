@@ -14,7 +14,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from tui_rater.store.study import Item, Study
+from tui_rater.domain.values import Item
+from tui_rater.store.study import Study
 
 # items kept: the read-ahead window (``AnnotationSession.read_ahead``) and a few the person went back to
 CAPACITY = 32

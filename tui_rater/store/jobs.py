@@ -71,7 +71,7 @@ def _insert(conn: sqlite3.Connection, rater_id: int, shapes: Sequence[Shape], ch
 
 def enqueue(study: Study, rater_id: int, item_keys: list[int], shapes: Sequence[Shape]) -> int:
     """Add the jobs of these items that do not exist yet; how many were added."""
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         return _insert(conn, rater_id, shapes, "SELECT value, key FROM json_each(?)", [json.dumps(item_keys)])
 
 
@@ -79,12 +79,12 @@ def enqueue_task(study: Study, rater_id: int, task: str, shapes: Sequence[Shape]
     """Add the missing jobs of the task's items ``start`` to ``start + count`` (in import order), in one short write
     transaction; how many were added."""
     chunk = "SELECT key, position FROM items WHERE task = ? ORDER BY position, key LIMIT ? OFFSET ?"
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         return _insert(conn, rater_id, shapes, chunk, [task, count, start])
 
 
 def task_size(study: Study, task: str) -> int:
-    return int(study.db.conn.execute("SELECT count(*) FROM items WHERE task = ?", [task]).fetchone()[0])
+    return int(study._db.conn.execute("SELECT count(*) FROM items WHERE task = ?", [task]).fetchone()[0])
 
 
 # --- leasing -------------------------------------------------------------------------------------------------------
@@ -123,7 +123,7 @@ def lease(
     """
     now = time.time() if now is None else now
     want = max(1, min_jobs)
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         queued = conn.execute(NEXT_QUEUED, [rater_id, now, want]).fetchall()
         expired = conn.execute(NEXT_EXPIRED, [rater_id, now, now, want]).fetchall()
         keys = sorted({r[0] for r in queued + expired})[:want]
@@ -143,7 +143,7 @@ def lease(
 def renew(study: Study, jobs: list[Job], owner: str, lease_s: float = LEASE_S, now: float | None = None) -> None:
     """Extend the leases this owner still holds (a job taken over by another worker is not)."""
     until = (time.time() if now is None else now) + lease_s
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.executemany(
             "UPDATE jobs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND status = 'leased'",
             [(until, job.id, owner) for job in jobs],
@@ -158,7 +158,7 @@ def complete(
     False if the lease was lost meanwhile: then nothing is stored.
     """
     now = utc_now()
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         claimed = conn.execute(
             "UPDATE jobs SET status = 'done', lease_owner = NULL, error_kind = NULL, last_error = NULL, "
             "updated_at = ? WHERE id = ? AND status = 'leased' AND lease_owner = ?",
@@ -200,19 +200,19 @@ def keep_replies(study: Study, rater_id: int, replies: dict[str, dict[str, Any]]
     """Store the replies a job got so far without finishing it (a batch answered the first turn of a conversation:
     the next batch asks the second, and the job's run reads the first from here)."""
     if replies:
-        with write(study.db) as conn:
+        with write(study._db) as conn:
             _keep(conn, rater_id, replies, utc_now())
 
 
 def cached_reply(study: Study, request_hash: str) -> dict[str, Any] | None:
-    row = study.db.conn.execute("SELECT reply FROM replies WHERE request_hash = ?", [request_hash]).fetchone()
+    row = study._db.conn.execute("SELECT reply FROM replies WHERE request_hash = ?", [request_hash]).fetchone()
     return json.loads(row[0]) if row else None
 
 
 def requeue(study: Study, job: Job, owner: str, status: str, not_before: float, kind: str, message: str) -> bool:
     """A held job goes back to the queue (``status`` 'queued', not before ``not_before``) or fails for good; False
     when the owner no longer holds it."""
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         return (
             conn.execute(
                 "UPDATE jobs SET status = ?, lease_owner = NULL, lease_until = NULL, not_before = ?, error_kind = ?, "
@@ -225,7 +225,7 @@ def requeue(study: Study, job: Job, owner: str, status: str, not_before: float, 
 
 def release(study: Study, jobs: list[Job], owner: str) -> None:
     """Give back leased jobs untouched (a worker stopping cleanly); the attempt does not count."""
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.executemany(
             "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL, attempts = attempts - 1 "
             "WHERE id = ? AND lease_owner = ? AND status = 'leased'",
@@ -237,7 +237,7 @@ def lease_owners(study: Study) -> list[str]:
     """Who holds leases now."""
     return [
         r[0]
-        for r in study.db.conn.execute(
+        for r in study._db.conn.execute(
             "SELECT DISTINCT lease_owner FROM jobs WHERE status = 'leased' AND lease_owner IS NOT NULL"
         )
     ]
@@ -245,7 +245,7 @@ def lease_owners(study: Study) -> list[str]:
 
 def requeue_owners(study: Study, owners: list[str]) -> int:
     """Queue again every job these owners hold, the attempt counted (a dead process's jobs)."""
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         return sum(
             conn.execute(
                 "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL WHERE status = 'leased' "
@@ -260,7 +260,7 @@ def leased_by(study: Study, owners: list[str]) -> int:
     """How many jobs these owners hold now."""
     marks = ", ".join("?" * len(owners))
     return int(
-        study.db.conn.execute(
+        study._db.conn.execute(
             f"SELECT count(*) FROM jobs WHERE status = 'leased' AND lease_owner IN ({marks})", owners
         ).fetchone()[0]
     )
@@ -270,7 +270,7 @@ def release_owners(study: Study, owners: list[str]) -> int:
     """Give back every job these owners hold (a run stopping while a worker still waits on its server); a worker
     answering later finds its lease gone and stores nothing (``complete``)."""
     marks = ", ".join("?" * len(owners))
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         return conn.execute(
             "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL, attempts = attempts - 1 "
             f"WHERE status = 'leased' AND lease_owner IN ({marks})",
@@ -284,7 +284,7 @@ def release_owners(study: Study, owners: list[str]) -> int:
 def to_batch(study: Study, jobs: list[Job], owner: str, batch_id: str) -> int:
     """Hand leased jobs to a batch the server has accepted, in one transaction; how many (a job whose lease was
     taken over meanwhile stays with its new owner, and its line in the batch is ignored when it comes back)."""
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         return sum(
             conn.execute(
                 "UPDATE jobs SET status = 'batched', batch_id = ?, lease_owner = NULL, lease_until = NULL, "
@@ -300,7 +300,7 @@ def batches(study: Study, rater_id: int) -> list[str]:
     more, to drop their replies and say so), in the order of their first job."""
     return [
         r[0]
-        for r in study.db.conn.execute(
+        for r in study._db.conn.execute(
             "SELECT batch_id FROM jobs WHERE rater_id = ? AND status IN ('batched', 'cancelled') "
             "AND batch_id IS NOT NULL GROUP BY batch_id ORDER BY min(id)",
             [rater_id],
@@ -312,13 +312,13 @@ def cancelled_in_batch(study: Study, batch_id: str) -> set[int]:
     """The jobs cancelled (``queue --cancel``) while they waited in this batch: their replies are never stored."""
     return {
         r[0]
-        for r in study.db.conn.execute("SELECT id FROM jobs WHERE status = 'cancelled' AND batch_id = ?", [batch_id])
+        for r in study._db.conn.execute("SELECT id FROM jobs WHERE status = 'cancelled' AND batch_id = ?", [batch_id])
     }
 
 
 def forget_batch(study: Study, batch_id: str) -> int:
     """The cancelled jobs of a batch that was read (or cancelled on the server) lose its id: it is not asked again."""
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         return conn.execute(
             "UPDATE jobs SET batch_id = NULL, updated_at = ? WHERE status = 'cancelled' AND batch_id = ?",
             [utc_now(), batch_id],
@@ -328,7 +328,7 @@ def forget_batch(study: Study, batch_id: str) -> int:
 def batched_jobs(study: Study, batch_id: str) -> list[int]:
     return [
         r[0]
-        for r in study.db.conn.execute(
+        for r in study._db.conn.execute(
             "SELECT id FROM jobs WHERE status = 'batched' AND batch_id = ? ORDER BY id", [batch_id]
         )
     ]
@@ -337,7 +337,7 @@ def batched_jobs(study: Study, batch_id: str) -> list[int]:
 def take_batched(study: Study, job_id: int, batch_id: str, owner: str, lease_s: float = LEASE_S) -> Job | None:
     """Lease one job back from its batch to read its reply (one at a time: a process killed while reading leaves
     the other jobs in the batch, for the next run to read from the server's output again)."""
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         taken = conn.execute(
             "UPDATE jobs SET status = 'leased', batch_id = NULL, lease_owner = ?, lease_until = ?, updated_at = ? "
             "WHERE id = ? AND status = 'batched' AND batch_id = ?",
@@ -355,7 +355,7 @@ def void_result(study: Study, job_id: int, request_keys: list[str], kind: str, m
     """A job read from a batch whose results then contradicted themselves fails after all: its ratings and the
     replies cached for its requests are deleted and it is marked failed, in one transaction. (The job's status
     before, the parse statuses of the ratings removed.)"""
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         row = conn.execute("SELECT status FROM jobs WHERE id = ?", [job_id]).fetchone()
         statuses = [s for (s,) in conn.execute("SELECT parse_status FROM ratings WHERE job_id = ?", [job_id])]
         conn.execute("DELETE FROM ratings WHERE job_id = ?", [job_id])
@@ -372,7 +372,7 @@ def unbatch(study: Study, batch_id: str, kind: str, message: str, *, counts: boo
     """The jobs a batch did not answer go back to the queue (failed once they have had MAX_ATTEMPTS; a cancelled
     batch's attempt does not count); how many."""
     attempts = "attempts" if counts else "max(0, attempts - 1)"
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         return conn.execute(
             f"UPDATE jobs SET status = CASE WHEN {attempts} >= ? THEN 'failed' ELSE 'queued' END, "
             f"attempts = {attempts}, batch_id = NULL, not_before = 0, error_kind = ?, last_error = ?, updated_at = ? "
@@ -390,7 +390,7 @@ def _update_all(study: Study, sql: str, rater_id: int | None) -> int:
     if rater_id is not None:
         sql += " AND rater_id = ?"
         params.append(rater_id)
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         return conn.execute(sql, params).rowcount
 
 
@@ -409,8 +409,8 @@ def cancelled_batched(study: Study, rater_id: int | None = None) -> int:
     """Cancelled jobs whose server batch has not been read yet (it runs, and is paid for, all the same)."""
     sql = "SELECT count(*) FROM jobs WHERE status = 'cancelled' AND batch_id IS NOT NULL"
     if rater_id is None:
-        return int(study.db.conn.execute(sql).fetchone()[0])
-    return int(study.db.conn.execute(sql + " AND rater_id = ?", [rater_id]).fetchone()[0])
+        return int(study._db.conn.execute(sql).fetchone()[0])
+    return int(study._db.conn.execute(sql + " AND rater_id = ?", [rater_id]).fetchone()[0])
 
 
 def retry(study: Study, rater_id: int | None = None) -> int:
@@ -429,14 +429,14 @@ def counts(study: Study, rater_id: int | None = None) -> dict[str, int]:
         + (" WHERE rater_id = ?" if rater_id is not None else "")
         + " GROUP BY status"
     )
-    found = dict(study.db.conn.execute(sql, [rater_id] if rater_id is not None else []).fetchall())
+    found = dict(study._db.conn.execute(sql, [rater_id] if rater_id is not None else []).fetchall())
     return {status: found.get(status, 0) for status in STATUSES}
 
 
 def counts_by_rater(study: Study) -> dict[int, dict[str, int]]:
     """rater id -> jobs per status (the statuses it has)."""
     found: dict[int, dict[str, int]] = {}
-    for rid, status, n in study.db.conn.execute(
+    for rid, status, n in study._db.conn.execute(
         "SELECT rater_id, status, count(*) FROM jobs GROUP BY rater_id, status"
     ):
         found.setdefault(rid, {})[status] = n
@@ -447,14 +447,14 @@ def pending(study: Study, rater_id: int | None = None) -> int:
     """Jobs that may still produce a result (queued, or leased by a live or dead worker): a judge's, or the study's."""
     sql = "SELECT count(*) FROM jobs WHERE status IN ('queued', 'leased')"
     if rater_id is None:
-        return int(study.db.conn.execute(sql).fetchone()[0])
-    return int(study.db.conn.execute(sql + " AND rater_id = ?", [rater_id]).fetchone()[0])
+        return int(study._db.conn.execute(sql).fetchone()[0])
+    return int(study._db.conn.execute(sql + " AND rater_id = ?", [rater_id]).fetchone()[0])
 
 
 def failures(study: Study, limit: int = 20) -> list[dict[str, Any]]:
     return [
         dict(r)
-        for r in study.db.query(
+        for r in study._db.query(
             "SELECT j.id, i.id AS item, i.task, j.attribute, j.presentation, j.sample, ra.label AS rater, j.attempts, "
             "j.error_kind, "
             "j.last_error FROM jobs j JOIN items i ON i.key = j.item_key JOIN raters ra ON ra.id = j.rater_id "

@@ -133,7 +133,7 @@ def _typed(column: str, value: Any) -> Any:
 
 def judgement_rows(study: Study, task: str | None = None) -> list[dict[str, Any]]:
     """Every judge rating (not retracted), with its pass's facts and the replies before it, in study order."""
-    conn = study.db.conn
+    conn = study._db.conn
     in_force = {rid for (rid,) in conn.execute(f"SELECT r.id FROM {RATINGS_IN_FORCE} WHERE ra.kind = 'llm'")}
     rows = conn.execute(
         f"""SELECT r.id, ra.label, ra.id, ra.name, i.task, i.id, i.system, r.attribute, r.presentation, r.sample,

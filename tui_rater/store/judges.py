@@ -23,7 +23,7 @@ from tui_rater.store.study import RATINGS_IN_FORCE, Study
 def record_sources(study: Study, rater_id: int, found: list[tuple[str, str, str]]) -> None:
     """Count one job against each (source, served model, fingerprint); a new one gets its own row."""
     now = utc_now()
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.executemany(
             "INSERT INTO judge_sources (rater_id, source, served_model, system_fingerprint, jobs, first_seen, "
             "last_seen) VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT (rater_id, source, served_model, system_fingerprint) "
@@ -35,7 +35,7 @@ def record_sources(study: Study, rater_id: int, found: list[tuple[str, str, str]
 def record_server(study: Study, rater_id: int, source: str, facts: dict[str, Any]) -> None:
     """What the server said about the model behind the alias; a change is a new row beside the old one."""
     text = json.dumps(facts, sort_keys=True)
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.execute(
             "INSERT OR IGNORE INTO judge_servers (rater_id, source, facts, first_seen) VALUES (?, ?, ?, ?)",
             (rater_id, source, text, utc_now()),
@@ -46,7 +46,7 @@ def servers(study: Study, rater_id: int) -> list[tuple[str, dict[str, Any]]]:
     """(server URL, what it said) for one judge, oldest first."""
     return [
         (source, _config(facts))
-        for source, facts in study.db.conn.execute(
+        for source, facts in study._db.conn.execute(
             "SELECT source, facts FROM judge_servers WHERE rater_id = ? ORDER BY first_seen, source", (rater_id,)
         )
     ]
@@ -102,7 +102,7 @@ def legend(study: Study) -> list[tuple[int, str, str, int]]:
     (the live pane rebuilds its report on every change)."""
     return [
         (rid, label or name, name, sources)
-        for rid, label, name, sources in study.db.conn.execute(
+        for rid, label, name, sources in study._db.conn.execute(
             "SELECT ra.id, ra.label, ra.name, (SELECT count(*) FROM judge_sources s WHERE s.rater_id = ra.id) "
             "FROM raters ra WHERE ra.kind = 'llm' ORDER BY ra.id"
         )
@@ -111,7 +111,7 @@ def legend(study: Study) -> list[tuple[int, str, str, int]]:
 
 def list_judges(study: Study) -> list[Judge]:
     """Every LLM judge of the study, in the order they were made, with its sources and counts."""
-    conn = study.db.conn
+    conn = study._db.conn
     counts = {
         rid: (ok, failed)
         for rid, ok, failed in conn.execute(
@@ -185,7 +185,7 @@ def find_judge(study: Study, wanted: str) -> Judge:
         j for j in judges if j.label.split(" ", 1)[0] == wanted
     ]
     if len(found) != 1:
-        person = study.db.conn.execute(
+        person = study._db.conn.execute(
             "SELECT 1 FROM raters WHERE kind != 'llm' AND (name = ? OR label = ?)", [wanted, wanted]
         ).fetchone()
         if person:
@@ -203,7 +203,7 @@ def _owned_tables(conn: sqlite3.Connection) -> list[str]:
 
 
 def footprint(study: Study, judge: Judge) -> Footprint:
-    conn = study.db.conn
+    conn = study._db.conn
     return Footprint(
         judge,
         {t: conn.execute(f"SELECT count(*) FROM {t} WHERE rater_id = ?", [judge.id]).fetchone()[0]
@@ -216,7 +216,7 @@ def forget_judge(study: Study, judge: Judge) -> Footprint:
     know it. Refused while another process holds its jobs (a run in progress)."""
     from tui_rater.domain.errors import UserError
 
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         leased = conn.execute(
             "SELECT count(*) FROM jobs WHERE rater_id = ? AND status = 'leased'", [judge.id]
         ).fetchone()[0]

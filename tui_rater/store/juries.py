@@ -78,7 +78,7 @@ def _load(rid: int, label: str, config_text: str | None, config_hash: str | None
 
 def list_juries(study: Study) -> list[Jury]:
     """Every jury of the study, in the order they were made. One cheap statement: the report calls it each time."""
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         "SELECT id, coalesce(label, name), config, config_hash FROM raters "
         "WHERE kind = 'llm' AND config LIKE '%\"jury\"%' ORDER BY id"
     ).fetchall()
@@ -92,7 +92,7 @@ def jury_ids(study: Study) -> set[int]:
 def create_jury(study: Study, name: str, members: list[tuple[int, str, str]], aggregate: str, task: str | None) -> Jury:
     """Store a jury of ``members`` ((rater id, rater name, label), in the order given: the order breaks a vote's
     ties). Refused in one sentence when the name or label is taken."""
-    conn = study.db.conn
+    conn = study._db.conn
     listed = []
     for rid, member_name, label in members:
         row = conn.execute("SELECT config_hash FROM raters WHERE id = ?", [rid]).fetchone()
@@ -100,7 +100,7 @@ def create_jury(study: Study, name: str, members: list[tuple[int, str, str]], ag
     rule = {"name": name, "aggregate": aggregate, "task": task, "members": listed}
     config_json = json.dumps({JURY_KEY: rule}, sort_keys=True)
     config_hash = hashlib.sha256(config_json.encode()).hexdigest()
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         taken = conn.execute(
             "SELECT 1 FROM raters WHERE name = ? OR label = ? OR name = ?", [JURY_PREFIX + name, name, name]
         ).fetchone()
@@ -117,7 +117,7 @@ def create_jury(study: Study, name: str, members: list[tuple[int, str, str]], ag
 
 def is_person(study: Study, name: str) -> bool:
     """Is NAME (a name or label) one of the study's people rather than a judge?"""
-    row = study.db.conn.execute(
+    row = study._db.conn.execute(
         "SELECT 1 FROM raters WHERE kind != 'llm' AND (name = ? OR label = ?)", [name, name]
     ).fetchone()
     return row is not None
@@ -134,7 +134,7 @@ def find_jury(study: Study, wanted: str) -> Jury:
 
 def forget_jury(study: Study, jury: Jury) -> None:
     """Remove the jury's definition (it owns no ratings or jobs; its values were never stored)."""
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.execute("DELETE FROM raters WHERE id = ?", [jury.id])
 
 
@@ -142,7 +142,7 @@ def forget_member_and_juries(study: Study, judge: Any, juries: list[Jury]) -> An
     """Forget a judge (``store/judges.forget_judge``) and the juries made from it, in one transaction."""
     from tui_rater.store.judges import forget_judge
 
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         for jury in juries:
             conn.execute("DELETE FROM raters WHERE id = ?", [jury.id])
         return forget_judge(study, judge)
@@ -159,7 +159,7 @@ def member_distributions(study: Study, task: str, attribute: str, labels: list[s
     sample 0 (``domain/modes.py``), so one row per (item, member, presentation)."""
     if not labels:
         return []
-    return study.db.conn.execute(
+    return study._db.conn.execute(
         f"""SELECT coalesce(ra.label, ra.name), r.item_key, r.presentation,
                    json_extract(r.details, '$.{Details.DISTRIBUTION}'),
                    CASE WHEN json_valid(ra.config) AND json_type(ra.config, '$.variant') = 'text'
@@ -176,7 +176,7 @@ def member_distributions(study: Study, task: str, attribute: str, labels: list[s
 def has_distributions(study: Study, rater_id: int, task: str | None) -> bool:
     """Has this judge any stored distribution pass (of the task, when one is given)?"""
     task_clause = " AND r.item_key IN (SELECT key FROM items WHERE task = ?)" if task else ""
-    row = study.db.conn.execute(
+    row = study._db.conn.execute(
         f"SELECT 1 FROM ratings r WHERE r.rater_id = ? AND r.retracted = 0 AND r.sample = 0 "
         f"AND r.details LIKE '%\"{Details.DISTRIBUTION}\"%'{task_clause} LIMIT 1",
         [rater_id, *([task] if task else [])],

@@ -32,7 +32,7 @@ class Link:
 
 def stored_links(study: Study) -> dict[str, Link]:
     """annotator -> their link (without its token, which is not stored)."""
-    rows = study.db.conn.execute("SELECT annotator, created_at FROM web_links ORDER BY annotator").fetchall()
+    rows = study._db.conn.execute("SELECT annotator, created_at FROM web_links ORDER BY annotator").fetchall()
     return {annotator: Link(annotator, created_at) for annotator, created_at in rows}
 
 
@@ -40,7 +40,7 @@ def new_link(study: Study, annotator: str) -> Link:
     """A new token for ``annotator``, replacing their old link (which stops working); only its hash is stored."""
     token = secrets.token_urlsafe(TOKEN_BYTES)
     now = utc_now()
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.execute(
             "INSERT INTO web_links (annotator, token_sha256, created_at) VALUES (?, ?, ?) "
             "ON CONFLICT (annotator) DO UPDATE SET token_sha256 = excluded.token_sha256, "
@@ -64,7 +64,7 @@ class LinkBook:
         """The annotator whose current link holds ``token`` (None: no such link, replaced, or not served here)."""
         if not token:
             return None
-        row = self.study.db.conn.execute(
+        row = self.study._db.conn.execute(
             "SELECT annotator FROM web_links WHERE token_sha256 = ?", [token_hash(token)]
         ).fetchone()
         return row[0] if row is not None and row[0] in self.annotators else None

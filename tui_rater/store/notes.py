@@ -39,7 +39,7 @@ NOTES_SCHEMA = {
 def notes_rows(study: Study, task: str | None = None) -> list[dict[str, Any]]:
     """Notes and adjudications, in the order they were made."""
     where, params = ("WHERE i.task = ?", [task]) if task else ("", [])
-    conn = study.db.conn
+    conn = study._db.conn
     rows: list[dict[str, Any]] = []
     for (
         note_id,

@@ -42,7 +42,7 @@ class Plan:
 
 
 def load_plan(study: Study, rater_id: int, task: str, kind: str) -> Plan | None:
-    row = study.db.conn.execute(
+    row = study._db.conn.execute(
         "SELECT id, settings, created_at FROM plans WHERE rater_id = ? AND task = ? AND kind = ?",
         [rater_id, task, kind],
     ).fetchone()
@@ -50,7 +50,7 @@ def load_plan(study: Study, rater_id: int, task: str, kind: str) -> Plan | None:
         return None
     showings = [
         Showing(item_key, bool(retest), uncertainty, draw)
-        for item_key, retest, uncertainty, draw in study.db.conn.execute(
+        for item_key, retest, uncertainty, draw in study._db.conn.execute(
             "SELECT item_key, retest, uncertainty, draw FROM plan_showings WHERE plan_id = ? ORDER BY position",
             [row[0]],
         )
@@ -65,7 +65,7 @@ def save_plan(
     if kind not in KINDS:
         raise ValueError(f"unknown plan kind {kind!r}")
     now = utc_now()
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         old = conn.execute(
             "SELECT id FROM plans WHERE rater_id = ? AND task = ? AND kind = ?", [rater_id, task, kind]
         ).fetchone()
@@ -94,7 +94,7 @@ def save_plan(
 
 def judges_of(study: Study, task: str) -> list[str]:
     """The LLM judges with ratings in force of this task's items, by name."""
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         f"SELECT DISTINCT ra.name FROM {RATINGS_IN_FORCE} WHERE i.task = ? AND ra.kind = 'llm' ORDER BY ra.name",
         [task],
     ).fetchall()
@@ -113,7 +113,7 @@ class JudgeReadings:
 def judge_readings(study: Study, task: str, judge: str) -> dict[tuple[int, str], JudgeReadings]:
     """(item key, attribute) -> the judge's readings, from its ratings in force."""
     found: dict[tuple[int, str], JudgeReadings] = {}
-    for item_key, attribute, value, details in study.db.conn.execute(
+    for item_key, attribute, value, details in study._db.conn.execute(
         f"""SELECT r.item_key, r.attribute, r.value, r.details FROM {RATINGS_IN_FORCE}
             WHERE i.task = ? AND ra.name = ? AND ra.kind = 'llm'
             ORDER BY r.item_key, r.attribute, r.presentation, r.sample""",
@@ -131,7 +131,7 @@ def judge_readings(study: Study, task: str, judge: str) -> dict[tuple[int, str],
 def rated_items(study: Study, task: str, rater_id: int) -> set[int]:
     """Items of the task this rater has answered every question of (first ratings, not undone)."""
     questions = len(study.task(task).attributes)
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         "SELECT r.item_key, count(DISTINCT r.attribute) FROM ratings r JOIN items i ON i.key = r.item_key "
         "WHERE i.task = ? AND r.rater_id = ? AND r.retracted = 0 AND r.retest_of IS NULL AND r.value IS NOT NULL "
         "AND r.sample = 0 "  # a person's rating under another sample is never in force (store/study.py)

@@ -11,7 +11,7 @@ from tui_rater.store.study import RATINGS_IN_FORCE, Study
 
 def people_who_rated(study: Study, task: str) -> list[str]:
     """The people (kind human) with a rating on an item of ``task``, by name."""
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         "SELECT DISTINCT ra.name FROM ratings r JOIN items i ON i.key = r.item_key JOIN raters ra ON "
         "ra.id = r.rater_id WHERE i.task = ? AND ra.kind = 'human' ORDER BY ra.name",
         [task],
@@ -21,7 +21,7 @@ def people_who_rated(study: Study, task: str) -> list[str]:
 
 def people_values(study: Study, task: str) -> Iterator[tuple[int, str, str, float]]:
     """(item key, question, person's name, value) of every person's rating in force with a value."""
-    yield from study.db.conn.execute(
+    yield from study._db.conn.execute(
         f"SELECT r.item_key, r.attribute, ra.name, r.value FROM {RATINGS_IN_FORCE} "
         "WHERE i.task = ? AND r.value IS NOT NULL AND ra.kind = 'human'",
         [task],
@@ -30,7 +30,7 @@ def people_values(study: Study, task: str) -> Iterator[tuple[int, str, str, floa
 
 def skips_and_flags(study: Study, task: str, rater_id: int | None) -> list[tuple[str, int, str | None]]:
     """(kind, item key, text) of a rater's skips and flags in force."""
-    rows: list[tuple[str, int, str | None]] = study.db.conn.execute(
+    rows: list[tuple[str, int, str | None]] = study._db.conn.execute(
         "SELECT n.kind, n.item_key, n.text FROM notes n JOIN items i ON i.key = n.item_key "
         "WHERE i.task = ? AND n.rater_id = ? AND n.kind IN ('skip', 'flag') AND n.retracted_at IS NULL",
         [task, rater_id],
@@ -40,7 +40,7 @@ def skips_and_flags(study: Study, task: str, rater_id: int | None) -> list[tuple
 
 def seconds_per_item(study: Study, task: str, rater_id: int | None) -> dict[int, float]:
     """Item key -> the seconds a rater spent on it (ratings in force, retests left out)."""
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         "SELECT r.item_key, sum(r.seconds) FROM ratings r JOIN items i ON i.key = r.item_key WHERE i.task = ? "
         "AND r.rater_id = ? AND r.retracted = 0 AND r.retest_of IS NULL AND r.seconds IS NOT NULL "
         "GROUP BY r.item_key",
@@ -52,7 +52,7 @@ def seconds_per_item(study: Study, task: str, rater_id: int | None) -> dict[int,
 def last_activity(study: Study, task: str, rater_id: int | None) -> str | None:
     """When a rater last rated or wrote a note on ``task`` (None: never)."""
     last: str | None
-    (last,) = study.db.conn.execute(
+    (last,) = study._db.conn.execute(
         "SELECT max(t) FROM (SELECT max(r.created_at) AS t FROM ratings r JOIN items i ON i.key = r.item_key "
         "WHERE i.task = ? AND r.rater_id = ? UNION ALL SELECT max(n.created_at) FROM notes n "
         "JOIN items i ON i.key = n.item_key WHERE i.task = ? AND n.rater_id = ?)",
@@ -63,7 +63,7 @@ def last_activity(study: Study, task: str, rater_id: int | None) -> str | None:
 
 def retest_differences(study: Study, task: str, rater_id: int | None) -> list[tuple[float]]:
     """|second − first| of each of a rater's retests in force (one row each)."""
-    rows: list[tuple[float]] = study.db.conn.execute(
+    rows: list[tuple[float]] = study._db.conn.execute(
         "SELECT abs(second.value - first.value) FROM ratings second JOIN ratings first ON first.id = second.retest_of "
         "JOIN items i ON i.key = second.item_key WHERE i.task = ? AND second.value IS NOT NULL "
         "AND first.value IS NOT NULL AND second.id IN (SELECT max(id) FROM ratings WHERE rater_id = ? "
@@ -78,7 +78,7 @@ def started_pairs(study: Study, task: str) -> set[tuple[int, int]]:
     is work done too)."""
     return {
         (rater, key)
-        for rater, key in study.db.conn.execute(
+        for rater, key in study._db.conn.execute(
             "SELECT DISTINCT r.rater_id, r.item_key FROM ratings r JOIN items i ON i.key = r.item_key "
             "WHERE i.task = ? AND r.retracted = 0 UNION SELECT n.rater_id, n.item_key FROM notes n "
             "JOIN items i ON i.key = n.item_key WHERE i.task = ?",
@@ -89,19 +89,19 @@ def started_pairs(study: Study, task: str) -> set[tuple[int, int]]:
 
 def item_prompts(study: Study, task: str) -> dict[int, str]:
     """Item key -> its `prompt` field ("" where it has none)."""
-    rows = study.db.conn.execute("SELECT key, json_extract(fields, '$.prompt') FROM items WHERE task = ?", [task])
+    rows = study._db.conn.execute("SELECT key, json_extract(fields, '$.prompt') FROM items WHERE task = ?", [task])
     return {int(key): prompt if isinstance(prompt, str) else "" for key, prompt in rows}
 
 
 def item_ids(study: Study, task: str) -> dict[int, str]:
     """Item key -> the item's id."""
-    return dict(study.db.conn.execute("SELECT key, id FROM items WHERE task = ?", [task]).fetchall())
+    return dict(study._db.conn.execute("SELECT key, id FROM items WHERE task = ?", [task]).fetchall())
 
 
 def report_notes(study: Study, task: str) -> list[tuple[str, int, str, str, str, str | None, str | None]]:
     """(kind, item key, item id, system, rater label, question, text) of the flags and the comments with text in
     force, flags first, in item order."""
-    rows: list[tuple[str, int, str, str, str, str | None, str | None]] = study.db.conn.execute(
+    rows: list[tuple[str, int, str, str, str, str | None, str | None]] = study._db.conn.execute(
         """SELECT n.kind, i.key, i.id, coalesce(i.system, '-'), ra.label, n.attribute, n.text
            FROM notes n JOIN items i ON i.key = n.item_key JOIN raters ra ON ra.id = n.rater_id
            WHERE i.task = ? AND n.kind IN ('flag', 'comment') AND n.retracted_at IS NULL
@@ -114,5 +114,5 @@ def report_notes(study: Study, task: str) -> list[tuple[str, int, str, str, str,
 
 def data_version(study: Study) -> int:
     """SQLite's data_version: changes when any connection (another process's too) has committed since."""
-    (version,) = study.db.conn.execute("PRAGMA data_version").fetchone()
+    (version,) = study._db.conn.execute("PRAGMA data_version").fetchone()
     return int(version)

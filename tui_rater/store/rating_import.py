@@ -251,8 +251,8 @@ def import_ratings(study: Study, path: str | Path, default_kind: str = "human") 
     if extra:
         raise UserError(f"{path}: unknown column {extra[0]!r} (ratings use: {', '.join(known[:7])})")
     importer = _Importer(study, path, default_kind, {r.name: r.kind for r in study.raters()})
-    importer.task_names = [t for (t,) in study.db.conn.execute("SELECT DISTINCT task FROM items ORDER BY task")]
-    with write(study.db) as conn:
+    importer.task_names = [t for (t,) in study._db.conn.execute("SELECT DISTINCT task FROM items ORDER BY task")]
+    with write(study._db) as conn:
         conn.execute(
             f"CREATE TEMP TABLE {_SEEN.removeprefix('temp.')} (item_key INTEGER, attribute TEXT, rater TEXT, "
             "sample INTEGER, row INTEGER, PRIMARY KEY (item_key, attribute, rater, sample)) WITHOUT ROWID"

@@ -32,7 +32,7 @@ def task_rating_batches(
     were most of a 100k report's memory). ``excluded``: people whose ratings are left out too."""
     not_gold = NOT_GOLD if has_team_tables(study) else ""
     left_out = f" AND NOT (ra.kind = 'human' AND ra.name IN ({','.join('?' * len(excluded))}))" if excluded else ""
-    cursor = study.db.conn.execute(
+    cursor = study._db.conn.execute(
         f"""SELECT r.item_key, coalesce(i.system, '-'), r.attribute, ra.label, ra.kind, r.presentation, r.sample,
                    r.value, r.id, r.parse_status,
                    CASE WHEN ra.kind = 'llm' AND r.details LIKE '%"{Details.MASS}"%' AND json_valid(r.details)
@@ -56,7 +56,7 @@ def excluded_ratings(study: Study, task: str, names: Sequence[str]) -> dict[str,
     if not names:
         return {}
     not_gold = NOT_GOLD if has_team_tables(study) else ""
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         f"""SELECT ra.name, count(*) FROM {RATINGS_IN_FORCE}
             WHERE i.task = ? AND ra.kind = 'human' AND r.value IS NOT NULL
                   AND ra.name IN ({",".join("?" * len(names))}){not_gold}
@@ -69,7 +69,7 @@ def excluded_ratings(study: Study, task: str, names: Sequence[str]) -> dict[str,
 
 def implicit_jumps(study: Study, task: str) -> list[tuple[Any, ...]]:
     """(judge, question, how many of its Implicit Scores had p(no) = 0, the least p(yes) among them)."""
-    return study.db.conn.execute(
+    return study._db.conn.execute(
         f"""SELECT ra.label, r.attribute, count(*), min(json_extract(r.details, '$.{Details.P_YES}'))
             FROM {RATINGS_IN_FORCE}
             WHERE i.task = ? AND ra.kind = 'llm' AND r.value IS NOT NULL AND r.details LIKE '%"{Details.P_NO}"%'
@@ -83,7 +83,7 @@ def implicit_jumps(study: Study, task: str) -> list[tuple[Any, ...]]:
 
 def expected_scores(study: Study, task: str) -> list[tuple[Any, ...]]:
     """(judge, question, item key, the judge's expected score averaged over its passes)."""
-    return study.db.conn.execute(
+    return study._db.conn.execute(
         f"""SELECT ra.label, r.attribute, r.item_key, avg(json_extract(r.details, '$.{Details.EXPECTED}'))
             FROM {RATINGS_IN_FORCE}
             WHERE i.task = ? AND ra.kind = 'llm' AND r.details LIKE '%"{Details.EXPECTED}"%' AND json_valid(r.details)

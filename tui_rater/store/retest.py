@@ -125,7 +125,7 @@ def _earliest(due: list[tuple[int, int]], window: _Window, now: int | None) -> i
 
 
 def _rows(study: Study, task: str, rater_id: int) -> list[_Row]:
-    return study.db.conn.execute(
+    return study._db.conn.execute(
         "SELECT r.id, r.item_key, r.attribute, r.value, r.retest_of, r.created_at, r.retracted "
         "FROM ratings r JOIN items i ON i.key = r.item_key WHERE r.rater_id = ? AND i.task = ? ORDER BY r.id",
         [rater_id, task],
@@ -207,7 +207,7 @@ ValueInForce = tuple[int, str, str, str, str, float]
 def values_in_force(study: Study, task: str, annotator: str) -> list[ValueInForce]:
     """(item key, attribute, rater, kind, presentation, value) of the annotator's first ratings and every
     judge's ratings in force with a value: what "you agree with the judge at ..." is computed from."""
-    return study.db.conn.execute(
+    return study._db.conn.execute(
         f"""SELECT r.item_key, r.attribute, ra.label, ra.kind, r.presentation, r.value FROM {RATINGS_IN_FORCE}
             WHERE i.task = ? AND r.value IS NOT NULL AND (ra.kind = 'llm' OR ra.name = ?)
             ORDER BY r.item_key, r.attribute, ra.label, r.presentation, r.sample""",

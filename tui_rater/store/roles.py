@@ -16,13 +16,13 @@ from tui_rater.store.team import has_team_tables
 def leads(study: Study) -> list[str]:
     if not has_team_tables(study):
         return []
-    return [name for (name,) in study.db.conn.execute("SELECT name FROM leads ORDER BY name")]
+    return [name for (name,) in study._db.conn.execute("SELECT name FROM leads ORDER BY name")]
 
 
 def set_leads(study: Study, names: list[str]) -> None:
     """Replace the list of leads (an empty list lets everyone again)."""
     now = utc_now()
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.execute("DELETE FROM leads")
         conn.executemany("INSERT INTO leads (name, created_at) VALUES (?, ?)", [(name, now) for name in names])
 

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tui_rater.domain import protocols
-from tui_rater.domain.errors import UserError
+from tui_rater.domain.errors import StudyLocked, UserError
 from tui_rater.domain.protocols import derive_seed
 from tui_rater.domain.tasks import Task
+from tui_rater.domain.values import Item, ItemHead, OtherRating, Rater, RetestShowing, ShowingKey
 from tui_rater.store.db import BUSY_TIMEOUT_S, utc_now, write
 from tui_rater.store.item_texts import ItemTexts
 from tui_rater.store.plans import Showing, load_plan, save_plan
@@ -38,7 +39,7 @@ from tui_rater.store.retest import (
     retest_order,
     retested_items,
 )
-from tui_rater.store.study import Item, ItemHead, Rater, Study, ratings_in_force
+from tui_rater.store.study import Study, ratings_in_force
 from tui_rater.store.team import TeamPlan, assignments, check_member, claim, gold_keys, load_team_plan, others_per_item
 
 T = TypeVar("T")
@@ -47,19 +48,7 @@ ORDERS = ("imported", "random", "grouped", "uncertain")
 READ_BEHIND, READ_AHEAD = 2, 8  # the showings around the one on screen whose texts are held (``read_ahead``)
 
 
-@dataclass(frozen=True)
-class RetestShowing:
-    """The key of an item's second, blind showing (its first showing's key is the item's key)."""
-
-    item_key: int
-
-
-ShowingKey = int | RetestShowing
 Ratings = dict[tuple[int, str], tuple[int, float]]
-
-
-class StudyLocked(Exception):
-    """Another process still holds the study file's write lock after the wait asked for."""
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -99,20 +88,11 @@ def commit_in_place(study: Study, change: Callable[[], T], lock_wait: float) -> 
     as saved what is not in the study under its name. After the commit, a passive checkpoint copies it from
     the ``-wal`` (kept by name) into the file itself, so that a rename after this returns strands nothing."""
     study.check_still_named()
-    result = commit_change(study.db.conn, change, lock_wait)
+    result = commit_change(study._db.conn, change, lock_wait)
     with contextlib.suppress(sqlite3.Error):  # committed either way: a checkpoint that cannot run now is no failure
-        study.db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        study._db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
     study.check_still_named()
     return result
-
-
-@dataclass
-class OtherRating:
-    rater: str
-    kind: str
-    value: float | None
-    sample: int
-    explanation: str | None
 
 
 @dataclass
@@ -242,7 +222,7 @@ class AnnotationSession:
     def _spa_packet(self, items: list[ItemHead]) -> ItemHead:
         """SPA gives each annotator one packet: theirs if begun, else one nobody has rated yet."""
         rated = dict(
-            self.study.db.conn.execute(
+            self.study._db.conn.execute(
                 "SELECT r.item_key, min(r.rater_id = ?) FROM ratings r JOIN raters ra ON ra.id = r.rater_id "
                 "WHERE ra.kind = 'human' GROUP BY r.item_key",
                 [self.rater.id],
@@ -299,7 +279,7 @@ class AnnotationSession:
 
     def reload(self) -> None:
         """Read this annotator's ratings and notes back from the file."""
-        rows = self.study.db.conn.execute(
+        rows = self.study._db.conn.execute(
             "SELECT r.id, r.item_key, r.attribute, r.value, r.retest_of FROM ratings r "
             "JOIN items i ON i.key = r.item_key WHERE r.rater_id = ? AND i.task = ? AND r.retracted = 0 "
             "AND r.sample = 0 ORDER BY r.id",  # a person's rating under another sample is never in force (study.py)
@@ -309,7 +289,7 @@ class AnnotationSession:
             (item, attribute): (rating_id, value) for rating_id, item, attribute, value, of in rows if of is None
         }
         self.retested = {(item, a): (rating_id, value) for rating_id, item, a, value, of in rows if of is not None}
-        notes = self.study.db.conn.execute(
+        notes = self.study._db.conn.execute(
             "SELECT id, item_key, kind, text FROM notes WHERE rater_id = ? AND kind IN ('skip', 'flag', 'comment') "
             "AND retracted_at IS NULL ORDER BY id",  # a flag taken back, a comment replaced by its edit: not in force
             [self.rater.id],
@@ -479,7 +459,7 @@ class AnnotationSession:
         """Take back this showing's flag: the note stays in the file, marked when it was taken back
         (``retracted_at``); a flag of the item's retest showing is another showing's. Returns how many."""
         retest = self.is_retest[index]
-        with write(self.study.db) as conn:
+        with write(self.study._db) as conn:
             cur = conn.execute(
                 "UPDATE notes SET retracted_at = ? WHERE rater_id = ? AND item_key = ? AND kind = 'flag' "
                 f"AND retracted_at IS NULL AND {'text = ?' if retest else '(text IS NULL OR text != ?)'}",
@@ -495,7 +475,7 @@ class AnnotationSession:
         item_key = self.items[index].key
         previous = self.comments.get(item_key)
         note_id = None
-        with write(self.study.db) as conn:
+        with write(self.study._db) as conn:
             if previous is not None:
                 conn.execute("UPDATE notes SET retracted_at = ? WHERE id = ?", [utc_now(), previous[0]])
             if text:
@@ -517,7 +497,7 @@ class AnnotationSession:
         """
         rows = (
             (study or self.study)
-            .db.conn.execute(
+            ._db.conn.execute(
                 # the ratings in force: a rating someone changed is not shown beside the one that replaced it
                 f"SELECT r.attribute, ra.label, ra.kind, r.value, r.sample, r.raw FROM {ratings_in_force(True)} "
                 "WHERE r.rater_id != ? ORDER BY r.attribute, ra.kind, ra.label, r.sample",

@@ -11,48 +11,17 @@ import re
 import sqlite3
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
 from tui_rater.domain.errors import UserError
 from tui_rater.domain.tasks import Task, TaskRegistry, definition_change, load_task_file, task_from_definition
+from tui_rater.domain.values import ChangeMarker, Item, ItemHead, Rater
 from tui_rater.store.db import check_still_named, connect, file_identity, inserted_id, utc_now, write
 from tui_rater.store.labels import is_configured, judge_label
 from tui_rater.store.ratings import NewRating, insert_ratings
-
-
-@dataclass(frozen=True, slots=True)  # slots: 100,000 items in the app, each without a __dict__
-class Item:
-    key: int
-    id: str
-    task: str
-    system: str | None
-    fields: dict[str, str]
-    position: int
-
-
-@dataclass(frozen=True, slots=True)
-class ItemHead:
-    """An item without its texts: what a session needs to order, count and find its items (``item_heads``);
-    the texts are read when the item is shown (``items_of``)."""
-
-    key: int
-    id: str
-    task: str
-    system: str | None
-    position: int
-
-
-@dataclass(frozen=True)
-class Rater:
-    id: int
-    name: str
-    kind: str
-    config: dict[str, Any] | None
-    label: str = ""  # what reports and the app call it (``store/labels.py``): its name, or ``J1 tiny text``
 
 
 # The one definition of "the ratings in force" (a FROM clause, aliases r, i, ra): not retracted,
@@ -75,10 +44,6 @@ def ratings_in_force(of_one_item: bool = False) -> str:
 
 RATINGS_IN_FORCE = ratings_in_force()
 ADJUDICATOR_SUFFIX = " (adjudicator)"  # an adjudicator's rater is NAME (adjudicator): ``Study.adjudicator``
-
-
-# what ``Study.change_marker`` returns: compared with ==, never looked into
-ChangeMarker = tuple[object, ...]
 
 
 def content_hash(task: str, system: str | None, fields: dict[str, str]) -> str:
@@ -107,7 +72,7 @@ class Study:
     def __init__(
         self, db: sqlite_utils.Database, path: str | Path, task_files: list[str] | None = None, readonly: bool = False
     ):
-        self.db = db
+        self._db = db
         self.path = Path(path)
         self._task_files = task_files or []
         self._registry: TaskRegistry | None = None
@@ -133,7 +98,7 @@ class Study:
         return Study.open(self.path, create=False, task_files=self._task_files, readonly=self.readonly)
 
     def close(self) -> None:
-        self.db.conn.close()
+        self._db.conn.close()
 
     def check_still_named(self) -> None:
         """``StudyMoved`` when the study's path no longer names the file this connection holds."""
@@ -143,7 +108,7 @@ class Study:
         """Close, and remove the file when it holds nothing (no item, rater or task): what a failed first
         import created. A file with anything in it, perhaps another process's, is left as it is."""
         try:
-            held = self.db.conn.execute(
+            held = self._db.conn.execute(
                 "SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM raters) + (SELECT count(*) FROM tasks)"
             ).fetchone()[0]
         except sqlite3.Error:
@@ -159,7 +124,7 @@ class Study:
     def tasks(self) -> TaskRegistry:
         if self._registry is None:
             definitions = [
-                json.loads(row["definition"]) for row in self.db.query("SELECT definition FROM tasks ORDER BY name")
+                json.loads(row["definition"]) for row in self._db.query("SELECT definition FROM tasks ORDER BY name")
             ]
             stored: list[Task] = []
             unusable: dict[str, UserError] = {}
@@ -182,7 +147,7 @@ class Study:
         ratings of 5 must never end up on a 1-3 scale, nor a renamed question's ratings vanish from the report."""
         if task.definition is None or stored == task.definition:
             return
-        rated = self.db.conn.execute(
+        rated = self._db.conn.execute(
             "SELECT count(*) FROM ratings WHERE item_key IN (SELECT key FROM items WHERE task = ?)", [task.name]
         ).fetchone()[0]
         if rated:
@@ -203,10 +168,10 @@ class Study:
         """
         if task.builtin or task.definition is None:
             return
-        row = self.db.conn.execute("SELECT definition FROM tasks WHERE name = ?", [task.name]).fetchone()
+        row = self._db.conn.execute("SELECT definition FROM tasks WHERE name = ?", [task.name]).fetchone()
         if row is not None:
             self._check_redefinition(task, json.loads(row[0]))
-        self.db.conn.execute(
+        self._db.conn.execute(
             "INSERT INTO tasks (name, definition, created_at) VALUES (?, ?, ?) "
             "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition",
             (task.name, json.dumps(task.definition, ensure_ascii=False), utc_now()),
@@ -216,7 +181,7 @@ class Study:
     # --- items ---------------------------------------------------------------------------
 
     def item(self, key: int) -> Item:
-        row = self.db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items WHERE key = ?", [key]).fetchone()
+        row = self._db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items WHERE key = ?", [key]).fetchone()
         if row is None:
             raise KeyError(key)
         return _item(row)
@@ -226,18 +191,18 @@ class Study:
             sql, params = f"SELECT {_ITEM_COLUMNS} FROM items WHERE id = ? AND task = ?", [item_id, task]
         else:
             sql, params = f"SELECT {_ITEM_COLUMNS} FROM items WHERE id = ?", [item_id]
-        return [_item(r) for r in self.db.conn.execute(sql, params)]
+        return [_item(r) for r in self._db.conn.execute(sql, params)]
 
     def items(self, task: str | None = None) -> list[Item]:
         if task:
-            rows = self.db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items WHERE task = ? ORDER BY position", [task])
+            rows = self._db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items WHERE task = ? ORDER BY position", [task])
         else:
-            rows = self.db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items ORDER BY task, position")
+            rows = self._db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items ORDER BY task, position")
         return [_item(r) for r in rows]
 
     def item_heads(self, task: str) -> list[ItemHead]:
         """The task's items in import order, without their texts (20,000 stories' texts are ~40 MB)."""
-        rows = self.db.conn.execute(
+        rows = self._db.conn.execute(
             "SELECT key, id, system, position FROM items WHERE task = ? ORDER BY position", [task]
         )
         name = sys.intern(task)
@@ -252,7 +217,7 @@ class Study:
         for start in range(0, len(keys), 500):  # (SQLite's limit on bound values is 32,766 since 3.32; 999 before)
             chunk = list(keys[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            for row in self.db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items WHERE key IN ({marks})", chunk):
+            for row in self._db.conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items WHERE key IN ({marks})", chunk):
                 found[row[0]] = _item(row)
         return found
 
@@ -261,7 +226,7 @@ class Study:
         longest first -- chosen in SQL, so that 100,000 items are not loaded to keep 8."""
         keys = [
             r[0]
-            for r in self.db.conn.execute(
+            for r in self._db.conn.execute(
                 "SELECT key FROM (SELECT key, position, fields FROM items WHERE task = ? ORDER BY position, key "
                 "LIMIT ?) ORDER BY length(CAST(fields AS BLOB)) DESC, position, key LIMIT ?",
                 [task, -1 if first is None else first, count],
@@ -270,7 +235,7 @@ class Study:
         return [self.item(key) for key in keys]
 
     def item_task_names(self) -> list[str]:
-        return [r["task"] for r in self.db.query("SELECT DISTINCT task FROM items ORDER BY task")]
+        return [r["task"] for r in self._db.query("SELECT DISTINCT task FROM items ORDER BY task")]
 
     def add_items(
         self, task: Task, rows: Iterable[dict[str, Any]], source: str = "", *, new_task: bool = False
@@ -285,7 +250,7 @@ class Study:
         rows = list(rows)
         added = skipped = 0
         now = utc_now()
-        with write(self.db) as conn:
+        with write(self._db) as conn:
             if new_task and conn.execute("SELECT 1 FROM items WHERE task = ? LIMIT 1", [task.name]).fetchone():
                 raise UserError(f"the study already has items in task {task.name!r}; choose another name")
             self.remember_task(task)
@@ -347,9 +312,9 @@ class Study:
         """The judge ``judge(name, config)`` would return, or None where it would create one: nothing is written
         (a command that finds nothing to do leaves the study as it was)."""
         config_hash = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
-        row = self.db.conn.execute("SELECT id, kind, label FROM raters WHERE name = ?", [name]).fetchone()
+        row = self._db.conn.execute("SELECT id, kind, label FROM raters WHERE name = ?", [name]).fetchone()
         if row is None:
-            row = self.db.conn.execute(
+            row = self._db.conn.execute(
                 "SELECT id, kind, label, name FROM raters WHERE config_hash = ?", [config_hash]
             ).fetchone()
             if row is None:
@@ -369,7 +334,7 @@ class Study:
             raise UserError("a rater needs a non-empty name")
         config_json = json.dumps(config, sort_keys=True) if config is not None else None
         config_hash = hashlib.sha256(config_json.encode()).hexdigest() if config_json else None
-        with write(self.db) as conn:
+        with write(self._db) as conn:
             row = conn.execute("SELECT id, kind, config_hash, label FROM raters WHERE name = ?", [name]).fetchone()
             if row is None:
                 if config_hash:
@@ -411,7 +376,7 @@ class Study:
         sql = "SELECT * FROM raters" + (" WHERE kind = ?" if kind else "") + " ORDER BY id"
         return [
             Rater(r["id"], r["name"], r["kind"], json.loads(r["config"]) if r["config"] else None, r["label"] or "")
-            for r in self.db.query(sql, [kind] if kind else [])
+            for r in self._db.query(sql, [kind] if kind else [])
         ]
 
     # --- ratings -------------------------------------------------------------------------
@@ -446,13 +411,13 @@ class Study:
             details=details,
             retest_of=retest_of,
         )
-        with write(self.db) as conn:
+        with write(self._db) as conn:
             rating_id = insert_ratings(conn, [rating])
         assert rating_id is not None
         return rating_id
 
     def retract_rating(self, rating_id: int) -> None:
-        with write(self.db) as conn:
+        with write(self._db) as conn:
             conn.execute("UPDATE ratings SET retracted = 1 WHERE id = ?", [rating_id])
 
     def add_note(
@@ -466,7 +431,7 @@ class Study:
         supersedes: int | None = None,
     ) -> int:
         """``supersedes``: the note this one replaces (an edited comment; ``AnnotationSession.comment``)."""
-        with write(self.db) as conn:
+        with write(self._db) as conn:
             cur = conn.execute(
                 "INSERT INTO notes (item_key, rater_id, kind, attribute, rating_id, text, created_at, supersedes) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -477,7 +442,7 @@ class Study:
     def stray_human_samples(self, task: str | None = None) -> dict[str, int]:
         """Per annotator, how many (item, attribute) they hold ratings of under a sample other than 0: none is
         in force (``RATINGS_IN_FORCE``)."""
-        rows = self.db.conn.execute(
+        rows = self._db.conn.execute(
             f"""SELECT ra.name, count(DISTINCT r.item_key || ' ' || r.attribute) FROM ratings r
                 JOIN raters ra ON ra.id = r.rater_id JOIN items i ON i.key = r.item_key
                 WHERE ra.kind = 'human' AND r.sample != 0 AND r.retracted = 0 AND r.retest_of IS NULL
@@ -496,7 +461,7 @@ class Study:
             {"WHERE i.task = ?" if task else ""}
             ORDER BY i.task, i.position, r.attribute, ra.id, r.presentation, r.sample
         """
-        return list(self.db.query(sql, [task] if task else []))
+        return list(self._db.query(sql, [task] if task else []))
 
     # --- judge replies (reparse) ---------------------------------------------------------
 
@@ -504,7 +469,7 @@ class Study:
         """Every rating a judge produced through the queue, with what is needed to read it again."""
         return [
             dict(r)
-            for r in self.db.query(
+            for r in self._db.query(
                 """SELECT r.id, r.job_id, r.item_key, i.task, r.attribute, r.presentation, r.sample, r.value,
                           r.raw, r.parse_status, r.details, ra.config
                    FROM ratings r JOIN items i ON i.key = r.item_key JOIN raters ra ON ra.id = r.rater_id
@@ -515,7 +480,7 @@ class Study:
 
     def update_judgements(self, changes: list[tuple[int, float | None, str, dict[str, Any]]]) -> None:
         """Store re-read values: (rating id, value, status, details), in one transaction."""
-        with write(self.db) as conn:
+        with write(self._db) as conn:
             conn.executemany(
                 "UPDATE ratings SET value = ?, parse_status = ?, details = ? WHERE id = ?",
                 [(value, status, json.dumps(details), rating_id) for rating_id, value, status, details in changes],
@@ -523,16 +488,16 @@ class Study:
 
     def change_marker(self) -> ChangeMarker:
         """Changes when a rating, a judge job or a rater changes (the live pane recomputes only then)."""
-        ratings = self.db.conn.execute("SELECT count(*), max(id) FROM ratings WHERE retracted = 0").fetchone()
-        jobs = self.db.conn.execute("SELECT count(*), max(updated_at) FROM jobs").fetchone()
+        ratings = self._db.conn.execute("SELECT count(*), max(id) FROM ratings WHERE retracted = 0").fetchone()
+        jobs = self._db.conn.execute("SELECT count(*), max(updated_at) FROM jobs").fetchone()
         # a jury made or forgotten (``tui-rater jury``) changes what the pane shows without a rating changing
-        raters = self.db.conn.execute("SELECT count(*), max(id) FROM raters").fetchone()
+        raters = self._db.conn.execute("SELECT count(*), max(id) FROM raters").fetchone()
         return (*ratings, *jobs, *raters)
 
     # --- summary -------------------------------------------------------------------------
 
     def info(self) -> dict[str, Any]:
-        q = self.db.query
+        q = self._db.query
         return {
             "path": str(self.path),
             "items": [
@@ -553,3 +518,10 @@ class Study:
             "ratings": next(q("SELECT count(*) AS n FROM ratings WHERE retracted = 0"))["n"],
             "jobs": {r["status"]: r["n"] for r in q("SELECT status, count(*) AS n FROM jobs GROUP BY status")},
         }
+
+
+if TYPE_CHECKING:  # mypy checks that a Study is what the layers above see (domain/study_store.py)
+    from tui_rater.domain.study_store import StudyStore
+
+    def _a_study_is_a_study_store(study: Study) -> StudyStore:
+        return study

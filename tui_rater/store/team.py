@@ -75,14 +75,14 @@ class Assignment:
 
 def has_team_tables(study: Study) -> bool:
     """False for a read-only file of a schema before team studies (it is read, never migrated)."""
-    row = study.db.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'team_plans'").fetchone()
+    row = study._db.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'team_plans'").fetchone()
     return row is not None
 
 
 def load_team_plan(study: Study, task: str) -> TeamPlan | None:
     if not has_team_tables(study):
         return None
-    row = study.db.conn.execute("SELECT mode, settings, created_at FROM team_plans WHERE task = ?", [task]).fetchone()
+    row = study._db.conn.execute("SELECT mode, settings, created_at FROM team_plans WHERE task = ?", [task]).fetchone()
     return None if row is None else TeamPlan(task, row[0], json.loads(row[1]), row[2])
 
 
@@ -96,7 +96,7 @@ def save_team_plan(
     if "lease_s" in settings:
         check_lease(settings["lease_s"])
     now = utc_now()
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         if replace:
             conn.execute("DELETE FROM assignments WHERE task = ?", [task])
             conn.execute("DELETE FROM team_plans WHERE task = ?", [task])
@@ -111,12 +111,12 @@ def save_team_plan(
 def update_settings(study: Study, task: str, settings: dict[str, Any]) -> None:
     if "lease_s" in settings:
         check_lease(settings["lease_s"])
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.execute("UPDATE team_plans SET settings = ? WHERE task = ?", [json.dumps(settings, sort_keys=True), task])
 
 
 def add_assignments(study: Study, task: str, assignments: list[Assignment]) -> None:
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.executemany(
             "INSERT INTO assignments (task, rater_id, item_key, gold, slot) VALUES (?, ?, ?, ?, ?)",
             [(task, a.rater_id, a.item_key, int(a.gold), a.slot) for a in assignments],
@@ -124,7 +124,7 @@ def add_assignments(study: Study, task: str, assignments: list[Assignment]) -> N
 
 
 def move_assignment(study: Study, task: str, item_key: int, from_rater: int, to_rater: int) -> None:
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.execute(
             "UPDATE assignments SET rater_id = ? WHERE task = ? AND rater_id = ? AND item_key = ?",
             [to_rater, task, from_rater, item_key],
@@ -136,7 +136,7 @@ def hand_over(
 ) -> None:
     """One transaction: an annotator's items go to others (``moves``: item key, new rater id), their other
     unfinished ones (``dropped``) leave the plan, their leases go, and the plan's settings become ``settings``."""
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.executemany(
             "UPDATE assignments SET rater_id = ? WHERE task = ? AND rater_id = ? AND item_key = ?",
             [(to_rater, task, rater_id, key) for key, to_rater in moves],
@@ -156,7 +156,7 @@ def assignments(study: Study, task: str, rater_id: int | None = None) -> list[As
     if not has_team_tables(study):
         return []
     where, params = ("AND rater_id = ?", [task, rater_id]) if rater_id is not None else ("", [task])
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         f"SELECT rater_id, item_key, gold, slot FROM assignments WHERE task = ? {where} ORDER BY rater_id, item_key",
         params,
     ).fetchall()
@@ -169,7 +169,7 @@ def unplanned_keys(study: Study, task: str) -> list[int]:
     plan = load_team_plan(study, task)
     if plan is None or plan.mode != "fixed":
         return []
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         "SELECT key FROM items WHERE task = ? AND key NOT IN (SELECT item_key FROM assignments WHERE task = ?) "
         "AND key NOT IN (SELECT item_key FROM gold) ORDER BY position, key",
         [task, task],
@@ -208,7 +208,7 @@ def team_members(study: Study, task: str) -> list[str]:
 
 
 def add_gold(study: Study, answers: dict[int, dict[str, float]]) -> None:
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.executemany(
             "INSERT OR REPLACE INTO gold (item_key, attribute, value) VALUES (?, ?, ?)",
             [(key, attribute, value) for key, found in answers.items() for attribute, value in found.items()],
@@ -220,7 +220,7 @@ def gold_answers(study: Study, task: str) -> dict[int, dict[str, float]]:
     if not has_team_tables(study):
         return {}
     found: dict[int, dict[str, float]] = {}
-    for key, attribute, value in study.db.conn.execute(
+    for key, attribute, value in study._db.conn.execute(
         "SELECT g.item_key, g.attribute, g.value FROM gold g JOIN items i ON i.key = g.item_key WHERE i.task = ?",
         [task],
     ):
@@ -232,7 +232,7 @@ def gold_left_out(study: Study, task: str | None = None) -> dict[str, tuple[int,
     """Task -> (gold items with ratings, their ratings): what the report leaves out of its statistics."""
     if not has_team_tables(study):
         return {}
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         "SELECT i.task, count(DISTINCT r.item_key), count(*) FROM ratings r JOIN items i ON i.key = r.item_key "
         "WHERE r.item_key IN (SELECT item_key FROM gold) AND r.retracted = 0 AND (? IS NULL OR i.task = ?) "
         "GROUP BY i.task ORDER BY i.task",
@@ -250,7 +250,7 @@ def gold_keys(study: Study, task: str) -> set[int]:
 
 def raters_of(study: Study, item_key: int, rater_id: int, now: float) -> int:
     """Other people on an item: those with a rating of it (first ratings, not undone) or a live lease."""
-    row = study.db.conn.execute(
+    row = study._db.conn.execute(
         """SELECT count(*) FROM (
                SELECT r.rater_id FROM ratings r JOIN raters ra ON ra.id = r.rater_id
                WHERE r.item_key = ? AND r.rater_id != ? AND ra.kind = 'human' AND r.retracted = 0
@@ -264,7 +264,7 @@ def raters_of(study: Study, item_key: int, rater_id: int, now: float) -> int:
 
 def others_per_item(study: Study, task: str, rater_id: int, now: float) -> dict[int, int]:
     """``raters_of`` for every item of a task at once (a session's start in the dynamic mode)."""
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         """SELECT item_key, count(DISTINCT rater_id) FROM (
                SELECT r.item_key, r.rater_id FROM ratings r JOIN items i ON i.key = r.item_key
                JOIN raters ra ON ra.id = r.rater_id
@@ -288,12 +288,12 @@ def claim(study: Study, item_key: int, rater_id: int, per_item: int, lease_s: fl
     """
     check_lease(lease_s)  # (a NaN until was stored as NULL: every later save failed on a constraint's words)
     now = time.time() if now is None else now
-    mine = study.db.conn.execute(
+    mine = study._db.conn.execute(
         "SELECT 1 FROM ratings WHERE item_key = ? AND rater_id = ? AND retracted = 0 LIMIT 1", [item_key, rater_id]
     ).fetchone()
     if mine is None and raters_of(study, item_key, rater_id, now) >= per_item:
         return False
-    with write(study.db) as conn:
+    with write(study._db) as conn:
         conn.execute(
             "INSERT OR REPLACE INTO leases (item_key, rater_id, until) VALUES (?, ?, ?)",
             [item_key, rater_id, now + lease_s],
@@ -305,7 +305,7 @@ def live_leases(study: Study, task: str, now: float | None = None) -> dict[int, 
     """Rater id -> the items they hold a lease on now."""
     now = time.time() if now is None else now
     found: dict[int, list[int]] = {}
-    for rater_id, key in study.db.conn.execute(
+    for rater_id, key in study._db.conn.execute(
         "SELECT l.rater_id, l.item_key FROM leases l JOIN items i ON i.key = l.item_key "
         "WHERE i.task = ? AND l.until > ?",
         [task, now],
@@ -321,7 +321,7 @@ def complete_pairs(study: Study, task: str) -> set[tuple[int, int]]:
     """(rater id, item key) of every person who has answered every question of an item (first ratings in
     force, not undone)."""
     questions = len(study.task(task).attributes)
-    rows = study.db.conn.execute(
+    rows = study._db.conn.execute(
         "SELECT r.rater_id, r.item_key FROM ratings r JOIN items i ON i.key = r.item_key "
         "JOIN raters ra ON ra.id = r.rater_id WHERE i.task = ? AND ra.kind = 'human' AND r.retracted = 0 "
         "AND r.retest_of IS NULL AND r.value IS NOT NULL AND r.sample = 0 "

@@ -102,7 +102,7 @@ def write_wide(study: Study, out: str | Path, task: str | None = None, *, raw: b
     spreadsheet-safe). Atomic and never over a study, as every export (``outputs.write_output``)."""
     out = Path(out)
     fmt = file_format(out)
-    conn = study.db.conn
+    conn = study._db.conn
     columns = wide_columns(conn, task)
     multi_task = task is None
     safe = fmt in ("csv", "tsv") and not raw

@@ -29,9 +29,10 @@ from textual.widgets.option_list import Option
 from tui_rater.domain import protocols
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.domain.values import ItemNote, ShowingKey, Voice
 from tui_rater.service.adjudication import Disagreement, Split
-from tui_rater.store.adjudication import Adjudication, ItemNote, Voice, item_notes, item_voices
-from tui_rater.store.session import ShowingKey
+from tui_rater.service.app_reads import item_detail
+from tui_rater.store.adjudication import Adjudication
 from tui_rater.ui.quitting import QuitWhenSaved
 from tui_rater.ui.render import format_value, item_text, scale_hint
 from tui_rater.ui.saving import SaveView
@@ -396,7 +397,7 @@ class AdjudicateApp(QuitWhenSaved):
         try:
             study = self.adjudication.study.reopen()
             try:
-                self.post_message(DetailReady(item_key, item_voices(study, item_key), item_notes(study, item_key)))
+                self.post_message(DetailReady(item_key, *item_detail(study, item_key)))
             finally:
                 study.close()
         except Exception as exc:  # the adjudicator decides on; the pane says why it is empty

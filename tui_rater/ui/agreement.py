@@ -25,10 +25,10 @@ from tui_rater.ui.retest import retest_text
 from tui_rater.ui.screens.confirm import ConfirmScreen
 
 if TYPE_CHECKING:  # the statistics stack (polars, scipy: ~0.8 s) is imported in the workers, never on the UI thread
+    from tui_rater.domain.values import ChangeMarker
+    from tui_rater.service.live import AttributePane, JudgeRow, PaneData, Stat
     from tui_rater.service.retest import RetestSummary
-    from tui_rater.stats.agreement import Stat
-    from tui_rater.stats.live import AttributePane, JudgeRow, PaneData
-    from tui_rater.store.study import ChangeMarker, Study
+    from tui_rater.store.study import Study
 
 SHADES = " ░▒▓█"
 NAME_WIDTH = 30  # the judge column: the table is 75 characters wide, for 80 columns
@@ -436,13 +436,13 @@ class AgreementScreen(Screen[int | None]):
     @work(thread=True, group="queue")
     def _ask_cancel(self) -> None:
         from tui_rater.domain.errors import UserError
+        from tui_rater.service.app_reads import check_lead
         from tui_rater.service.judging import waiting_jobs
-        from tui_rater.store.roles import require_lead
 
         study = self.study.reopen()
         try:
             try:
-                require_lead(study, self.annotator, "cancel the judges' queue", "--annotator")
+                check_lead(study, self.annotator, "cancel the judges' queue")
             except UserError as exc:
                 self.app.call_from_thread(self.notify, str(exc), severity="error")
                 return

@@ -179,8 +179,7 @@ class RaterApp(QuitWhenSaved):
 
     @work(thread=True, group="team", exit_on_error=False)
     def _watch_team(self) -> None:
-        from tui_rater.store.progress_reads import data_version
-        from tui_rater.store.team import team_share
+        from tui_rater.service.app_reads import study_version, team_progress
 
         plan = self.session.team_plan
         assert plan is not None
@@ -190,10 +189,10 @@ class RaterApp(QuitWhenSaved):
             while True:  # the others' ratings come from their own processes: looked for every few seconds,
                 # and the share read again only when some connection (this app's saves too) has committed
                 # since: SQLite's data_version, a read of the WAL's header (an idle session costs nothing)
-                version = data_version(study)
+                version = study_version(study)
                 if version != seen:
                     seen = version
-                    share = team_share(study, plan, count_gold=True)  # gold like any other
+                    share = team_progress(study, plan)  # gold like any other
                     self.post_message(TeamProgress(share))
                 if self.closing.wait(2.0):
                     break

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from tui_rater.store.session import OtherRating
+from tui_rater.domain.values import OtherRating
 from tui_rater.ui.writer import Committed, Stalled
 
 

@@ -11,7 +11,7 @@ from tui_rater.domain import protocols
 from tui_rater.domain.diff import changed_words
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.tasks import Attribute, Task
-from tui_rater.store.study import Item
+from tui_rater.domain.values import Item
 
 if TYPE_CHECKING:  # (rich.console and rich.table are imported where columns are drawn)
     from rich.console import Group

@@ -9,8 +9,8 @@ from rich.text import Text
 from tui_rater.domain.display import safe_text
 
 if TYPE_CHECKING:  # scipy (through stats.agreement) is never imported on the UI thread for a type
+    from tui_rater.service.live import Stat
     from tui_rater.service.retest import RetestSummary
-    from tui_rater.stats.agreement import Stat
 
 
 def _f(stat: Stat, digits: int = 2, suffix: str = "") -> str:

@@ -13,7 +13,7 @@ import time
 from rich.text import Text
 
 from tui_rater.domain.display import safe_text
-from tui_rater.store.session import ShowingKey
+from tui_rater.domain.values import ShowingKey
 from tui_rater.ui.writer import Change, Committed, Stalled, describe
 
 UNSAVED_MARK = "…"  # after a value typed but not yet in the file: [4…]

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui_rater.store.db import StudyMoved
-from tui_rater.store.session import ShowingKey, StudyLocked
+from tui_rater.domain.errors import StudyLocked, StudyMoved
+from tui_rater.domain.values import ShowingKey
 
 LOCK_WAIT_S = 0.25  # one try for the write lock; then report "locked" and try again
 RETRY_AFTER_FAILURE_S = (0.5, 1.0, 2.0, 5.0)  # pauses after a failed save (disk full ...), then 5 s each

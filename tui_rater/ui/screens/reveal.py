@@ -15,7 +15,7 @@ from textual.widgets import Footer, Static
 from tui_rater.domain import protocols
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.tasks import Attribute, Task
-from tui_rater.store.session import OtherRating
+from tui_rater.domain.values import OtherRating
 from tui_rater.ui.render import format_value
 from tui_rater.ui.screens.input import InputScreen
 

@@ -8,7 +8,7 @@ from textual.widgets import Static
 
 from tui_rater.domain import protocols
 from tui_rater.domain.tasks import Attribute, Task
-from tui_rater.store.study import Item
+from tui_rater.domain.values import Item
 from tui_rater.ui.render import item_text, pairwise_columns, spa_columns
 
 
