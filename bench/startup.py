@@ -6,8 +6,10 @@ as ``bench/study_scale.py`` builds it, by the checkout at ``--repos``' first ent
 rounds of `tui-rater --help` and `tui-rater info --db S`, the checkouts interleaved within each round so that the
 machine's load falls on all of them alike. Wall seconds of the whole process (interpreter start included) and
 peak RSS; the median and the quartiles are printed, and one JSON line (also bench/runs/startup-LABELS.json).
+With ``--judge-items N``: also `judge --model api:bench` on a fresh copy of an N-item study (items only), launch ->
+the loopback server's first request (``study_scale.judge_first_request``), ``--judge-runs`` rounds interleaved.
 
-    python bench/startup.py [--repos before=/tmp/startup-old,after=.] [--runs 20]
+    python bench/startup.py [--repos before=/tmp/startup-old,after=.] [--runs 20] [--judge-items 10000]
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -26,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from study_scale import write_files  # noqa: E402  (bench/ is no package)
+from study_scale import judge_first_request, write_files  # noqa: E402  (bench/ is no package)
 
 
 def once(repo: Path, args: list[str]) -> tuple[float, float]:
@@ -51,6 +54,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos", default=f"now={ROOT}", help="LABEL=PATH,... (the first builds the study)")
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--judge-items", type=int, default=0, help="also judge launch -> first request at N items")
+    parser.add_argument("--judge-runs", type=int, default=7)
     args = parser.parse_args()
     repos = {label: Path(path).resolve() for label, path in (r.split("=", 1) for r in args.repos.split(","))}
     first = next(iter(repos.values()))
@@ -72,6 +77,24 @@ def main() -> None:
                     wall, mb = once(repo, argv)
                     walls[label, command].append(wall)
                     mbs[label, command].append(mb)
+        if args.judge_items:
+            jitems, _ = write_files(work, args.judge_items)
+            jdb = work / "judge.db"
+            subprocess.run([sys.executable, "-m", "tui_rater.cli", "import", str(jitems), "--task", "story",
+                            "--db", str(jdb)], cwd=first, env=env, check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+            for label in repos:
+                walls[label, "judge"], mbs[label, "judge"] = [], []
+            for _ in range(args.judge_runs):
+                for label, repo in repos.items():
+                    copy = work / "judge-run.db"
+                    for suffix in ("", "-wal", "-shm"):
+                        Path(f"{copy}{suffix}").unlink(missing_ok=True)
+                    shutil.copyfile(jdb, copy)
+                    got = judge_first_request(repo, copy, 120)
+                    if got["s"] is None:
+                        raise SystemExit(f"{repo}: judge made no request: {got}")
+                    walls[label, "judge"].append(got["s"])
+                    mbs[label, "judge"].append(0.0)
         load.append(os.getloadavg()[0])
     out = {"runs": args.runs, "load": [round(x, 1) for x in load],
            **{f"{r}/{c}": summary(walls[r, c], mbs[r, c]) for r, c in walls}}  # fmt: skip
