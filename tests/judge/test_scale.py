@@ -193,3 +193,50 @@ def test_an_api_judge_s_workers_share_a_small_run_s_replies(tmp_path, fake_serve
     # at most 4 requests at a time: 3 rounds of 0.4 s, not 12 (one worker asking all the item's jobs in turn)
     in_flight = max(sum(1 for t in times if start <= t < start + 0.35) for start in times)
     assert in_flight >= 3, times
+
+
+def test_the_rest_is_queued_once_a_worker_holds_its_backend_not_while_the_client_loads(
+    tmp_path, deterministic_judge, monkeypatch
+):
+    """Issue 35 item 4: the feeder's chunks took the GIL and the write lock while the workers' client library was
+    being imported (`import openai`: a second of pure Python), so launch -> first request lasted as long as both.
+    Now nothing more is queued until a worker holds its backend; a backend that takes its time (here: held back
+    for 1 s) sees the queue as the plan left it."""
+    from tui_rater.judge.worker import make_backend
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    db = tmp_path / "s.db"
+    study = Study.open(db)
+    study.add_items(study.task("story"), _many(12))
+    spec = JudgeSpec("api:m", base_url=deterministic_judge, decoding=Decoding(samples=1)).validate()
+    plan = plan_judge(study, spec, ["story"], first=2)
+    gate, seen = threading.Event(), []
+
+    def slow_backend(spec: JudgeSpec):  # the real backend, made after the gate opens
+        seen.append(queue.counts(study, plan.rater.id)["queued"] + queue.counts(study, plan.rater.id)["leased"])
+        gate.wait(30)
+        return make_backend(spec)
+
+    run = start_judge(db, plan, workers=2, chunk_items=2, backend_factory=slow_backend)
+    time.sleep(1.0)
+    assert run.feeder is not None and run.feeder.added == 0 and not run.feeder.fed.is_set()
+    assert queue.counts(study, plan.rater.id)["queued"] + queue.counts(study, plan.rater.id)["leased"] == plan.added
+    gate.set()
+    assert run.wait(120) and run.progress.fatal is None
+    assert run.feeder.added == 10 * 4 and run.progress.done == 12 * 4
+    assert seen and max(seen) == plan.added
+
+
+def test_a_run_whose_first_items_are_done_still_queues_the_rest(tmp_path, deterministic_judge, monkeypatch):
+    """No job to lease at the start (the plan queued nothing): the workers find the queue empty and the feeder
+    starts then (it waits for a worker's backend or an empty queue, never for a job that cannot come)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    db = tmp_path / "s.db"
+    study = Study.open(db)
+    study.add_items(study.task("story"), _many(5))
+    spec = JudgeSpec("api:m", base_url=deterministic_judge, decoding=Decoding(samples=1)).validate()
+    plan = plan_judge(study, spec, ["story"], first=0)
+    assert plan.added == 0 and plan.items_left == 5
+    run = start_judge(db, plan, workers=2, chunk_items=2)
+    assert run.wait(120) and run.progress.fatal is None
+    assert run.progress.done == 5 * 4 and queue.counts(study, plan.rater.id)["done"] == 5 * 4

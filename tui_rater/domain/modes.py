@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Protocol
 from tui_rater.domain.decoding import Decoding
 from tui_rater.domain.details import Details as Details  # the stored keys, re-exported: modes write them
 from tui_rater.domain.errors import UserError
+from tui_rater.domain.mode_names import MODE_NAMES
 from tui_rater.domain.preflight import ModePreflight, Probe, RepliesRead, ScaleMass, YesNoMass
 from tui_rater.domain.protocols.base import DistributionReading, EvaluationProtocol, Reading
 from tui_rater.domain.protocols.guard import checked, checked_distribution, within_deadline
@@ -409,6 +410,9 @@ class ImplicitMode(Mode):
 
 TEXT, CONSTRAINED, DISTRIBUTION, IMPLICIT = TextMode(), ConstrainedMode(), DistributionMode(), ImplicitMode()
 MODES: dict[str, Mode] = {mode.name: mode for mode in (TEXT, CONSTRAINED, DISTRIBUTION, IMPLICIT)}
+# --mode's choices (cli) come from the constants, so that `--help` need not import this module
+if tuple(MODES) != MODE_NAMES:
+    raise RuntimeError(f"domain/mode_names.py lists {MODE_NAMES}, the built-in modes are {tuple(MODES)}")
 
 
 def register(mode: Mode) -> Mode:

@@ -4,6 +4,8 @@ Queueing every job of a 100,000-item study before the first worker starts took 1
 every start, for nothing new). The run queues the first items' jobs itself (``service.judging.plan_judge``) and this
 thread the rest, in chunks of items, each chunk one short write transaction, so workers lease between them. The
 workers' drain rule waits for it (``Worker.fed``): a queue empty before the last chunk lands is not a drained one.
+It starts once a worker holds its backend (``Progress.working``): queueing while the API client library was being
+imported (a second of pure Python) made the launch -> first request as long as both.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ class Feeder(threading.Thread):
 
     def run(self) -> None:
         try:
+            # behind the workers' start: a worker holding its backend (the client library imported, the model
+            # loaded) or finding the queue empty; until then the first items' jobs (queued by the plan) are theirs
+            while not self.progress.working.wait(0.05):
+                if self.stop_event.is_set():
+                    return
             study = Study.open(self.db_path, create=False, durable=False)
             try:
                 self._feed(study)

@@ -99,6 +99,10 @@ class Progress:
     # UNANSWERED_TO_STOP different jobs are in it (a few jobs' retries alone never stop it)
     unanswered: set[int] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
+    # set when a worker holds its backend, found nothing to lease, or ended: the feeder queues behind this (its
+    # chunks took the GIL and the write lock from the client import and the first leases: launch -> first request
+    # waited for them)
+    working: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     changed: threading.Condition = field(default_factory=threading.Condition)
 
@@ -166,6 +170,7 @@ class Worker(threading.Thread):
                 jobs = queue.lease(study, self.rater_id, self.owner, max_jobs=max_jobs, min_jobs=min_jobs)
                 leased_until = time.monotonic() + queue.LEASE_S
                 if not jobs:
+                    self.progress.working.set()  # the feeder's chunks are what this worker waits for now
                     # fed is read before the count: a chunk landing in between is then counted
                     fed = self.fed is None or self.fed.is_set()
                     if self.drain and fed and queue.pending(study, self.rater_id) == 0:
@@ -177,6 +182,7 @@ class Worker(threading.Thread):
                     # nothing (a late worker reloaded the model the others had just released, under load)
                     held = jobs
                     self.backend = self.backend_factory(self.spec)
+                    self.progress.working.set()
                     self.counts = self.backend.counts
                     sources.note_server(study, self.rater_id, self.spec, self.backend)  # what stands behind an alias
                 for index, job in enumerate(jobs):
@@ -202,6 +208,7 @@ class Worker(threading.Thread):
             with contextlib.suppress(Exception):
                 queue.release(study, held, self.owner)
         finally:
+            self.progress.working.set()  # a worker that ends never holds the feeder back
             if self.backend is not None:
                 with contextlib.suppress(Exception):
                     self.backend.close()

@@ -52,6 +52,18 @@ class _Rating:
     value: float
 
 
+class _Where:
+    """A row's place in the file ("PATH, row N"), written out only when a sentence about it is."""
+
+    __slots__ = ("path", "row")
+
+    def __init__(self, path: Path, row: int):
+        self.path, self.row = path, row
+
+    def __str__(self) -> str:
+        return f"{self.path}, row {self.row}"
+
+
 @dataclass
 class _Importer:
     study: Study
@@ -62,6 +74,7 @@ class _Importer:
     task_names: list[str] = field(default_factory=list)
     values: dict[tuple[str, str, type, Any], float] = field(default_factory=dict)
     person_answers: dict[tuple[str, str, float], bool] = field(default_factory=dict)
+    attribute_names: dict[str, tuple[str, ...]] = field(default_factory=dict)
     conflict: UserError | None = None
     added: int = 0
     skipped: int = 0
@@ -98,7 +111,7 @@ class _Importer:
 
     def _rating(self, row: dict[str, Any], items: dict[tuple[str | None, str], list[Any]]) -> _Rating:
         path, tasks = self.path, self.study.tasks
-        where = f"{path}, row {row['_row']}"
+        where = _Where(path, row["_row"])  # formatted only into a failing row's sentence
         item_id = _text(path, row, "item", required=True).strip()
         task_name = _text(path, row, "task", required=False) if "task" in row else None
         matches = items.get((task_name.strip() if task_name else None, item_id), [])
@@ -109,7 +122,10 @@ class _Importer:
         item_key, item_task = matches[0]
         task = tasks.get(item_task)
         attribute_name = _text(path, row, "attribute", required=True).strip()
-        if attribute_name not in task.attribute_names:
+        names = self.attribute_names.get(task.name)
+        if names is None:  # a property building a tuple: once per task, not once per row
+            names = self.attribute_names[task.name] = task.attribute_names
+        if attribute_name not in names:
             raise UserError(
                 f"{where}, column 'attribute': task {task.name!r} has no attribute {attribute_name!r} "
                 f"(it has: {', '.join(task.attribute_names)})"
@@ -121,7 +137,7 @@ class _Importer:
             raise UserError(f"{where}, column 'kind': {kind!r} is neither 'human' nor 'llm'")
         if self.rater_kinds.setdefault(rater, kind) != kind:
             raise UserError(f"{where}, column 'kind': rater {rater!r} is already a {self.rater_kinds[rater]} rater")
-        sample = _sample(where, row.get("sample"))
+        sample = _sample(str(where), row.get("sample")) if row.get("sample") not in (None, "") else 0
         if kind == "human" and not self._person_answer(task, attribute_name, value):
             # a judge's x.5 is kept (Chiang & Lee App. D.2.1); a person answers on the scale's points
             points = task.attribute(attribute_name).scale.points

@@ -119,10 +119,12 @@ def _transport(httpx: Any, httpcore: Any) -> Any:
         """The default transport with the deadline backend (its pool is built as httpx builds it)."""
 
         def __init__(self) -> None:
-            super().__init__()
+            # one TLS context for both pools (loading the CA bundle twice was a tenth of a second of the launch)
+            ssl_context = httpx.create_ssl_context()
+            super().__init__(verify=ssl_context)
             limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100, keepalive_expiry=5.0)
             self._pool = httpcore.ConnectionPool(
-                ssl_context=httpx.create_ssl_context(),
+                ssl_context=ssl_context,
                 max_connections=limits.max_connections,
                 max_keepalive_connections=limits.max_keepalive_connections,
                 keepalive_expiry=limits.keepalive_expiry,
