@@ -180,10 +180,13 @@ def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] |
     estimate = sum(st.w * st.estimate(lam) for st in strata_found)
     fixed = sum(st.w**2 * st.fixed(lam) / st.big_n for st in strata_found)
     human_terms = np.array([st.w**2 * st.var_g(lam) / st.n for st in strata_found])
-    variance = fixed + float(human_terms.sum())
-    df = float(human_terms.sum() ** 2 / np.sum(human_terms**2 / [st.n - 2 for st in strata_found]))
+    human_sum = float(human_terms.sum())
+    variance = fixed + human_sum
+    # where the people's terms do not vary in any stratum there is no estimated human variance for Student's t to
+    # widen: the normal quantile (Satterthwaite's formula is 0/0 there, and NaN made the JSON invalid)
+    df = float(human_sum**2 / np.sum(human_terms**2 / [st.n - 2 for st in strata_found])) if human_sum > 0 else math.inf
     se = math.sqrt(max(variance, 0.0))
-    half = float(sp.t.ppf(0.975, df)) * se if math.isfinite(df) and df > 0 else math.nan
+    half = float(sp.t.ppf(0.975, df)) * se if df > 0 else math.nan
     spread = {s: st.w * math.sqrt(st.var_g(lam)) for s, st in zip(names, strata_found)}
     total_spread = sum(spread.values())
     allocation = {s: v / total_spread for s, v in spread.items()} if total_spread > 0 else {}
@@ -194,13 +197,19 @@ def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] |
         at = fixed + sum(st.w**2 * st.var_g(lam) / (PILOT * st.w) for st in strata_found)
         pilot = equal_width_saving(at, var_y, PILOT)
     note = (
-        f"{len(names)} strata by {by}, one λ = {lam:.2f}; Student's t, {df:.0f} degrees of freedom (Satterthwaite); "
+        f"{len(names)} strata by {by}, one λ = {lam:.2f}; {_quantile_words(df)}; "
         "the rated items must be a uniform sample within each stratum"
     )
     if n < pp.SMALL_SAMPLE:
         note += f"; only {n} human ratings: the interval may under-cover"
     interval = Interval(estimate, se, estimate - half, estimate + half, n, note)
     return Estimate(method, interval, equal_width_saving(variance, var_y, n), pilot, allocation, note)
+
+
+def _quantile_words(df: float) -> str:
+    if math.isinf(df):
+        return "the normal quantile (the people's ratings do not vary within the strata)"
+    return f"Student's t, {df:.0f} degrees of freedom (Satterthwaite)"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,59 @@
+"""Degenerate studies through the real CLI (a hostile user's pass): every rating the same, so that nothing varies.
+Each figure the report gives must be a number or say why it has none -- never NaN (which is not JSON at all: a
+strict reader such as JavaScript's ``JSON.parse`` refuses the whole file) and never "nan" in a sentence."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+TASK = """
+[[task]]
+name = "panel"
+instructions = "Rate the reply."
+fields = ["text"]
+
+[[task.attributes]]
+name = "quality"
+question = "How good is it? (1-5)"
+scale = { kind = "likert", low = 1, high = 5 }
+"""
+PEOPLE, JUDGES = ("h1", "h2", "h3"), ("j-a", "j-b")
+
+
+def _no_constants(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+@pytest.fixture
+def flat_study(tmp_path: Path, cli) -> tuple[Path, Path]:
+    """20 items in 2 systems; 3 people and 2 judges rate every item 3 on a 1-5 scale (no spread anywhere)."""
+    task, items, ratings, db = tmp_path / "t.toml", tmp_path / "items.csv", tmp_path / "r.csv", tmp_path / "s.db"
+    task.write_text(TASK)
+    items.write_text("id,system,text\n" + "".join(f"x{i},{'a' if i % 2 else 'b'},Text {i}\n" for i in range(20)))
+    rows = [f"x{i},{r},quality,{'human' if r in PEOPLE else 'llm'},3\n" for i in range(20) for r in PEOPLE + JUDGES]
+    ratings.write_text("item,rater,attribute,kind,value\n" + "".join(rows))
+    assert cli("import", items, "--task", "panel", "--task-file", task, "--db", db)[0] == 0
+    assert cli("import-ratings", ratings, "--task-file", task, "--db", db)[0] == 0
+    return db, task
+
+
+def test_flat_study_report_is_strict_json_without_nan(flat_study, cli, tmp_path: Path) -> None:
+    db, task = flat_study
+    out = tmp_path / "r.json"
+    code, _, err = cli("report", "--db", db, "--task-file", task, "--format", "json", "--out", out)
+    assert code == 0, err
+    assert "RuntimeWarning" not in err
+    records = json.loads(out.read_text(), parse_constant=_no_constants)["tasks"]["panel"]
+    for record in records:
+        assert "nan" not in record["note"].split(), record
+    # stratified PPI++ by system: the people agree on 3 in both strata, so its interval is the point 3 (as the
+    # classical and PPI++ intervals beside it are), not NaN with "nan degrees of freedom"
+    stratified = [r for r in records if r["statistic"] == "stratified_system"]
+    assert stratified
+    for record in stratified:
+        assert record["value"] == 3.0
+        assert math.isclose(record["ci_low"], 3.0) and math.isclose(record["ci_high"], 3.0), record
