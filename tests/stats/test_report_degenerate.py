@@ -57,3 +57,28 @@ def test_flat_study_report_is_strict_json_without_nan(flat_study, cli, tmp_path:
     for record in stratified:
         assert record["value"] == 3.0
         assert math.isclose(record["ci_low"], 3.0) and math.isclose(record["ci_high"], 3.0), record
+
+
+def test_people_all_alike_and_a_varying_judge_claim_no_ratings_saved(tmp_path: Path, cli) -> None:
+    """The people rate every item 3, each judge's three samples vary: the people's interval is the point 3, so no
+    estimate can save (or cost) human ratings -- the stratified estimate said "-30 ratings saved" from round-off."""
+    task, items, ratings, db = tmp_path / "t.toml", tmp_path / "items.csv", tmp_path / "r.csv", tmp_path / "s.db"
+    task.write_text(TASK)
+    items.write_text("id,system,text\n" + "".join(f"x{i},{'a' if i % 2 else 'b'},Text {i}\n" for i in range(30)))
+    rows = [f"x{i},{p},quality,human,0,3\n" for i in range(30) for p in PEOPLE]
+    rows += [f"x{i},{j},quality,llm,{s},{1 + (i * 7 + s * 3 + k) % 5}\n" for i in range(30) for k, j in
+             enumerate(JUDGES) for s in range(3)]  # fmt: skip
+    ratings.write_text("item,rater,attribute,kind,sample,value\n" + "".join(rows))
+    assert cli("import", items, "--task", "panel", "--task-file", task, "--db", db)[0] == 0
+    assert cli("import-ratings", ratings, "--task-file", task, "--db", db)[0] == 0
+    out = tmp_path / "r.json"
+    code, _, err = cli("report", "--db", db, "--task-file", task, "--format", "json", "--out", out)
+    assert code == 0, err
+    records = json.loads(out.read_text(), parse_constant=_no_constants)["tasks"]["panel"]
+    distribution = [r for r in records if r["table"] == "ppi_distribution"]
+    assert {r["statistic"] for r in distribution} >= {"stratified_system_saved", "stratified_system_width"}
+    for record in distribution:
+        if record["statistic"].endswith("_saved"):
+            assert record["value"] in (None, 0.0), record
+        if record["statistic"].endswith("_width"):
+            assert record["value"] in (None, 0.0), record

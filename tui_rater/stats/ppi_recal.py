@@ -90,6 +90,8 @@ def equal_width_saving(variance: float | None, var_human: float, rated: int) -> 
     minus those rated."""
     if variance is None or variance <= 0 or not math.isfinite(variance):
         return None
+    if not var_human > 0:  # the people's ratings do not vary: their own interval is a point, nothing to save
+        return None
     return round(var_human / variance - rated)
 
 
@@ -182,6 +184,10 @@ def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] |
     human_terms = np.array([st.w**2 * st.var_g(lam) / st.n for st in strata_found])
     human_sum = float(human_terms.sum())
     variance = fixed + human_sum
+    if abs(variance) <= 1e-9 * (abs(fixed) + human_sum):
+        # the judge's term and the people's cancel (every item rated by people, the people's ratings all alike): the
+        # sum is round-off (1e-17), whose square root made an interval 2e-8 wide and "-30 ratings saved"
+        variance = 0.0
     # where the people's terms do not vary in any stratum there is no estimated human variance for Student's t to
     # widen: the normal quantile (Satterthwaite's formula is 0/0 there, and NaN made the JSON invalid)
     df = float(human_sum**2 / np.sum(human_terms**2 / [st.n - 2 for st in strata_found])) if human_sum > 0 else math.inf
