@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import run_cli_process
+
 TASK = """
 [[task]]
 name = "panel"
@@ -21,6 +23,7 @@ name = "quality"
 question = "How good is it? (1-5)"
 scale = { kind = "likert", low = 1, high = 5 }
 """
+LIKERT = 'scale = { kind = "likert", low = 1, high = 5 }'
 PEOPLE, JUDGES = ("h1", "h2", "h3"), ("j-a", "j-b")
 
 
@@ -59,9 +62,8 @@ def test_flat_study_report_is_strict_json_without_nan(flat_study, cli, tmp_path:
         assert math.isclose(record["ci_low"], 3.0) and math.isclose(record["ci_high"], 3.0), record
 
 
-def test_people_all_alike_and_a_varying_judge_claim_no_ratings_saved(tmp_path: Path, cli) -> None:
-    """The people rate every item 3, each judge's three samples vary: the people's interval is the point 3, so no
-    estimate can save (or cost) human ratings -- the stratified estimate said "-30 ratings saved" from round-off."""
+def _people_alike(tmp_path: Path, cli) -> tuple[Path, Path]:
+    """30 items; the people rate every item 3, each of two judges gives three varying samples."""
     task, items, ratings, db = tmp_path / "t.toml", tmp_path / "items.csv", tmp_path / "r.csv", tmp_path / "s.db"
     task.write_text(TASK)
     items.write_text("id,system,text\n" + "".join(f"x{i},{'a' if i % 2 else 'b'},Text {i}\n" for i in range(30)))
@@ -71,6 +73,13 @@ def test_people_all_alike_and_a_varying_judge_claim_no_ratings_saved(tmp_path: P
     ratings.write_text("item,rater,attribute,kind,sample,value\n" + "".join(rows))
     assert cli("import", items, "--task", "panel", "--task-file", task, "--db", db)[0] == 0
     assert cli("import-ratings", ratings, "--task-file", task, "--db", db)[0] == 0
+    return db, task
+
+
+def test_people_all_alike_and_a_varying_judge_claim_no_ratings_saved(tmp_path: Path, cli) -> None:
+    """The people rate every item 3, each judge's three samples vary: the people's interval is the point 3, so no
+    estimate can save (or cost) human ratings -- the stratified estimate said "-30 ratings saved" from round-off."""
+    db, task = _people_alike(tmp_path, cli)
     out = tmp_path / "r.json"
     code, _, err = cli("report", "--db", db, "--task-file", task, "--format", "json", "--out", out)
     assert code == 0, err
@@ -82,3 +91,22 @@ def test_people_all_alike_and_a_varying_judge_claim_no_ratings_saved(tmp_path: P
             assert record["value"] in (None, 0.0), record
         if record["statistic"].endswith("_width"):
             assert record["value"] in (None, 0.0), record
+
+
+def test_people_all_alike_report_prints_no_python_warning(tmp_path: Path) -> None:
+    """A user's terminal shows sentences, not numpy's RuntimeWarning lines (the reliability model's ELBO took
+    0 x log 0 on answers no one gave): the people all choose the same topic, the judges' samples vary."""
+    task, items, ratings, db = tmp_path / "t.toml", tmp_path / "items.csv", tmp_path / "r.csv", tmp_path / "s.db"
+    choice = 'scale = { kind = "choice", choices = ["news", "sport", "other"] }'
+    task.write_text(TASK.replace('name = "quality"', 'name = "topic"').replace(LIKERT, choice))
+    items.write_text("id,system,text\n" + "".join(f"x{i},{'a' if i % 2 else 'b'},Text {i}\n" for i in range(30)))
+    rows = [f"x{i},{p},topic,human,0,1\n" for i in range(30) for p in PEOPLE]
+    rows += [f"x{i},{j},topic,llm,{s},{(i * 7 + s * 3 + k) % 3}\n" for i in range(30) for k, j in enumerate(JUDGES)
+             for s in range(3)]  # fmt: skip
+    ratings.write_text("item,rater,attribute,kind,sample,value\n" + "".join(rows))
+    for args in (("import", items, "--task", "panel"), ("import-ratings", ratings)):
+        done = run_cli_process(*args, "--task-file", task, "--db", db)
+        assert done.returncode == 0, done.stderr
+    done = run_cli_process("report", "--db", db, "--task-file", task, "--format", "json", "--out", tmp_path / "r.json")
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr, done.stderr
