@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.support import digest
+
 TASK = """
 [[task]]
 name = "panel"
@@ -39,3 +41,16 @@ def test_a_jury_whose_members_rated_different_items_is_named_with_the_reason(tmp
     assert "rated different items" in named[0]["note"]
     code, out_text, _ = cli("report", "--db", db, "--task-file", task)
     assert code == 0 and "split" in out_text
+
+
+def test_a_very_long_jury_name_is_refused_in_one_short_line(tmp_path: Path, cli) -> None:
+    task, items, db = tmp_path / "t.toml", tmp_path / "items.csv", tmp_path / "s.db"
+    task.write_text(TASK)
+    items.write_text("id,system,text\nx0,a,Text\n")
+    assert cli("import", items, "--task", "panel", "--task-file", task, "--db", db)[0] == 0
+    before = digest(db)
+    code, out, err = cli("jury", "x" * 5000, "--members", "j-a,j-b", "--task-file", task, "--db", db)
+    assert code == 2 and out == ""
+    assert "5000 characters" in err and "at most 40" in err
+    assert len(err) < 300, len(err)
+    assert digest(db) == before
