@@ -43,8 +43,10 @@ def make_jury(study: Study, options: JuryOptions) -> Jury:
     if not name:
         raise UserError("a jury needs a non-empty name")
     if len(name) > MAX_JURY_NAME or any(not ch.isprintable() for ch in name):
+        shown = name if len(name) <= 2 * MAX_JURY_NAME else name[: 2 * MAX_JURY_NAME] + "…"  # one line, not 5,000
         raise UserError(
-            f"jury name {safe_text(name, inline=True)!r} must be at most {MAX_JURY_NAME} printable characters"
+            f"jury name {safe_text(shown, inline=True)!r} ({len(name)} characters) must be at most {MAX_JURY_NAME} "
+            "printable characters"
         )
     if name.startswith(JURY_PREFIX):
         raise UserError(f"give the jury's name without the {JURY_PREFIX!r} prefix")

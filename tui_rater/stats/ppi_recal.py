@@ -105,6 +105,8 @@ def equal_width_saving(variance: float | None, var_human: float, rated: int) -> 
     minus those rated."""
     if variance is None or variance <= 0 or not math.isfinite(variance):
         return None
+    if not var_human > 0:  # the people's ratings do not vary: their own interval is a point, nothing to save
+        return None
     return round(var_human / variance - rated)
 
 
@@ -215,10 +217,17 @@ def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] |
     estimate = sum(st.w * st.estimate(lam) for st in strata_found)
     fixed = sum(st.w**2 * st.fixed(lam) / st.big_n for st in strata_found)
     human_terms = np.array([st.w**2 * st.var_g(lam) / st.n for st in strata_found])
-    variance = fixed + float(human_terms.sum())
-    df = float(human_terms.sum() ** 2 / np.sum(human_terms**2 / [st.n - 2 for st in strata_found]))
+    human_sum = float(human_terms.sum())
+    variance = fixed + human_sum
+    if abs(variance) <= 1e-9 * (abs(fixed) + human_sum):
+        # the judge's term and the people's cancel (every item rated by people, the people's ratings all alike): the
+        # sum is round-off (1e-17), whose square root made an interval 2e-8 wide and "-30 ratings saved"
+        variance = 0.0
+    # where the people's terms do not vary in any stratum there is no estimated human variance for Student's t to
+    # widen: the normal quantile (Satterthwaite's formula is 0/0 there, and NaN made the JSON invalid)
+    df = float(human_sum**2 / np.sum(human_terms**2 / [st.n - 2 for st in strata_found])) if human_sum > 0 else math.inf
     se = math.sqrt(max(variance, 0.0))
-    half = float(sp.t.ppf(0.975, df)) * se if math.isfinite(df) and df > 0 else math.nan
+    half = float(sp.t.ppf(0.975, df)) * se if df > 0 else math.nan
     spread = {s: st.w * math.sqrt(st.var_g(lam)) for s, st in zip(names, strata_found)}
     total_spread = sum(spread.values())
     allocation = {s: v / total_spread for s, v in spread.items()} if total_spread > 0 else {}
@@ -226,7 +235,7 @@ def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] |
     # the planned ratings drawn uniformly, so each stratum gets its share w_s of them: Σ w_s² Var_s / (n w_s)
     per_rating = float(sum(st.w * st.var_g(lam) for st in strata_found))
     note = (
-        f"{len(names)} strata by {by}, one λ = {lam:.2f}; Student's t, {df:.0f} degrees of freedom (Satterthwaite); "
+        f"{len(names)} strata by {by}, one λ = {lam:.2f}; {_quantile_words(df)}; "
         "the rated items must be a uniform sample within each stratum"
     )
     if n < pp.SMALL_SAMPLE:
@@ -236,6 +245,12 @@ def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] |
         method, interval, equal_width_saving(variance, var_y, n), None, allocation, note, fixed, per_rating, df
     )
     return _with_pilot(found, total, var_y)
+
+
+def _quantile_words(df: float) -> str:
+    if math.isinf(df):
+        return "the normal quantile (the people's ratings do not vary within the strata)"
+    return f"Student's t, {df:.0f} degrees of freedom (Satterthwaite)"
 
 
 @dataclass(frozen=True)

@@ -169,7 +169,9 @@ def _elbo(
     counts = _expected_counts(labels, posterior, weights)
     with np.errstate(divide="ignore", invalid="ignore"):
         per_cell = np.log(confusion) + np.log(np.maximum(prior, EPS))
-    expectation = float(np.sum(np.where(counts > 0, counts * per_cell, 0.0)))
+        # 0 x log 0 (an answer no one gave) is NaN before np.where drops it: silenced, else numpy's warning reached
+        # the user's terminal
+        expectation = float(np.sum(np.where(counts > 0, counts * per_cell, 0.0)))
     clipped = np.maximum(posterior, EPS)
     entropy = -float(np.sum(weights[:, None] * np.log(clipped) * clipped))
     return expectation + entropy

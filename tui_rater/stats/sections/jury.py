@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tui_rater.domain.tasks import Attribute
-from tui_rater.stats.jury_members import SIGNIFICANCE, compare
+from tui_rater.stats.jury_members import SIGNIFICANCE, Ratings, compare
 from tui_rater.stats.records import ALL
 from tui_rater.stats.sections import cells
 from tui_rater.stats.sections.base import Found, Layout, Runs, Section, Table, Who
@@ -24,13 +24,20 @@ from tui_rater.store.juries import list_juries
 
 
 def jury(data: ReportData, attributes: Sequence[Attribute]) -> None:
-    juries = [j for j in list_juries(data.study) if j.applies_to(data.task.name) and j.label in data.judges]
+    juries = [j for j in list_juries(data.study) if j.applies_to(data.task.name)]
     for found in juries:
         for attribute in attributes:
-            jury_ratings = judge_ratings(data, found.label, attribute)
-            if not jury_ratings:
-                continue
             add = data.add
+            jury_ratings = judge_ratings(data, found.label, attribute) if found.label in data.judges else {}
+            if not jury_ratings:
+                # said, not skipped, where a member rated the question: a jury the user made that no table names
+                # reads as a jury that was lost
+                silent = [m.label for m in found.members if not _member_ratings(data, m.label, attribute)]
+                if len(silent) < len(found.members):
+                    why = f"no values from {', '.join(silent)}" if silent else "its members rated different items"
+                    note = f"no item has a value from every member ({why})"
+                    add("jury", attribute.name, ALL, found.label, "better_than_best_member", note=note)
+                continue
             humans, reason = verdict_humans(data, attribute)
             if reason:
                 add("jury", attribute.name, ALL, found.label, "better_than_best_member", value=None, note=reason)
@@ -60,6 +67,10 @@ def jury(data: ReportData, attributes: Sequence[Attribute]) -> None:
                 "jury", attribute.name, ALL, found.label, "better_than_best_member", value=float(better), n=n,
                 evaluator_b=best, p=p_all, note=note,
             )  # fmt: skip
+
+
+def _member_ratings(data: ReportData, label: str, attribute: Attribute) -> Ratings:
+    return judge_ratings(data, label, attribute) if label in data.judges else {}
 
 
 def _best_member(data: ReportData, attribute: str, members: list[str]) -> str | None:

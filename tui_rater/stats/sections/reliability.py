@@ -55,7 +55,11 @@ def reliability(data: ReportData, attributes: Sequence[Attribute]) -> None:
             who = "judge" if name in data.judges else "person"
             extra: dict[str, float | str] = {"ci": f"± 1.96 SE; {rm.METHOD}"}
             if math.isfinite(kappa) and math.isfinite(se):
-                extra.update(ci_low=kappa - Z95 * se, ci_high=kappa + Z95 * se)
+                # κ is at most 1: the normal interval's upper end is cut there (it named values κ cannot take)
+                high = kappa + Z95 * se
+                extra.update(ci_low=kappa - Z95 * se, ci_high=min(high, 1.0))
+                if high > 1.0:
+                    extra["ci"] = f"± 1.96 SE, cut at 1 (κ's largest value); {rm.METHOD}"
             else:
                 extra["ci"] = "no SE: the rater rated too few of the resampled items"
             stat = Stat(kappa, n, note=f"{who}; {how}", extra=extra)
