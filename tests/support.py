@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -55,6 +56,13 @@ def run_cli_process(*args: str, cwd: Path | None = None, env: dict | None = None
         text=True,
         timeout=timeout,
     )
+
+
+def copy_demo(original: Path, folder: Path, name: str = "study.db") -> Path:
+    """A copy of the demo study in ``folder``, its to change (the command closed the file: no -wal to carry)."""
+    assert not Path(f"{original}-wal").exists() or Path(f"{original}-wal").stat().st_size == 0
+    folder.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copyfile(original, folder / name))
 
 
 # --- servers on loopback ----------------------------------------------------------------------
