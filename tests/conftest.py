@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import Script
+from tests.support import Script, copy_demo, run_cli_process
 from tui_rater.judge.tiny_gguf import write_tiny_gguf
 
 
@@ -18,6 +18,24 @@ from tui_rater.judge.tiny_gguf import write_tiny_gguf
 def _private_cache_dir(tmp_path_factory):
     """Model hashes (tui_rater.judge.spec.file_sha256) are cached in a temporary folder, never the user's."""
     os.environ["TUI_RATER_CACHE_DIR"] = str(tmp_path_factory.mktemp("user-cache"))
+
+
+@pytest.fixture(scope="session")
+def demo_original(tmp_path_factory) -> Path:
+    """What `tui-rater demo --no-app` imports (HANNA's stories, people and an LLM: 2,304 ratings), built once per
+    session. Never change it: take the `demo` fixture (a copy) or `copy_demo` it into a folder of your own."""
+    db = tmp_path_factory.mktemp("demo") / "demo.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUI_RATER_")}  # no annotator, no user config
+    env |= {"XDG_CONFIG_HOME": str(db.parent / "config"), "HOME": str(db.parent)}
+    result = run_cli_process("demo", "--no-app", "--db", db, cwd=db.parent, env=env)
+    assert result.returncode == 0, result.stderr
+    return db
+
+
+@pytest.fixture
+def demo(demo_original, tmp_path) -> Path:
+    """This test's own copy of the demo study (tmp_path/demo/study.db)."""
+    return copy_demo(demo_original, tmp_path / "demo")
 
 
 @pytest.fixture

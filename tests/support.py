@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -55,6 +56,13 @@ def run_cli_process(*args: str, cwd: Path | None = None, env: dict | None = None
         text=True,
         timeout=timeout,
     )
+
+
+def copy_demo(original: Path, folder: Path, name: str = "study.db") -> Path:
+    """A copy of the demo study in ``folder``, its to change (the command closed the file: no -wal to carry)."""
+    assert not Path(f"{original}-wal").exists() or Path(f"{original}-wal").stat().st_size == 0
+    folder.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copyfile(original, folder / name))
 
 
 # --- servers on loopback ----------------------------------------------------------------------
@@ -143,8 +151,9 @@ def ratings_of(study, annotator):
     ]
 
 
-async def wait_until(pilot, condition, what: str, timeout: float = 10.0) -> None:
-    """Let the app run until ``condition()`` holds (polled every 10 ms); fail after ``timeout``."""
+async def wait_until(pilot, condition, what: str, timeout: float = 60.0) -> None:
+    """Let the app run until ``condition()`` holds (polled every 10 ms); fail after ``timeout``: a wait that proves
+    it happens, not how fast (the workers behind it share 2 cores with the whole suite on CI)."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"not within {timeout:g} s: {what}"

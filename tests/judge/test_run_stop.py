@@ -166,9 +166,21 @@ def test_ctrl_c_against_a_silent_server_stops_within_2_s(tmp_path, silent_server
 # --- quitting the app with a judge -------------------------------------------------------------------------------
 
 
-def _quit_with_judge(tmp_path, db, *judge: str, env: str = "") -> tuple[float, str]:
+# Quitting the app with no judge (Textual's own teardown, the baseline measured in each test): ~0.3 s on an idle
+# machine, over 2 s on a busy 2-core one.
+IDLE_QUIT_S = 0.3
+
+
+def _allowance(baseline: float) -> float:
+    """What a judge may add to quitting: a second on an idle machine, scaled by how much slower than idle the app's
+    own teardown is right now (a local judge decoding on the same cores slows the teardown itself), never over 5 s:
+    the bug this guards against waited 10 s for the judges' threads, whatever the load."""
+    return min(5.0, max(1.0, baseline / IDLE_QUIT_S))
+
+
+def _quit_with_judge(tmp_path, db, *judge: str, env: str = "") -> tuple[float, float, str]:
     """Seconds from `q` to the app's process ending with the judge holding jobs, less the same without a judge
-    (Textual's own teardown: ~0.3 s idle, over 2 s on this busy 2-core machine), and what it printed."""
+    (the baseline), the baseline, and what it printed."""
     baseline = _quit_time(tmp_path, db, env=env)
     app = TmuxApp(annotate_command(db, "alice", "story", *judge), tmp_path, env=env)
     try:
@@ -180,7 +192,7 @@ def _quit_with_judge(tmp_path, db, *judge: str, env: str = "") -> tuple[float, s
         assert took is not None, app.screen()
         print(f"q -> the app's process ended in {took:.2f} s; without a judge {baseline:.2f} s")  # (pytest -s)
         assert app.wait_status() == 0
-        return took - baseline, app.printed()
+        return took - baseline, baseline, app.printed()
     finally:
         app.close()
 
@@ -210,9 +222,12 @@ def _wait(predicate, timeout: float) -> bool:
 @pytest.mark.terminal
 @needs_tmux
 def test_quitting_the_app_with_a_local_judge_adds_under_a_second(tmp_path, qwen_bos_gguf):
+    """Quitting while a local judge decodes adds under a second to the app's own teardown on an idle machine (the
+    allowance scales with the teardown measured in this test, at most 5 s): it used to add 10.6 s of blank screen.
+    (It added 1.03 s to a 1.07 s teardown under 6 busy loops on 2 cores: a fixed 1 s failed there.)"""
     db = _study(tmp_path, copies=20)
-    judges_took, printed = _quit_with_judge(tmp_path, db, "--judge", str(qwen_bos_gguf))
-    assert judges_took < 1.0, (judges_took, printed)  # was 10.6 s of blank screen
+    judges_took, baseline, printed = _quit_with_judge(tmp_path, db, "--judge", str(qwen_bos_gguf))
+    assert judges_took < _allowance(baseline), (judges_took, baseline, printed)
     assert "Traceback" not in printed
     assert _statuses(db).get("leased", 0) == 0
 
@@ -221,9 +236,12 @@ def test_quitting_the_app_with_a_local_judge_adds_under_a_second(tmp_path, qwen_
 @needs_tmux
 def test_quitting_the_app_with_a_hung_api_judge_says_so_and_adds_under_a_second(tmp_path, silent_server):
     db = _study(tmp_path, copies=2)
+    """Quitting while an API judge waits on a silent server: said, and it adds under a second to the app's own
+    teardown on an idle machine (the allowance scales with the teardown measured in this test, at most 5 s): it
+    used to add 10.9 s of blank screen."""
     judge = ("--judge", "api:m", "--base-url", silent_server)
-    judges_took, printed = _quit_with_judge(tmp_path, db, *judge, env="OPENAI_API_KEY=sk-test")
-    assert judges_took < 1.0, (judges_took, printed)  # was 10.9 s of blank screen
+    judges_took, baseline, printed = _quit_with_judge(tmp_path, db, *judge, env="OPENAI_API_KEY=sk-test")
+    assert judges_took < _allowance(baseline), (judges_took, baseline, printed)
     assert "stopping the judges: giving back" in printed and "Traceback" not in printed
     assert _statuses(db).get("leased", 0) == 0
 
@@ -306,7 +324,9 @@ def test_the_same_judge_after_queue_cancel_names_the_cancelled_jobs_and_retry_an
     statuses = _statuses(db)
     assert set(statuses) == {"cancelled"}
     cancelled = statuses["cancelled"]
-    again = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    # a run with nothing to do is its imports (2 s idle; over 60 s, and failing, under 6 busy loops on 2 cores):
+    # the deadline proves only that it ends; that it asked the silent server nothing is the statuses, unchanged
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=180)
     assert again.returncode == 1, again.stderr
     assert f", cancelled: {cancelled}" in again.stdout
     label = sqlite3.connect(db).execute("SELECT label FROM raters WHERE kind = 'llm'").fetchone()[0]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.store.test_migrations import _v1_file
-from tests.support import SAMPLE, digest, run_cli_process
+from tests.support import SAMPLE, copy_demo, digest, run_cli_process
 from tui_rater.store.schema import APPLICATION_ID, SCHEMA_VERSION
 
 ROOT_USER = os.geteuid() == 0
@@ -30,10 +30,8 @@ def one_sentence(result: subprocess.CompletedProcess, code: int = 2) -> str:
 
 
 @pytest.fixture
-def study(tmp_path) -> Path:
-    db = tmp_path / "study.db"
-    assert run_cli_process("demo", "--no-app", "--db", db).returncode == 0  # items and 2,304 ratings
-    return db
+def study(demo_original, tmp_path) -> Path:
+    return copy_demo(demo_original, tmp_path)  # items and 2,304 ratings
 
 
 # --- outputs ----------------------------------------------------------------------------------------
@@ -232,11 +230,10 @@ def _leave_wal_content(db: Path) -> None:
 
 @pytest.mark.skipif(not ROOT_USER and os.name != "posix", reason="needs POSIX permissions")
 @pytest.mark.parametrize("case", ["file-read-only", "folder-read-only", "folder-read-only-with-wal"])
-def test_read_only_study_reads_and_refuses_writes_in_one_sentence(shared_folder, case):
+def test_read_only_study_reads_and_refuses_writes_in_one_sentence(shared_folder, demo_original, case):
     studies = shared_folder / "studies"
     studies.mkdir()
-    db = studies / "study.db"
-    assert run_cli_process("demo", "--no-app", "--db", db).returncode == 0
+    db = copy_demo(demo_original, studies)
     os.chmod(db, 0o644)
     if case == "folder-read-only-with-wal":
         _leave_wal_content(db)

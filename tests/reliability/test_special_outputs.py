@@ -14,21 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.test_files import one_sentence
-from tests.support import digest, run_cli_process
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("demo") / "study.db"
-    assert run_cli_process("demo", "--no-app", "--db", db).returncode == 0
-    return db
+from tests.support import copy_demo, digest, run_cli_process
 
 
 @pytest.fixture
-def study(demo, tmp_path) -> Path:
-    db = tmp_path / "study.db"
-    db.write_bytes(demo.read_bytes())
-    return db
+def study(demo_original, tmp_path) -> Path:
+    return copy_demo(demo_original, tmp_path)
 
 
 def _read_fifo(path: Path, into: list[bytes]) -> None:

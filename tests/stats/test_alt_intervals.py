@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from tests.stats.golden import demo_study
 from tui_rater.stats import intervals as iv
 
 TAIL = (1 - iv.LEVEL) / 2
@@ -73,11 +72,6 @@ def _verdict(records, attribute, statistic, judge=None):
         and judge in (None, r["evaluator"])
     ]
     return found
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    return demo_study(tmp_path_factory.mktemp("demo"))
 
 
 def _matrix(db, attribute, judge_name=None):

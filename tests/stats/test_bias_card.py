@@ -9,7 +9,6 @@ import json
 import numpy as np
 import pytest
 
-from tests.stats.golden import demo_study
 from tests.stats.ratings import insert
 from tui_rater.stats import intervals as iv
 from tui_rater.store.study import Study
@@ -247,12 +246,6 @@ def test_pairs_length_slope_and_self_preference_use_the_preferences(cli, pairs):
     own = _one(records, "bias", "preference", "pj", "self_preference")
     assert own["value"] == pytest.approx(d.mean(), abs=1e-9)
     assert (own["ci_low"], own["ci_high"]) == pytest.approx(_bootstrap(d.size, lambda i: d[i].mean()), abs=1e-9)
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """What `tui-rater demo --no-app` imports: HANNA's people and an LLM, the stories' own lengths."""
-    return demo_study(tmp_path_factory.mktemp("demo"))
 
 
 def test_demo_study_has_a_card_per_question_checked_here(cli, demo):

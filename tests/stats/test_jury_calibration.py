@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tests.support import copy_demo
 from tui_rater.cli import main
 from tui_rater.judge.tiny_gguf import write_tiny_gguf
 
@@ -63,9 +64,8 @@ def check(folder: Path, db: Path, members: list[str], jury: str) -> None:
     assert all("distribution jury" in note for note in got["note"])
 
 
-def test_a_distribution_jury_is_scored_in_the_calibration_table(tmp_path, tiny_gguf):
-    db = tmp_path / "d.db"
-    assert run("demo", "--no-app", "--db", db) == 0
+def test_a_distribution_jury_is_scored_in_the_calibration_table(tmp_path, tiny_gguf, demo_original):
+    db = copy_demo(demo_original, tmp_path, "d.db")
     other = write_tiny_gguf(tmp_path / "other.gguf", seed=8)
     for name, model in (("m-tiny", tiny_gguf), ("m-other", other)):
         code = run(

@@ -17,6 +17,7 @@ import pytest
 
 from tests.judge.conftest import gemma_gguf, smollm2_gguf  # noqa: F401  (the real GGUFs, as fixtures)
 from tests.stats.test_jury_calibration import check
+from tests.support import copy_demo
 from tui_rater.cli import main
 
 STORIES = 6  # HANNA stories the small models rate (6 questions each): a few minutes on two cores
@@ -34,10 +35,9 @@ def run(*args: object) -> int:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory, smollm2_gguf, gemma_gguf) -> dict[str, object]:  # noqa: F811
+def study(tmp_path_factory, demo_original, smollm2_gguf, gemma_gguf) -> dict[str, object]:  # noqa: F811
     folder = tmp_path_factory.mktemp("panel")
-    db = folder / "d.db"
-    assert run("demo", "--no-app", "--db", db) == 0
+    db = copy_demo(demo_original, folder, "d.db")
     for name, model in (("smollm2", smollm2_gguf), ("gemma", gemma_gguf)):
         code = run(
             "judge", "--db", db, "--model", model, "--task", TASK, "--mode", "distribution", "--min-mass", "0",

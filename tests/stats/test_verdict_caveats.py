@@ -20,13 +20,6 @@ from tui_rater.stats.sections.verdict import LOW_HUMAN_ALPHA
 from tui_rater.store.study import Study
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("demo") / "demo.db"
-    assert run_cli_process("demo", "--no-app", "--db", db).returncode == 0
-    return db
-
-
 def _records(path: Path, task: str) -> list[dict]:
     out = run_cli_process("report", "--db", path, "--format", "json", timeout=300)
     assert out.returncode == 0, out.stderr

@@ -137,9 +137,13 @@ async def test_the_pane_never_computes_twice_at_once(tmp_path):
 
 @needs_tmux
 @pytest.mark.terminal
+# a big study and two computations of seconds each, on purpose: past pyproject's 300 s under 6 busy loops on 2 cores
+@pytest.mark.timeout(900)
 def test_a_closed_terminal_ends_the_app_while_the_pane_computes(tmp_path):
     """SIGHUP while the pane computes: the ratings typed are saved and the process is gone within 2 s — not
-    after the computation, which takes longer than that here (measured first, in this test)."""
+    after the computation, which takes longer than that here (measured first, in this test). On a machine so loaded
+    that one computation takes over 4 s, the allowance is half a computation: the exit scales with the load, and
+    waiting for the computation would still take twice that."""
     from tui_rater.service.live import agreement_pane
 
     db = big_study(tmp_path)
@@ -164,4 +168,4 @@ def test_a_closed_terminal_ends_the_app_while_the_pane_computes(tmp_path):
     finally:
         app.close()
     assert len(ratings_in_force(db, "dee")) == 4
-    assert gone < 2.0, f"gone {gone:.1f} s after SIGHUP (one computation takes {computing:.1f} s)"
+    assert gone < max(2.0, computing / 2), f"gone {gone:.1f} s after SIGHUP (one computation takes {computing:.1f} s)"

@@ -27,13 +27,6 @@ def footer(screen: str) -> str:
     return [line for line in screen.splitlines() if line.strip()][-1]
 
 
-def demo_study(tmp_path: Path) -> Path:
-    """The bundled sample data (HANNA's humans and an LLM on task hanna) in a fresh study file."""
-    db = tmp_path / "demo.db"
-    subprocess.run([*CLI, "demo", "--no-app", "--db", str(db)], check=True, capture_output=True, cwd=ROOT)
-    return db
-
-
 def pasted_commands(printed: str) -> list[str]:
     """The commands in the next-steps lines, as a shell reads them: backslash continuations joined (a line the
     terminal had wrapped would cut its command short here)."""
@@ -80,10 +73,10 @@ def test_the_readme_first_command_opens_a_live_comparison_and_quitting_says_what
     assert "hanna-mistral-7b-p1" in report.stdout
 
 
-def test_off_scale_digits_say_so_and_ctrl_c_names_the_quit_key(tmp_path):
+def test_off_scale_digits_say_so_and_ctrl_c_names_the_quit_key(tmp_path, demo):
     """A digit off a 1-5 scale was ignored silently; now a line says it is not on the scale, and nothing is saved.
     Ctrl-C showed Textual's hint with literal markup (`Press [b]ctrl+q[/b]`); it names `q`."""
-    db = demo_study(tmp_path)
+    db = demo
     app = TmuxApp(annotate_command(db, "typo", "hanna"), tmp_path, env="env TERM=xterm")
     try:
         app.wait_text("item 1/96", "q quit")
@@ -127,11 +120,11 @@ def revisions(db: Path, annotator: str) -> list[tuple[str, float]]:
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_reveal_arrows_move_the_marker_and_the_review_applies_to_the_marked_question(tmp_path, size):
+def test_reveal_arrows_move_the_marker_and_the_review_applies_to_the_marked_question(tmp_path, demo, size):
     """On hanna's reveal (six questions, each with four other raters) ↑/↓ scrolled the list and left ▶ on the
     first question, so every agree / disagree / revision went to relevance. Now they move ▶, the list scrolls to
     keep it in view (complexity, the last, is below the first screen at 80x24), and the keys act on it."""
-    db = demo_study(tmp_path)
+    db = demo
     app = TmuxApp(annotate_command(db, "teacher", "hanna", "--reveal"), tmp_path, size=size, env="env TERM=xterm")
     try:
         app.wait_text("item 1/96", "q quit")
