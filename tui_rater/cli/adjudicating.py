@@ -60,7 +60,7 @@ def cmd_adjudicate(args: argparse.Namespace, settings: Settings) -> int:
     headless = args.list or args.format is not None
     adjudicator = args.adjudicator or settings.annotator
     if not headless and adjudicator:
-        from tui_rater.cli.annotating import MAX_ANNOTATOR_NAME
+        from tui_rater.service.annotate import MAX_ANNOTATOR_NAME
         from tui_rater.domain.display import check_name
 
         check_name(adjudicator, "--adjudicator", MAX_ANNOTATOR_NAME)  # as --annotator: before anything is stored

@@ -22,7 +22,7 @@ from tui_rater.domain.display import safe_text
 
 if TYPE_CHECKING:
     from tui_rater.config import Settings
-    from tui_rater.store.study import Study
+    from tui_rater.service.study import Study
     from tui_rater.store.table_files import ImportResult
 
 
