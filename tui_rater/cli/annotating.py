@@ -139,7 +139,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store.io import import_ratings
+    from tui_rater.service.data import import_ratings_file
 
     if not REPO_SAMPLE_DATA.is_dir():
         raise UserError(f"the sample data folder {REPO_SAMPLE_DATA} is missing; run from a clone of the repository")
@@ -148,7 +148,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         result = import_items_file(study, REPO_SAMPLE_DATA / filename, task, mapping, ignore_extra)
         say(f"{filename} -> {task}: {result.added} new, {result.skipped} already present")
     for filename in ("hanna_human_ratings.csv", "hanna_llm_ratings.csv"):
-        result = import_ratings(study, REPO_SAMPLE_DATA / filename)
+        result = import_ratings_file(study, REPO_SAMPLE_DATA / filename)
         say(f"{filename}: {result.added} new ratings, {result.skipped} already present")
     if args.no_app:
         print_info(study.info())

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
-    from tui_rater.judge.paths import llama_log_path
+    from tui_rater.service.paths import llama_log_path
 
     p = sub.add_parser(
         "judge",

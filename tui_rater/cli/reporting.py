@@ -244,12 +244,11 @@ def _html_progress(terminal: bool) -> Callable[[int, int, str], None]:
 
 
 def cmd_spa_setup(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store import spa
+    from tui_rater.service.spa import SpaSetup, set_up_spa
 
     study = open_study(args, settings, create=False)
-    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    result = spa.setup(
-        study,
+    systems = tuple(s.strip() for s in args.systems.split(",") if s.strip())
+    request = SpaSetup(
         systems,
         m=args.m,
         packets=args.packets,
@@ -259,6 +258,7 @@ def cmd_spa_setup(args: argparse.Namespace, settings: Settings) -> int:
         pairs=args.pairs,
         likert=not args.no_likert,
     )
+    result = set_up_spa(study, request)
     writers = ", ".join(f"writer {letter} = {system}" for letter, system in sorted(result["writers"].items()))
     say(
         f"task {result['task']}: {result['packets']} packets of {args.m} prompts ({result['eligible_prompts']} "

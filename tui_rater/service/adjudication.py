@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
@@ -18,6 +19,9 @@ from tui_rater.domain.tasks import Task
 from tui_rater.store.adjudication import Voice, adjudicated_values, voices
 from tui_rater.store.study import Item, Study
 from tui_rater.store.team import gold_keys
+
+if TYPE_CHECKING:
+    from tui_rater.store.adjudication import Adjudication
 
 
 @dataclass(frozen=True)
@@ -130,3 +134,10 @@ def disagreements(study: Study, task_name: str, margin: float = 0.0, with_judges
         if key in items
     ]
     return sorted(found, key=lambda d: (-d.share, -len(d.splits), d.item.position))
+
+
+def open_adjudication(study: Study, task: str, adjudicator: str) -> Adjudication:
+    """The adjudicator's decisions on a task, as the adjudication screen stores them."""
+    from tui_rater.store.adjudication import Adjudication
+
+    return Adjudication(study, task, adjudicator)
