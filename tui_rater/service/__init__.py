@@ -4,7 +4,7 @@ Each command is flags -> one typed request -> one call here::
 
     from tui_rater.service import JudgeRequest, JudgeOptions, judge, open_study
 
-    study = open_study("study.db", create=False)
+    study = open_study("hanna.db", create=False)
     outcome = judge(study, JudgeRequest(JudgeOptions("api:gpt-4o-mini"), task="story"))
 
 Layers: ``service`` may use ``domain``, ``store``, ``judge`` and ``stats``; ``cli`` and ``ui`` call it (and never
