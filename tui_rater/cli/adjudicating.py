@@ -60,8 +60,8 @@ def cmd_adjudicate(args: argparse.Namespace, settings: Settings) -> int:
     headless = args.list or args.format is not None
     adjudicator = args.adjudicator or settings.annotator
     if not headless and adjudicator:
-        from tui_rater.cli.annotating import MAX_ANNOTATOR_NAME
         from tui_rater.domain.display import check_name
+        from tui_rater.service.annotate import MAX_ANNOTATOR_NAME
 
         check_name(adjudicator, "--adjudicator", MAX_ANNOTATOR_NAME)  # as --annotator: before anything is stored
     study = open_study(args, settings, create=False, readonly=headless)
@@ -83,11 +83,11 @@ def cmd_adjudicate(args: argparse.Namespace, settings: Settings) -> int:
         raise UserError(
             "say who adjudicates: --adjudicator NAME (or $TUI_RATER_ANNOTATOR, or 'annotator' in the config)"
         )
-    from tui_rater.store.adjudication import Adjudication
+    from tui_rater.service.adjudication import open_adjudication
     from tui_rater.ui.adjudicate import AdjudicateApp
     from tui_rater.ui.run import run_app
 
-    adjudication = Adjudication(study, task.name, adjudicator)
+    adjudication = open_adjudication(study, task.name, adjudicator)
     # run_app: signals, and the decisions still unsaved when the screen closes (as for annotate)
     return run_app(AdjudicateApp(task, adjudication, queue, args.margin, args.with_judges))
 

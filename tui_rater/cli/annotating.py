@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,11 +14,8 @@ from tui_rater.domain.errors import UserError
 
 if TYPE_CHECKING:
     from tui_rater.config import Settings
-    from tui_rater.judge.spec import JudgeSpec
-    from tui_rater.store.study import Study
-
-# a person's name labels their ratings in every table: a line, not a paragraph
-MAX_ANNOTATOR_NAME = 80
+    from tui_rater.service.judging import JudgeOptions
+    from tui_rater.service.study import Study
 
 REPO_SAMPLE_DATA = Path(__file__).resolve().parent.parent.parent / "sample_data"
 
@@ -141,7 +139,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store.io import import_ratings
+    from tui_rater.service.data import import_ratings_file
 
     if not REPO_SAMPLE_DATA.is_dir():
         raise UserError(f"the sample data folder {REPO_SAMPLE_DATA} is missing; run from a clone of the repository")
@@ -150,7 +148,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         result = import_items_file(study, REPO_SAMPLE_DATA / filename, task, mapping, ignore_extra)
         say(f"{filename} -> {task}: {result.added} new, {result.skipped} already present")
     for filename in ("hanna_human_ratings.csv", "hanna_llm_ratings.csv"):
-        result = import_ratings(study, REPO_SAMPLE_DATA / filename)
+        result = import_ratings_file(study, REPO_SAMPLE_DATA / filename)
         say(f"{filename}: {result.added} new ratings, {result.skipped} already present")
     if args.no_app:
         print_info(study.info())
@@ -170,96 +168,76 @@ def cmd_annotate(args: argparse.Namespace, settings: Settings) -> int:
     annotator = args.annotator or settings.annotator
     if not annotator:
         raise UserError("say who is rating: --annotator NAME (or $TUI_RATER_ANNOTATOR, or 'annotator' in the config)")
-    task = args.task
-    if task is None:
-        names = study.item_task_names()
-        if not names:
-            raise UserError(f"{study.path} holds no items; import some first")
-        task = names[0] if len(names) == 1 else ("story" if "story" in names else None)
-        if task is None:
-            raise UserError(f"the study holds several tasks ({', '.join(names)}); choose one with --task")
+    from tui_rater.service.annotate import pick_task
+
+    task = pick_task(study, args.task)
     return _run_app(args, settings, study, task, annotator)
 
 
 def _run_app(args: argparse.Namespace, settings: Settings, study: Study, task: str, annotator: str) -> int:
-    from tui_rater.domain.display import check_name
-    from tui_rater.store.session import AnnotationSession
+    from tui_rater.service import annotate as use
 
-    check_name(annotator, "--annotator", MAX_ANNOTATOR_NAME)
-
-    order, seed = getattr(args, "order", "imported"), getattr(args, "seed", 0)
-    retest, replan = getattr(args, "retest", None), getattr(args, "replan", False)
-    if retest is not None and not 0 < retest <= 1:
-        raise UserError(f"--retest takes the share of your rated items to show again, in (0, 1], not {retest:g}")
-    if retest is not None and getattr(args, "reveal", False):
-        raise UserError("--retest asks for your rating blind; --reveal shows the others' ratings: use one of them")
+    request = use.AnnotateRequest(
+        task=task,
+        annotator=annotator,
+        order=getattr(args, "order", "imported"),
+        seed=getattr(args, "seed", 0),
+        retest=getattr(args, "retest", None),
+        spacing=getattr(args, "retest_spacing", 10),
+        replan=getattr(args, "replan", False),
+        reveal=getattr(args, "reveal", False),
+        uncertain_judge=getattr(args, "uncertain_judge", None),
+    )
+    use.check_request(request)
     names, judges = getattr(args, "judge_name", []), getattr(args, "judge", [])
     if names and len(names) != len(judges):
         raise UserError(f"give one --judge-name per --judge ({len(judges)}), or none; {len(names)} given")
-    if getattr(args, "uncertain_judge", None) and order != "uncertain":
-        raise UserError("--uncertain-judge goes with --order uncertain")
-    specs: tuple[JudgeSpec, ...] = ()
-    if getattr(args, "judge", []):  # checked before anything is stored (one sentence), started by the app
-        from tui_rater.service.judging import JudgeOptions, resolve_spec
-
-        names = getattr(args, "judge_name", []) or [None] * len(args.judge)
-        servers = _per_api_judge(args.judge, "--base-url", getattr(args, "base_url", []))
-        variables = _per_api_judge(args.judge, "--api-key-env", getattr(args, "api_key_env", []))
-        for variable in variables:
-            check_key_variable(variable)
-        tasks = [study.task(task)]
-        specs = tuple(
-            resolve_spec(
-                JudgeOptions(
-                    m,
-                    base_url=url.split()[0] if url and url.split() else None,
-                    replicas=tuple(url.split()[1:]) if url else (),  # a URL holds no space: replicas listed
-                    api_key_env=variable,
-                    judge_name=name,
-                ),
-                tasks,
-                settings.judge,
-            )
-            for m, name, url, variable in zip(args.judge, names, servers, variables)
-        )
-        for spec in specs:
-            spec.kind.check_access(spec)
-    if order == "uncertain":  # drawn (or read back) before the screen opens: one sentence if it cannot be
-        from tui_rater.service.planning import plan_uncertain_order
-
-        plan_uncertain_order(study, task, annotator, getattr(args, "uncertain_judge", None), seed, replan)
-    session = AnnotationSession.open(
-        study,
-        task,
-        annotator,
-        order=order,
-        seed=seed,
-        retest=retest or 0.0,
-        spacing=getattr(args, "retest_spacing", 10),
-        replan=replan,
-    )
+    if judges:  # checked before anything is stored (one sentence), started by the app
+        request = replace(request, judges=_judge_options(args))
+    annotation = use.open_annotation(study, request, settings.judge)
     from tui_rater.ui.app import AppOptions, make_app
 
     options = AppOptions(
         blind=getattr(args, "blind", True),
-        reveal=getattr(args, "reveal", False),
+        reveal=request.reveal,
         prompt_always=getattr(args, "prompt_always", False),
         keymap=settings.keys or None,
-        judge_specs=specs,
+        judge_specs=annotation.judge_specs,
     )
     from tui_rater.ui.run import run_app
 
     # signals (SIGHUP, SIGTERM, SIGINT) and the saves still unsaved when the screen closes: see ui/run.py
-    code = run_app(make_app(session, options))
+    code = run_app(make_app(annotation.session, options))
     if code == 0:  # quit with everything saved: what to do next, as commands to paste
         for line in next_steps(db_path(args, settings), task, annotator):
             say(line)  # (the file, task and annotator names are data: printed literally)
     return code
 
 
+def _judge_options(args: argparse.Namespace) -> tuple[JudgeOptions, ...]:
+    """The --judge flags (each with its own server and key variable, in order) as the judges' options."""
+    from tui_rater.service.judging import JudgeOptions
+
+    names = getattr(args, "judge_name", []) or [None] * len(args.judge)
+    servers = _per_api_judge(args.judge, "--base-url", getattr(args, "base_url", []))
+    variables = _per_api_judge(args.judge, "--api-key-env", getattr(args, "api_key_env", []))
+    for variable in variables:
+        check_key_variable(variable)
+    return tuple(
+        JudgeOptions(
+            m,
+            base_url=url.split()[0] if url and url.split() else None,
+            replicas=tuple(url.split()[1:]) if url else (),  # a URL holds no space: replicas listed
+            api_key_env=variable,
+            judge_name=name,
+        )
+        for m, name, url, variable in zip(args.judge, names, servers, variables)
+    )
+
+
 def next_steps(db: str, task: str, annotator: str) -> list[str]:
     """What to do after rating, as exact commands for this study file and task (printed on quitting)."""
-    from tui_rater.judge.hub import FIRST_JUDGE  # (a constant: the module imports nothing heavy at the top)
+    from tui_rater.service.annotate import FIRST_JUDGE
 
     where = ["--db", db, "--task", task]
     return [

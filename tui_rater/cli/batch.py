@@ -7,21 +7,16 @@ from typing import TYPE_CHECKING
 from tui_rater.cli.common import say
 
 if TYPE_CHECKING:
-    from tui_rater.judge.spec import JudgeSpec
-    from tui_rater.service.judging import JudgePlan
-    from tui_rater.store.study import Study
+    from tui_rater.service.judge_command import Batched, Cancelled
 
 
-def cancel_batches(study: Study, spec: JudgeSpec, task_names: list[str]) -> int:
-    """Cancel the judge's batches; with none, say so and change nothing (no judge created, no job queued)."""
-    from tui_rater.service import batch, judging
-
-    plan = judging.existing_plan(study, spec, task_names)
+def cancelled(outcome: Cancelled) -> int:
+    """The judge's batches cancelled; with none, it said so and changed nothing (no judge created, no job queued)."""
+    plan, cancelled, ended, back = outcome.plan, outcome.cancelled, outcome.ended, outcome.queued_again
     if plan is None:
-        say(f"judge {spec.model}: no batch to cancel (the study has no such judge)")
+        say(f"judge {outcome.spec.model}: no batch to cancel (the study has no such judge)")
         return 0
     label = f"judge {plan.rater.label} ({plan.rater.name})"
-    cancelled, ended, back = batch.cancel_batches(study, plan)
     if not cancelled and not ended:
         say(f"{label}: no batch to cancel")
         return 0
@@ -37,13 +32,9 @@ def cancel_batches(study: Study, spec: JudgeSpec, task_names: list[str]) -> int:
     return 0
 
 
-def judge_batch(study: Study, plan: JudgePlan) -> int:
+def batched(outcome: Batched) -> int:
     """Exit 0 while batches run or were submitted; 1 when jobs failed or nothing read was usable (as a live run)."""
-    from tui_rater.service import batch, judging
-
-    label = f"judge {plan.rater.label} ({plan.rater.name})"
-    say(f"{label}: {plan.added} new jobs, {plan.pending} to send", err=True)
-    run = batch.judge_batch(study, plan)
+    run, left, produced, ready = outcome.run, outcome.left, outcome.produced, outcome.ready
     for state in run.running:
         say(
             f"batch {state.id}: {state.status}, {state.completed} of {state.total} requests answered"
@@ -80,12 +71,10 @@ def judge_batch(study: Study, plan: JudgePlan) -> int:
         )
     elif not run.running:
         say("no batch running and nothing left to send")
-    left = judging.queue_counts(study, plan.rater.id)
     say(
         f"queue: {left['batched']} batched, {left['queued'] + left['leased']} queued, {left['done']} done, "
         f"{left['failed']} failed"
     )
-    produced = judging.RunYield.of(run.progress.readings)
     if produced.total:
         say(produced.describe())
     if run.progress.fatal:
@@ -95,7 +84,7 @@ def judge_batch(study: Study, plan: JudgePlan) -> int:
         return 1 if left["failed"] else 0
     from tui_rater.cli.common import say_readiness
 
-    ready = judging.judge_readiness(study, plan)  # the report's rule, as a live run says it
+    assert ready is not None  # the use case judged the readiness of every run that read something
     if produced.useless:
         say_readiness(ready, advise=False)
         say(

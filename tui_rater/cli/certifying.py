@@ -71,9 +71,7 @@ def cmd_certify(args: argparse.Namespace, settings: Settings) -> int:
     import math
 
     from tui_rater.domain import certificate as cert
-    from tui_rater.service.certify import CertifySettings, make_certificate
-    from tui_rater.service.reports import excluded_annotators
-    from tui_rater.store.outputs import check_output_target, write_output
+    from tui_rater.service.certify import CertifySettings, write_certificate
 
     kind = CERT_SUFFIXES.get(args.out.suffix.lower())
     if kind is None:
@@ -81,8 +79,6 @@ def cmd_certify(args: argparse.Namespace, settings: Settings) -> int:
     if args.epsilon is not None and not (math.isfinite(args.epsilon) and 0 <= args.epsilon < 1):
         raise UserError(f"--epsilon must be at least 0 and below 1, not {args.epsilon:g}")
     study = open_study(args, settings, create=False, readonly=True)
-    check_output_target(args.out, study.path)
-    excluded_annotators(study, args.exclude_annotator, args.task or None)  # an unknown name: one sentence
     chosen = CertifySettings(
         epsilon=args.epsilon,
         raters=args.raters,
@@ -90,14 +86,7 @@ def cmd_certify(args: argparse.Namespace, settings: Settings) -> int:
         spa_tau=None if args.no_spa_filter else args.spa_tau,
         excluded_annotators=tuple(dict.fromkeys(args.exclude_annotator)),
     )
-    found = make_certificate(study, list(dict.fromkeys(args.task)) or None, chosen)
-    if kind == "html":
-        from tui_rater.domain.certificate_page import to_html
-
-        content = to_html(found).encode()
-    else:
-        content = cert.pretty(found)
-    write_output(args.out, content, like=study.path)
+    found = write_certificate(study, args.out, args.task, chosen, html=kind == "html")
     rows = sum(d["rows"] for part in found["tasks"].values() for d in part["tables"].values())
     numbers = sum(len(part["numbers"]) for part in found["tasks"].values())
     say(

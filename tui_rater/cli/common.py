@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from tui_rater.service.judging import JudgeOptions, JudgeReadiness
-    from tui_rater.store.study import Study
+    from tui_rater.service.study import Study
 
 
 # what ``add_subparsers`` returns, as each command module's ``add_parsers`` takes it (not subscriptable at run time)
@@ -108,31 +108,24 @@ def identity(args: argparse.Namespace, settings: Settings) -> str | None:
         return os.environ.get("USER")
 
 
-def _check_lead(study: Study, args: argparse.Namespace, settings: Settings) -> None:
-    rule = getattr(args, "lead_action", None)
-    action = rule(args) if rule is not None else None
-    if action is not None:
-        from tui_rater.store.roles import require_lead
-
-        require_lead(study, identity(args, settings), action)
-
-
 def open_study(args: argparse.Namespace, settings: Settings, create: bool = True, readonly: bool = False) -> Study:
     """The study file. ``readonly``: the command only reads it (info, report, export, tasks, queue), so
     it works on a file or folder the user may not write to. A study-wide action (``lead_only``) run by someone
-    who is not one of the study's leads is refused here, before anything is written."""
-    from tui_rater.store.study import Study
+    who is not one of the study's leads is refused when it is opened, before anything is written."""
+    from tui_rater.service.study import open_study as open_file
 
-    task_files = [*settings.task_files, *getattr(args, "task_file", [])]
-    study = Study.open(
+    rule = getattr(args, "lead_action", None)
+    action = rule(args) if rule is not None else None
+    study = open_file(
         db_path(args, settings),
-        create=create and not readonly,
+        create=create,
         shared=getattr(args, "shared", False),
-        task_files=task_files,
+        task_files=[*settings.task_files, *getattr(args, "task_file", [])],
         readonly=readonly,
+        who=identity(args, settings) if action is not None else None,
+        action=action,
     )
     _OPENED.append(study)
-    _check_lead(study, args, settings)  # before the command can change anything
     return study
 
 

@@ -22,8 +22,8 @@ from tui_rater.domain.display import safe_text
 
 if TYPE_CHECKING:
     from tui_rater.config import Settings
-    from tui_rater.store.study import Study
-    from tui_rater.store.table_files import ImportResult
+    from tui_rater.service.data import ImportResult
+    from tui_rater.service.study import Study
 
 
 def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -122,15 +122,14 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def import_items_file(study: Study, path: Path, task_name: str, mapping: list[str], ignore_extra: bool) -> ImportResult:
-    from tui_rater.store.io import import_items, parse_mapping
+    from tui_rater.service.data import import_items_file as import_file
 
-    task = study.task(task_name)
-    return import_items(study, path, task, parse_mapping(mapping), ignore_extra=ignore_extra)
+    return import_file(study, path, task_name, mapping, ignore_extra)
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.domain.tasks import TaskRegistry
-    from tui_rater.store.io import parse_mapping, prepare_items
+    from tui_rater.service.data import add_items, read_items
 
     # Validate the whole file before the study is opened, so a bad file neither changes
     # nor creates it. A custom task may live in the study file itself.
@@ -139,72 +138,35 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         task = study.task(args.task)
     else:
         study, task = None, TaskRegistry.with_files([*settings.task_files, *args.task_file]).get(args.task)
-    items = prepare_items(args.file, task, parse_mapping(args.map), ignore_extra=args.ignore_extra)
-    if study is not None:
-        added, skipped = study.add_items(task, items, source=str(args.file))
-    else:
+    items = read_items(args.file, task, args.map, args.ignore_extra)
+    fresh = study is None
+    if study is None:
         study = open_study(args, settings)
-        try:
-            added, skipped = study.add_items(task, items, source=str(args.file))
-        except BaseException:
-            study.discard_if_empty()  # a failed first import leaves no empty study behind
-            raise
-    say(f"{args.file}: {added} new items for task {args.task}, {skipped} already present -> {study.path}")
-    if added:
-        from tui_rater.store.team import unplanned_note
-
-        if note := unplanned_note(study, task.name):
-            say(f"note: {note}", err=True)
+    done = add_items(study, task, items, str(args.file), fresh=fresh)  # a failed first import leaves no study
+    say(f"{args.file}: {done.added} new items for task {args.task}, {done.skipped} already present -> {study.path}")
+    if done.note:
+        say(f"note: {done.note}", err=True)
     return 0
 
 
 def cmd_import_ratings(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store.io import import_ratings
-    from tui_rater.store.row_stream import stream_rows
+    from tui_rater.service.data import check_ratings_file, import_ratings_file
 
-    stream_rows(args.file)  # the file's encoding and header, before the study is opened
+    check_ratings_file(args.file)  # the file's encoding and header, before the study is opened
     study = open_study(args, settings, create=False)
-    result = import_ratings(study, args.file, default_kind=args.kind)
+    result = import_ratings_file(study, args.file, args.kind)
     say(f"{args.file}: {result.added} new ratings, {result.skipped} already present -> {study.path}")
     return 0
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store.io import items_frame, ratings_frame, write_frame
-    from tui_rater.store.outputs import check_output_target
-    from tui_rater.store.table_files import file_format
+    from tui_rater.service.data import ExportRequest, check_export_target, export
 
-    file_format(args.out)
+    check_export_target(args.out)
     study = open_study(args, settings, create=False, readonly=True)
-    check_output_target(args.out, study.path)  # before the work: never over a study or any SQLite file
-    if args.task:
-        study.task(args.task)
-    if args.what == "judgements":
-        from tui_rater.store.judgements import write_judgements
-
-        count, neutralised = write_judgements(study, args.out, args.task, raw=args.raw_csv)
-        say(f"wrote {count} rows of judgements to {args.out}")
-        formula_note(neutralised)
-        return 0
-    if args.what == "notes":
-        from tui_rater.store.notes import notes_frame
-
-        frame = notes_frame(study, args.task)
-        neutralised = write_frame(frame, args.out, like=study.path, raw=args.raw_csv)
-        say(f"wrote {frame.height} rows of notes to {args.out}")
-        formula_note(neutralised)
-        return 0
-    if args.what == "wide":  # written a batch of items at a time (issue 35)
-        from tui_rater.store.wide_export import write_wide
-
-        rows, neutralised = write_wide(study, args.out, args.task, raw=args.raw_csv)
-        say(f"wrote {rows} rows of wide to {args.out}")
-        formula_note(neutralised)
-        return 0
-    frame = {"items": items_frame, "ratings": ratings_frame}[args.what](study, args.task)
-    neutralised = write_frame(frame, args.out, like=study.path, raw=args.raw_csv)
-    say(f"wrote {frame.height} rows of {args.what} to {args.out}")
-    formula_note(neutralised)
+    done = export(study, ExportRequest(args.what, args.out, args.task, args.raw_csv))
+    say(f"wrote {done.rows} rows of {args.what} to {args.out}")
+    formula_note(done.neutralised)
     return 0
 
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from tui_rater.config import Settings
-    from tui_rater.store.judges import Judge
+    from tui_rater.service.judges import Judge
 
 # provenance shown by name, in this order; the rest of a configuration follows under its own keys
 SHOWN = (
@@ -64,7 +64,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_judges(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store.judges import list_judges
+    from tui_rater.service.judges import list_judges
 
     if args.forget is not None:
         return _forget(args, settings)
@@ -109,15 +109,11 @@ def _forget(args: argparse.Namespace, settings: Settings) -> int:
 
     from tui_rater.cli.common import say
     from tui_rater.domain.errors import UserError
-    from tui_rater.service.judging import reclaim_dead
-    from tui_rater.service.juries import check_forget_member, forget_member
-    from tui_rater.store.judges import find_judge, footprint
+    from tui_rater.service.judges import forget, prepare_forget
 
     study = open_study(args, settings, create=False)
-    judge = find_judge(study, args.forget)
-    reclaim_dead(study)  # jobs a killed run left leased are not a run in progress
-    juries = check_forget_member(study, judge, args.force)  # a jury made from it: refused without --force
-    goes = footprint(study, judge)
+    forgetting = prepare_forget(study, args.forget, args.force)  # a jury made from it: refused without --force
+    judge, juries, goes = forgetting.judge, forgetting.juries, forgetting.goes
     what = f"judge {judge.label} ({judge.name}): {goes.describe()}"
     if juries:
         what += f", and jur{'ies' if len(juries) > 1 else 'y'} {', '.join(j.label for j in juries)}"
@@ -128,7 +124,7 @@ def _forget(args: argparse.Namespace, settings: Settings) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             say("nothing removed")
             return 1
-    removed = forget_member(study, judge, juries)
+    removed = forget(study, forgetting)
     gone = f"; and jury {', '.join(j.label for j in juries)}" if juries else ""
     say(f"forgot {judge.label}: removed {removed.describe()}{gone}")
     return 0
@@ -172,9 +168,9 @@ def _rows(judge: Judge) -> list[tuple[str, Any]]:
         rows.append(("source", f"{source.source}: " + "; ".join(said)))
     for url, facts in judge.servers:  # what the server said stands behind the alias
         rows.append(("server", f"{url}: {_server(facts)}"))
-        from tui_rater.judge.backends.api_server import warnings
+        from tui_rater.service.judges import server_warnings
 
-        for warning in warnings(facts, str(judge.config.get("api_model", ""))):
+        for warning in server_warnings(facts, str(judge.config.get("api_model", ""))):
             rows.append(("warning", warning))
     if judge.source_changed:
         rows.append(("source changed", f"yes: its replies came from {len(judge.sources)} different sources"))

@@ -25,14 +25,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from tui_rater.config import Settings
-    from tui_rater.judge.spec import JudgeSpec
     from tui_rater.judge.worker import Progress, Worker
-    from tui_rater.service.judging import JudgeRun
-    from tui_rater.store.study import Study
+    from tui_rater.service.judge_command import Judged
+    from tui_rater.service.judging import JudgePlan, JudgeRun
+    from tui_rater.service.study import Study
 
 
 def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
-    from tui_rater.judge.paths import llama_log_path
+    from tui_rater.service.paths import llama_log_path
 
     p = sub.add_parser(
         "judge",
@@ -94,65 +94,71 @@ def _queue_action(args: argparse.Namespace) -> str | None:
 
 
 def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.judge.spec import load_note
-    from tui_rater.service import judging
+    from tui_rater.service import judge_command as use
 
-    if args.cancel and not args.batch:
-        raise UserError("--cancel goes with --batch (to stop live jobs: `tui-rater queue --cancel`)")
-    if args.batch and (args.check or not args.model.startswith("api:")):  # before a model is looked at
-        from tui_rater.judge.batch import API_ONLY
-
-        raise UserError(API_ONLY if not args.check else "--check and --batch go separately: check first, then batch")
-    study = open_study(args, settings, create=False, readonly=args.check)  # a check stores nothing
-    task_names = [args.task] if args.task else study.item_task_names()
-    if not task_names:
-        raise UserError(f"{study.path} holds no items; import some first")
-    spec = judging.resolve_spec(judge_options(args), [study.task(name) for name in task_names], settings.judge)
-    note = load_note(spec)
-    if note:  # a large model: its checksum and load take a while; say so before the wait
-        say(note, err=True)
-    if args.check:
-        return _check(study, spec, task_names, args)
-    if args.batch:
-        from tui_rater.judge.batch import refusal
-
-        if why := refusal(spec):  # before anything is stored
-            raise UserError(why)
-    if args.cancel:  # acts on the batches the judge has: queues nothing, creates no judge
-        from tui_rater.cli.batch import cancel_batches
-
-        return cancel_batches(study, spec, task_names)
-    # a batch is sent whole; a live run queues the first items' jobs now and the rest while its workers run
-    plan = judging.plan_judge(study, spec, task_names, args.limit, first=None if args.batch else judging.FIRST_ITEMS)
-    if args.batch:
-        from tui_rater.cli.batch import judge_batch
-
-        return judge_batch(study, plan)
-    workers = args.workers or judging.default_workers(spec)
-    more = f" (queueing the jobs of {plan.items_left} more items meanwhile)" if plan.rest else ""
-    say(
-        f"judge {plan.rater.label} ({plan.rater.name}): {plan.added} new jobs, {plan.pending} to run{more}, "
-        f"{workers} worker(s)",
-        err=True,
+    request = use.JudgeRequest(
+        judge=judge_options(args),
+        task=args.task,
+        workers=args.workers,
+        limit=args.limit,
+        check=args.check,
+        check_items=args.check_items,
+        batch=args.batch,
+        cancel=args.cancel,
     )
+    use.check_request(request)  # before a model is looked at
+    study = open_study(args, settings, create=False, readonly=args.check)  # a check stores nothing
+    outcome = use.judge(study, request, settings.judge, _Shown())
+    if isinstance(outcome, use.Checked):
+        from tui_rater.cli import preflight as show
 
-    def unfinished() -> int:  # this judge's jobs not done yet, by this process or by another on the same file
-        return judging.unfinished_jobs(study, plan.rater.id)
+        show.show(outcome.result, args.format)
+        return 0 if outcome.result.ready else 1
+    if isinstance(outcome, use.Cancelled):
+        from tui_rater.cli.batch import cancelled
 
-    run = judging.start_judge(study.path, plan, workers)
-    try:
+        return cancelled(outcome)
+    if isinstance(outcome, use.Batched):
+        from tui_rater.cli.batch import batched
+
+        return batched(outcome)
+    if isinstance(outcome, use.Interrupted):
+        return _interrupted(study, outcome.run)
+    return _judged(outcome)
+
+
+class _Shown:
+    """The use case's events on the terminal: notes on stderr, the progress bar while the workers run."""
+
+    def note(self, text: str) -> None:
+        say(text, err=True)
+
+    def planned(self, plan: JudgePlan, workers: int) -> None:
+        more = f" (queueing the jobs of {plan.items_left} more items meanwhile)" if plan.rest else ""
+        say(
+            f"judge {plan.rater.label} ({plan.rater.name}): {plan.added} new jobs, {plan.pending} to run{more}, "
+            f"{workers} worker(s)",
+            err=True,
+        )
+
+    def sending(self, plan: JudgePlan) -> None:
+        say(f"judge {plan.rater.label} ({plan.rater.name}): {plan.added} new jobs, {plan.pending} to send", err=True)
+
+    def watch(self, run: JudgeRun, unfinished: Callable[[], int]) -> None:
         _watch(run.threads, run.progress, run.total, unfinished)
-    except KeyboardInterrupt:
-        return _interrupted(study, run)
-    progress = run.progress
-    if progress.fatal:
-        raise UserError(f"the judge stopped: {progress.fatal.message}")
-    if run.feeder is not None:
-        say(f"queued {plan.added + run.feeder.added} new jobs in all", err=True)
-    left = judging.queue_counts(study, plan.rater.id)
-    total = run.total()
-    by_others = total - min(total, left["queued"] + left["leased"]) - progress.done - progress.failed
-    produced = judging.RunYield.of(progress.readings)
+
+
+def _judged(outcome: Judged) -> int:
+    plan, progress, left, produced, ready = (
+        outcome.plan,
+        outcome.run.progress,
+        outcome.left,
+        outcome.produced,
+        outcome.ready,
+    )
+    if outcome.queued_in_all is not None:
+        say(f"queued {outcome.queued_in_all} new jobs in all", err=True)
+    by_others = outcome.by_others
     say(
         f"done: {progress.done} jobs"
         + (f" ({progress.cached} answered from the store)" if progress.cached else "")
@@ -168,7 +174,6 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
             "with its own settings, not this judge's --top-k / --min-p (each such rating records sampling_sent)",
             err=True,
         )
-    ready = judging.judge_readiness(study, plan)  # the report's rule over what it stored, as --check applies it
     if produced.useless:  # jobs ended, nothing usable came of them: not a success
         say_readiness(ready, advise=False)
         say(f"tui-rater: error: {produced.describe()} — {ready.advice() or _CHECK}", err=True)
@@ -186,34 +191,6 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
 
 
 _CHECK = "see why with `tui-rater judge --check` (what the model reads and answers)"
-
-
-def _check(study: Study, spec: JudgeSpec, task_names: list[str], args: argparse.Namespace) -> int:
-    from tui_rater.cli import preflight as show
-    from tui_rater.judge.spec import strip_credentials
-    from tui_rater.service.preflight import check_judge
-
-    if args.check_items < 1:
-        raise UserError("--check-items must be at least 1")
-    from tui_rater.judge.errors import JudgeError
-
-    if spec.replicas:  # several endpoints: all asked what they serve; the questions go to the first
-        from tui_rater.judge.backends.api_pool import check_endpoints
-
-        check_endpoints(spec)
-        say(
-            f"checking the first endpoint, {strip_credentials(spec.endpoints[0])}; the other "
-            f"{len(spec.replicas)} were asked what they serve (the same model, or nothing said)",
-            err=True,
-        )
-        spec = spec.at(spec.endpoints[0])
-    try:
-        tasks = [study.task(name) for name in task_names]
-        result = check_judge(study, spec, tasks, items=args.check_items, workers=args.workers)
-    except JudgeError as exc:  # the model or the server could not be set up: no question could be asked
-        raise UserError(exc.message) from None
-    show.show(result, args.format)
-    return 0 if result.ready else 1
 
 
 def _watch(threads: list[Worker], progress: Progress, total: Callable[[], int], unfinished: Callable[[], int]) -> None:

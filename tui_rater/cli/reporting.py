@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import io
-import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,8 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from tui_rater.config import Settings
-    from tui_rater.stats.sections.settings import ReportSettings
-    from tui_rater.store.study import Study
+    from tui_rater.service.report_command import ReportRequest
 
 # the kinds of raters of stats/sections/settings.py (EPSILON_FOR_RATERS), named here so that building the
 # parser imports no statistics (a test checks they agree)
@@ -161,19 +159,23 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run=help_only)
 
 
-def _report_settings(args: argparse.Namespace) -> ReportSettings:
-    """The flags as one settings value, given to the report once (``stats/sections/settings.py``)."""
-    if args.epsilon is not None and not (math.isfinite(args.epsilon) and 0 <= args.epsilon < 1):
-        raise UserError(f"--epsilon must be at least 0 and below 1, not {args.epsilon:g}")
-    from tui_rater.stats.sections.settings import ReportSettings, SpaSettings, VerdictSettings
+def _request(args: argparse.Namespace) -> ReportRequest:
+    """The flags as the use case's one request; a bad value is one sentence before the study is opened."""
+    from tui_rater.service.report_command import ReportRequest
 
-    return ReportSettings(
-        spa=SpaSettings(tau=None if args.no_spa_filter else args.spa_tau),
-        verdict=VerdictSettings(epsilon=args.epsilon, raters=args.raters),
+    request = ReportRequest(
+        task=args.task,
+        out=args.out,
+        raw_csv=args.raw_csv,
+        spa_tau=None if args.no_spa_filter else args.spa_tau,
+        epsilon=args.epsilon,
+        raters=args.raters,
         reference=args.reference,
-        excluded_annotators=tuple(dict.fromkeys(args.exclude_annotator)),
+        excluded_annotators=tuple(args.exclude_annotator),
         families=families(args.family),
     )
+    request.settings()
+    return replace(request, format=report_format(args.format, args.out))
 
 
 def families(given: list[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -202,101 +204,25 @@ def report_format(asked: str | None, out: Path | None) -> str:
 
 
 def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
-    report_settings = _report_settings(args)  # a bad flag is one sentence before the study is opened
-    args.format = report_format(args.format, args.out)
-    from tui_rater.service.reports import build_reports, built_reports, excluded_annotators, what_shaped
-    from tui_rater.stats import render
-    from tui_rater.store.outputs import check_output_target, write_output
+    from tui_rater.service.report_command import report
 
+    request = _request(args)
     study = open_study(args, settings, create=False, readonly=True)
-    if args.out:
-        check_output_target(args.out, study.path)  # before the work: never over a study or any SQLite file
-    tasks = [args.task] if args.task else None
-    # the annotators the lead leaves out: a name that is no annotator here is one sentence before anything else
-    excluded = excluded_annotators(study, list(report_settings.excluded_annotators), tasks)
-    for annotator, count in study.stray_human_samples(args.task).items():
-        say(
-            f"note: {count} rating(s) by {annotator} under a sample other than 0 are left "
-            "out of every table: a person rates an item once (sample 0)",
-            err=True,
-        )
-    from tui_rater.store.team import gold_left_out
-
-    for task_name, (items, ratings) in gold_left_out(study, args.task).items():
-        say(
-            f"note: {ratings} rating(s) of {items} gold item(s) of {task_name} are left out of agreement and "
-            "verdicts (they score the annotators: `tui-rater progress`)",
-            err=True,
-        )
-    if args.reference == "adjudicated":
-        _say_adjudicated(study, tasks)
-    for task_name, counts in excluded.items():
-        for name, count in counts.items():
-            say(
-                f"note: {count} rating(s) by {name} of {task_name} are left out of every table, verdict and "
-                "system score (--exclude-annotator)",
-                err=True,
-            )
-    reports = {} if args.format == "html" else build_reports(study, tasks, report_settings)
-    excluded = {task: counts for task, counts in excluded.items() if task in reports or args.format == "html"}
-    if args.format == "table" and not args.out:
+    progress = _html_progress(sys.stderr.isatty()) if request.format == "html" else None
+    output = report(study, request, notes=lambda text: say(text, err=True), progress=progress)
+    if output.text is None:
         console = make_console()
-        for name, records in reports.items():
-            if name in excluded:
-                console.print(data(render.excluded_sentence(excluded[name])))
-            console.print(render.to_rich(records, name) if records else data(f"{name}: no ratings yet"))
+        for shown in output.shown:
+            console.print(data(shown) if isinstance(shown, str) else shown)
         return 0
-    # what shaped the numbers besides the ratings (the reference, gold and other ratings left out, the settings):
-    # the file says it itself, as the notes above say it on stderr
-    shaped = what_shaped(study, list(reports), report_settings)
-    if args.format == "json":
-        text = render.to_json(reports, str(study.path), shaped, excluded)  # ensure_ascii: control characters as \u001b
-    elif args.format == "csv":
-        text, neutralised = render.to_csv(reports, raw=args.raw_csv, shaped=shaped)
-        formula_note(neutralised)
-    elif args.format == "html":
-        say("report: computing the tables …", err=True)
-        built = built_reports(study, tasks, report_settings)
-        from tui_rater.stats.html import to_html  # imports matplotlib: only here
-
-        shaped = what_shaped(study, list(built), report_settings)
-        excluded = {task: counts for task, counts in excluded.items() if task in built}
-        text = to_html(
-            built, str(study.path), progress=_html_progress(sys.stderr.isatty()), shaped=shaped, excluded=excluded
-        )
-    elif args.format == "markdown":
-        text = "\n".join(
-            render.to_markdown(records, name, shaped.get(name), excluded.get(name)) for name, records in reports.items()
-        )
-    else:
-        console = make_console(record=True, width=160, file=io.StringIO())
-        for name, records in reports.items():
-            console.print(data(f"{name}: " + " ".join(shaped[name].sentences())))
-            if name in excluded:
-                console.print(data(render.excluded_sentence(excluded[name])))
-            console.print(render.to_rich(records, name))
-        text = console.export_text()
-    if args.out:
-        # a file keeps the data as they are (like `export`); only what goes to the terminal is made safe
-        write_output(args.out, text.encode("utf-8"), like=study.path)
-        say(f"wrote the report to {args.out}")
+    formula_note(output.neutralised)
+    if output.written is not None:
+        say(f"wrote the report to {output.written}")
     else:
         # stdout is a terminal, or a pipe that usually ends in one (`| less -R`): literal, no escapes
+        text = output.text
         sys.stdout.write(safe_text(text) + ("" if text.endswith("\n") else "\n"))
     return 0
-
-
-def _say_adjudicated(study: Study, tasks: list[str] | None) -> None:
-    """How many decided values stand in for the humans' (on stderr: the report itself is unchanged in form)."""
-    from tui_rater.store.adjudication import adjudicated_values
-
-    for task in tasks or study.item_task_names():
-        count = sum(len(items) for items in adjudicated_values(study, study.task(task).name).values())
-        say(
-            f"note: {task}: the humans' score is the adjudicated value on {count} item question(s)"
-            + ("" if count else " (none adjudicated yet: `tui-rater adjudicate`)"),
-            err=True,
-        )
 
 
 def _html_progress(terminal: bool) -> Callable[[int, int, str], None]:
@@ -318,12 +244,11 @@ def _html_progress(terminal: bool) -> Callable[[int, int, str], None]:
 
 
 def cmd_spa_setup(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store import spa
+    from tui_rater.service.spa import SpaSetup, set_up_spa
 
     study = open_study(args, settings, create=False)
-    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    result = spa.setup(
-        study,
+    systems = tuple(s.strip() for s in args.systems.split(",") if s.strip())
+    request = SpaSetup(
         systems,
         m=args.m,
         packets=args.packets,
@@ -333,6 +258,7 @@ def cmd_spa_setup(args: argparse.Namespace, settings: Settings) -> int:
         pairs=args.pairs,
         likert=not args.no_likert,
     )
+    result = set_up_spa(study, request)
     writers = ", ".join(f"writer {letter} = {system}" for letter, system in sorted(result["writers"].items()))
     say(
         f"task {result['task']}: {result['packets']} packets of {args.m} prompts ({result['eligible_prompts']} "

@@ -12,8 +12,7 @@ from tui_rater.cli.common import Subparsers, data, make_console, new_table, open
 
 if TYPE_CHECKING:
     from tui_rater.config import Settings
-    from tui_rater.service.sample_size import Planned
-    from tui_rater.stats.ppi_plan import Need
+    from tui_rater.service.sample_size import Need, Planned
 
 
 def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -51,8 +50,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_sample_size(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.service.sample_size import SampleSizeOptions, sample_size
-    from tui_rater.stats.ppi_plan import ASSUMPTIONS
+    from tui_rater.service.sample_size import ASSUMPTIONS, SampleSizeOptions, sample_size
 
     study = open_study(args, settings, create=False, readonly=True)
     options = SampleSizeOptions(args.task, args.half_width, args.confidence, tuple(args.attribute), tuple(args.judge))

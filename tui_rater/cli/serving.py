@@ -15,7 +15,7 @@ from tui_rater.config import Settings
 from tui_rater.domain.errors import UserError
 
 if TYPE_CHECKING:
-    from tui_rater.store.links import Link
+    from tui_rater.service.serving import Link
 
 DEFAULT_PORT = 8000
 DEFAULT_MAX_SESSIONS = 32  # ~150 MB each: about 5 GB of memory at the cap
@@ -181,10 +181,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     sock = listen(args.host, args.port)  # before any link is made: a busy port leaves the study as it was
     port = sock.getsockname()[1]
-    from tui_rater.store.links import LinkBook, new_link, stored_links
+    from tui_rater.service.serving import annotator_links, link_book
 
-    existing = stored_links(study)
-    made = {name: new_link(study, name) for name in annotators if args.new_links or name not in existing}
+    existing, made = annotator_links(study, annotators, args.new_links)
 
     import asyncio
 
@@ -193,7 +192,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     # the server reads each link from the study when it is used (a replaced link stops opening at once);
     # each app opens the study itself
     server = LinkServer(
-        LinkBook(study, args.task, annotators),
+        link_book(study, args.task, annotators),
         lambda name: annotate_command(db, args.task, name, task_files),
         title=f"tui-rater · {args.task}",
         host=args.host,

@@ -115,8 +115,8 @@ def cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
         parse_overlap,
         plan_team,
         reassign,
+        unplanned_note,
     )
-    from tui_rater.store.team import unplanned_note
 
     study = open_study(args, settings, create=False)  # a lead's, unless --dry-run (`lead_only` above)
     given = {"--add": args.add, "--extend": args.extend, "--reassign": args.reassign}
@@ -156,7 +156,7 @@ def cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_roles(args: argparse.Namespace, settings: Settings) -> int:
-    from tui_rater.store.roles import leads, set_leads
+    from tui_rater.service.roles import leads, set_leads
 
     study = open_study(args, settings, create=False, readonly=args.leads is None)
     if args.leads is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
@@ -19,6 +20,9 @@ from tui_rater.domain.values import Item, Voice
 from tui_rater.store.adjudication import adjudicated_values, voices
 from tui_rater.store.study import Study
 from tui_rater.store.team import gold_keys
+
+if TYPE_CHECKING:
+    from tui_rater.store.adjudication import Adjudication
 
 
 @dataclass(frozen=True)
@@ -131,3 +135,10 @@ def disagreements(study: Study, task_name: str, margin: float = 0.0, with_judges
         if key in items
     ]
     return sorted(found, key=lambda d: (-d.share, -len(d.splits), d.item.position))
+
+
+def open_adjudication(study: Study, task: str, adjudicator: str) -> Adjudication:
+    """The adjudicator's decisions on a task, as the adjudication screen stores them."""
+    from tui_rater.store.adjudication import Adjudication
+
+    return Adjudication(study, task, adjudicator)

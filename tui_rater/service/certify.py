@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 from tui_rater.domain import certificate as cert
@@ -410,3 +411,24 @@ def _quote(value: Any, most: int = 120) -> str:
     cut when long. The CLI's ``say`` makes whatever is left safe for a terminal."""
     text = repr(value)
     return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def write_certificate(
+    study: Study, out: Path, task_names: list[str], settings: CertifySettings, *, html: bool = False
+) -> dict[str, Any]:
+    """Make the certificate and write it to ``out`` (its canonical JSON, or with ``html`` the page for people);
+    never over a study or any SQLite file, checked before the work. Returns the certificate."""
+    from tui_rater.service.reports import excluded_annotators
+    from tui_rater.store.outputs import check_output_target, write_output
+
+    check_output_target(out, study.path)
+    excluded_annotators(study, list(settings.excluded_annotators), task_names or None)  # an unknown name: one sentence
+    found = make_certificate(study, list(dict.fromkeys(task_names)) or None, settings)
+    if html:
+        from tui_rater.domain.certificate_page import to_html
+
+        content = to_html(found).encode()
+    else:
+        content = cert.pretty(found)
+    write_output(out, content, like=study.path)
+    return found

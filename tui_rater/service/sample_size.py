@@ -15,6 +15,8 @@ import numpy as np
 from tui_rater.domain.errors import UserError
 from tui_rater.service.reports import _with_inclusion
 from tui_rater.stats import ppi_plan
+from tui_rater.stats.ppi_plan import ASSUMPTIONS as ASSUMPTIONS  # the CLI prints them (it reads stats only here)
+from tui_rater.stats.ppi_plan import Need as Need
 from tui_rater.stats.ppi_recal import Estimate
 from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.report import ReportSettings

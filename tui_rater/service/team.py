@@ -40,6 +40,7 @@ from tui_rater.store.team import (
     unplanned_keys,
     update_settings,
 )
+from tui_rater.store.team import unplanned_note as unplanned_note  # for `assign`'s note
 
 MAX_GOLD_RATE = 0.5  # more gold than real items is a test, not a study
 
