@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tui_rater.domain.tasks import Task
 from tui_rater.service.judging import queue_counts, queue_failures
 from tui_rater.stats.live import PaneData, pane_data
 from tui_rater.stats.live_sums import LiveSums, PaneSums, merge
 from tui_rater.store import pane_reads
 from tui_rater.store.study import ChangeMarker, Study
 
-__all__ = ["LivePane", "PaneData", "PaneSums", "SumsLook", "agreement_pane", "merge"]
+__all__ = ["LivePane", "PaneData", "PaneSums", "SumsLook", "agreement_pane", "full_pane", "merge"]
 
 
 def agreement_pane(
@@ -30,11 +31,22 @@ def agreement_pane(
     return pane_data(study, task_name, queue_counts(study), queue_failures(study, limit=3)), marker
 
 
+def full_pane(
+    study: Study, task_name: str, previous: ChangeMarker | None = None
+) -> tuple[PaneData | None, ChangeMarker, tuple[int, int]]:
+    """``agreement_pane``, and what it read (the newest rating id, the undone ratings): the pane shows its figures as
+    current only while the running sums have read the same (``PaneSums.seen``)."""
+    seen = pane_reads.newest_rating_id(study), len(pane_reads.retracted_ratings(study, task_name))
+    data, marker = agreement_pane(study, task_name, previous)
+    return data, marker, seen
+
+
 @dataclass
 class SumsLook:
     """What one look found: the sums now, the judge queue, and whether it was a full build (else an update)."""
 
     sums: PaneSums
+    task: Task
     queue: dict[str, int]
     failures: list[dict[str, Any]]
     built: bool
@@ -49,9 +61,10 @@ class LivePane:
         self._raters: object = None
         self._jobs: object = None
 
-    def look(self, study: Study) -> SumsLook | None:
-        """The sums after reading what changed since the last look; None when nothing did. A new rater (a jury
-        made or forgotten, a rater renamed) is a full build: it changes whose figures the sums are."""
+    def look(self, study: Study, always: bool = False) -> SumsLook | None:
+        """The sums after reading what changed since the last look; None when nothing did (``always``: the sums
+        then too). A new rater (a jury made or forgotten, a rater renamed) is a full build: it changes whose
+        figures the sums are."""
         raters, jobs = pane_reads.raters_and_jobs(study)
         built = self.sums is None or raters != self._raters
         if built:
@@ -61,8 +74,10 @@ class LivePane:
         else:
             assert self.sums is not None
             changed = self.sums.update(study)
-        if not changed and jobs == self._jobs:
+        if not changed and jobs == self._jobs and not always:
             return None
         self._raters, self._jobs = raters, jobs
         assert self.sums is not None
-        return SumsLook(self.sums.snapshot(), queue_counts(study), queue_failures(study, limit=3), built)
+        return SumsLook(
+            self.sums.snapshot(), self.sums.task, queue_counts(study), queue_failures(study, limit=3), built
+        )

@@ -55,6 +55,12 @@ class PaneSums:
     judges: list[str]
     questions: dict[str, QuestionSums]
     looked_at: int  # the newest rating id read
+    undone: int = 0  # the task's undone ratings seen
+
+    @property
+    def seen(self) -> tuple[int, int]:
+        """What the sums have read: compared with what the full computation read (``service/live.py``)."""
+        return self.looked_at, self.undone
 
 
 class _Question:
@@ -213,7 +219,7 @@ class LiveSums:
             questions[name] = found
         n_ratings = sum(int(rows.sum()) for q in self.questions.values() for rows in q.rows.values())
         judges = sorted(e for e in evaluators if e != HUMANS)
-        return PaneSums(n_ratings, HUMANS in evaluators, judges, questions, self.looked_at)
+        return PaneSums(n_ratings, HUMANS in evaluators, judges, questions, self.looked_at, len(self.retracted))
 
 
 def _exact(sums: JudgeSums) -> ag.Stat:
