@@ -57,13 +57,13 @@ import json, resource, statistics, sys, time
 from tui_rater.service.live import LivePane, merge
 from tui_rater.store.study import Study
 study = Study.open(sys.argv[1])
+person = study.human("newcomer")  # before the first look: a new rater is a new build
 began = time.perf_counter()
 live = LivePane("story")
 look = live.look(study)
 merge(None, look.sums, look.task, look.queue, look.failures)
 first = time.perf_counter() - began
 items = study.items("story")
-person = study.human("newcomer")
 updates = []
 for i in range(20):
     study.add_rating(items[i * 37 % len(items)].key, "grammaticality", person.id, float(1 + i % 5))
