@@ -7,7 +7,10 @@ tui-rater found at ``--repo`` (its own ``PYTHONPATH``: the "before" figures come
 - ``export --what wide`` to CSV; ``report --format json`` and ``--format html``;
 - ``--help`` and ``info`` (best of 3);
 - ``judge --model api:bench`` against a loopback OpenAI-compatible server: launch -> the server's first request
-  (then SIGINT; the run is not waited for).
+  (then SIGINT; the run is not waited for);
+- the live agreement pane's running sums (``service/live.py:LivePane``, issue 35 item 1), in a fresh process after
+  its imports: ``pane-first`` is the first look (the study read once: the first numbers), ``pane-update`` the median
+  look after one more person's rating is stored (20 ratings, each followed by a look).
 Wall seconds and the child's peak RSS (``os.wait4``); the growth exponent between consecutive sizes is
 log(t2 / t1) / log(n2 / n1) (1 = linear). A command past ``--timeout`` is killed and shown as such.
 
@@ -37,7 +40,56 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = ("grammaticality", "cohesiveness", "likability", "relevance")
 STORY = "The lighthouse keeper counted the ships that never came and wrote each name in the sand. " * 4
-COMMANDS = ("import-ratings", "export-wide", "report-json", "report-html", "judge-first-request", "help", "info")
+COMMANDS = (
+    "import-ratings",
+    "export-wide",
+    "report-json",
+    "report-html",
+    "judge-first-request",
+    "help",
+    "info",
+    "pane-first",
+    "pane-update",
+)
+# run in a fresh process by ``pane``: the seconds of the first look and of each look after one more rating
+_PANE = """
+import json, resource, statistics, sys, time
+from tui_rater.service.live import LivePane, merge
+from tui_rater.store.study import Study
+study = Study.open(sys.argv[1])
+person = study.human("newcomer")  # before the first look: a new rater is a new build
+began = time.perf_counter()
+live = LivePane("story")
+look = live.look(study)
+merge(None, look.sums, look.task, look.queue, look.failures)
+first = time.perf_counter() - began
+items = study.items("story")
+updates = []
+for i in range(20):
+    study.add_rating(items[i * 37 % len(items)].key, "grammaticality", person.id, float(1 + i % 5))
+    began = time.perf_counter()
+    look = live.look(study)
+    merge(None, look.sums, look.task, look.queue, look.failures)
+    updates.append(time.perf_counter() - began)
+    assert look is not None and not look.built and live.sums.rows_read <= 17
+mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"first": first, "update": statistics.median(updates), "update_max": max(updates), "mb": mb}))
+"""
+
+
+def pane(repo: Path, db: Path, timeout: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    try:
+        done = subprocess.run([sys.executable, "-c", _PANE, str(db)], cwd=repo, env=env, capture_output=True,
+                              text=True, timeout=timeout)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {"s": None, "killed": True}, {"s": None, "killed": True}
+    if done.returncode != 0:
+        said = done.stderr.strip().splitlines()[-1:]
+        return {"s": None, "rc": done.returncode, "said": said}, {"s": None, "rc": done.returncode, "said": said}
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    first = {"s": round(found["first"], 3), "mb": round(found["mb"], 1)}
+    return first, {"s": round(found["update"], 4), "max_s": round(found["update_max"], 4)}
 
 
 def write_files(work: Path, n: int) -> tuple[Path, Path]:
@@ -169,6 +221,9 @@ def measure(repo: Path, work: Path, n: int, skip: set[str], timeout: float) -> d
         out["help"] = best_of(repo, ["--help"])
     if "info" not in skip:
         out["info"] = best_of(repo, ["info", "--db", str(db)])
+    if "pane-first" not in skip and "import-ratings" not in skip:  # it adds a person's ratings to the study
+        out["pane-first"], out["pane-update"] = pane(repo, db, timeout)
+        print(f"  {n:>7,} pane: {out['pane-first']} {out['pane-update']}", file=sys.stderr, flush=True)
     if "judge-first-request" not in skip:  # last: it adds the judge's jobs to the study
         out["judge-first-request"] = judge_first_request(repo, db, timeout)
         print(f"  {n:>7,} judge: {out['judge-first-request']}", file=sys.stderr, flush=True)
@@ -211,7 +266,8 @@ def main() -> None:
             elif cell.get("s") is None or cell.get("rc", 0) != 0:
                 cells.append("killed" if cell.get("killed") else "failed")
             else:
-                cells.append(f"{cell['s']:.2f} s" + (f", {cell['mb']:.0f} MB" if "mb" in cell else ""))
+                digits = 4 if command == "pane-update" else 2
+                cells.append(f"{cell['s']:.{digits}f} s" + (f", {cell['mb']:.0f} MB" if "mb" in cell else ""))
         print(f"{command:<22}" + "".join(f"{c:>22}" for c in cells) + f"   {result['exponents'][command]}")
     runs = ROOT / "bench" / "runs"
     runs.mkdir(exist_ok=True)

@@ -128,6 +128,7 @@ class PaneData:
     attributes: list[AttributePane]
     queue: dict[str, int]
     failures: list[dict[str, Any]]
+    stale: bool = False  # the figures that are not sums are an earlier look's (``live_sums.merge``), being recomputed
 
 
 def pane_data(

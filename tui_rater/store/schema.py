@@ -438,6 +438,11 @@ MIGRATIONS: list[Migration] = [
     """
     CREATE INDEX jobs_next ON jobs (rater_id, status, item_key);
     """,
+    # 13: the undone ratings, found without reading every rating: the live pane tells an undo since its last look
+    # by these ids (``store/pane_reads.py``); an undo changes no id, and a scan of 1.6M ratings cost it 0.2 s a look
+    """
+    CREATE INDEX ratings_retracted ON ratings (id) WHERE retracted = 1;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

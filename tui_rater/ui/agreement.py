@@ -1,12 +1,17 @@
 """The live agreement pane (key `a`): human vs each LLM judge, for one attribute at a time.
 
-Statistics are computed in a daemon thread on its own connection and arrive as a message; the pane
+Statistics are computed in daemon threads on their own connections and arrive as messages; the pane
 re-computes when the file holds new ratings, never on a keypress, one computation at a time, and none is
-waited for when the app ends (ui/background.py).
+waited for when the app ends (ui/background.py). Two kinds (issue 35 item 1): the running sums (agreement counts,
+bias, confusion, distributions: ``service/live.py:LivePane``) are updated from the ratings stored since the last
+look, in milliseconds, and kept for the app's life (the pane opened again starts from them); the full computation
+(α, τ, κ, the alt-test, the system means, the gaps) runs beside them, and the pane says its figures are an earlier
+look's while it catches up.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -26,11 +31,14 @@ from tui_rater.ui.screens.confirm import ConfirmScreen
 
 if TYPE_CHECKING:  # the statistics stack (polars, scipy: ~0.8 s) is imported in the workers, never on the UI thread
     from tui_rater.domain.values import ChangeMarker
-    from tui_rater.service.live import AttributePane, JudgeRow, PaneData, Stat
+    from tui_rater.service.live import AttributePane, JudgeRow, LivePane, PaneData, Stat, SumsLook
     from tui_rater.service.retest import RetestSummary
     from tui_rater.store.study import Study
 
 SHADES = " ░▒▓█"
+# the running sums of each (study file, task), kept while the app runs: one thread at a time updates them
+_SUMS_ONE_AT_A_TIME = threading.Lock()
+_RUNNING_SUMS: dict[tuple[str, str], LivePane] = {}
 NAME_WIDTH = 30  # the judge column: the table is 75 characters wide, for 80 columns
 
 
@@ -229,6 +237,8 @@ def render_pane(data: PaneData, focus: int, selected_gap: int, question_keys: st
             f"{safe_text(failure['error_kind'], inline=True)}\n",
             style="italic",
         )
+    if data.stale:
+        text.append("α, τ, κ, verdicts, system means and gaps: an earlier look's, computing…\n", style="dim italic")
     if not data.attributes:
         return text
     pane = data.attributes[focus]
@@ -267,12 +277,22 @@ class AgreementScreen(Screen[int | None]):
     class Computed(Message):
         """New numbers for the pane; a newer computation replaces one not yet shown."""
 
-        def __init__(self, data: PaneData, marker: ChangeMarker) -> None:
+        def __init__(self, data: PaneData, marker: ChangeMarker, seen: tuple[int, int] = (0, 0)) -> None:
             super().__init__()
-            self.data, self.marker = data, marker
+            self.data, self.marker, self.seen = data, marker, seen
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, AgreementScreen.Computed)
+
+    class SumsComputed(Message):
+        """The running sums after a look that found changes; a newer look replaces one not yet shown."""
+
+        def __init__(self, look: SumsLook) -> None:
+            super().__init__()
+            self.look = look
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, AgreementScreen.SumsComputed)
 
     class RetestComputed(Message):
         """The annotator's test-retest summary (computed apart: the pane's numbers do not wait for it)."""
@@ -303,12 +323,18 @@ class AgreementScreen(Screen[int | None]):
         self.annotator = annotator  # whose test-retest lines to show (None: none)
         self.retest: RetestSummary | None = None
         self.retest_marker: ChangeMarker | None = None
-        self.data: PaneData | None = None
+        self.data: PaneData | None = None  # what the pane shows: the sums merged over the full computation
+        self.early: PaneData | None = None  # the sums alone, before the full computation's first figures
+        self.full: PaneData | None = None  # the full computation's figures, and what it read
+        self.full_seen: tuple[int, int] | None = None
+        self.sums: SumsLook | None = None
+        self._sums_posted = False
         self.focus_attr = 0
         self.selected_gap = 0
         self.marker: ChangeMarker | None = None
         self.computed_marker: ChangeMarker | None = None  # the file's state at the last computation delivered
         self.pane = Background("agreement-pane", self._compute, self._failed)
+        self.sums_work = Background("agreement-sums", self._compute_sums, self._failed, _SUMS_ONE_AT_A_TIME)
         self.retest_work: Background | None = None
 
     def compose(self) -> ComposeResult:
@@ -319,7 +345,9 @@ class AgreementScreen(Screen[int | None]):
 
     def on_mount(self) -> None:
         self.query_one("#retest", Static).display = False
+        self.sums_work.request()
         self.pane.request()
+        self.set_interval(0.5, self.sums_work.request)
         self.set_interval(2.0, self.compute)
         if self.annotator is not None:
             self.retest_work = Background("retest-pane", self._compute_retest, self._failed)
@@ -328,6 +356,7 @@ class AgreementScreen(Screen[int | None]):
 
     def on_unmount(self) -> None:
         self.pane.close()  # a computation still running delivers nothing and is never waited for
+        self.sums_work.close()
         if self.retest_work is not None:
             self.retest_work.close()
 
@@ -338,14 +367,30 @@ class AgreementScreen(Screen[int | None]):
     def _compute(self) -> None:
         # here, not at the top: the first `a` must not wait on the UI thread for polars and scipy to import (the
         # app starts importing them after its first screen; a worker waits for that, the screen does not)
-        from tui_rater.service.live import agreement_pane
+        from tui_rater.service.live import full_pane
 
         study = self.study.reopen()
         try:
-            data, marker = agreement_pane(study, self.task_name, self.computed_marker)
+            data, marker, seen = full_pane(study, self.task_name, self.computed_marker)
             if data is not None and not self.pane.closed:  # None: nothing new in the file, no work
                 self.computed_marker = marker  # (kept by the thread: the next run compares with it at once)
-                self.post_message(self.Computed(data, marker))
+                self.post_message(self.Computed(data, marker, seen))
+        finally:
+            study.close()
+
+    def _compute_sums(self) -> None:
+        from tui_rater.service.live import LivePane
+
+        study = self.study.reopen()
+        try:
+            key = (str(study.path), self.task_name)
+            live = _RUNNING_SUMS.get(key)
+            if live is None:
+                live = _RUNNING_SUMS[key] = LivePane(self.task_name)
+            look = live.look(study, always=not self._sums_posted)  # a pane opened again: the sums kept
+            if look is not None and not self.sums_work.closed:
+                self._sums_posted = True  # (kept by the thread)
+                self.post_message(self.SumsComputed(look))
         finally:
             study.close()
 
@@ -372,16 +417,41 @@ class AgreementScreen(Screen[int | None]):
         self.query_one("#agreement-text", Static).update(line)
 
     def on_agreement_screen_computed(self, message: Computed) -> None:
-        self.data, self.marker = message.data, message.marker
+        self.full, self.full_seen, self.marker = message.data, message.seen, message.marker
+        self.merge()
+
+    def on_agreement_screen_sums_computed(self, message: SumsComputed) -> None:
+        self.sums = message.look
+        self.merge()
+
+    def merge(self) -> None:
+        """The sums as of their last look over the full computation's figures, marked stale while those are older."""
+        if self.sums is None:
+            self.data = self.full
+        else:
+            from tui_rater.service.live import merge
+
+            look = self.sums
+            merged = merge(self.full, look.sums, look.task, look.queue, look.failures)
+            merged.stale = self.full_seen != look.sums.seen
+            if self.full is None:
+                self.early = merged
+            else:
+                self.data = merged
         self.redraw()
+
+    @property
+    def shown(self) -> PaneData | None:
+        """What the pane shows: ``data`` once the full computation has delivered, the running sums alone before."""
+        return self.data if self.data is not None else self.early
 
     def on_agreement_screen_retest_computed(self, message: RetestComputed) -> None:
         self.retest, self.retest_marker = message.summary, message.marker
         self.redraw()
 
     def redraw(self) -> None:
-        if self.data is not None:
-            text = render_pane(self.data, self.focus_attr, self.selected_gap, self.question_keys())
+        if self.shown is not None:
+            text = render_pane(self.shown, self.focus_attr, self.selected_gap, self.question_keys())
             self.query_one("#agreement-text", Static).update(text)
         self.redraw_retest()
 
@@ -399,7 +469,7 @@ class AgreementScreen(Screen[int | None]):
         widget = self.query_one("#retest", Static)
         text = None
         if self.retest is not None and self.retest.attributes:
-            names = [a.attribute for a in self.data.attributes] if self.data and self.data.attributes else []
+            names = [a.attribute for a in self.shown.attributes] if self.shown and self.shown.attributes else []
             name = names[self.focus_attr] if names else self.retest.attributes[0].attribute
             text = retest_text(self.retest, name)
         widget.display = text is not None
@@ -407,21 +477,21 @@ class AgreementScreen(Screen[int | None]):
             widget.update(text)
 
     def action_attribute(self, delta: int) -> None:
-        if self.data and self.data.attributes:
-            self.focus_attr = (self.focus_attr + delta) % len(self.data.attributes)
+        if self.shown and self.shown.attributes:
+            self.focus_attr = (self.focus_attr + delta) % len(self.shown.attributes)
             self.selected_gap = 0
             self.redraw()
 
     def action_gap(self, delta: int) -> None:
-        if self.data and self.data.attributes:
-            gaps = self.data.attributes[self.focus_attr].gaps
+        if self.shown and self.shown.attributes:
+            gaps = self.shown.attributes[self.focus_attr].gaps
             if gaps:
                 self.selected_gap = (self.selected_gap + delta) % len(gaps)
                 self.redraw()
 
     def action_jump(self) -> None:
-        if self.data and self.data.attributes:
-            gaps = self.data.attributes[self.focus_attr].gaps
+        if self.shown and self.shown.attributes:
+            gaps = self.shown.attributes[self.focus_attr].gaps
             if gaps:
                 self.dismiss(self.item_index_of(gaps[self.selected_gap].item_key))
 

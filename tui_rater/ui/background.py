@@ -14,7 +14,8 @@ these two rules, which no executor offers —
   a computation still running then is abandoned, and one finishing after ``close()`` delivers nothing.
 
 One lock per process orders the computations of every screen: a pane closed and opened again while its last
-computation runs waits for that one instead of running beside it.
+computation runs waits for that one instead of running beside it. A computation of another kind (the pane's running
+sums, which take milliseconds) passes a lock of its own, so it never waits minutes behind a full one.
 """
 
 from __future__ import annotations
@@ -28,8 +29,15 @@ _ONE_AT_A_TIME = threading.Lock()  # every Background of the process: computatio
 class Background:
     """Runs ``work`` in a daemon thread on request; ``failed`` receives an exception it raised."""
 
-    def __init__(self, name: str, work: Callable[[], None], failed: Callable[[BaseException], None]) -> None:
+    def __init__(
+        self,
+        name: str,
+        work: Callable[[], None],
+        failed: Callable[[BaseException], None],
+        one_at_a_time: threading.Lock = _ONE_AT_A_TIME,
+    ) -> None:
         self.name, self._work, self._failed = name, work, failed
+        self._one_at_a_time = one_at_a_time
         self._lock = threading.Lock()
         self._running = False
         self._again = False
@@ -63,7 +71,7 @@ class Background:
 
     def _loop(self) -> None:
         while True:
-            with _ONE_AT_A_TIME:
+            with self._one_at_a_time:
                 if not self._closed:
                     self.runs += 1
                     try:
