@@ -272,3 +272,20 @@ def test_a_reply_cut_before_its_answer_is_complete_is_truncated():
     assert likert.read_reply('{"score": 4', LIKABILITY, "plain", structured=True, truncated=True).status == "truncated"
     pairwise = protocols.of(PREFERENCE)
     assert pairwise.read_reply(" A", PREFERENCE, "v1", ORIGINAL, truncated=True).status == "truncated"
+
+
+def test_the_mean_of_a_few_samples_is_numpys_to_the_last_bit():
+    """The aggregate sums fewer than 8 samples in plain Python (the report aggregates every judge's samples of
+    every item): the same bits as ``np.mean``, -0.0 and integers included, and numpy's own sum from 8 on."""
+    import random
+    import struct
+
+    protocol = protocols.of(LIKABILITY)
+    rng = random.Random(35)
+    pool = (-0.0, 0.0, 0.5, 3, 1e16, 1e-300, 2 / 3, 7 / 3)
+    for _ in range(20_000):
+        values = [rng.choice(pool) if rng.random() < 0.5 else rng.uniform(-10, 10) for _ in range(rng.randint(1, 12))]
+        found = protocol.aggregate(values)
+        assert found is not None
+        assert struct.pack("<d", found) == struct.pack("<d", float(np.mean(values))), values
+    assert protocol.aggregate([float("nan"), None]) is None  # type: ignore[list-item]

@@ -75,6 +75,19 @@ CONTINUATIONS = ("0", ".5", "/10", " or 5", " B")
 REASON_FIRST_MAX_TOKENS = 512
 
 
+_SEQUENTIAL = 8  # numpy sums fewer than 8 float64 values one by one from 0.0 (its pairwise sum's base case)
+
+
+def _sequential_mean(values: Sequence[float]) -> float:
+    """``float(np.mean(values))`` to the last bit for fewer than ``_SEQUENTIAL`` Python numbers, without numpy's
+    5 µs a call: the report aggregates every judge's samples of every item (100k items x questions x judges).
+    numpy adds them in order starting from 0.0 (so -0.0 alone gives 0.0) and divides by the count."""
+    total = 0.0
+    for v in values:
+        total += v
+    return total / len(values)
+
+
 @dataclass(frozen=True)
 class Reading:
     """A judge's answer in the item's terms: a value, or a typed failure (``status``)."""
@@ -421,7 +434,11 @@ class EvaluationProtocol:
         import numpy as np
 
         finite = [v for v in values if v is not None and math.isfinite(v)]
-        return float(np.mean(finite)) if finite else None
+        if not finite:
+            return None
+        if len(finite) < _SEQUENTIAL and all(type(v) in (float, int) for v in finite):
+            return _sequential_mean(finite)
+        return float(np.mean(finite))
 
     def spread(self, attribute: Attribute, values: Sequence[float]) -> float:
         """How far apart an item's raters are, in the scale's units: the range of their values (``adjudicate``)."""
