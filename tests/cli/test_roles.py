@@ -44,6 +44,7 @@ LEAD_COMMANDS = {
 # the rest only read, or add only the runner's own work (an annotator's ratings, a judge's run)
 NOT_LEAD_COMMANDS = {
     "annotate", "tasks", "export", "info", "judge", "judges", "queue", "report", "spa", "progress", "certify", "verify",
+    "sample-size",  # reads the study, stores nothing
 }  # fmt: skip
 NOT_LEAD_FLAGS = {
     "roles": [],  # listing the leads
