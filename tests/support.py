@@ -214,3 +214,17 @@ def spec_of(model: str, **settings):
     knobs = {knob.name for knob in KNOBS}
     decoding = Decoding(**{name: value for name, value in settings.items() if name in knobs})
     return JudgeSpec(model, decoding=decoding, **{name: value for name, value in settings.items() if name not in knobs})
+
+
+# one Likert question on a 'panel' task: the small studies of the jury and degenerate-report tests
+PANEL_TASK = """
+[[task]]
+name = "panel"
+instructions = "Rate the reply."
+fields = ["text"]
+
+[[task.attributes]]
+name = "quality"
+question = "How good is it? (1-5)"
+scale = { kind = "likert", low = 1, high = 5 }
+"""

@@ -6,19 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.support import digest
+from tests.support import PANEL_TASK, digest
 
-TASK = """
-[[task]]
-name = "panel"
-instructions = "Rate the reply."
-fields = ["text"]
-
-[[task.attributes]]
-name = "quality"
-question = "How good is it? (1-5)"
-scale = { kind = "likert", low = 1, high = 5 }
-"""
+TASK = PANEL_TASK
 
 
 def test_a_jury_whose_members_rated_different_items_is_named_with_the_reason(tmp_path: Path, cli) -> None:

@@ -10,19 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import run_cli_process
+from tests.support import PANEL_TASK, run_cli_process
 
-TASK = """
-[[task]]
-name = "panel"
-instructions = "Rate the reply."
-fields = ["text"]
-
-[[task.attributes]]
-name = "quality"
-question = "How good is it? (1-5)"
-scale = { kind = "likert", low = 1, high = 5 }
-"""
+TASK = PANEL_TASK
 LIKERT = 'scale = { kind = "likert", low = 1, high = 5 }'
 PEOPLE, JUDGES = ("h1", "h2", "h3"), ("j-a", "j-b")
 
