@@ -17,7 +17,7 @@ from tui_rater.config import DEFAULT_DB, JUDGE_LIMITS, Settings, load_settings
 from tui_rater.domain.decoding import Decoding, default_of, flag_name
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.errors import UserError
-from tui_rater.domain.mode_names import MODE_NAMES
+from tui_rater.domain.mode_names import RegisteredModes
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -244,7 +244,7 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--mode",
         default="text",
-        choices=MODE_NAMES,
+        choices=RegisteredModes(),
         help="text: free reply + parser (the paper); constrained: reply forced to a valid score; "
         "distribution: the scale tokens' probabilities, N samples drawn from them; "
         "implicit: Chen et al.'s yes/no Implicit Score (story-explicit)",
