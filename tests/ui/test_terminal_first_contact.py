@@ -222,7 +222,8 @@ def test_long_judge_labels_are_abbreviated_deliberately_and_shown_whole(tmp_path
     try:
         app.wait_text("item 1/3", "q quit")
         app.keys("a")
-        screen = app.wait_text("J1 qwen2.5-0.5b-i… constrained")
+        # the running sums show first (α, τ: n/a until the full computation arrives): wait for the numbers
+        screen = app.wait_screen(lambda s: re.search(r"J1 qwen2\.5-0\.5b-i… constrained\s+-?\d\.\d\d", s))
         rows = [line for line in screen.splitlines() if line.strip().startswith("J1 qwen2.5-0.5b-i… constrained ")]
         assert re.search(r"constrained\s+-?\d\.\d\d", rows[0]), rows  # the numbers follow, in their columns
         assert "J1 qwen2.5-0.5b-i… constrained = J1 qwen2.5-0.5b-instruct-q… constrained" in screen
