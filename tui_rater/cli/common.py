@@ -8,7 +8,7 @@ import io
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -17,7 +17,7 @@ from tui_rater.config import DEFAULT_DB, JUDGE_LIMITS, Settings, load_settings
 from tui_rater.domain.decoding import Decoding, default_of, flag_name
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.errors import UserError
-from tui_rater.domain.mode_names import RegisteredModes
+from tui_rater.domain.mode_names import MODE_NAMES
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,6 +30,28 @@ if TYPE_CHECKING:
 
 # what ``add_subparsers`` returns, as each command module's ``add_parsers`` takes it (not subscriptable at run time)
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+class RegisteredModes:
+    """``--mode``'s choices (here, not in domain/: it imports domain/modes.py lazily, which imports mode_names):
+    the registered modes (a mode module may add one, domain/modes.register), read without
+    importing the modes until a value is checked. Listing them (the usage line, --help) shows the registered ones
+    once domain/modes.py is loaded, else the built-in names; checking a given value loads it (the run needs it)."""
+
+    def _names(self) -> tuple[str, ...]:
+        modes = sys.modules.get("tui_rater.domain.modes")
+        return tuple(modes.MODES) if modes is not None else MODE_NAMES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        from tui_rater.domain.modes import MODES  # a --mode was given: the run imports the modes anyway
+
+        return name in MODES
 
 
 def version() -> str:
