@@ -185,3 +185,39 @@ def test_the_curve_reads_each_prefix_as_the_test_on_that_prefix_would():
     for n, verdict in sq.anytime_alt_curve(humans, ratings, order, sizes, level="ordinal", epsilon=0.2):
         alone = sq.anytime_alt_test(humans, ratings, order[:n], level="ordinal", epsilon=0.2)
         assert verdict == alone, n
+
+
+def _step_by_step(x: np.ndarray, alpha: float, grid: int = sq.GRID) -> tuple[np.ndarray, np.ndarray]:
+    """WSR's hedged capital one observation at a time over the whole grid (no blocks, no narrowing)."""
+    m = (np.arange(grid) + 0.5) / grid
+    t = np.arange(1, x.size + 1, dtype=float)
+    mu = (0.5 + np.cumsum(x)) / (t + 1)
+    sigma2 = (0.25 + np.cumsum((x - mu) ** 2)) / (t + 1)
+    previous = np.concatenate([[0.25], sigma2[:-1]])
+    bets = np.sqrt(2 * math.log(2 / alpha) / (previous * t * np.log1p(t)))
+    up_sum, down_sum, worst = np.zeros(grid), np.zeros(grid), np.full(grid, -np.inf)
+    low, high = np.empty(x.size), np.empty(x.size)
+    for i in range(x.size):
+        up_sum = up_sum + np.log1p(np.minimum(bets[i], sq.BET_CAP / m) * (x[i] - m))
+        down_sum = down_sum + np.log1p(-np.minimum(bets[i], sq.BET_CAP / (1 - m)) * (x[i] - m))
+        worst = np.maximum(worst, np.maximum(up_sum, down_sum) + math.log(0.5))
+        inside = np.flatnonzero(worst < math.log(1 / alpha))
+        first, last = (inside[0], inside[-1]) if inside.size else (np.argmin(worst),) * 2
+        low[i], high[i] = max(0.0, m[first] - 1 / grid), min(1.0, m[last] + 1 / grid)
+    return low, high
+
+
+@pytest.mark.parametrize("shape", ["ratings", "uniform", "jump"])
+def test_the_narrowed_grid_gives_the_step_by_step_bounds_to_the_bit(shape):
+    """The CS carries only the cells still inside (a cell's worst capital only grows): the same bounds, bit for
+    bit, as the whole grid stepped one observation at a time -- an empty set (the jump) included."""
+    rng = np.random.default_rng(35)
+    x = {
+        "ratings": rng.integers(1, 6, 3000) / 5.0,
+        "uniform": rng.random(2000),
+        "jump": np.r_[np.zeros(300), np.ones(300)],
+    }[shape]
+    for alpha in (0.05, 0.025):
+        found = sq.betting_cs(x, alpha)
+        low, high = _step_by_step(x, alpha)
+        assert found.low.tobytes() == low.tobytes() and found.high.tobytes() == high.tobytes()

@@ -80,39 +80,75 @@ def betting_cs(x: npt.ArrayLike, alpha: float = ALPHA, grid: int = GRID) -> Sequ
     values = np.asarray(x, dtype=float)
     if values.size and (np.nanmin(values) < 0 or np.nanmax(values) > 1):
         raise ValueError("betting_cs takes observations rescaled to [0, 1]")
+    # the grid narrowed to the cells still inside (the same bits: each cell's capital is its own sum), else the
+    # whole grid where some look's set is empty (its bound is then the cell of least capital, of every cell)
+    bounds = _betting_bounds(values, alpha, grid, narrow=True) or _betting_bounds(values, alpha, grid, narrow=False)
+    assert bounds is not None
+    low, high = bounds
+    steps = values.shape[-1]
+    estimate = np.cumsum(values, axis=-1) / np.arange(1, steps + 1)
+    return Sequence95(low, high, estimate)
+
+
+def _betting_bounds(values: Floats, alpha: float, grid: int, narrow: bool) -> tuple[Floats, Floats] | None:
+    """The running intersection's bounds at every time. ``narrow``: after each block of time steps only the cells
+    between the first and the last one still inside are carried on -- a cell's running worst capital only grows,
+    so a cell once out is out for good and the hull's bounds are the same -- and None where some set is empty
+    (the caller then runs the whole grid). At 50k observations the set is ~1 % of the grid: ~10x less work."""
     lead, steps = values.shape[:-1], values.shape[-1]
-    m = (np.arange(grid) + 0.5) / grid  # cell midpoints: never 0 or 1, where c/m is unbounded
+    m_all = (np.arange(grid) + 0.5) / grid  # cell midpoints: never 0 or 1, where c/m is unbounded
     bets = _plug_in_bets(values, alpha)
     log_up = np.zeros((*lead, 1, grid))
     log_down = np.zeros((*lead, 1, grid))
     worst = np.full((*lead, 1, grid), -np.inf)
     threshold = math.log(1 / alpha)
     low, high = np.empty(values.shape), np.empty(values.shape)
+    lo, hi = 0, grid  # the cells carried: m_all[lo:hi]
     # a block of time steps at once (every study, every m): the capital's running sums are cumulative sums that
     # start from the last block's capital, so each sum is formed in the order the step-by-step loop formed it
     # (the same bits), and the running maximum likewise; memory is a block's, not T x grid (1.6 GB at 100k)
-    block = max(1, CELLS // (grid * max(1, math.prod(lead))))
-    for start in range(0, steps, block):
+    start = 0
+    while start < steps:
+        m = m_all[lo:hi]
+        # blocks doubling from 16 steps: the set narrows early, and then a block holds many steps
+        block = max(1, min(CELLS // (m.size * max(1, math.prod(lead))), max(16, start)))
         stop = min(steps, start + block)
         centred = values[..., start:stop, None] - m
         bet = bets[..., start:stop, None]
         up, down = np.minimum(bet, BET_CAP / m), np.minimum(bet, BET_CAP / (1 - m))  # λ⁺_t(m), λ⁻_t(m)
-        log_up = np.cumsum(np.concatenate([log_up, np.log1p(up * centred)], axis=-2), axis=-2)[..., 1:, :]
-        log_down = np.cumsum(np.concatenate([log_down, np.log1p(-down * centred)], axis=-2), axis=-2)[..., 1:, :]
-        gained = np.maximum(log_up, log_down) + math.log(0.5)
-        worst = np.maximum.accumulate(np.concatenate([worst, gained], axis=-2), axis=-2)[..., 1:, :]
+        # in place: the last block's sum added to this block's first step (x + s == s + x), then summed on --
+        # each running sum formed in the order of a cumulative sum over [last; block]
+        step_up = np.log1p(up * centred)
+        step_up[..., :1, :] += log_up
+        log_up = np.cumsum(step_up, axis=-2, out=step_up)
+        step_down = np.log1p(-down * centred)
+        step_down[..., :1, :] += log_down
+        log_down = np.cumsum(step_down, axis=-2, out=step_down)
+        gained = np.maximum(log_up, log_down)
+        gained += math.log(0.5)
+        np.maximum(gained[..., :1, :], worst, out=gained[..., :1, :])
+        worst = np.maximum.accumulate(gained, axis=-2, out=gained)
         inside = worst < threshold
-        first = np.argmax(inside, axis=-1)
-        last = grid - 1 - np.argmax(inside[..., ::-1], axis=-1)
         empty = ~inside.any(axis=-1)
-        # an empty grid set: the truth can lie between two grid points -- keep the cell of the least capital
-        nearest = np.argmin(worst, axis=-1)
-        first, last = np.where(empty, nearest, first), np.where(empty, nearest, last)
-        low[..., start:stop] = np.maximum(0.0, m[first] - 1.0 / grid)
-        high[..., start:stop] = np.minimum(1.0, m[last] + 1.0 / grid)
-        log_up, log_down, worst = log_up[..., -1:, :], log_down[..., -1:, :], worst[..., -1:, :]
-    estimate = np.cumsum(values, axis=-1) / np.arange(1, steps + 1)
-    return Sequence95(low, high, estimate)
+        first = lo + np.argmax(inside, axis=-1)
+        last = lo + m.size - 1 - np.argmax(inside[..., ::-1], axis=-1)
+        if empty.any():
+            if narrow:
+                return None
+            # an empty grid set: the truth can lie between two grid points -- keep the cell of the least capital
+            nearest = np.argmin(worst, axis=-1)
+            first, last = np.where(empty, nearest, first), np.where(empty, nearest, last)
+        low[..., start:stop] = np.maximum(0.0, m_all[first] - 1.0 / grid)
+        high[..., start:stop] = np.minimum(1.0, m_all[last] + 1.0 / grid)
+        keep = slice(0, m.size)
+        if narrow:
+            new_lo, new_hi = int(first[..., -1].min()), int(last[..., -1].max()) + 1
+            keep = slice(new_lo - lo, new_hi - lo)
+            lo, hi = new_lo, new_hi
+        log_up, log_down = log_up[..., -1:, keep].copy(), log_down[..., -1:, keep].copy()
+        worst = worst[..., -1:, keep].copy()
+        start = stop
+    return low, high
 
 
 def scaled_cs(x: npt.ArrayLike, low: float, high: float, alpha: float = ALPHA, grid: int = GRID) -> Sequence95:
