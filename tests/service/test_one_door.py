@@ -55,3 +55,19 @@ def test_the_service_exports_the_use_cases_and_loads_none_until_used():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_app_imports_no_store_judge_or_stats_module_not_even_for_a_type():
+    """Issue 31 item 1: the app's models (the annotator's session, the adjudicator's) and the study type come
+    through ``service`` (``service.session``, ``service.study``); the contract names no exception."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c.get("id") == "ui-through-service"]
+    assert contract.get("ignore_imports", []) == []
+    graph = grimp.build_graph("tui_rater", cache_dir=None)  # TYPE_CHECKING imports count: a type is an import too
+    direct = sorted(
+        f"{module} -> {imported}"
+        for module in graph.find_children("tui_rater.ui") | graph.find_descendants("tui_rater.ui") | {"tui_rater.ui"}
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported.startswith(BELOW)
+    )
+    assert direct == []

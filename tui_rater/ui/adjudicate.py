@@ -32,7 +32,7 @@ from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.domain.values import ItemNote, ShowingKey, Voice
 from tui_rater.service.adjudication import Disagreement, Split
 from tui_rater.service.app_reads import item_detail
-from tui_rater.store.adjudication import Adjudication
+from tui_rater.service.session import Adjudication
 from tui_rater.ui.quitting import QuitWhenSaved
 from tui_rater.ui.render import format_value, item_text, scale_hint
 from tui_rater.ui.saving import SaveView

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the statistics stack (polars, scipy: ~0.8 s) is imported in
     from tui_rater.domain.values import ChangeMarker
     from tui_rater.service.live import AttributePane, JudgeRow, LivePane, PaneData, Stat, SumsLook
     from tui_rater.service.retest import RetestSummary
-    from tui_rater.store.study import Study
+    from tui_rater.service.study import Study
 
 SHADES = " ░▒▓█"
 # the running sums of each (study file, task), kept while the app runs: one thread at a time updates them

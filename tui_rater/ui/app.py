@@ -30,7 +30,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
-from tui_rater.store.session import AnnotationSession
+from tui_rater.service.session import AnnotationSession
 from tui_rater.ui.answers import keymap_without
 from tui_rater.ui.messages import JudgeProgress, RevealReady, SaveReport, TeamProgress
 from tui_rater.ui.options import AppOptions

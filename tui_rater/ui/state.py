@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from tui_rater.domain.tasks import Task
 from tui_rater.domain.values import ShowingKey
-from tui_rater.store.session import AnnotationSession
+from tui_rater.service.session import AnnotationSession
 from tui_rater.ui.saving import SaveView
 from tui_rater.ui.writer import Change, Committed
 
