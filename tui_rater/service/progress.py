@@ -22,10 +22,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from tui_rater.domain import progress_figures as figures
 from tui_rater.domain import protocols
 from tui_rater.domain.errors import UserError
+from tui_rater.domain.progress_figures import Values
 from tui_rater.domain.protocols import Level
-from tui_rater.domain.questions import Scale
 from tui_rater.domain.tasks import Task
 from tui_rater.service.adjudication import judge_scores
 from tui_rater.service.rater_marks import model_marks
@@ -56,7 +57,6 @@ FAST_RATIO = 1 / 3  # a median time per item under a third of the others' median
 FAST_MIN_ITEMS = 5
 SAME_ANSWER_SHARE = 0.9  # the same value in this share of their ratings (with at least SAME_ANSWER_MIN)
 SAME_ANSWER_MIN = 10
-CONTINUOUS_TOLERANCE = 0.1  # a 0-100 gold answer counts as right within a tenth of the scale
 
 
 @dataclass
@@ -156,13 +156,6 @@ def _judge_scores(study: Study, task: Task) -> dict[tuple[int, str, str], float]
     return found
 
 
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs)
-
-
-Values = dict[tuple[int, str], dict[str, list[float]]]
-
-
 def _annotator(
     study: Study,
     task: Task,
@@ -175,41 +168,21 @@ def _annotator(
     gold: dict[int, dict[str, float]],
     keys: list[int],
 ) -> AnnotatorProgress:
+    """One person's row: their reads (named store queries), then the figures (domain/progress_figures.py)."""
     done_keys = {key for rater, key in pairs if rater == rater_id}
     notes = skips_and_flags(study, task.name, rater_id)
     skipped = {key for kind, key, text in notes if kind == "skip" and text != RETEST_NOTE}
     flagged = {key for kind, key, _text in notes if kind == "flag"}
     assigned = remaining = None
-    if plan is not None and plan.mode == "fixed":
-        mine = {a.item_key for a in assignments(study, task.name, rater_id)} if rater_id is not None else set()
-        assigned, remaining = len(mine), len(mine - done_keys - skipped)
-    elif plan is not None:
-        mine_gold = {a.item_key for a in assignments(study, task.name, rater_id) if a.gold} if rater_id else set()
-        per_item: dict[int, int] = {}
-        for _rater, key in pairs:
-            per_item[key] = per_item.get(key, 0) + 1
-        open_items = {k for k in keys if k not in gold and per_item.get(k, 0) < plan.per_item}
-        remaining = len((open_items | mine_gold) - done_keys - skipped)
-    seconds = seconds_per_item(study, task.name, rater_id)
-    timed = [seconds[k] for k in done_keys if k in seconds]
-    last = last_activity(study, task.name, rater_id)
-    right = answered = 0
-    gaps = _Gaps()
-    for (key, attribute), by_rater in values.items():
-        own = by_rater.get(name)
-        if not own:
-            continue
-        value = own[-1]
-        if key in gold:
-            if attribute in gold[key]:
-                answered += 1
-                right += _right(task.attribute(attribute).scale, value, gold[key][attribute])
-            continue
-        if attribute not in task.attribute_names:
-            continue  # a question the task no longer asks
-        nominal = protocols.of(task.attribute(attribute)).level is Level.NOMINAL
-        people = [v for n, vs in by_rater.items() if n != name for v in vs]
-        gaps.add(nominal, value, people, judged.get((key, attribute), []))
+    if plan is not None:
+        mine = assignments(study, task.name, rater_id) if rater_id is not None else []
+        if plan.mode == "fixed":
+            assigned, remaining = figures.fixed_plan_counts({a.item_key for a in mine}, done_keys, skipped)
+        else:
+            mine_gold = {a.item_key for a in mine if a.gold} if rater_id else set()
+            remaining = figures.dynamic_plan_remaining(keys, gold, plan.per_item, pairs, mine_gold, done_keys, skipped)
+    questions = {q.name: figures.Question(q.scale, protocols.of(q).level is Level.NOMINAL) for q in task.attributes}
+    answered, right, gaps = figures.gold_and_gaps(name, values, judged, gold, questions)
     again = retest_differences(study, task.name, rater_id)
     return AnnotatorProgress(
         annotator=name,
@@ -219,53 +192,21 @@ def _annotator(
         remaining=remaining,
         skipped=len(skipped),
         flagged=len(flagged),
-        median_seconds=statistics.median(timed) if timed else None,
-        last_activity=last,
+        median_seconds=figures.median_seconds(seconds_per_item(study, task.name, rater_id), done_keys),
+        last_activity=last_activity(study, task.name, rater_id),
         gold_answered=answered,
         gold_accuracy=right / answered if answered else None,
-        gap_people=_mean_or_none(gaps.people),
+        gap_people=figures.mean_or_none(gaps.people),
         shared_people=len(gaps.people),
-        gap_judges=_mean_or_none(gaps.judges),
+        gap_judges=figures.mean_or_none(gaps.judges),
         shared_judges=len(gaps.judges),
-        disagreement_people=_mean_or_none(gaps.people_nominal),
+        disagreement_people=figures.mean_or_none(gaps.people_nominal),
         shared_people_nominal=len(gaps.people_nominal),
-        disagreement_judges=_mean_or_none(gaps.judges_nominal),
+        disagreement_judges=figures.mean_or_none(gaps.judges_nominal),
         shared_judges_nominal=len(gaps.judges_nominal),
-        retest_gap=_mean([gap for (gap,) in again]) if again else None,
+        retest_gap=figures.mean_or_none([gap for (gap,) in again]),
         retested=len(again),
     )
-
-
-@dataclass
-class _Gaps:
-    """One person's distances from the others, per shared (item, question), by the question's level."""
-
-    people: list[float] = field(default_factory=list)
-    judges: list[float] = field(default_factory=list)
-    people_nominal: list[float] = field(default_factory=list)
-    judges_nominal: list[float] = field(default_factory=list)
-
-    def add(self, nominal: bool, value: float, people: list[float], judges: list[float]) -> None:
-        if nominal:  # the share of the others' answers unlike theirs: codes have no distance and no mean
-            if people:
-                self.people_nominal.append(sum(v != value for v in people) / len(people))
-            if judges:
-                self.judges_nominal.append(sum(v != value for v in judges) / len(judges))
-            return
-        if people:
-            self.people.append(abs(value - _mean(people)))
-        if judges:
-            self.judges.append(abs(value - _mean(judges)))
-
-
-def _mean_or_none(xs: list[float]) -> float | None:
-    return _mean(xs) if xs else None
-
-
-def _right(scale: Scale, value: float, answer: float) -> bool:
-    if scale.points:
-        return bool(value == answer)
-    return abs(value - answer) <= CONTINUOUS_TOLERANCE * (scale.high - scale.low)
 
 
 def _mark(rows: list[AnnotatorProgress], values: Values, gold: set[int]) -> None:
