@@ -48,7 +48,7 @@ class EchoServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.heard.append(body)
+                server.heard.append(body | {"user-agent": self.headers.get("User-Agent")})
                 reply = json.dumps({"said": ["I", "would", "say", "4"]}).encode() if self.path == "/say" else b"{}"
                 self.send_response(200 if self.path == "/say" else 404)
                 self.send_header("Content-Type", "application/json")
@@ -107,6 +107,69 @@ def test_a_backend_from_the_users_own_package_judges_a_study_in_a_separate_proce
     asked = len(echo_server.heard)
     assert (done := cli(*judging, env=env)).returncode == 0, done.stderr
     assert len(echo_server.heard) == asked
+
+
+def _judges(db) -> list[tuple[str, dict]]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT name, config FROM raters WHERE kind = 'llm' ORDER BY id").fetchall()
+    conn.close()
+    return [(name, json.loads(config)) for name, config in rows]
+
+
+def test_a_backends_own_options_reach_it_from_the_command_line_and_only_identity_ones_make_another_judge(
+    tmp_path, echo_server
+):
+    """Issue 31 item 3: a third-party backend declares options of its own (``BackendOption``); a separate
+    `tui-rater judge` process hands them over, parsed, with the defaults filled in; another `pitch` (declared part
+    of the identity) is another judge, another `tag` (declared not) is the same judge."""
+    db = story_study(tmp_path / "study.db")
+    env = install_backend(tmp_path)
+    judging = ("judge", "--db", db, "--model", "echo:parrot", "--base-url", echo_server.url, "--samples", "1")
+    assert (done := cli(*judging, env=env)).returncode == 0, done.stderr
+    assert {(b["pitch"], b["user-agent"]) for b in echo_server.heard} == {(0, "echo/tui-rater")}  # the defaults
+    [(_first, identity)] = _judges(db)
+    assert identity["extra"] == {"pitch": 0}  # the tag is no part of the identity
+    asked = len(echo_server.heard)
+
+    # another tag: the same judge, nothing left to ask
+    assert (done := cli(*judging, "--backend-option", "tag=lab-7", env=env)).returncode == 0, done.stderr
+    assert len(echo_server.heard) == asked and len(_judges(db)) == 1
+
+    # another pitch: another judge, which asks every question again, with its pitch and tag
+    done = cli(*judging, "--backend-option", "pitch=3", "--backend-option", "tag=lab-7", env=env)
+    assert done.returncode == 0, done.stderr
+    again = echo_server.heard[asked:]
+    assert len(again) == asked and {(b["pitch"], b["user-agent"]) for b in again} == {(3, "echo/lab-7")}
+    (_, first), (_, second) = _judges(db)
+    assert second["extra"] == {"pitch": 3} and first["extra"] == {"pitch": 0}
+
+
+@pytest.mark.parametrize(
+    ("flag", "sentence"),
+    [
+        ("pitch=high", "--backend-option pitch=high: the echo backend's option 'pitch' is a whole number"),
+        ("volume=11", "the echo backend has no option 'volume' (its options: pitch, tag)"),
+        ("pitch", "--backend-option takes NAME=VALUE, not 'pitch'"),
+    ],
+)
+def test_a_backend_option_the_backend_cannot_take_is_one_sentence_and_nothing_is_stored(
+    tmp_path, echo_server, flag, sentence
+):
+    db = story_study(tmp_path / "study.db")
+    env = install_backend(tmp_path)
+    before = db.read_bytes()
+    judging = ("judge", "--db", db, "--model", "echo:parrot", "--base-url", echo_server.url, "--backend-option", flag)
+    assert sentence in one_sentence(cli(*judging, env=env))
+    assert db.read_bytes() == before and echo_server.heard == []
+
+
+def test_a_built_in_backend_takes_no_backend_option(tmp_path):
+    db = story_study(tmp_path / "study.db")
+    before = db.read_bytes()
+    said = one_sentence(cli("judge", "--db", db, "--model", "api:m", "--base-url", "http://127.0.0.1:9",
+                            "--backend-option", "x=1"))  # fmt: skip
+    assert "the openai-compatible backend takes no --backend-option" in said
+    assert db.read_bytes() == before
 
 
 def test_a_backend_that_reads_no_probabilities_stops_a_distribution_judge_in_one_sentence(tmp_path, echo_server):

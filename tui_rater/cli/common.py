@@ -323,6 +323,14 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
         help="your name for this judge configuration (its label in reports: J<n> NAME); part of its identity, "
         "so the same model and URL under another name is another judge (e.g. two differently set up servers)",
     )
+    g.add_argument(
+        "--backend-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of a backend an installed package registers (repeatable; the built-ins' settings are the "
+        "flags above); one that changes its replies makes it another judge",
+    )
 
 
 def decoding_flags(group: argparse._ArgumentGroup, decoding: type[Decoding] = Decoding) -> None:
@@ -382,6 +390,7 @@ def judge_options(args: argparse.Namespace) -> JudgeOptions:
         api_key_env=args.api_key_env,
         timeout_s=args.timeout,
         judge_name=args.judge_name,
+        backend_options=tuple(args.backend_option),
     )
 
 

@@ -61,6 +61,7 @@ class JudgeSpec:
     # None: $OPENAI_API_KEY, which is sent to OpenAI only (never to another --base-url unless named)
     api_key_env: str | None = None
     timeout_s: float = 120.0
+    # the backend's own options (``JudgeBackend.own_options``, --backend-option NAME=VALUE), parsed, by name
     extra: dict[str, object] = field(default_factory=dict)
     # the user's name for this configuration (--judge-name): part of its identity, so two servers
     # answering to the same model name and URL but configured differently stay two judges
@@ -470,6 +471,8 @@ def provenance(spec: JudgeSpec) -> dict[str, Any]:
     config.pop("replicas", None)
     # how many CPU threads compute: the same numbers with any count (tests/judge/test_reproducible.py)
     config.pop("n_threads", None)
+    # the backend's own options that make it another judge (empty for the built-ins: their settings are flags)
+    config["extra"] = spec.kind.identity_options(spec)
     # the backend names its model and keeps its own settings (the built-ins write what they wrote before they were
     # objects: tests/judge/test_identity_pins.py)
     spec.kind.identity(spec, config)

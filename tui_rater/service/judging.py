@@ -58,6 +58,7 @@ class JudgeOptions:
     api_key_env: str | None = None
     timeout_s: float = 120.0
     judge_name: str | None = None
+    backend_options: tuple[str, ...] = ()  # --backend-option NAME=VALUE, as given (the backend parses them)
 
 
 def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaults | None = None) -> JudgeSpec:
@@ -118,6 +119,7 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         api_key_env=options.api_key_env or defaults.api_key_env,
         timeout_s=options.timeout_s,
         judge_name=options.judge_name,
+        extra=for_model(options.model).option_values(options.backend_options),
     ).validate()
 
 

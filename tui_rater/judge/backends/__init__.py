@@ -6,7 +6,16 @@ network client: the built-ins import theirs when they make a client.
 """
 
 from tui_rater.judge.backends.base import Backend, Completion, Message, OptionProbabilities, TokenCounts
-from tui_rater.judge.backends.kind import JudgeBackend
+from tui_rater.judge.backends.kind import BackendOption, JudgeBackend
 from tui_rater.judge.errors import JudgeError
 
-__all__ = ["Backend", "Completion", "JudgeBackend", "JudgeError", "Message", "OptionProbabilities", "TokenCounts"]
+__all__ = [
+    "Backend",
+    "BackendOption",
+    "Completion",
+    "JudgeBackend",
+    "JudgeError",
+    "Message",
+    "OptionProbabilities",
+    "TokenCounts",
+]
