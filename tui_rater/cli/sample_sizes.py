@@ -86,7 +86,9 @@ def _fewer(row: Planned) -> str:
 def _table(args: argparse.Namespace, rows: list[Planned]) -> None:
     console = make_console()
     table = new_table(
-        f"Human-rated items needed for a {args.confidence:.0%} interval of ±{args.half_width:g} (task {args.task})",
+        # the level as asked: "{:.0%}" showed 0.975 as 98% and 0.999 as 100%
+        f"Human-rated items needed for a {args.confidence * 100:g}% interval of ±{args.half_width:g} "
+        f"(task {args.task})",
         [
             "question",
             "judge",

@@ -7,6 +7,7 @@ the same way on the same items; only the sample size is new here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -56,12 +57,23 @@ class Planned:
         return out
 
 
+def _check(options: SampleSizeOptions) -> None:
+    """The Python API's bad values as the CLI's: one sentence (a NaN half-width crashed ``math.ceil``, a negative one
+    planned for its absolute value, a confidence of 0 divided by zero)."""
+    h, c = options.half_width, options.confidence
+    if not (isinstance(h, (int, float)) and math.isfinite(h) and h > 0):
+        raise UserError(f"the half-width must be a finite number above 0, not {h!r}")
+    if not (isinstance(c, (int, float)) and 0 < c < 1):
+        raise UserError(f"the confidence must be a number between 0 and 1 (e.g. 0.95), not {c!r}")
+
+
 def _difference(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else a - b
 
 
 def sample_size(study: Study, options: SampleSizeOptions) -> list[Planned]:
     """One row per question, judge and method (the humans-only mean first for each question and judge)."""
+    _check(options)
     task = study.task(options.task)  # an unknown task: one sentence
     verdict = _with_inclusion(study, task.name, ReportSettings().verdict)
     data = ReportData(study, task, replace(ReportSettings(), verdict=verdict))

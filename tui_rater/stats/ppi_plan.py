@@ -28,6 +28,7 @@ from scipy import stats as sp
 
 from tui_rater.stats.ppi_recal import Estimate
 
+NO_SPREAD = 1e-12  # a pilot variance at or below this (scale points squared) is round-off of a constant
 PILOT_LEVEL = 0.95  # the interval of the pilot's variance that the range of n comes from
 
 ASSUMPTIONS = (
@@ -62,6 +63,15 @@ def need(estimate: Estimate, half_width: float, confidence: float, items: int) -
     fixed, spread, df = estimate.fixed, estimate.spread, estimate.spread_df
     if fixed is None or spread is None or df is None or not math.isfinite(spread):
         return Need(None, note=estimate.note or estimate.interval.note or "the pilot gives this estimate no variance")
+    if not spread > NO_SPREAD:
+        # every rated item's human-side term alike (a pilot whose people all gave one rating, overall or within
+        # each stratum): its variance is 0 only in the pilot, and the chi-square interval of a zero variance is
+        # [0, 0], so "1 item [1, 1]" would have been promised for any half-width (df = ∞ there crashed it)
+        return Need(
+            None,
+            note=f"no variance to plan from: the people's ratings in the pilot's {estimate.interval.n} rated "
+            "items do not vary (less the judge's part; within each stratum when stratified); rate more items",
+        )
     fixed = max(fixed, 0.0)  # as ``Estimate.variance_at``: a negative judge's term is the pilot's noise
     n = items_for(fixed, spread, half_width, confidence)
     if n is None:
