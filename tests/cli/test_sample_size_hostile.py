@@ -121,3 +121,20 @@ def test_the_python_api_refuses_a_bad_half_width_or_confidence_in_one_sentence(t
     finally:
         study.close()
     assert digest(db) == before
+
+
+def test_a_two_item_pilot_gives_the_humans_only_mean_its_wide_range_and_ppi_no_figure_without_a_degree_of_freedom(
+    cli, tmp_path
+):
+    # PPI++'s variance on 2 rated items has n − 2 = 0 degrees of freedom (the mean and λ): it printed "14 [n/a, n/a]"
+    # and "+8" fewer than humans only, a plan with nothing behind it
+    db = pilot_study(tmp_path / "s.db", judge_values(0), {0: [3.0], 1: [4.0]})
+    found = plans(cli, db, "--half-width", "0.3")
+    z, var = float(sp.norm.ppf(0.975)), float(np.var([3.0, 4.0], ddof=1))
+    humans = found["humans only"]
+    assert humans["n"] == math.ceil(z**2 * var / 0.3**2)
+    assert humans["low"] == math.ceil(z**2 * var * 1 / sp.chi2.ppf(0.975, 1) / 0.3**2)
+    assert humans["high"] is None and humans["beyond"] == 200  # var / χ²₁(0.025) ≈ 1018·var: past the 200 items
+    ppi = found["PPI++"]
+    assert (ppi["n"], ppi["low"], ppi["high"], ppi["fewer"]) == (None, None, None, None)
+    assert "no degree of freedom" in ppi["note"]

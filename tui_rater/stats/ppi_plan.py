@@ -72,6 +72,14 @@ def need(estimate: Estimate, half_width: float, confidence: float, items: int) -
             note=f"no variance to plan from: the people's ratings in the pilot's {estimate.interval.n} rated "
             "items do not vary (less the judge's part; within each stratum when stratified); rate more items",
         )
+    if df < 1:
+        # PPI++ on 2 rated items: the mean and λ take both degrees of freedom, so the variance was "estimated" from
+        # none; the figure came out (e.g. "14 [n/a, n/a]", "8 fewer" than humans only) with nothing behind it
+        return Need(
+            None,
+            note=f"the pilot's {estimate.interval.n} rated items leave this estimate's variance no degree of "
+            "freedom: rate more items",
+        )
     fixed = max(fixed, 0.0)  # as ``Estimate.variance_at``: a negative judge's term is the pilot's noise
     n = items_for(fixed, spread, half_width, confidence)
     if n is None:
@@ -80,13 +88,11 @@ def need(estimate: Estimate, half_width: float, confidence: float, items: int) -
             note=f"no number of ratings reaches ±{half_width:g}: the judge's own term alone is wider "
             "(more items for the judge, not more ratings, would narrow it)",
         )
-    low = high = None
-    if df >= 1:
-        tail = (1 - PILOT_LEVEL) / 2
-        low = items_for(fixed, spread * df / float(sp.chi2.ppf(1 - tail, df)), half_width, confidence)
-        high = items_for(fixed, spread * df / float(sp.chi2.ppf(tail, df)), half_width, confidence)
+    tail = (1 - PILOT_LEVEL) / 2
+    low = items_for(fixed, spread * df / float(sp.chi2.ppf(1 - tail, df)), half_width, confidence)
+    high = items_for(fixed, spread * df / float(sp.chi2.ppf(tail, df)), half_width, confidence)
     notes = []
-    if high is None and df >= 1:
+    if high is None:
         notes.append("at the pilot's upper variance no number of ratings reaches it")
     if max(n, high or 0) > items:
         # each item's people's mean is one rating here, and PPI's variance holds for n ≤ N only
