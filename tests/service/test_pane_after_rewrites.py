@@ -1,0 +1,70 @@
+"""The live agreement pane (``service/live.py``: its running sums and its full computation, as the app calls them)
+after changes that write no new rating: its figures must equal a fresh computation on the same file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support import Script, judge, ok_body, spec_of
+from tui_rater.service.live import LivePane, full_pane, merge
+from tui_rater.store.study import Study
+from tui_rater.ui.agreement import render_pane
+
+PEOPLE = {"ann": [1, 2, 3, 4, 5, 4], "bea": [2, 2, 3, 4, 4, 4], "cy": [1, 3, 3, 5, 5, 4]}
+
+
+def _study(tmp_path: Path, url: str) -> Study:
+    """Six story items the people rated on grammaticality, and a judge (a loopback server: "4" always) on all."""
+    study = Study.open(tmp_path / "pane.db")
+    study.add_items(
+        study.task("story"),
+        [{"id": f"s{i}", "system": f"sys{i % 2}", "prompt": f"P{i}.", "story": f"Story {i}."} for i in range(6)],
+    )
+    keys = [item.key for item in study.items("story")]
+    for name, values in PEOPLE.items():
+        rater = study.human(name)
+        for key, value in zip(keys, values):
+            study.add_rating(key, "grammaticality", rater.id, float(value))
+    judge(study, spec_of("api:m", base_url=url, max_retries=0))
+    return study
+
+
+def _text(study: Study, sums_pane: LivePane, previous) -> tuple[str | None, object]:
+    """What the pane shows now: the running sums' look merged over the full computation (None: it would not
+    recompute, as nothing it watches changed)."""
+    look = sums_pane.look(study, always=True)
+    assert look is not None
+    data, marker, _seen = full_pane(study, "story", previous)
+    if data is None:
+        return None, marker
+    merged = merge(data, look.sums, look.task, look.queue, look.failures)
+    return render_pane(merged, 0, 0).plain, marker
+
+
+def _fresh(study: Study) -> str:
+    text, _ = _text(study, LivePane("story"), None)
+    assert text is not None
+    return text
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="reparse rewrites ratings in place: no new rating id, no undo, no change to the raters or jobs, so "
+    "neither the running sums nor the full computation's change marker see it (the fix: a store-level record of "
+    "rewritten ratings the pane reads; see the hostile2 report)",
+)
+def test_the_open_pane_shows_what_reparse_restored(fake_server, cli, tmp_path):
+    study = _study(tmp_path, fake_server(Script([(200, {}, ok_body("I would rate it a 4."), 0)])))
+    # a parser that misread every reply as 1 (what reparse exists for): the pane, open, shows it
+    with study._db.conn as conn:
+        conn.execute("UPDATE ratings SET value = 1 WHERE job_id IS NOT NULL")
+    open_pane = LivePane("story")
+    before, marker = _text(study, open_pane, None)
+    assert before == _fresh(study)
+    code, out, err = cli("reparse", "--db", study.path)
+    assert code == 0 and "changed" in out, err
+    after, _ = _text(study, open_pane, marker)
+    assert after is not None, "the full computation saw no change after reparse"
+    assert after == _fresh(study) != before
