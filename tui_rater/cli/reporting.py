@@ -24,6 +24,7 @@ from tui_rater.cli.common import (
 from tui_rater.domain.decoding import MAX_SEED
 from tui_rater.domain.display import safe_text
 from tui_rater.domain.errors import UserError
+from tui_rater.service.report_command import FORMATS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 # the kinds of raters of stats/sections/settings.py (EPSILON_FOR_RATERS), named here so that building the
 # parser imports no statistics (a test checks they agree)
 RATER_KINDS = ("expert", "skilled", "crowd")
-FORMATS = ("table", "markdown", "json", "csv", "html")
 # the report's format named by the extension of --out (as `export` takes its format from the file name)
 FORMAT_OF_SUFFIX = {
     ".html": "html",

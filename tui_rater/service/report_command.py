@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from tui_rater.stats.sections.settings import ReportSettings
     from tui_rater.store.study import Study
 
+FORMATS = ("table", "markdown", "json", "csv", "html")  # the CLI's --format choices are these
 Progress = Callable[[int, int, str], None]  # the HTML report's figures: (drawn, total, what)
 
 
@@ -39,6 +40,9 @@ class ReportRequest:
     def settings(self) -> ReportSettings:
         """The request as the statistics' one settings value (``stats/sections/settings.py``); a bad value is one
         sentence, before a study is opened."""
+        if self.format not in FORMATS:
+            # any other name was written as the terminal's table text, into a file named e.g. report.xml
+            raise UserError(f"no report format {self.format!r}: give one of {', '.join(FORMATS)}")
         if self.epsilon is not None and not (math.isfinite(self.epsilon) and 0 <= self.epsilon < 1):
             raise UserError(f"--epsilon must be at least 0 and below 1, not {self.epsilon:g}")
         from tui_rater.stats.sections.settings import ReportSettings, SpaSettings, VerdictSettings
