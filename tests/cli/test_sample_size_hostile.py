@@ -138,3 +138,23 @@ def test_a_two_item_pilot_gives_the_humans_only_mean_its_wide_range_and_ppi_no_f
     ppi = found["PPI++"]
     assert (ppi["n"], ppi["low"], ppi["high"], ppi["fewer"]) == (None, None, None, None)
     assert "no degree of freedom" in ppi["note"]
+
+
+def test_the_json_keeps_a_judges_bidi_and_control_characters_as_escapes_not_raw(cli, tmp_path):
+    # ensure_ascii=False wrote U+202E (right-to-left override) and U+009B (a C1 CSI) raw to the terminal; every
+    # other command's JSON writes them as \u escapes (preflight, judges, info)
+    name = "evil\u202egpj.exe\x9b2J[red]x[/red]"
+    rng = np.random.default_rng(4)
+    judge = judge_values(4)
+    db = pilot_study(
+        tmp_path / "s.db", judge, {k: [float(np.clip(judge[k] + rng.integers(-1, 2), 1, 5))] for k in range(40)}
+    )
+    study = Study.open(db)
+    odd = study.judge(name, {"api_model": "odd", "mode": "text"})
+    for item in study.items("story"):
+        insert(study, item.key, "likability", odd.id, 3.0)
+    study.close()
+    code, out, err = cli("sample-size", "--db", db, "--task", "story", "--half-width", "0.3", "--format", "json")
+    assert code == 0, err
+    assert "\u202e" not in out and "\x9b" not in out
+    assert name in {plan["judge"] for plan in json.loads(out)["plans"]}

@@ -63,7 +63,7 @@ def cmd_sample_size(args: argparse.Namespace, settings: Settings) -> int:
             "assumptions": ASSUMPTIONS,
             "plans": [row.as_dict() for row in rows],
         }
-        print(json.dumps(found, indent=2, ensure_ascii=False))
+        print(json.dumps(found, indent=2))  # ensure_ascii: bidi and C1 control characters from names as \u escapes
         return 0
     _table(args, rows)
     say(f"assumes {ASSUMPTIONS}")
