@@ -135,6 +135,23 @@ def resamples(n: int, per_block: int) -> Iterator[FloatArray]:
         drawn += rows
 
 
+def resample_counts(n: int, per_block: int) -> Iterator[npt.NDArray[np.integer[Any]]]:
+    """The same resamples as ``resamples``, as their integer counts (no float copy): for sums that are exact in any
+    order, such as the joint tables' cell counts."""
+    counts = _all_counts(n)
+    if counts is not None:
+        for start in range(0, RESAMPLES, per_block):
+            yield counts[start : start + per_block]
+        return
+    rng = np.random.default_rng([SEED, n])
+    p = np.full(n, 1.0 / n)
+    drawn = 0
+    while drawn < RESAMPLES:
+        rows = min(per_block, RESAMPLES - drawn)
+        yield rng.multinomial(n, p, size=rows)
+        drawn += rows
+
+
 def _block(width: int) -> int:
     return max(1, min(RESAMPLES, CELLS // max(1, width)))
 
@@ -258,15 +275,47 @@ class _Joint:
         return self.x_levels.size, self.y_levels.size
 
     def tables(self) -> Iterator[FloatArray]:
-        """Each resample's joint table (resamples x x-levels x y-levels), in blocks."""
+        """Each resample's joint table (resamples x x-levels x y-levels), in the blocks they always came in (the
+        figures of a block do not depend on it, but the same blocks keep that beyond doubt)."""
         kx, ky = self.shape
         n = self.cell.size
-        onehot_cells = kx * ky
-        for w in resamples(n, _block(max(n, onehot_cells))):
-            rows = w.shape[0]
-            flat = (np.arange(rows)[:, None] * onehot_cells + self.cell[None, :]).ravel()
-            table: FloatArray = np.bincount(flat, weights=w.ravel(), minlength=rows * onehot_cells).astype(float)
-            yield table.reshape(rows, kx, ky)
+        every = _joint_tables(self.cell, kx * ky).reshape(RESAMPLES, kx, ky)
+        per_block = _block(max(n, kx * ky))
+        for start in range(0, RESAMPLES, per_block):
+            yield every[start : start + per_block]
+
+
+# Table 1 asks for tau, rho and r of the same two evaluators, and the retest and ceiling sections ask again: each
+# pair's tables are counted once (RESAMPLES x cells floats: 200 KB for a 5 x 5 scale) and kept for the next figure.
+_TABLES_KEPT = 32
+_tables: dict[tuple[int, bytes], FloatArray] = {}
+_tables_lock = threading.Lock()
+
+
+def _joint_tables(cell: npt.NDArray[np.intp], cells: int) -> FloatArray:
+    """Every resample's count of items in each cell (RESAMPLES x cells), read-only. A cell count is a sum of
+    integers below n, exact in any order, so it is the same to the bit as the float64 ``bincount`` of before: the
+    integer counts are summed over each cell's items (sorted by cell, ``reduceat``), with no float copy of them and
+    no BLAS call (whose threads stall on a loaded machine)."""
+    key = (cells, np.ascontiguousarray(cell, dtype=np.intp).tobytes())
+    with _tables_lock:
+        kept = _tables.get(key)
+    if kept is not None:
+        return kept
+    n = cell.size
+    order = np.argsort(cell, kind="stable")
+    present, starts = np.unique(cell[order], return_index=True)
+    every = np.zeros((RESAMPLES, cells))
+    start = 0
+    for w in resample_counts(n, max(1, min(RESAMPLES, 1_000_000 // max(1, n)))):  # a few MB at a time
+        every[start : start + w.shape[0], present] = np.add.reduceat(w[:, order], starts, axis=1, dtype=np.int64)
+        start += w.shape[0]
+    every.flags.writeable = False
+    with _tables_lock:
+        while len(_tables) >= _TABLES_KEPT:
+            del _tables[next(iter(_tables))]
+        _tables[key] = every
+    return every
 
 
 def _joint(x: npt.ArrayLike, y: npt.ArrayLike) -> _Joint | None:
