@@ -36,3 +36,45 @@ def test_the_joint_tables_are_the_bincounts_of_before_block_for_block(monkeypatc
         assert all(a.tobytes() == b.tobytes() for a, b in zip(now, before, strict=True))
     assert len(iv._tables) == 1
     iv._tables.clear()
+
+
+def _pair_sums_before(counts, m_u, w, z):
+    """``intervals._pair_sums`` as it was: each item's term computed for that item."""
+    first = counts @ z.T
+    second = (counts @ (z**2).T) * m_u[:, None]
+    per_item = 2.0 * (second - first**2) / (m_u[:, None] - 1.0)
+    return np.einsum("bu,ub->b", w, per_item)
+
+
+@pytest.mark.parametrize(("n", "levels", "most"), [(40, 3, 2), (1500, 5, 4), (6000, 7, 9), (20000, 5, 4)])
+def test_ordinal_pair_sums_by_pattern_are_the_per_item_sums_of_before(n, levels, most):
+    rng = np.random.default_rng(n)
+    counts = np.zeros((n, levels))
+    for u, m in enumerate(rng.integers(2, most + 1, n)):
+        np.add.at(counts[u], rng.integers(0, levels, m), 1.0)
+    m_u = counts.sum(axis=1)
+    patterns = iv._Patterns.of(counts)
+    assert patterns is not None and patterns.counts.shape[0] < n
+    for w in iv.resamples(n, iv._block(n + levels)):
+        n_c = w @ counts
+        z = np.cumsum(n_c, axis=1) - n_c / 2.0
+        assert patterns.pair_sums(w, z).tobytes() == _pair_sums_before(counts, m_u, w, z).tobytes()
+
+
+def test_ordinal_alpha_draws_are_the_draws_of_before(monkeypatch):
+    """The whole ordinal alpha of each resample, with three raters and a fourth on some items."""
+    rng = np.random.default_rng(7)
+    truth = rng.integers(1, 6, 3000)
+    matrix = np.clip(truth + rng.integers(-1, 2, (4, truth.size)), 1, 5).astype(float)
+    matrix[3, rng.random(truth.size) < 0.6] = np.nan
+    matrix[0, rng.random(truth.size) < 0.1] = np.nan
+    now = iv.alpha_draws(matrix, "ordinal")
+    monkeypatch.setattr(iv._Patterns, "of", staticmethod(lambda counts: None))  # the per-item path of before
+    before = iv.alpha_draws(matrix, "ordinal")
+    assert isinstance(now, np.ndarray) and now.tobytes() == before.tobytes()
+
+
+def test_patterns_are_not_used_where_a_term_could_round():
+    counts = np.full((3, 2), 1.0)
+    assert iv._Patterns.of(counts) is not None
+    assert iv._Patterns.of(np.full((2_000_000, 2), 40.0)) is None

@@ -197,6 +197,7 @@ def _alpha_resampled(counts: FloatArray, levels: FloatArray, level: str) -> Floa
     """alpha of each resample, from each item's value counts (Krippendorff 2011, "Computing Krippendorff's
     alpha-reliability", the coincidence form): alpha = 1 - (n - 1) sum_ck o_ck d_ck / sum_ck n_c n_k d_ck."""
     m_u = counts.sum(axis=1)
+    patterns = _Patterns.of(counts) if level == "ordinal" else None
     out: list[FloatArray] = []
     pairwise = level in ("nominal", "ratio")  # a levels x levels table per resample; else items x resamples
     for w in resamples(counts.shape[0], _block(levels.size**2 if pairwise else counts.shape[0] + levels.size)):
@@ -204,7 +205,7 @@ def _alpha_resampled(counts: FloatArray, levels: FloatArray, level: str) -> Floa
         n = n_c.sum(axis=1)
         if level == "ordinal":
             z = np.cumsum(n_c, axis=1) - n_c / 2.0  # mid-ranks of this resample's values
-            observed = _pair_sums(counts, m_u, w, z)
+            observed = _pair_sums(counts, m_u, w, z) if patterns is None else patterns.pair_sums(w, z)
             expected = 2.0 * (n * np.sum(n_c * z**2, axis=1) - np.sum(n_c * z, axis=1) ** 2)
         elif level == "interval":  # per item sums of values and of squares: linear in the counts
             s1, s2 = counts @ levels, counts @ levels**2
@@ -218,6 +219,38 @@ def _alpha_resampled(counts: FloatArray, levels: FloatArray, level: str) -> Floa
         with np.errstate(all="ignore"):
             out.append(1.0 - (n - 1.0) * observed / expected)
     return np.concatenate(out)
+
+
+@dataclass(frozen=True)
+class _Patterns:
+    """The items' distinct value counts (a 4-rater item on a 5-point scale has one of 70): the ordinal pair sums'
+    per-item terms are computed once per pattern and handed to each item, not once per item.
+
+    Every number up to the division by ``m_u - 1`` is an integer or a multiple of 1/4 (mid-ranks are half
+    integers) below 2^51, so exact whatever the order of its sums: each item's term is the one ``_pair_sums``
+    computes, to the bit, and the weighted sum over items is the same ``einsum`` over the same array. ``of``
+    returns None where a term could exceed that (then ``_pair_sums`` runs as before)."""
+
+    counts: FloatArray  # patterns x levels
+    size: FloatArray  # each pattern's number of values (m_u)
+    item: npt.NDArray[np.intp]  # each item's pattern
+
+    @staticmethod
+    def of(counts: FloatArray) -> _Patterns | None:
+        m_u = counts.sum(axis=1)
+        most = float(m_u.max(initial=0.0))
+        # a mid-rank is at most a resample's number of values (at most items x most); a term at most (most x that)^2
+        if 4.0 * (most * most * counts.shape[0]) ** 2 >= 2.0**51:
+            return None
+        found, item = np.unique(counts, axis=0, return_inverse=True)
+        return _Patterns(found, found.sum(axis=1), item.ravel())
+
+    def pair_sums(self, w: FloatArray, z: FloatArray) -> FloatArray:
+        first = self.counts @ z.T  # patterns x resamples
+        second = (self.counts @ (z**2).T) * self.size[:, None]
+        per_pattern = 2.0 * (second - first**2) / (self.size[:, None] - 1.0)
+        sums: FloatArray = np.einsum("bu,ub->b", w, per_pattern[self.item])
+        return sums
 
 
 def _pair_sums(counts: FloatArray, m_u: FloatArray, w: FloatArray, z: FloatArray) -> FloatArray:
