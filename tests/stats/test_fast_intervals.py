@@ -78,3 +78,67 @@ def test_patterns_are_not_used_where_a_term_could_round():
     counts = np.full((3, 2), 1.0)
     assert iv._Patterns.of(counts) is not None
     assert iv._Patterns.of(np.full((2_000_000, 2), 40.0)) is None
+
+
+def _resampled_before(found, *, epsilon=0.2, alpha=0.05, min_humans=3, min_items_per_human=30):
+    """``alt_intervals.resampled`` as it was: one product with the block per sum, three more for the levels."""
+    from scipy import stats as sp
+
+    from tui_rater.stats import alt_intervals as ai
+
+    d = (found.w_human - found.w_judge) * found.rated
+    levels = [(found.rated > 0) & (d == v) for v in (-1.0, 0.0, 1.0)]
+    omegas, rhos = [], []
+    n_items = len(found.items)
+    for w in iv.resamples(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 6)))):
+        n = w @ found.rated
+        tested = n >= max(2, min_items_per_human)
+        with np.errstate(all="ignore"):
+            mean = (w @ d) / n
+            variance = ((w @ d**2) - n * mean**2) / (n - 1)
+            t = (mean - epsilon) / np.sqrt(np.maximum(variance, 0.0) / n)
+            p = sp.t.cdf(t, n - 1)
+            rho_judge = (w @ found.w_judge) / n
+        distinct = sum(((w > 0).astype(float) @ level.astype(float)) > 0 for level in levels)
+        flat = distinct <= 1
+        p = np.where(flat, np.where(mean < epsilon, 0.0, 1.0), p)
+        p = np.where(np.isfinite(p), p, 1.0)
+        count = tested.sum(axis=1)
+        verdict = count >= min_humans
+        rejected = ai._by_rejections(p, tested, alpha)
+        with np.errstate(all="ignore"):
+            omegas.append(np.where(verdict, rejected / count, np.nan))
+            rhos.append(np.where(verdict, np.sum(np.where(tested, rho_judge, 0.0), axis=1) / count, np.nan))
+    return np.concatenate(omegas), np.concatenate(rhos)
+
+
+def _per_human_before(found):
+    draws = []
+    n_items = len(found.items)
+    for w in iv.resamples(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 3)))):
+        n = w @ found.rated
+        with np.errstate(all="ignore"):
+            draws.append(((w @ found.w_judge) / n, (w @ found.w_human) / n))
+    return np.concatenate([a for a, _ in draws]), np.concatenate([b for _, b in draws])
+
+
+@pytest.mark.parametrize(("n", "humans", "share_flat"), [(12, 3, 0.0), (400, 4, 0.3), (5000, 3, 0.0), (7000, 5, 0.9)])
+def test_the_alt_tests_resampled_omega_and_rho_are_those_of_before(n, humans, share_flat):
+    from tui_rater.stats import alt_intervals as ai
+
+    rng = np.random.default_rng(n * humans)
+    rated = (rng.random((n, humans)) < 0.8).astype(float)
+    outcome = rng.integers(0, 3, (n, humans))  # judge better, tie, human better
+    outcome[:, : max(1, int(share_flat * humans))] = 1  # some humans always tie: no variation
+    w_judge = (outcome <= 1) * rated
+    w_human = (outcome >= 1) * rated
+    found = ai.PerItem(list(range(n)), [f"h{j}" for j in range(humans)], rated, w_judge, w_human)
+    for epsilon, least in ((0.2, 30), (0.0, 2), (-0.1, 5)):
+        now = ai.resampled(found, epsilon=epsilon, min_humans=2, min_items_per_human=least)
+        before = _resampled_before(found, epsilon=epsilon, min_humans=2, min_items_per_human=least)
+        assert n < 400 or np.isfinite(now[1]).any()
+        assert now[0].tobytes() == before[0].tobytes() and now[1].tobytes() == before[1].tobytes()
+    judge, human = _per_human_before(found)
+    shown = ai.per_human(found)
+    for j, name in enumerate(found.humans):
+        assert shown[name] == (iv.percentile(judge[:, j]), iv.percentile(human[:, j]))
