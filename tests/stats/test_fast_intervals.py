@@ -142,3 +142,46 @@ def test_the_alt_tests_resampled_omega_and_rho_are_those_of_before(n, humans, sh
     shown = ai.per_human(found)
     for j, name in enumerate(found.humans):
         assert shown[name] == (iv.percentile(judge[:, j]), iv.percentile(human[:, j]))
+
+
+def _mean_before(matrix):
+    """``intervals.mean`` as it was: two float products with each block's float copy of the counts."""
+    m = np.asarray(matrix, dtype=float)
+    present = ~np.isnan(m)
+    rated = present.sum(axis=0) > 0
+    sums, counts = np.nansum(m, axis=0)[rated], present.sum(axis=0)[rated].astype(float)
+    out = [(w @ sums) / (w @ counts) for w in iv.resamples(sums.size, iv._block(sums.size))]
+    return iv.percentile(np.concatenate(out))
+
+
+def _mean_interval_before(per_item, scale=1.0):
+    out = [scale * (w @ per_item) / w.sum(axis=1) for w in iv.resamples(per_item.size, iv._block(per_item.size))]
+    return iv.percentile(np.concatenate(out))
+
+
+@pytest.mark.parametrize("values", ["points", "halves", "hundredths", "wide"])
+@pytest.mark.parametrize("n", [5, 800, 12000])
+def test_the_mean_and_exact_agreement_intervals_are_those_of_before(values, n):
+    rng = np.random.default_rng(n)
+    matrix = {
+        "points": rng.integers(1, 6, (4, n)).astype(float),
+        "halves": rng.integers(2, 11, (4, n)) / 2.0,
+        "hundredths": rng.integers(0, 101, (4, n)) / 100.0,  # not multiples of a power of two: the float path
+        "wide": rng.integers(-(2**30), 2**30, (4, n)).astype(float) * 64.0,  # sums past 2^53: the float path
+    }[values]
+    matrix[rng.random((4, n)) < 0.3] = np.nan
+    assert iv.mean(matrix) == _mean_before(matrix)
+    agree = (rng.random(n) < 0.7).astype(float)
+    assert iv._mean_interval(agree, 100.0) == _mean_interval_before(agree, 100.0)
+    assert iv._mean_interval(matrix[0, :] * 0 + 1.25, 1.0) == _mean_interval_before(matrix[0, :] * 0 + 1.25)
+
+
+def test_exact_sums_are_the_float_products_and_refuse_what_could_round():
+    rng = np.random.default_rng(3)
+    columns = np.stack([rng.integers(-5, 6, 3000) / 4.0, np.ones(3000), rng.integers(0, 2, 3000)], axis=1)
+    found = iv.exact_sums(columns)
+    expected = np.concatenate([w @ columns for w in iv.resamples(3000, 100)])
+    assert found is not None and found.tobytes() == expected.tobytes()
+    assert iv.exact_sums(np.full((10, 1), 0.1)) is None
+    assert iv.exact_sums(np.full((10, 1), np.nan)) is None
+    assert iv.exact_sums(np.full((4, 1), 2.0**51)) is None  # 4 x 2^51 = 2^53: could round

@@ -276,8 +276,44 @@ def percent_exact(matrix: npt.ArrayLike) -> Interval:
 
 
 def _mean_interval(per_item: FloatArray, scale: float = 1.0) -> Interval:
+    exact = exact_sums(np.stack([per_item, np.ones(per_item.size)], axis=1))
+    if exact is not None:
+        return percentile(scale * exact[:, 0] / exact[:, 1])
     out = [scale * (w @ per_item) / w.sum(axis=1) for w in resamples(per_item.size, _block(per_item.size))]
     return percentile(np.concatenate(out))
+
+
+EXACT_FRACTION_BITS = 8  # values that are multiples of 1/256 (a scale's points, halves, quarters) sum exactly
+
+
+def exact_sums(columns: FloatArray) -> FloatArray | None:
+    """``w @ columns`` of every resample w (RESAMPLES x columns), where every such sum is exact: each column a
+    multiple of 2^-k (k <= ``EXACT_FRACTION_BITS``) and every partial sum an integer multiple of it far below
+    2^53. An exact sum is the same double whatever the order of its additions, so this is to the bit the float
+    product of the float copy of the counts (BLAS: its threads stall on a loaded machine); it is summed here in
+    integers, a few rows at a time, with no float copy of the draw. None where a sum could round (then the
+    caller's float product, as before)."""
+    n = columns.shape[0]
+    if n == 0 or not np.all(np.isfinite(columns)):
+        return None
+    for bits in range(EXACT_FRACTION_BITS + 1):
+        scaled = columns * 2.0**bits
+        if np.array_equal(scaled, np.round(scaled)):
+            break
+    else:
+        return None
+    largest = float(np.abs(scaled).max(initial=0.0)) * n  # a resample's counts sum to n
+    if largest >= 2.0**53:
+        return None
+    kind = np.int32 if largest < 2.0**31 else np.int64
+    whole = scaled.astype(kind)
+    out = np.empty((RESAMPLES, columns.shape[1]))
+    start = 0
+    for w in resample_counts(n, max(1, min(RESAMPLES, 250_000 // n))):
+        out[start : start + w.shape[0]] = np.dot(w.astype(kind), whole)
+        start += w.shape[0]
+    result: FloatArray = out / 2.0**bits  # a power of two: exact
+    return result
 
 
 def mean(matrix: npt.ArrayLike) -> Interval:
@@ -288,6 +324,9 @@ def mean(matrix: npt.ArrayLike) -> Interval:
     if rated.sum() < 2:
         return none("fewer than 2 items rated")
     sums, counts = np.nansum(m, axis=0)[rated], present.sum(axis=0)[rated].astype(float)
+    exact = exact_sums(np.stack([sums, counts], axis=1))
+    if exact is not None:  # ratings on a scale's points (or halves): the same sums, to the bit, without BLAS
+        return percentile(exact[:, 0] / exact[:, 1])
     out = [(w @ sums) / (w @ counts) for w in resamples(sums.size, _block(sums.size))]
     return percentile(np.concatenate(out))
 
