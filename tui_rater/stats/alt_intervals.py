@@ -117,20 +117,24 @@ def resampled(
 ) -> tuple[FloatArray, FloatArray]:
     """(ω, ρ) of each of the ``intervals.RESAMPLES`` resamples of the items (NaN: no verdict in that resample)."""
     d = (found.w_human - found.w_judge) * found.rated
-    levels = [(found.rated > 0) & (d == v) for v in (-1.0, 0.0, 1.0)]
+    levels = [((found.rated > 0) & (d == v)).astype(float) for v in (-1.0, 0.0, 1.0)]
+    # every column is 0, 1 or -1, so each resampled sum is an integer, exact in any order: the seven sums come
+    # from one product with the block (a float copy of it read once, not seven times), the same to the bit
+    columns = np.hstack([found.rated, d, d**2, found.w_judge, *levels])
     omegas, rhos = [], []
     n_items = len(found.items)
     for w in iv.resamples(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 6)))):
-        n = w @ found.rated
+        n, d_sum, d2_sum, judge_sum, *in_level = np.hsplit(w @ columns, 7)
         tested = n >= max(2, min_items_per_human)
         with np.errstate(all="ignore"):
-            mean = (w @ d) / n
-            variance = ((w @ d**2) - n * mean**2) / (n - 1)
+            mean = d_sum / n
+            variance = (d2_sum - n * mean**2) / (n - 1)
             t = (mean - epsilon) / np.sqrt(np.maximum(variance, 0.0) / n)
             p = sp.t.cdf(t, n - 1)
-            rho_judge = (w @ found.w_judge) / n
-        # d takes the values -1, 0, 1: a human whose resampled d are all one value has no variation
-        distinct = sum(((w > 0).astype(float) @ level.astype(float)) > 0 for level in levels)
+            rho_judge = judge_sum / n
+        # d takes the values -1, 0, 1: a human whose resampled d are all one value has no variation (a level's
+        # resampled count is positive where one of its items was drawn: w >= 0)
+        distinct = sum(count > 0 for count in in_level)
         flat = distinct <= 1
         p = np.where(flat, np.where(mean < epsilon, 0.0, 1.0), p)  # mean == ε: undefined, never a rejection
         p = np.where(np.isfinite(p), p, 1.0)
@@ -169,10 +173,11 @@ def per_human(found: PerItem) -> dict[str, tuple[iv.Interval, iv.Interval]]:
     well) over the same resamples of the test's items; a resample without any of the human's items has none."""
     draws: list[tuple[FloatArray, FloatArray]] = []
     n_items = len(found.items)
+    columns = np.hstack([found.rated, found.w_judge, found.w_human])  # 0 / 1: exact sums, one product a block
     for w in iv.resamples(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 3)))):
-        n = w @ found.rated
+        n, judge_sum, human_sum = np.hsplit(w @ columns, 3)
         with np.errstate(all="ignore"):
-            draws.append(((w @ found.w_judge) / n, (w @ found.w_human) / n))
+            draws.append((judge_sum / n, human_sum / n))
     judge = np.concatenate([a for a, _ in draws])
     human = np.concatenate([b for _, b in draws])
     return {

@@ -135,6 +135,23 @@ def resamples(n: int, per_block: int) -> Iterator[FloatArray]:
         drawn += rows
 
 
+def resample_counts(n: int, per_block: int) -> Iterator[npt.NDArray[np.integer[Any]]]:
+    """The same resamples as ``resamples``, as their integer counts (no float copy): for sums that are exact in any
+    order, such as the joint tables' cell counts."""
+    counts = _all_counts(n)
+    if counts is not None:
+        for start in range(0, RESAMPLES, per_block):
+            yield counts[start : start + per_block]
+        return
+    rng = np.random.default_rng([SEED, n])
+    p = np.full(n, 1.0 / n)
+    drawn = 0
+    while drawn < RESAMPLES:
+        rows = min(per_block, RESAMPLES - drawn)
+        yield rng.multinomial(n, p, size=rows)
+        drawn += rows
+
+
 def _block(width: int) -> int:
     return max(1, min(RESAMPLES, CELLS // max(1, width)))
 
@@ -180,6 +197,7 @@ def _alpha_resampled(counts: FloatArray, levels: FloatArray, level: str) -> Floa
     """alpha of each resample, from each item's value counts (Krippendorff 2011, "Computing Krippendorff's
     alpha-reliability", the coincidence form): alpha = 1 - (n - 1) sum_ck o_ck d_ck / sum_ck n_c n_k d_ck."""
     m_u = counts.sum(axis=1)
+    patterns = _Patterns.of(counts) if level == "ordinal" else None
     out: list[FloatArray] = []
     pairwise = level in ("nominal", "ratio")  # a levels x levels table per resample; else items x resamples
     for w in resamples(counts.shape[0], _block(levels.size**2 if pairwise else counts.shape[0] + levels.size)):
@@ -187,7 +205,7 @@ def _alpha_resampled(counts: FloatArray, levels: FloatArray, level: str) -> Floa
         n = n_c.sum(axis=1)
         if level == "ordinal":
             z = np.cumsum(n_c, axis=1) - n_c / 2.0  # mid-ranks of this resample's values
-            observed = _pair_sums(counts, m_u, w, z)
+            observed = _pair_sums(counts, m_u, w, z) if patterns is None else patterns.pair_sums(w, z)
             expected = 2.0 * (n * np.sum(n_c * z**2, axis=1) - np.sum(n_c * z, axis=1) ** 2)
         elif level == "interval":  # per item sums of values and of squares: linear in the counts
             s1, s2 = counts @ levels, counts @ levels**2
@@ -201,6 +219,38 @@ def _alpha_resampled(counts: FloatArray, levels: FloatArray, level: str) -> Floa
         with np.errstate(all="ignore"):
             out.append(1.0 - (n - 1.0) * observed / expected)
     return np.concatenate(out)
+
+
+@dataclass(frozen=True)
+class _Patterns:
+    """The items' distinct value counts (a 4-rater item on a 5-point scale has one of 70): the ordinal pair sums'
+    per-item terms are computed once per pattern and handed to each item, not once per item.
+
+    Every number up to the division by ``m_u - 1`` is an integer or a multiple of 1/4 (mid-ranks are half
+    integers) below 2^51, so exact whatever the order of its sums: each item's term is the one ``_pair_sums``
+    computes, to the bit, and the weighted sum over items is the same ``einsum`` over the same array. ``of``
+    returns None where a term could exceed that (then ``_pair_sums`` runs as before)."""
+
+    counts: FloatArray  # patterns x levels
+    size: FloatArray  # each pattern's number of values (m_u)
+    item: npt.NDArray[np.intp]  # each item's pattern
+
+    @staticmethod
+    def of(counts: FloatArray) -> _Patterns | None:
+        m_u = counts.sum(axis=1)
+        most = float(m_u.max(initial=0.0))
+        # a mid-rank is at most a resample's number of values (at most items x most); a term at most (most x that)^2
+        if 4.0 * (most * most * counts.shape[0]) ** 2 >= 2.0**51:
+            return None
+        found, item = np.unique(counts, axis=0, return_inverse=True)
+        return _Patterns(found, found.sum(axis=1), item.ravel())
+
+    def pair_sums(self, w: FloatArray, z: FloatArray) -> FloatArray:
+        first = self.counts @ z.T  # patterns x resamples
+        second = (self.counts @ (z**2).T) * self.size[:, None]
+        per_pattern = 2.0 * (second - first**2) / (self.size[:, None] - 1.0)
+        sums: FloatArray = np.einsum("bu,ub->b", w, per_pattern[self.item])
+        return sums
 
 
 def _pair_sums(counts: FloatArray, m_u: FloatArray, w: FloatArray, z: FloatArray) -> FloatArray:
@@ -226,8 +276,44 @@ def percent_exact(matrix: npt.ArrayLike) -> Interval:
 
 
 def _mean_interval(per_item: FloatArray, scale: float = 1.0) -> Interval:
+    exact = exact_sums(np.stack([per_item, np.ones(per_item.size)], axis=1))
+    if exact is not None:
+        return percentile(scale * exact[:, 0] / exact[:, 1])
     out = [scale * (w @ per_item) / w.sum(axis=1) for w in resamples(per_item.size, _block(per_item.size))]
     return percentile(np.concatenate(out))
+
+
+EXACT_FRACTION_BITS = 8  # values that are multiples of 1/256 (a scale's points, halves, quarters) sum exactly
+
+
+def exact_sums(columns: FloatArray) -> FloatArray | None:
+    """``w @ columns`` of every resample w (RESAMPLES x columns), where every such sum is exact: each column a
+    multiple of 2^-k (k <= ``EXACT_FRACTION_BITS``) and every partial sum an integer multiple of it far below
+    2^53. An exact sum is the same double whatever the order of its additions, so this is to the bit the float
+    product of the float copy of the counts (BLAS: its threads stall on a loaded machine); it is summed here in
+    integers, a few rows at a time, with no float copy of the draw. None where a sum could round (then the
+    caller's float product, as before)."""
+    n = columns.shape[0]
+    if n == 0 or not np.all(np.isfinite(columns)):
+        return None
+    for bits in range(EXACT_FRACTION_BITS + 1):
+        scaled = columns * 2.0**bits
+        if np.array_equal(scaled, np.round(scaled)):
+            break
+    else:
+        return None
+    largest = float(np.abs(scaled).max(initial=0.0)) * n  # a resample's counts sum to n
+    if largest >= 2.0**53:
+        return None
+    kind = np.int32 if largest < 2.0**31 else np.int64
+    whole = scaled.astype(kind)
+    out = np.empty((RESAMPLES, columns.shape[1]))
+    start = 0
+    for w in resample_counts(n, max(1, min(RESAMPLES, 250_000 // n))):
+        out[start : start + w.shape[0]] = np.dot(w.astype(kind), whole)
+        start += w.shape[0]
+    result: FloatArray = out / 2.0**bits  # a power of two: exact
+    return result
 
 
 def mean(matrix: npt.ArrayLike) -> Interval:
@@ -238,6 +324,9 @@ def mean(matrix: npt.ArrayLike) -> Interval:
     if rated.sum() < 2:
         return none("fewer than 2 items rated")
     sums, counts = np.nansum(m, axis=0)[rated], present.sum(axis=0)[rated].astype(float)
+    exact = exact_sums(np.stack([sums, counts], axis=1))
+    if exact is not None:  # ratings on a scale's points (or halves): the same sums, to the bit, without BLAS
+        return percentile(exact[:, 0] / exact[:, 1])
     out = [(w @ sums) / (w @ counts) for w in resamples(sums.size, _block(sums.size))]
     return percentile(np.concatenate(out))
 
@@ -258,15 +347,47 @@ class _Joint:
         return self.x_levels.size, self.y_levels.size
 
     def tables(self) -> Iterator[FloatArray]:
-        """Each resample's joint table (resamples x x-levels x y-levels), in blocks."""
+        """Each resample's joint table (resamples x x-levels x y-levels), in the blocks they always came in (the
+        figures of a block do not depend on it, but the same blocks keep that beyond doubt)."""
         kx, ky = self.shape
         n = self.cell.size
-        onehot_cells = kx * ky
-        for w in resamples(n, _block(max(n, onehot_cells))):
-            rows = w.shape[0]
-            flat = (np.arange(rows)[:, None] * onehot_cells + self.cell[None, :]).ravel()
-            table: FloatArray = np.bincount(flat, weights=w.ravel(), minlength=rows * onehot_cells).astype(float)
-            yield table.reshape(rows, kx, ky)
+        every = _joint_tables(self.cell, kx * ky).reshape(RESAMPLES, kx, ky)
+        per_block = _block(max(n, kx * ky))
+        for start in range(0, RESAMPLES, per_block):
+            yield every[start : start + per_block]
+
+
+# Table 1 asks for tau, rho and r of the same two evaluators, and the retest and ceiling sections ask again: each
+# pair's tables are counted once (RESAMPLES x cells floats: 200 KB for a 5 x 5 scale) and kept for the next figure.
+_TABLES_KEPT = 32
+_tables: dict[tuple[int, bytes], FloatArray] = {}
+_tables_lock = threading.Lock()
+
+
+def _joint_tables(cell: npt.NDArray[np.intp], cells: int) -> FloatArray:
+    """Every resample's count of items in each cell (RESAMPLES x cells), read-only. A cell count is a sum of
+    integers below n, exact in any order, so it is the same to the bit as the float64 ``bincount`` of before: the
+    integer counts are summed over each cell's items (sorted by cell, ``reduceat``), with no float copy of them and
+    no BLAS call (whose threads stall on a loaded machine)."""
+    key = (cells, np.ascontiguousarray(cell, dtype=np.intp).tobytes())
+    with _tables_lock:
+        kept = _tables.get(key)
+    if kept is not None:
+        return kept
+    n = cell.size
+    order = np.argsort(cell, kind="stable")
+    present, starts = np.unique(cell[order], return_index=True)
+    every = np.zeros((RESAMPLES, cells))
+    start = 0
+    for w in resample_counts(n, max(1, min(RESAMPLES, 1_000_000 // max(1, n)))):  # a few MB at a time
+        every[start : start + w.shape[0], present] = np.add.reduceat(w[:, order], starts, axis=1, dtype=np.int64)
+        start += w.shape[0]
+    every.flags.writeable = False
+    with _tables_lock:
+        while len(_tables) >= _TABLES_KEPT:
+            del _tables[next(iter(_tables))]
+        _tables[key] = every
+    return every
 
 
 def _joint(x: npt.ArrayLike, y: npt.ArrayLike) -> _Joint | None:
