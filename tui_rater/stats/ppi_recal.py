@@ -33,6 +33,7 @@ from scipy import stats as sp
 
 from tui_rater.stats import ppi as pp
 from tui_rater.stats.calibration import folds
+from tui_rater.stats.neyman import StratumFigures
 from tui_rater.stats.ppi import Interval
 
 FOLDS = 5
@@ -57,6 +58,9 @@ class Estimate:
     fixed: float | None = None
     spread: float | None = None
     spread_df: float | None = None
+    # stratified: each stratum's size, pilot and SD of the rectifier y − λ·f, and the λ (``neyman`` allocates from them)
+    strata: tuple[StratumFigures, ...] = ()
+    lam: float | None = None
 
     def variance_at(self, planned: int | float) -> float | None:
         """The estimate's variance with ``planned`` human-rated items, the judge's term and λ held as measured (the
@@ -241,8 +245,21 @@ def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] |
     if n < pp.SMALL_SAMPLE:
         note += f"; only {n} human ratings: the interval may under-cover"
     interval = Interval(estimate, se, estimate - half, estimate + half, n, note)
+    figures = tuple(
+        StratumFigures(s, st.big_n, st.n, math.sqrt(max(st.var_g(lam), 0.0))) for s, st in zip(names, strata_found)
+    )
     found = Estimate(
-        method, interval, equal_width_saving(variance, var_y, n), None, allocation, note, fixed, per_rating, df
+        method,
+        interval,
+        equal_width_saving(variance, var_y, n),
+        None,
+        allocation,
+        note,
+        fixed,
+        per_rating,
+        df,
+        figures,
+        lam,
     )
     return _with_pilot(found, total, var_y)
 
