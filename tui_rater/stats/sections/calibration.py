@@ -312,24 +312,20 @@ def estimates(
     data: ReportData, attribute: Attribute, judge: str, f: np.ndarray, human: np.ndarray
 ) -> list[tuple[str, pr.Estimate]]:
     """Every estimate over the items the judge rated (the humans-only mean too, so that all have one target)."""
-    found = distributions(data, attribute, judge)
+    features, _ = _features(data, attribute, judge, f)
     judged = ~np.isnan(f)
-    features = f[:, None]
-    confidence = np.full(f.shape, np.nan)
-    if found is not None and not np.isnan(found[0][judged]).any():
-        features, confidence = found[0], np.nanmax(np.where(np.isnan(found[0]), -1.0, found[0]), axis=1)
-    f, human, features, confidence = f[judged], human[judged], features[judged], confidence[judged]
+    by_system, by_confidence = (strata(data, attribute, judge, f, by) for by in STRATA)
+    f, human, features = f[judged], human[judged], features[judged]
     out = [
         ("classical", pr.classical(human)),
         ("ppi_plus_plus", pr.ppi_plus_plus(f, human)),
         ("recalibrated", pr.recalibrated_ppi(features, human)),
     ]
-    systems = np.array([data.system_of[int(k)] for k in data.keys(ALL)], dtype=object)[judged]
-    if len(set(systems.tolist())) > 1:
-        out.append(("stratified_system", pr.stratified_ppi(f, human, systems, "system")))
-    if not np.isnan(confidence).all():
-        strata = pr.confidence_strata(confidence)
-        out.append(("stratified_confidence", pr.stratified_ppi(f, human, strata, "the judge's confidence")))
+    if by_system is not None:
+        out.append(("stratified_system", pr.stratified_ppi(f, human, by_system[judged], STRATA["system"])))
+    if by_confidence is not None:
+        found = pr.stratified_ppi(f, human, by_confidence[judged], STRATA["confidence"])
+        out.append(("stratified_confidence", found))
     left_out = int((~judged).sum())
     if left_out:
         said = f"over the {int(judged.sum())} items the judge rated ({left_out} it did not rate left out)"
@@ -337,6 +333,37 @@ def estimates(
             (name, pr.Estimate(**{**e.__dict__, "note": "; ".join(x for x in (e.note, said) if x)})) for name, e in out
         ]
     return out
+
+
+STRATA = {"system": "system", "confidence": "the judge's confidence"}  # how items are stratified -> in words
+
+
+def _features(data: ReportData, attribute: Attribute, judge: str, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(items x features for the recalibration map, each item's confidence): the judge's distribution and its
+    largest probability where it gave one on every item it rated; else its score and NaN."""
+    found = distributions(data, attribute, judge)
+    judged = ~np.isnan(f)
+    if found is not None and not np.isnan(found[0][judged]).any():
+        return found[0], np.nanmax(np.where(np.isnan(found[0]), -1.0, found[0]), axis=1)
+    return f[:, None], np.full(f.shape, np.nan)
+
+
+def strata(data: ReportData, attribute: Attribute, judge: str, f: np.ndarray, by: str) -> np.ndarray | None:
+    """Each item's stratum (``data.keys(ALL)``'s order; '' where the judge did not rate it): its system, or the
+    judge's confidence cut at its terciles over the items it rated; None with one system, or no confidence."""
+    judged = ~np.isnan(f)
+    labels = np.full(f.shape, "", dtype=object)
+    if by == "system":
+        systems = np.array([data.system_of[int(k)] for k in data.keys(ALL)], dtype=object)
+        labels[judged] = systems[judged]
+        return labels if len(set(labels[judged].tolist())) > 1 else None
+    if by != "confidence":
+        raise ValueError(f"unknown strata {by!r}")
+    _, confidence = _features(data, attribute, judge, f)
+    if np.isnan(confidence[judged]).all():
+        return None
+    labels[judged] = pr.confidence_strata(confidence[judged])
+    return labels
 
 
 def _estimate(data: ReportData, add: partial[None], found: tuple[str, pr.Estimate]) -> None:
