@@ -116,6 +116,11 @@ def sample_size(study: Study, options: SampleSizeOptions) -> list[Planned]:
             f = data.item_values(judge, attribute, ALL)
             if np.all(np.isnan(f)):
                 continue
+            if data.settings.verdict.design is not None:
+                raise UserError(
+                    f"people rate task {task.name!r} from its stratified draw (assign --allocate), which is no uniform "
+                    "pilot: the draw already allocated the ratings, and the report weights them by stratum"
+                )
             if bias_corrected.inclusion(data, attribute) is not None:
                 raise UserError(
                     "the people rated items drawn by active sampling (--order uncertain): a plan from this pilot "

@@ -23,7 +23,8 @@ one-dimensional search for c.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,3 +133,56 @@ def proportional(strata: Sequence[StratumFigures], new: int) -> list[float]:
     room = np.array([s.items - s.rated for s in strata], dtype=float)
     share = room / room.sum() if room.sum() > 0 else np.zeros(room.size)
     return [s.rated + float(new * w) for s, w in zip(strata, share)]
+
+
+@dataclass(frozen=True)
+class StratifiedDesign:
+    """How the human-rated items were drawn (``assign --allocate``, ``store/allocations.py``): every frame item's
+    stratum as stored with the draw, the pilot rated before it, and the drawn items in the order people see them.
+
+    A question's stratified sample is its pilot items that people rated and, per stratum, the drawn items up to the
+    first one nobody has rated (a prefix of the stratum's uniform draw is itself a uniform draw; an item rated past
+    a gap is not part of it). Each sampled item of stratum h was included with probability π = n_h / N_h; the
+    weights 1/π of a stratum add up to N_h, and ``inclusion`` checks that they do."""
+
+    by: str
+    judge: str
+    stratum_of: Mapping[int, str]
+    pilot: frozenset[int]
+    drawn: tuple[int, ...]
+
+    def sample(self, keys: np.ndarray, rated: np.ndarray) -> np.ndarray:
+        """Which of ``keys`` (``rated``: whether people rated each) are in the stratified sample."""
+        has = {int(k) for k, r in zip(keys, rated) if r}
+        chosen = {k for k in self.pilot if k in has}
+        stopped: set[str] = set()
+        for key in self.drawn:
+            stratum = self.stratum_of[key]
+            if stratum in stopped:
+                continue
+            if key in has:
+                chosen.add(key)
+            else:
+                stopped.add(stratum)
+        return np.array([int(k) in chosen for k in keys], dtype=bool)
+
+    def inclusion(self, keys: np.ndarray, rated: np.ndarray) -> tuple[dict[int, float], str | None]:
+        """(item key -> π for each sampled item, a sentence when the design cannot be weighted: a frame item no
+        longer in the study, or a stratum nobody rated)."""
+        present = {int(k) for k in keys}
+        missing = [k for k in self.stratum_of if k not in present]
+        if missing:
+            return {}, f"{len(missing)} items of the stored draw's frame are no longer in the study"
+        sampled = self.sample(keys, rated)
+        sizes = Counter(self.stratum_of.values())
+        taken = Counter(self.stratum_of[int(k)] for k, s in zip(keys, sampled) if s)
+        empty = sorted(h for h in sizes if taken[h] == 0)
+        if empty:
+            return {}, f"no rated item in stratum {empty[0]!r} of the stored draw"
+        pi = {
+            int(k): taken[self.stratum_of[int(k)]] / sizes[self.stratum_of[int(k)]] for k, s in zip(keys, sampled) if s
+        }
+        # Horvitz–Thompson's check: the weights 1/π of the sample add up to the frame's size
+        if not math.isclose(sum(1 / p for p in pi.values()), len(self.stratum_of), rel_tol=1e-9):
+            raise RuntimeError("stratified weights do not add up to the frame: a bug, not the data")
+        return pi, None

@@ -27,6 +27,7 @@ from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
 from tui_rater.stats import calibration as cal
 from tui_rater.stats import ppi_recal as pr
+from tui_rater.stats.ppi import Interval
 from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.sections import bias_corrected, cells
 from tui_rater.stats.sections.base import Found, Layout, Runs, Section, Table, Who
@@ -52,6 +53,8 @@ METHODS = (
     ("recalibrated", "recalibrated PPI++"),
     ("stratified_system", "stratified PPI++ (by system)"),
     ("stratified_confidence", "stratified PPI++ (by confidence)"),
+    ("allocated_classical", "humans only, stratified (the stored draw)"),
+    ("allocated", "stratified PPI++ (the stored draw)"),
 )
 
 
@@ -301,6 +304,10 @@ def ppi_distribution(data: ReportData, attributes: Sequence[Attribute]) -> None:
             if np.all(np.isnan(f)):
                 continue
             add = partial(data.add, "ppi_distribution", attribute.name, ALL, judge)
+            if data.settings.verdict.design is not None:
+                for estimate in design_estimates(data, attribute, f, human):
+                    _estimate(data, add, estimate, bias_corrected.STRATIFIED)
+                continue
             if bias_corrected.inclusion(data, attribute) is not None:
                 add("classical", value=None, note="not computed: the items were drawn by active sampling")
                 continue
@@ -366,10 +373,45 @@ def strata(data: ReportData, attribute: Attribute, judge: str, f: np.ndarray, by
     return labels
 
 
-def _estimate(data: ReportData, add: partial[None], found: tuple[str, pr.Estimate]) -> None:
+def design_estimates(
+    data: ReportData, attribute: Attribute, f: np.ndarray, human: np.ndarray
+) -> list[tuple[str, pr.Estimate]]:
+    """With a stored stratified draw (``assign --allocate``): the humans-only stratified mean and stratified PPI++
+    over the draw's frame, each stratum weighted by its share N_h / N of the frame as stored with the draw, on the
+    question's stratified sample (the pilot and each stratum's rated prefix of the draw). The methods that assume a
+    uniform sample are not computed: the draw is not one."""
+    design = data.settings.verdict.design
+    assert design is not None
+    names = (("allocated_classical", "humans only, stratified"), ("allocated", "stratified PPI++"))
+    by = f"{design.by} (the stored draw's strata)"
+    pi, problem = bias_corrected.design_inclusion(data, attribute)
+    keys = data.keys(ALL)
+    frame = np.array([int(k) in design.stratum_of for k in keys], dtype=bool)
+    if problem is None and np.isnan(f[frame]).any():
+        problem = f"the judge did not rate {int(np.isnan(f[frame]).sum())} items of the stored draw's frame"
+    if problem is not None:
+        return [
+            (name, pr.Estimate(f"{shown} ({by})", Interval(None, note=problem), note=problem)) for name, shown in names
+        ]
+    labels = np.array([design.stratum_of[int(k)] for k in keys[frame]], dtype=object)
+    sampled = np.array([int(k) in pi for k in keys], dtype=bool)
+    y = np.where(sampled, human, np.nan)[frame]
+    left_out = int((~np.isnan(human) & ~sampled).sum())
+    said = f"{left_out} rated items outside the pilot and the draw's rated prefix left out" if left_out else ""
+    out = []
+    for (name, shown), lam in zip(names, (0.0, None)):
+        found = pr.stratified_ppi(f[frame], y, labels, by, lam=lam, method=f"{shown} (by {by})")
+        note = "; ".join(x for x in (found.note, said) if x)
+        out.append((name, pr.Estimate(**{**found.__dict__, "note": note})))
+    return out
+
+
+def _estimate(
+    data: ReportData, add: partial[None], found: tuple[str, pr.Estimate], sampling: str = bias_corrected.UNIFORM
+) -> None:
     name, estimate = found
     i = estimate.interval
-    note = "; ".join(x for x in (estimate.note or i.note, bias_corrected.UNIFORM) if x)
+    note = "; ".join(x for x in (estimate.note or i.note, sampling) if x)
     add(name, value=i.estimate, n=i.n, note=note)
     _last_ci(data, cal.Mean(i.estimate, i.ci_low, i.ci_high, i.n))
     add(f"{name}_width", value=estimate.width, n=i.n)
