@@ -55,14 +55,15 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     p.add_argument("--task", help="the task to rate (default: the study's only task, or 'story')")
     p.add_argument(
         "--order",
-        choices=("imported", "random", "grouped", "uncertain"),
+        choices=("imported", "random", "grouped", "uncertain", "allocated"),
         default="imported",
         help="item order: as imported, random (stable per annotator and --seed), grouped by system, or "
         "uncertain: the items a judge is least sure of first, drawn at random with a probability that grows "
         "with its uncertainty (active sampling), so your ratings go where they change the answer and "
         "system scores estimated from them stay unbiased; never a plain most-uncertain-first list, which "
         "biases those estimates. For the agreement and the verdict on uncertain items; use random for a "
-        "plain random sample",
+        "plain random sample; or allocated: only the items of the task's stratified draw (`assign --allocate`), "
+        "in its order",
     )
     p.add_argument(
         "--uncertain-judge",

@@ -8,9 +8,11 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from tui_rater.cli.common import Subparsers, data, make_console, new_table, open_study, real, say
+from tui_rater.cli.common import Subparsers, data, make_console, new_table, open_study, real, say, whole
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from tui_rater.config import Settings
     from tui_rater.service.sample_size import Need, Planned
 
@@ -45,6 +47,14 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--attribute", action="append", default=[], help="only this question (repeatable)")
     p.add_argument("--judge", action="append", default=[], help="only this judge (repeatable; its name as reported)")
+    p.add_argument(
+        "--new-items",
+        type=whole(0, 10**9),
+        metavar="M",
+        help="the stratified methods: allocate M new human-rated items across their strata (Neyman: in proportion "
+        "to each stratum's size times the pilot's SD of human - lambda * judge there); default: the number each "
+        "method needs for the half-width, less the pilot. `assign --allocate M` draws them",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(run=cmd_sample_size)
 
@@ -53,7 +63,9 @@ def cmd_sample_size(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.service.sample_size import ASSUMPTIONS, SampleSizeOptions, sample_size
 
     study = open_study(args, settings, create=False, readonly=True)
-    options = SampleSizeOptions(args.task, args.half_width, args.confidence, tuple(args.attribute), tuple(args.judge))
+    options = SampleSizeOptions(
+        args.task, args.half_width, args.confidence, tuple(args.attribute), tuple(args.judge), args.new_items
+    )
     rows = sample_size(study, options)
     if args.format == "json":
         found = {
@@ -116,4 +128,30 @@ def _table(args: argparse.Namespace, rows: list[Planned]) -> None:
     say(
         "fewer: items fewer than the humans-only mean needs for the same interval; (cautious): the same at the "
         "upper ends of the pilot's 95% ranges"
+    )
+    for row in rows:
+        if row.allocation is not None:
+            _allocation_table(console, row)
+
+
+def _half(value: float | None) -> str:
+    return "n/a" if value is None else f"±{value:.3f}"
+
+
+def _allocation_table(console: Console, row: Planned) -> None:
+    found = row.allocation
+    assert found is not None
+    table = new_table(
+        f"Neyman allocation of {found.new} new human-rated items ({found.note}): {row.method}, question "
+        f"{row.attribute}, judge {row.judge}",
+        ["stratum", "items N_h", "pilot rated", "pilot SD of human − λ·judge", "new", "rated then"],
+    )
+    for column in table.columns:
+        column.overflow = "fold"
+    for s in found.strata:
+        table.add_row(data(s.name), str(s.items), str(s.rated), f"{s.sd:.3f}", str(s.new), str(s.total))
+    console.print(table)
+    say(
+        f"λ = {found.lam:.2f}; expected half-width with this allocation {_half(found.half_width)}, with the same "
+        f"number drawn uniformly {_half(found.half_width_uniform)}"
     )

@@ -8,7 +8,7 @@ import shlex
 import textwrap
 from typing import TYPE_CHECKING
 
-from tui_rater.cli.common import Subparsers, data, lead_only, make_console, new_table, open_study, say
+from tui_rater.cli.common import Subparsers, data, lead_only, make_console, new_table, open_study, say, whole
 from tui_rater.domain.errors import UserError
 
 if TYPE_CHECKING:
@@ -65,6 +65,24 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         "its K people); what they finished stays in the file (leave it out with `report --exclude-annotator`)",
     )
     p.add_argument("--replace", action="store_true", help="draw a new plan in place of the stored one (ratings kept)")
+    p.add_argument(
+        "--allocate",
+        type=whole(1, 10**9),
+        metavar="M",
+        help="instead of a team plan: draw the next M items people rate, at random within strata in the numbers of "
+        "the Neyman allocation from the pilot (the items rated so far, a uniform random sample; `sample-size "
+        "--new-items M` shows it); people rate them with `annotate --order allocated`, and the report weights each "
+        "stratum by its share of the items",
+    )
+    p.add_argument(
+        "--strata",
+        choices=("system", "confidence"),
+        default="system",
+        help="--allocate: the strata, by system (default) or by the judge's confidence (its largest probability, "
+        "cut at its terciles; stored with the draw)",
+    )
+    p.add_argument("--judge", help="--allocate: the judge whose ratings the strata and the allocation come from")
+    p.add_argument("--attribute", help="--allocate: the question whose pilot allocates (default: the only one)")
     p.add_argument("--dry-run", action="store_true", help="show the plan and what it allows; store nothing")
     lead_only(p, lambda args: "assign annotators" if not args.dry_run else None)
     p.set_defaults(run=cmd_assign)
@@ -118,6 +136,10 @@ def cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
         unplanned_note,
     )
 
+    if args.allocate is not None:
+        return _allocate(args, settings)
+    if args.judge is not None or args.attribute is not None:
+        raise UserError("--judge and --attribute go with --allocate")
     study = open_study(args, settings, create=False)  # a lead's, unless --dry-run (`lead_only` above)
     given = {"--add": args.add, "--extend": args.extend, "--reassign": args.reassign}
     changes = [flag for flag, value in given.items() if value]
@@ -151,6 +173,31 @@ def cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
         lease_s=args.lease,
     )
     for line in plan_team(study, args.task, design, dry_run=args.dry_run, replace=args.replace):
+        say(line)
+    return 0
+
+
+def _allocate(args: argparse.Namespace, settings: Settings) -> int:
+    from tui_rater.service.allocation import AllocateOptions, describe, draw_allocation
+
+    team = {
+        "--annotators": args.annotators,
+        "--add": args.add,
+        "--extend": args.extend,
+        "--reassign": args.reassign,
+        "--replace": args.replace,
+        "--dynamic": args.dynamic,
+        "--overlap": args.overlap,
+        "--gold-rate": args.gold_rate,
+    }
+    mixed = [flag for flag, value in team.items() if value]
+    if mixed:
+        raise UserError(f"--allocate draws the items to rate next, not a team plan: give it without {mixed[0]}")
+    study = open_study(args, settings, create=False, readonly=args.dry_run)
+    options = AllocateOptions(
+        args.task, args.allocate, args.strata, args.judge, args.attribute, args.seed, args.dry_run
+    )
+    for line in describe(draw_allocation(study, options), args.task, args.dry_run):
         say(line)
     return 0
 

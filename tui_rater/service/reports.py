@@ -8,6 +8,7 @@ from typing import TypeVar
 
 from tui_rater.domain.errors import UserError
 from tui_rater.service.planning import active_sample
+from tui_rater.stats.neyman import StratifiedDesign
 from tui_rater.stats.provenance import Shaped
 from tui_rater.stats.report import Record, Report, ReportSettings, VerdictSettings
 from tui_rater.store.readings import excluded_ratings
@@ -104,8 +105,9 @@ def _with_inclusion(
     Each annotator with an uncertain order drew their own sample; an item is in the human-rated set
     when any of them drew it: π = 1 - Π(1 - π_a) over those annotators (independent draws).
     """
-    if verdict.inclusion is not None:
+    if verdict.inclusion is not None or verdict.design is not None:
         return verdict
+    verdict = _with_design(study, task_name, verdict)
     samples = [
         sample
         for rater in study.raters("human")
@@ -115,6 +117,11 @@ def _with_inclusion(
     ]
     if not samples:
         return verdict
+    if verdict.design is not None:
+        raise UserError(
+            f"people rated task {task_name!r} both in an uncertain order (active sampling) and from its stratified "
+            "draw (assign --allocate): no estimate can weight the two draws together"
+        )
     missing: dict[int, float] = {}
     drawn: set[int] = set()
     for sample in samples:
@@ -126,6 +133,19 @@ def _with_inclusion(
     pi_of = {key: 1.0 - left for key, left in missing.items() if key in drawn}
     inclusion = {attribute.name: pi_of for attribute in study.task(task_name).attributes}
     return replace(verdict, inclusion=inclusion)
+
+
+def _with_design(study: Study, task_name: str, verdict: VerdictSettings) -> VerdictSettings:
+    """The task's stored stratified draw, when there is one (``store/allocations.py``, checked as it is read)."""
+    from tui_rater.store.allocations import load_allocation
+
+    found = load_allocation(study, task_name)
+    if found is None:
+        return verdict
+    design = StratifiedDesign(
+        str(found.settings["by"]), str(found.settings["judge"]), found.stratum_of, found.pilot, found.drawn
+    )
+    return replace(verdict, design=design)
 
 
 def _found(study: Study, reports: dict[str, T], task_names: list[str] | None) -> dict[str, T]:

@@ -12,10 +12,11 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
+from scipy import stats as sp
 
 from tui_rater.domain.errors import UserError
 from tui_rater.service.reports import _with_inclusion
-from tui_rater.stats import ppi_plan
+from tui_rater.stats import neyman, ppi_plan
 from tui_rater.stats.ppi_plan import ASSUMPTIONS as ASSUMPTIONS  # the CLI prints them (it reads stats only here)
 from tui_rater.stats.ppi_plan import Need as Need
 from tui_rater.stats.ppi_recal import Estimate
@@ -36,6 +37,9 @@ class SampleSizeOptions:
     confidence: float = 0.95
     attributes: tuple[str, ...] = ()  # only these questions (default: every question with a mean)
     judges: tuple[str, ...] = ()  # only these judges (default: every judge that rated the question)
+    # the new human-rated items the stratified methods allocate across their strata (None: the number that the
+    # method needs for the half-width, less the pilot)
+    new_items: int | None = None
 
 
 @dataclass(frozen=True)
@@ -50,10 +54,13 @@ class Planned:
     need: ppi_plan.Need
     fewer: int | None  # humans only's n minus this method's n
     fewer_cautious: int | None  # the same at the upper ends of the pilot's intervals
+    allocation: Allocation | None = None  # stratified methods: where the new ratings should go
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out.update(out.pop("need"))
+        if self.allocation is None:
+            out.pop("allocation")
         return out
 
 
@@ -65,6 +72,20 @@ def _check(options: SampleSizeOptions) -> None:
         raise UserError(f"the half-width must be a finite number above 0, not {h!r}")
     if not (isinstance(c, (int, float)) and 0 < c < 1):
         raise UserError(f"the confidence must be a number between 0 and 1 (e.g. 0.95), not {c!r}")
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Neyman allocation of ``new`` more human-rated items across a stratified method's strata (``stats/neyman.py``):
+    per stratum N_h, the pilot's n⁰_h and S_h, and the new m_h; the half-width expected with these totals, and with
+    the same number drawn uniformly from the unrated items."""
+
+    new: int
+    strata: list[neyman.StratumAllocation]
+    half_width: float | None
+    half_width_uniform: float | None
+    lam: float
+    note: str = ""
 
 
 def _difference(a: int | None, b: int | None) -> int | None:
@@ -106,6 +127,11 @@ def sample_size(study: Study, options: SampleSizeOptions) -> list[Planned]:
             f = data.item_values(judge, attribute, ALL)
             if np.all(np.isnan(f)):
                 continue
+            if data.settings.verdict.design is not None:
+                raise UserError(
+                    f"people rate task {task.name!r} from its stratified draw (assign --allocate), which is no uniform "
+                    "pilot: the draw already allocated the ratings, and the report weights them by stratum"
+                )
             if bias_corrected.inclusion(data, attribute) is not None:
                 raise UserError(
                     "the people rated items drawn by active sampling (--order uncertain): a plan from this pilot "
@@ -113,6 +139,13 @@ def sample_size(study: Study, options: SampleSizeOptions) -> list[Planned]:
                 )
             found = estimates(data, attribute, judge, f, human)
             rows.extend(_planned(attribute.name, judge, int((~np.isnan(f)).sum()), found, options))
+    if options.new_items is not None:
+        room = {row.items - row.rated for row in rows if row.method.startswith("stratified")}
+        if room and options.new_items > max(room):
+            raise UserError(
+                f"--new-items {options.new_items}: there are only {max(room)} items the judge rated and people "
+                "have not rated yet"
+            )
     return rows
 
 
@@ -128,6 +161,7 @@ def _planned(
             needed = replace(needed, note="; ".join(x for x in (needed.note, whole) if x))
         if name == "classical":
             baseline = needed
+        allocation = _allocation(estimate, needed, options) if estimate.strata else None
         rows.append(
             Planned(
                 attribute,
@@ -138,6 +172,39 @@ def _planned(
                 needed,
                 _difference(baseline.n, needed.n) if baseline else None,
                 _difference(baseline.high, needed.high) if baseline else None,
+                allocation,
             )
         )
     return rows
+
+
+def _allocation(estimate: Estimate, needed: ppi_plan.Need, options: SampleSizeOptions) -> Allocation | None:
+    """Where ``options.new_items`` (or the number the method needs, less the pilot) new ratings should go."""
+    rated = sum(s.rated for s in estimate.strata)
+    room = sum(s.items - s.rated for s in estimate.strata)
+    new = options.new_items
+    note = "--new-items"
+    if new is None:
+        if needed.n is None:
+            return None
+        new, note = needed.n - rated, "the items this method needs, less the pilot"
+        if new <= 0:  # the pilot is already enough: nothing to allocate
+            return None
+    if new > room:
+        return None
+    strata = neyman.neyman(estimate.strata, new)
+    fixed = max(estimate.fixed or 0.0, 0.0)
+    z = float(sp.norm.ppf(0.5 + options.confidence / 2))
+
+    def half(totals: list[float]) -> float | None:
+        people = neyman.human_variance(estimate.strata, totals)
+        return None if not math.isfinite(people) else z * math.sqrt(fixed + people)
+
+    return Allocation(
+        new,
+        strata,
+        half([float(s.total) for s in strata]),
+        half(neyman.proportional(estimate.strata, new)),
+        estimate.lam if estimate.lam is not None else 1.0,
+        note,
+    )

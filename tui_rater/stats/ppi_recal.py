@@ -33,6 +33,7 @@ from scipy import stats as sp
 
 from tui_rater.stats import ppi as pp
 from tui_rater.stats.calibration import folds
+from tui_rater.stats.neyman import StratumFigures
 from tui_rater.stats.ppi import Interval
 
 FOLDS = 5
@@ -57,6 +58,9 @@ class Estimate:
     fixed: float | None = None
     spread: float | None = None
     spread_df: float | None = None
+    # stratified: each stratum's size, pilot and SD of the rectifier y − λ·f, and the λ (``neyman`` allocates from them)
+    strata: tuple[StratumFigures, ...] = ()
+    lam: float | None = None
 
     def variance_at(self, planned: int | float) -> float | None:
         """The estimate's variance with ``planned`` human-rated items, the judge's term and λ held as measured (the
@@ -186,15 +190,23 @@ def confidence_strata(confidence: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(confidence), "", labels).astype(object)
 
 
-def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] | np.ndarray, by: str) -> Estimate:
-    """Σ_s w_s · PPI_s(λ) (Fisch et al. 2024), with the Neyman allocation it implies.
+def stratified_ppi(
+    judge: np.ndarray,
+    human: np.ndarray,
+    strata: Sequence[str] | np.ndarray,
+    by: str,
+    lam: float | None = None,
+    method: str | None = None,
+) -> Estimate:
+    """Σ_s w_s · PPI_s(λ) (Fisch et al. 2024), with the Neyman allocation it implies. ``lam``: a fixed λ instead
+    of the tuned one (0: the humans-only stratified mean Σ_s w_s ȳ_s).
 
     One λ for every stratum, the one that minimises the stratified variance: with a_s = w_s² (1/n_s − 1/N_s),
     λ̂ = Σ a_s Cov_s(human, judge) / Σ a_s Var_s(judge) (PPI++'s λ̂ when there is one stratum). A λ per stratum, fitted
     on ~30 rated items each, made the interval too narrow (92-93 % coverage in the HANNA simulation). The interval
     uses Student's t with Satterthwaite's effective degrees of freedom over the strata's human terms (n_s − 2 each:
     the mean and λ), as stratified sampling does with few ratings a stratum (Cochran 1977, §5.4)."""
-    method = f"stratified PPI++ (by {by})"
+    method = method or f"stratified PPI++ (by {by})"
     labels = np.asarray(strata, dtype=object)
     keep = ~np.isnan(judge) & (labels != "")
     judge, human, labels = judge[keep], human[keep], labels[keep]
@@ -213,7 +225,8 @@ def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] |
     strata_found = [_Stratum.of(judge[labels == s], human[labels == s], total) for s in names]
     a = np.array([st.w**2 * (1 / st.n - 1 / st.big_n) for st in strata_found])
     var_f = np.array([st.var_f for st in strata_found])
-    lam = float(a @ [st.cov_yf for st in strata_found] / (a @ var_f)) if a @ var_f > 0 else 1.0
+    if lam is None:
+        lam = float(a @ [st.cov_yf for st in strata_found] / (a @ var_f)) if a @ var_f > 0 else 1.0
     estimate = sum(st.w * st.estimate(lam) for st in strata_found)
     fixed = sum(st.w**2 * st.fixed(lam) / st.big_n for st in strata_found)
     human_terms = np.array([st.w**2 * st.var_g(lam) / st.n for st in strata_found])
@@ -241,8 +254,21 @@ def stratified_ppi(judge: np.ndarray, human: np.ndarray, strata: Sequence[str] |
     if n < pp.SMALL_SAMPLE:
         note += f"; only {n} human ratings: the interval may under-cover"
     interval = Interval(estimate, se, estimate - half, estimate + half, n, note)
+    figures = tuple(
+        StratumFigures(s, st.big_n, st.n, math.sqrt(max(st.var_g(lam), 0.0))) for s, st in zip(names, strata_found)
+    )
     found = Estimate(
-        method, interval, equal_width_saving(variance, var_y, n), None, allocation, note, fixed, per_rating, df
+        method,
+        interval,
+        equal_width_saving(variance, var_y, n),
+        None,
+        allocation,
+        note,
+        fixed,
+        per_rating,
+        df,
+        figures,
+        lam,
     )
     return _with_pilot(found, total, var_y)
 

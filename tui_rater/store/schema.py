@@ -443,6 +443,25 @@ MIGRATIONS: list[Migration] = [
     """
     CREATE INDEX ratings_retracted ON ratings (id) WHERE retracted = 1;
     """,
+    # 14: a task's stratified draw (``assign --allocate``, ``store/allocations.py``): the Neyman allocation it was
+    # made with, and every item of its frame with its stratum, whether people had rated it before the draw (the
+    # pilot) and its place in the drawn order, so the report weights each stratum by its share of the frame
+    """
+    CREATE TABLE allocations (
+        task TEXT PRIMARY KEY,
+        settings TEXT NOT NULL,            -- JSON: strata by, judge, question, seed, λ, per stratum N_h, pilot, SD, new
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE allocation_items (
+        task TEXT NOT NULL REFERENCES allocations (task),
+        item_key INTEGER NOT NULL REFERENCES items (key),
+        stratum TEXT NOT NULL,
+        pilot INTEGER NOT NULL CHECK (pilot IN (0, 1)),  -- 1: rated by people before the draw
+        position INTEGER,                  -- 0-based place in the drawn order; NULL: not drawn
+        PRIMARY KEY (task, item_key),
+        CHECK (pilot = 0 OR position IS NULL)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -28,6 +28,7 @@ from tui_rater.domain.errors import StudyLocked, UserError
 from tui_rater.domain.protocols import derive_seed
 from tui_rater.domain.tasks import Task
 from tui_rater.domain.values import Item, ItemHead, OtherRating, Rater, RetestShowing, ShowingKey
+from tui_rater.store.allocations import load_allocation
 from tui_rater.store.db import BUSY_TIMEOUT_S, utc_now, write
 from tui_rater.store.item_texts import ItemTexts
 from tui_rater.store.plans import Showing, load_plan, save_plan
@@ -44,7 +45,7 @@ from tui_rater.store.team import TeamPlan, assignments, check_member, claim, gol
 
 T = TypeVar("T")
 
-ORDERS = ("imported", "random", "grouped", "uncertain")
+ORDERS = ("imported", "random", "grouped", "uncertain", "allocated")
 READ_BEHIND, READ_AHEAD = 2, 8  # the showings around the one on screen whose texts are held (``read_ahead``)
 
 
@@ -163,6 +164,11 @@ class AnnotationSession:
         plan = load_team_plan(study, task.name)
         if plan is not None:
             check_member(plan, annotator)  # before the rater is created: a refusal writes nothing
+        if order == "allocated" and load_allocation(study, task.name) is None:
+            raise UserError(
+                f"no stratified draw is stored for task {task.name!r}: a lead draws one with "
+                f"`tui-rater assign --task {task.name} --allocate M`"
+            )
         session = cls(study, task, annotator, order, seed, retest, spacing)
         session.team_plan = plan
         session.rater = study.human(annotator)
@@ -245,6 +251,14 @@ class AnnotationSession:
                 raise UserError(f"no uncertain order is planned for {self.annotator} on {self.task.name!r} yet")
             self.uncertain_plan = plan.id
             return _planned(items, [s.item_key for s in plan.showings])
+        if self.order == "allocated":
+            # the task's stratified draw (service/allocation.py), the same for everyone; only its items: a rating
+            # of another item is no part of the stratified sample
+            drawn = load_allocation(self.study, self.task.name)
+            if drawn is None:  # checked in ``open``
+                raise ValueError(f"no stratified draw for task {self.task.name!r}")
+            by_key = {item.key: item for item in items}
+            return [by_key[key] for key in drawn.drawn if key in by_key]
         if self.order == "random":
             # stable per annotator: the same person sees the same order after a restart
             digest = hashlib.sha256(f"{self.seed}:{self.annotator}".encode()).hexdigest()

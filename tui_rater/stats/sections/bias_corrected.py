@@ -26,7 +26,7 @@ from tui_rater.domain.protocols import Level
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import active
 from tui_rater.stats import ppi as pp
-from tui_rater.stats.records import HUMANS
+from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.sections import cells
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
@@ -38,6 +38,10 @@ UNIFORM = (
     "probabilities recorded); items chosen otherwise, e.g. the judge's least sure first, bias it"
 )
 WEIGHTED = "each human rating weighted by 1/π, the probability its item was drawn with (active sampling)"
+STRATIFIED = (
+    "each human rating weighted by 1/π = N_h / n_h of its stratum in the stored stratified draw (assign --allocate); "
+    "over the items of the draw's frame; ratings outside the pilot and the draw's rated prefix left out"
+)
 
 
 def scored(data: ReportData, attributes: Sequence[Attribute]) -> list[Attribute]:
@@ -46,11 +50,38 @@ def scored(data: ReportData, attributes: Sequence[Attribute]) -> list[Attribute]
 
 
 def inclusion(data: ReportData, attribute: Attribute) -> Mapping[int, float] | None:
+    if data.settings.verdict.design is not None:
+        return design_inclusion(data, attribute)[0]
     found = data.settings.verdict.inclusion
     return None if found is None else found.get(attribute.name)
 
 
+def design_inclusion(data: ReportData, attribute: Attribute) -> tuple[dict[int, float], str | None]:
+    """A stratified draw's π for this question's sampled items (n_h / N_h), and a sentence when it cannot weight
+    them (``neyman.StratifiedDesign.inclusion``); ({}, None) without a draw."""
+    design = data.settings.verdict.design
+    if design is None:
+        return {}, None
+    cache = data.extra.setdefault("design_inclusion", {})
+    if attribute.name not in cache:
+        keys = data.keys(ALL)
+        rated = ~np.isnan(data.item_values(HUMANS, attribute, ALL)) if data.humans else np.zeros(keys.size, bool)
+        cache[attribute.name] = design.inclusion(keys, rated)
+    found: tuple[dict[int, float], str | None] = cache[attribute.name]
+    return found
+
+
+def in_frame(data: ReportData, system: str) -> np.ndarray | None:
+    """Which of the system's items are in the stored draw's frame (None without a draw)."""
+    design = data.settings.verdict.design
+    if design is None:
+        return None
+    return np.array([int(k) in design.stratum_of for k in data.keys(system)], dtype=bool)
+
+
 def sampling_note(data: ReportData, attribute: Attribute) -> str:
+    if data.settings.verdict.design is not None:
+        return STRATIFIED
     return UNIFORM if inclusion(data, attribute) is None else WEIGHTED
 
 
@@ -68,6 +99,10 @@ def ppi(data: ReportData, attributes: Sequence[Attribute]) -> None:
             arrays = {s: _arrays(data, judge, attribute, s) for s in data.systems}
             if all(np.all(np.isnan(f)) for f, _, _ in arrays.values()):
                 continue  # the judge did not rate this question
+            if (problem := design_inclusion(data, attribute)[1]) is not None:
+                for system in data.systems:  # never an estimate that weights a stratum it has no rating of
+                    data.add("ppi", attribute.name, system, judge, "ppi_mean", value=None, note=problem)
+                continue
             rated = [s for s, (f, _, _) in arrays.items() if not np.all(np.isnan(f))]
             for system, (f, y, pi) in arrays.items():
                 if system in rated:
@@ -89,6 +124,9 @@ def _arrays(
     pi = None if drawn is None else np.array([drawn.get(int(k), 0.0) for k in data.keys(system)], dtype=float)
     if pi is not None:  # a rating of an item outside the recorded draw is not part of the sample
         y = np.where(pi > 0, y, np.nan)
+    frame = in_frame(data, system)
+    if frame is not None and pi is not None:  # a stratified draw speaks of its frame's items only
+        f, y, pi = f[frame], y[frame], pi[frame]
     return f, y, pi
 
 
@@ -97,7 +135,7 @@ def _mean(
 ) -> None:
     add = partial(data.add, "ppi", attribute.name, system, judge)
     if pi is not None:
-        _active_mean(add, f, y, pi)
+        _active_mean(add, f, y, pi, sampling_note(data, attribute))
         return
     result = pp.ppi_mean(f, y, confidence=CONFIDENCE)
     _interval(add, "ppi", result.estimate, UNIFORM, mean="ppi_mean")
@@ -107,9 +145,9 @@ def _mean(
     add("extra_ratings_to_halve", value=_count(result.halving), n=result.rated, note=result.halving.note)
 
 
-def _active_mean(add: partial[None], f: np.ndarray, y: np.ndarray, pi: np.ndarray) -> None:
+def _active_mean(add: partial[None], f: np.ndarray, y: np.ndarray, pi: np.ndarray, how: str = WEIGHTED) -> None:
     estimate, horvitz_thompson = active.active_mean(f, y, pi, confidence=CONFIDENCE)
-    _interval(add, "ppi", estimate, WEIGHTED, mean="ppi_mean")
+    _interval(add, "ppi", estimate, how, mean="ppi_mean")
     _interval(add, "classical", horvitz_thompson, "humans only, weighted by 1/π", mean="classical_mean")
     present = f[~np.isnan(f)]
     add("judge_mean", value=float(present.mean()) if present.size else None, n=int(present.size))
@@ -156,7 +194,7 @@ def _difference(
     (fa, ya, pia), (fb, yb, pib) = arrays[a], arrays[b]
     units = paired_units(data, a, b)
     if pia is not None and pib is not None:
-        _active_difference(add, (fa, ya, pia), (fb, yb, pib), units is not None)
+        _active_difference(add, (fa, ya, pia), (fb, yb, pib), units is not None, sampling_note(data, attribute))
         return
     how = "paired by prompt" if units is not None else "unpaired (the systems did not write for the same prompts)"
     if units is not None:
@@ -175,13 +213,14 @@ def _active_difference(
     arm_a: tuple[np.ndarray, np.ndarray, np.ndarray],
     arm_b: tuple[np.ndarray, np.ndarray, np.ndarray],
     paired: bool,
+    weighted: str = WEIGHTED,
 ) -> None:
     """Two weighted (active) estimates as independent samples: their variances add. Systems that wrote for
     the same prompts usually covary positively, so leaving the covariance out widens the interval."""
     (ea, ha), (eb, hb) = active.active_mean(*arm_a), active.active_mean(*arm_b)
     how = "the systems treated as independent samples" + (" (conservative when paired by prompt)" if paired else "")
     for name, prefix, x, y, note in (
-        ("difference", "difference", ea, eb, f"{WEIGHTED}; {how}"),
+        ("difference", "difference", ea, eb, f"{weighted}; {how}"),
         ("classical_difference", "classical", ha, hb, f"humans only, weighted by 1/π; {how}"),
     ):
         _interval(add, prefix, _sum_of_independent(x, y), note, mean=name)
@@ -208,7 +247,7 @@ def _shown_interval(found: Found, key: tuple[str, str, str, str, str | None], me
 
 def _assumption(found: Found, table: str) -> str:
     notes = {r.note for r in found.of(table) if r.statistic in ("ppi_mean", "difference")}
-    said = [text for text in (UNIFORM, WEIGHTED) if any(text in note for note in notes)]
+    said = [text for text in (UNIFORM, WEIGHTED, STRATIFIED) if any(text in note for note in notes)]
     return "; ".join(said)
 
 

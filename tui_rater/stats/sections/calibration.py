@@ -27,6 +27,7 @@ from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
 from tui_rater.stats import calibration as cal
 from tui_rater.stats import ppi_recal as pr
+from tui_rater.stats.ppi import Interval
 from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.sections import bias_corrected, cells
 from tui_rater.stats.sections.base import Found, Layout, Runs, Section, Table, Who
@@ -52,6 +53,8 @@ METHODS = (
     ("recalibrated", "recalibrated PPI++"),
     ("stratified_system", "stratified PPI++ (by system)"),
     ("stratified_confidence", "stratified PPI++ (by confidence)"),
+    ("allocated_classical", "humans only, stratified (the stored draw)"),
+    ("allocated", "stratified PPI++ (the stored draw)"),
 )
 
 
@@ -301,6 +304,10 @@ def ppi_distribution(data: ReportData, attributes: Sequence[Attribute]) -> None:
             if np.all(np.isnan(f)):
                 continue
             add = partial(data.add, "ppi_distribution", attribute.name, ALL, judge)
+            if data.settings.verdict.design is not None:
+                for estimate in design_estimates(data, attribute, f, human):
+                    _estimate(data, add, estimate, bias_corrected.STRATIFIED)
+                continue
             if bias_corrected.inclusion(data, attribute) is not None:
                 add("classical", value=None, note="not computed: the items were drawn by active sampling")
                 continue
@@ -312,24 +319,20 @@ def estimates(
     data: ReportData, attribute: Attribute, judge: str, f: np.ndarray, human: np.ndarray
 ) -> list[tuple[str, pr.Estimate]]:
     """Every estimate over the items the judge rated (the humans-only mean too, so that all have one target)."""
-    found = distributions(data, attribute, judge)
+    features, _ = _features(data, attribute, judge, f)
     judged = ~np.isnan(f)
-    features = f[:, None]
-    confidence = np.full(f.shape, np.nan)
-    if found is not None and not np.isnan(found[0][judged]).any():
-        features, confidence = found[0], np.nanmax(np.where(np.isnan(found[0]), -1.0, found[0]), axis=1)
-    f, human, features, confidence = f[judged], human[judged], features[judged], confidence[judged]
+    by_system, by_confidence = (strata(data, attribute, judge, f, by) for by in STRATA)
+    f, human, features = f[judged], human[judged], features[judged]
     out = [
         ("classical", pr.classical(human)),
         ("ppi_plus_plus", pr.ppi_plus_plus(f, human)),
         ("recalibrated", pr.recalibrated_ppi(features, human)),
     ]
-    systems = np.array([data.system_of[int(k)] for k in data.keys(ALL)], dtype=object)[judged]
-    if len(set(systems.tolist())) > 1:
-        out.append(("stratified_system", pr.stratified_ppi(f, human, systems, "system")))
-    if not np.isnan(confidence).all():
-        strata = pr.confidence_strata(confidence)
-        out.append(("stratified_confidence", pr.stratified_ppi(f, human, strata, "the judge's confidence")))
+    if by_system is not None:
+        out.append(("stratified_system", pr.stratified_ppi(f, human, by_system[judged], STRATA["system"])))
+    if by_confidence is not None:
+        found = pr.stratified_ppi(f, human, by_confidence[judged], STRATA["confidence"])
+        out.append(("stratified_confidence", found))
     left_out = int((~judged).sum())
     if left_out:
         said = f"over the {int(judged.sum())} items the judge rated ({left_out} it did not rate left out)"
@@ -339,10 +342,76 @@ def estimates(
     return out
 
 
-def _estimate(data: ReportData, add: partial[None], found: tuple[str, pr.Estimate]) -> None:
+STRATA = {"system": "system", "confidence": "the judge's confidence"}  # how items are stratified -> in words
+
+
+def _features(data: ReportData, attribute: Attribute, judge: str, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(items x features for the recalibration map, each item's confidence): the judge's distribution and its
+    largest probability where it gave one on every item it rated; else its score and NaN."""
+    found = distributions(data, attribute, judge)
+    judged = ~np.isnan(f)
+    if found is not None and not np.isnan(found[0][judged]).any():
+        return found[0], np.nanmax(np.where(np.isnan(found[0]), -1.0, found[0]), axis=1)
+    return f[:, None], np.full(f.shape, np.nan)
+
+
+def strata(data: ReportData, attribute: Attribute, judge: str, f: np.ndarray, by: str) -> np.ndarray | None:
+    """Each item's stratum (``data.keys(ALL)``'s order; '' where the judge did not rate it): its system, or the
+    judge's confidence cut at its terciles over the items it rated; None with one system, or no confidence."""
+    judged = ~np.isnan(f)
+    labels = np.full(f.shape, "", dtype=object)
+    if by == "system":
+        systems = np.array([data.system_of[int(k)] for k in data.keys(ALL)], dtype=object)
+        labels[judged] = systems[judged]
+        return labels if len(set(labels[judged].tolist())) > 1 else None
+    if by != "confidence":
+        raise ValueError(f"unknown strata {by!r}")
+    _, confidence = _features(data, attribute, judge, f)
+    if np.isnan(confidence[judged]).all():
+        return None
+    labels[judged] = pr.confidence_strata(confidence[judged])
+    return labels
+
+
+def design_estimates(
+    data: ReportData, attribute: Attribute, f: np.ndarray, human: np.ndarray
+) -> list[tuple[str, pr.Estimate]]:
+    """With a stored stratified draw (``assign --allocate``): the humans-only stratified mean and stratified PPI++
+    over the draw's frame, each stratum weighted by its share N_h / N of the frame as stored with the draw, on the
+    question's stratified sample (the pilot and each stratum's rated prefix of the draw). The methods that assume a
+    uniform sample are not computed: the draw is not one."""
+    design = data.settings.verdict.design
+    assert design is not None
+    names = (("allocated_classical", "humans only, stratified"), ("allocated", "stratified PPI++"))
+    by = f"{design.by} (the stored draw's strata)"
+    pi, problem = bias_corrected.design_inclusion(data, attribute)
+    keys = data.keys(ALL)
+    frame = np.array([int(k) in design.stratum_of for k in keys], dtype=bool)
+    if problem is None and np.isnan(f[frame]).any():
+        problem = f"the judge did not rate {int(np.isnan(f[frame]).sum())} items of the stored draw's frame"
+    if problem is not None:
+        return [
+            (name, pr.Estimate(f"{shown} ({by})", Interval(None, note=problem), note=problem)) for name, shown in names
+        ]
+    labels = np.array([design.stratum_of[int(k)] for k in keys[frame]], dtype=object)
+    sampled = np.array([int(k) in pi for k in keys], dtype=bool)
+    y = np.where(sampled, human, np.nan)[frame]
+    left_out = int((~np.isnan(human) & ~sampled).sum())
+    said = f"{left_out} rated items outside the pilot and the draw's rated prefix left out" if left_out else ""
+    out = []
+    for (name, shown), lam in zip(names, (0.0, None)):
+        found = pr.stratified_ppi(f[frame], y, labels, by, lam=lam, method=f"{shown} (by {by})")
+        note = "; ".join(x for x in (found.note, said) if x)
+        out.append((name, pr.Estimate(**{**found.__dict__, "note": note})))
+    return out
+
+
+def _estimate(
+    data: ReportData, add: partial[None], found: tuple[str, pr.Estimate], sampling: str = bias_corrected.UNIFORM
+) -> None:
     name, estimate = found
     i = estimate.interval
-    note = "; ".join(x for x in (estimate.note or i.note, bias_corrected.UNIFORM) if x)
+    note = "; ".join(x for x in (estimate.note or i.note, sampling) if x)
     add(name, value=i.estimate, n=i.n, note=note)
     _last_ci(data, cal.Mean(i.estimate, i.ci_low, i.ci_high, i.n))
     add(f"{name}_width", value=estimate.width, n=i.n)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tui_rater.stats.alternative_annotator import EPSILON_CROWD, EPSILON_EXPERT, EPSILON_SKILLED
+from tui_rater.stats.neyman import StratifiedDesign
 from tui_rater.stats.rater_fit import MODEL_REFERENCE
 from tui_rater.stats.records import HUMANS
 from tui_rater.store.adjudication import ADJUDICATED
@@ -36,11 +37,15 @@ class VerdictSettings:
     rating (active sampling, Zrnic & Candès 2024; ``stats/active.py``). Given, system scores weight each
     human rating by 1/π; absent, the human-rated items are assumed to be a uniform random subset, and the
     records say so. Whoever draws the items (``annotate --order uncertain``) fills it.
+
+    ``design``: the stored stratified draw (``assign --allocate``); given, each question's π comes from it (n_h / N_h
+    in the item's stratum, ``neyman.StratifiedDesign``) and the mean over all items is the stratified estimate.
     """
 
     epsilon: float | None = None
     raters: str = DEFAULT_RATERS
     inclusion: Mapping[str, Mapping[int, float]] | None = None
+    design: StratifiedDesign | None = None
 
     def __post_init__(self) -> None:
         if self.raters not in EPSILON_FOR_RATERS:
