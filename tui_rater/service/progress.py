@@ -19,7 +19,6 @@ others' (``service/rater_marks.py``): signs of rating without reading that a lea
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 
 from tui_rater.domain import progress_figures as figures
@@ -35,28 +34,19 @@ from tui_rater.store.progress_reads import (
     last_activity,
     people_values,
     people_who_rated,
+    planned_items,
     retest_differences,
     seconds_per_item,
-    skips_and_flags,
+    skipped_and_flagged,
 )
-from tui_rater.store.retest import RETEST_NOTE
 from tui_rater.store.study import Study
 from tui_rater.store.team import (
-    TeamPlan,
-    assignments,
     complete_pairs,
     gold_answers,
     load_team_plan,
     team_share,
     unplanned_keys,
 )
-
-GOLD_ACCURACY_MIN = 0.7  # below this share of gold answers right (with at least GOLD_MIN answers)
-GOLD_MIN = 3
-FAST_RATIO = 1 / 3  # a median time per item under a third of the others' median
-FAST_MIN_ITEMS = 5
-SAME_ANSWER_SHARE = 0.9  # the same value in this share of their ratings (with at least SAME_ANSWER_MIN)
-SAME_ANSWER_MIN = 10
 
 
 @dataclass
@@ -99,6 +89,21 @@ class TaskProgress:
     unplanned: int = 0  # a fixed plan's items nobody is assigned (imported after it was drawn)
 
 
+@dataclass(frozen=True)
+class _TaskReads:
+    """What every annotator's row of a task is computed from (read once per task)."""
+
+    task: Task
+    mode: str | None  # the plan's: fixed, dynamic, or None without a plan
+    per_item: int
+    keys: list[int]
+    gold: dict[int, dict[str, float]]
+    pairs: set[tuple[int, int]]  # (rater id, item key) rated in full
+    values: Values
+    judged: dict[tuple[int, str], list[float]]  # (item, question) -> the judges' scores
+    questions: dict[str, figures.Question]
+
+
 def task_progress(study: Study, task_name: str) -> TaskProgress:
     task = study.task(task_name)
     plan = load_team_plan(study, task.name)
@@ -108,13 +113,21 @@ def task_progress(study: Study, task_name: str) -> TaskProgress:
     rated_by = people_who_rated(study, task.name)
     names = members + [n for n in rated_by if n not in members]
     raters = {r.name: r.id for r in study.raters("human")}
-    pairs = complete_pairs(study, task.name)
     values = _values(study, task.name)
     by_judge = _judge_scores(study, task)
-    judged: dict[tuple[int, str], list[float]] = {}
-    for (key, attribute, _judge), score in by_judge.items():
-        judged.setdefault((key, attribute), []).append(score)
-    rows = [_annotator(study, task, plan, name, raters.get(name), pairs, values, judged, gold, keys) for name in names]
+    mode, per_item = (plan.mode, plan.per_item) if plan is not None else (None, 1)
+    reads = _TaskReads(
+        task,
+        mode,
+        per_item,
+        keys,
+        gold,
+        complete_pairs(study, task.name),
+        values,
+        figures.scores_by_question(by_judge),
+        _questions(task),
+    )
+    rows = [_annotator(study, reads, name, raters.get(name)) for name in names]
     _mark(rows, values, set(gold))
     found = model_marks(task, values, by_judge, set(gold))  # from the reliability model, with its figure
     for row in rows:
@@ -122,13 +135,18 @@ def task_progress(study: Study, task_name: str) -> TaskProgress:
     share = team_share(study, plan) if plan is not None else None
     return TaskProgress(
         task.name,
-        plan.mode if plan else None,
+        mode,
         len(keys) - len(gold),
         len(gold),
         share,
         rows,
         len(unplanned_keys(study, task.name)),
     )
+
+
+def _questions(task: Task) -> dict[str, figures.Question]:
+    """What the figures need of each question the task asks: its scale, and whether it is nominal."""
+    return {q.name: figures.Question(q.scale, protocols.of(q).level is Level.NOMINAL) for q in task.attributes}
 
 
 def _values(study: Study, task: str) -> Values:
@@ -156,46 +174,30 @@ def _judge_scores(study: Study, task: Task) -> dict[tuple[int, str, str], float]
     return found
 
 
-def _annotator(
-    study: Study,
-    task: Task,
-    plan: TeamPlan | None,
-    name: str,
-    rater_id: int | None,
-    pairs: set[tuple[int, int]],
-    values: Values,
-    judged: dict[tuple[int, str], list[float]],
-    gold: dict[int, dict[str, float]],
-    keys: list[int],
-) -> AnnotatorProgress:
-    """One person's row: their reads (named store queries), then the figures (domain/progress_figures.py)."""
-    done_keys = {key for rater, key in pairs if rater == rater_id}
-    notes = skips_and_flags(study, task.name, rater_id)
-    skipped = {key for kind, key, text in notes if kind == "skip" and text != RETEST_NOTE}
-    flagged = {key for kind, key, _text in notes if kind == "flag"}
-    assigned = remaining = None
-    if plan is not None:
-        mine = assignments(study, task.name, rater_id) if rater_id is not None else []
-        if plan.mode == "fixed":
-            assigned, remaining = figures.fixed_plan_counts({a.item_key for a in mine}, done_keys, skipped)
-        else:
-            mine_gold = {a.item_key for a in mine if a.gold} if rater_id else set()
-            remaining = figures.dynamic_plan_remaining(keys, gold, plan.per_item, pairs, mine_gold, done_keys, skipped)
-    questions = {q.name: figures.Question(q.scale, protocols.of(q).level is Level.NOMINAL) for q in task.attributes}
-    answered, right, gaps = figures.gold_and_gaps(name, values, judged, gold, questions)
-    again = retest_differences(study, task.name, rater_id)
+def _annotator(study: Study, reads: _TaskReads, name: str, rater_id: int | None) -> AnnotatorProgress:
+    """One person's row: their reads (named store queries, plain values), then the figures (pure functions of
+    them, domain/progress_figures.py)."""
+    task = reads.task.name
+    done = figures.done_by(reads.pairs, rater_id)
+    skipped, flagged = skipped_and_flagged(study, task, rater_id)
+    mine, mine_gold = planned_items(study, task, rater_id)
+    assigned, remaining = figures.plan_counts(
+        reads.mode, reads.per_item, mine, mine_gold, reads.keys, reads.gold, reads.pairs, done, skipped
+    )
+    answered, right, gaps = figures.gold_and_gaps(name, reads.values, reads.judged, reads.gold, reads.questions)
+    again = retest_differences(study, task, rater_id)
     return AnnotatorProgress(
         annotator=name,
-        task=task.name,
+        task=task,
         assigned=assigned,
-        done=len(done_keys),
+        done=len(done),
         remaining=remaining,
         skipped=len(skipped),
         flagged=len(flagged),
-        median_seconds=figures.median_seconds(seconds_per_item(study, task.name, rater_id), done_keys),
-        last_activity=last_activity(study, task.name, rater_id),
+        median_seconds=figures.median_seconds(seconds_per_item(study, task, rater_id), done),
+        last_activity=last_activity(study, task, rater_id),
         gold_answered=answered,
-        gold_accuracy=right / answered if answered else None,
+        gold_accuracy=figures.share_or_none(right, answered),
         gap_people=figures.mean_or_none(gaps.people),
         shared_people=len(gaps.people),
         gap_judges=figures.mean_or_none(gaps.judges),
@@ -204,28 +206,20 @@ def _annotator(
         shared_people_nominal=len(gaps.people_nominal),
         disagreement_judges=figures.mean_or_none(gaps.judges_nominal),
         shared_judges_nominal=len(gaps.judges_nominal),
-        retest_gap=figures.mean_or_none([gap for (gap,) in again]),
+        retest_gap=figures.mean_or_none(again),
         retested=len(again),
     )
 
 
 def _mark(rows: list[AnnotatorProgress], values: Values, gold: set[int]) -> None:
     for row in rows:
-        if row.gold_accuracy is not None and row.gold_answered >= GOLD_MIN and row.gold_accuracy < GOLD_ACCURACY_MIN:
-            row.marks.append(f"gold {row.gold_accuracy:.0%} right ({row.gold_answered} answers)")
         others = [r.median_seconds for r in rows if r is not row and r.median_seconds is not None]
-        if row.median_seconds is not None and others and row.done >= FAST_MIN_ITEMS:
-            typical = statistics.median(others)
-            if row.median_seconds < FAST_RATIO * typical:
-                row.marks.append(f"fast: {row.median_seconds:.1f} s per item, the others {typical:.1f} s")
-        # gold items aside: their answers are known, so rating them right is no sign of straight-lining
-        own = [
-            vs[-1] for (key, _q), by_rater in values.items() if key not in gold and (vs := by_rater.get(row.annotator))
-        ]
-        if len(own) >= SAME_ANSWER_MIN:
-            top = max(own.count(v) for v in set(own)) / len(own)
-            if top >= SAME_ANSWER_SHARE:
-                row.marks.append(f"same answer {top:.0%} of {len(own)} ratings")
+        found = (
+            figures.gold_mark(row.gold_accuracy, row.gold_answered),
+            figures.fast_mark(row.median_seconds, others, row.done),
+            figures.same_answer_mark(figures.own_answers(values, row.annotator, gold)),
+        )
+        row.marks.extend(mark for mark in found if mark is not None)
 
 
 def study_progress(study: Study, task: str | None) -> list[TaskProgress]:

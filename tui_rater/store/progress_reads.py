@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from tui_rater.store.retest import RETEST_NOTE
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
+from tui_rater.store.team import assignments
 
 
 def people_who_rated(study: Study, task: str) -> list[str]:
@@ -28,14 +30,23 @@ def people_values(study: Study, task: str) -> Iterator[tuple[int, str, str, floa
     )
 
 
-def skips_and_flags(study: Study, task: str, rater_id: int | None) -> list[tuple[str, int, str | None]]:
-    """(kind, item key, text) of a rater's skips and flags in force."""
-    rows: list[tuple[str, int, str | None]] = study._db.conn.execute(
+def skipped_and_flagged(study: Study, task: str, rater_id: int | None) -> tuple[set[int], set[int]]:
+    """(items a rater skipped, items they flagged), notes in force. A skip made on an item's retest showing (its
+    text is ``RETEST_NOTE``) marks that showing, not the item: it is no skip here."""
+    rows = study._db.conn.execute(
         "SELECT n.kind, n.item_key, n.text FROM notes n JOIN items i ON i.key = n.item_key "
         "WHERE i.task = ? AND n.rater_id = ? AND n.kind IN ('skip', 'flag') AND n.retracted_at IS NULL",
         [task, rater_id],
     ).fetchall()
-    return rows
+    skipped = {key for kind, key, text in rows if kind == "skip" and text != RETEST_NOTE}
+    flagged = {key for kind, key, _text in rows if kind == "flag"}
+    return skipped, flagged
+
+
+def planned_items(study: Study, task: str, rater_id: int | None) -> tuple[set[int], set[int]]:
+    """(the items a plan gives a rater, of them the gold ones); none for somebody the study does not know."""
+    mine = assignments(study, task, rater_id) if rater_id is not None else []
+    return {a.item_key for a in mine}, {a.item_key for a in mine if a.gold}
 
 
 def seconds_per_item(study: Study, task: str, rater_id: int | None) -> dict[int, float]:
@@ -61,16 +72,16 @@ def last_activity(study: Study, task: str, rater_id: int | None) -> str | None:
     return last
 
 
-def retest_differences(study: Study, task: str, rater_id: int | None) -> list[tuple[float]]:
-    """|second − first| of each of a rater's retests in force (one row each)."""
-    rows: list[tuple[float]] = study._db.conn.execute(
+def retest_differences(study: Study, task: str, rater_id: int | None) -> list[float]:
+    """|second − first| of each of a rater's retests in force."""
+    rows = study._db.conn.execute(
         "SELECT abs(second.value - first.value) FROM ratings second JOIN ratings first ON first.id = second.retest_of "
         "JOIN items i ON i.key = second.item_key WHERE i.task = ? AND second.value IS NOT NULL "
         "AND first.value IS NOT NULL AND second.id IN (SELECT max(id) FROM ratings WHERE rater_id = ? "
         "AND retest_of IS NOT NULL AND retracted = 0 GROUP BY item_key, attribute)",  # the retest in force
         [task, rater_id],
-    ).fetchall()
-    return rows
+    )
+    return [gap for (gap,) in rows]
 
 
 def started_pairs(study: Study, task: str) -> set[tuple[int, int]]:
