@@ -56,3 +56,31 @@ def test_a_typo_in_a_setting_is_an_error_naming_the_closest(tmp_path, text, mess
     with pytest.raises(UserError) as info:
         load_settings(path, environ={})
     assert str(info.value) == f"config file {path}: {message}"
+
+
+def test_judge_options_are_read_as_one_table_per_backend(tmp_path):
+    # which options a backend takes is its own business, checked when its judge is made
+    # (tests/judge/test_backend_package.py); the file only says whose they are
+    path = _config(tmp_path, '[judge]\nsamples = 2\n\n[judge.options.echo]\npitch = 3\ntag = "lab-7"\nloud = true\n')
+    judge = load_settings(path, environ={}).judge
+    assert judge.backend_options == {"echo": {"pitch": 3, "tag": "lab-7", "loud": True}}
+    assert judge.config_file == str(path) and judge.decoding.samples == 2
+
+
+SHAPE = "[judge.options] holds one table per backend, e.g. [judge.options.echo] with pitch = 3"
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("[judge]\noptions = 3\n", SHAPE),
+        ("[judge.options]\npitch = 3\n", SHAPE),
+        ("[judge.options.echo]\npitch = [1, 2]\n", "[judge.options.echo] pitch must be text, a number, true or false"),
+        ("[judge]\noptons = 3\n", "unknown [judge] setting 'optons' (did you mean 'options'?)"),
+    ],
+)
+def test_judge_options_not_shaped_as_tables_of_values_are_an_error(tmp_path, text, message):
+    path = _config(tmp_path, text)
+    with pytest.raises(UserError) as info:
+        load_settings(path, environ={})
+    assert str(info.value) == f"config file {path}: {message}"

@@ -14,6 +14,9 @@ platform's config folder (``~/.config/tui-rater/`` on Linux). Example::
     base_url = "http://127.0.0.1:8080/v1"   # or a list: replicas of one model
     api_key_env = "OPENAI_API_KEY"
 
+    [judge.options.echo]   # an installed backend's own options (--backend-option NAME=VALUE), by backend
+    pitch = 3
+
     [keys]            # the app's key bindings, by action id (tui_rater/keys.py)
     undo = "u,ctrl+z"
 
@@ -37,6 +40,7 @@ from tui_rater.domain.errors import UserError
 from tui_rater.keys import check_keymap, closest
 
 DEFAULT_DB = "tui-rater.db"
+OptionValue = str | int | float | bool  # a backend option's value as TOML writes it (``judge/backends/options.py``)
 ENV_PREFIX = "TUI_RATER_"
 
 
@@ -52,6 +56,10 @@ class JudgeDefaults:
     n_ctx: int = 4096
     n_gpu_layers: int = 0
     n_threads: int = 0  # 0: every core
+    # [judge.options.BACKEND]: a backend's own options, by backend name, as written (TOML's types); checked against
+    # what the backend declares when a judge of that backend is made (``judge/backends/options.py``)
+    backend_options: Mapping[str, Mapping[str, OptionValue]] = field(default_factory=dict)
+    config_file: str | None = None  # where backend_options were read, for the sentence that refuses one
 
 
 # the [judge] keys that are not decoding settings, with the ranges their flags take (0 threads: every core)
@@ -154,7 +162,9 @@ def _judge_from(raw: object, path: Path, decoding: Decoding | None = None) -> Ju
     defaults = JudgeDefaults() if decoding is None else JudgeDefaults(decoding=decoding)
     knobs = {knob.name: knob for knob in fields(defaults.decoding)}
     types = {
-        f.name: type(getattr(defaults, f.name)) for f in fields(JudgeDefaults) if f.name not in ("decoding", "replicas")
+        f.name: type(getattr(defaults, f.name))
+        for f in fields(JudgeDefaults)
+        if f.name not in ("decoding", "replicas", "backend_options", "config_file")
     }
     types.update({name: type(default_of(knob)) for name, knob in knobs.items()})
     values: dict[str, Any] = {}
@@ -167,8 +177,12 @@ def _judge_from(raw: object, path: Path, decoding: Decoding | None = None) -> Ju
                 raise UserError(f"config file {path}: [judge] base_url must be a URL or a list of URLs")
             values["base_url"], values["replicas"] = value[0], tuple(value[1:])
             continue
+        if key == "options":
+            values["backend_options"], values["config_file"] = _backend_options(value, path), str(path)
+            continue
         if key not in types:
-            raise UserError(f"config file {path}: unknown [judge] setting {key!r} {_suggest(key, [*types, 'api_key'])}")
+            known = [*types, "api_key", "options"]
+            raise UserError(f"config file {path}: unknown [judge] setting {key!r} {_suggest(key, known)}")
         expected = types[key]
         if key in ("base_url", "api_key_env"):
             expected = str
@@ -186,6 +200,21 @@ def _judge_from(raw: object, path: Path, decoding: Decoding | None = None) -> Ju
                 raise UserError(f"config file {path}: [judge] {key} must be in [{low}, {high}]")
             values[key] = value
     return replace(defaults, decoding=defaults.decoding.given(given), **values)
+
+
+def _backend_options(raw: object, path: Path) -> dict[str, dict[str, OptionValue]]:
+    """[judge.options]: one table per backend, of values TOML writes (which backend declares what is checked when a
+    judge is made: the backends are not imported to read the config file)."""
+    shape = "[judge.options] holds one table per backend, e.g. [judge.options.echo] with pitch = 3"
+    if not isinstance(raw, dict) or not all(isinstance(table, dict) for table in raw.values()):
+        raise UserError(f"config file {path}: {shape}")
+    for backend, table in raw.items():
+        for name, value in table.items():
+            if not isinstance(value, str | int | float | bool):
+                raise UserError(
+                    f"config file {path}: [judge.options.{backend}] {name} must be text, a number, true or false"
+                )
+    return {backend: dict(table) for backend, table in raw.items()}
 
 
 def _check_range(knob: Field[Any], value: float, path: Path) -> None:

@@ -163,6 +163,81 @@ def test_a_backend_option_the_backend_cannot_take_is_one_sentence_and_nothing_is
     assert db.read_bytes() == before and echo_server.heard == []
 
 
+def _config(tmp_path, text: str, env: dict[str, str]) -> tuple[str, dict[str, str]]:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    path.chmod(0o600)
+    return str(path), {**env, "TUI_RATER_CONFIG": str(path)}
+
+
+def test_a_backends_own_options_come_from_the_config_file_and_its_flags_win(tmp_path, echo_server):
+    """Issue 31 item 3: the config file's [judge.options.echo] table reaches the backend in a separate process; the
+    same pitch from the file or from a flag is the same judge; a flag wins over the file, option by option."""
+    db = story_study(tmp_path / "study.db")
+    env = install_backend(tmp_path)
+    _, configured = _config(tmp_path, '[judge.options.echo]\npitch = 3\ntag = "from-file"\n', env)
+    judging = ("judge", "--db", db, "--model", "echo:parrot", "--base-url", echo_server.url, "--samples", "1")
+    assert (done := cli(*judging, env=configured)).returncode == 0, done.stderr
+    assert {(b["pitch"], b["user-agent"]) for b in echo_server.heard} == {(3, "echo/from-file")}
+    [(name, identity)] = _judges(db)
+    assert identity["extra"] == {"pitch": 3}
+    asked = len(echo_server.heard)
+
+    # pitch 3 from a flag, no config file: the same judge, nothing left to ask
+    assert (done := cli(*judging, "--backend-option", "pitch=3", env=env)).returncode == 0, done.stderr
+    assert len(echo_server.heard) == asked and [n for n, _ in _judges(db)] == [name]
+
+    # the flag's pitch over the file's, the file's tag kept: another judge
+    assert (done := cli(*judging, "--backend-option", "pitch=5", env=configured)).returncode == 0, done.stderr
+    again = echo_server.heard[asked:]
+    assert len(again) == asked and {(b["pitch"], b["user-agent"]) for b in again} == {(5, "echo/from-file")}
+    assert [identity["extra"] for _, identity in _judges(db)] == [{"pitch": 3}, {"pitch": 5}]
+
+
+CONFIG_REFUSED = {
+    "unknown option": (
+        "[judge.options.echo]\nvolume = 11\n",
+        "echo:parrot",
+        "{path}: [judge.options.echo]: the echo backend has no option 'volume' (its options: pitch, tag)",
+    ),
+    "bad value": (
+        '[judge.options.echo]\npitch = "high"\n',
+        "echo:parrot",
+        "{path}: [judge.options.echo] pitch = \"high\": the echo backend's option 'pitch' is a whole number",
+    ),
+    "misspelt backend": (
+        "[judge.options.ecco]\npitch = 3\n",
+        "echo:parrot",
+        "{path}: [judge.options.ecco] names no installed judge backend (the installed ones are echo, llama.cpp, "
+        "openai-compatible)",
+    ),
+    "no backend's table": (
+        "[judge.options]\npitch = 3\n",
+        "echo:parrot",
+        "{path}: [judge.options] holds one table per backend, e.g. [judge.options.echo] with pitch = 3",
+    ),
+    "a built-in's table": (
+        "[judge.options.openai-compatible]\ntimeout_s = 5\n",
+        "api:m",
+        "{path}: [judge.options.openai-compatible]: the openai-compatible backend takes no options there (its "
+        "settings are flags of their own: --base-url, --api-key-env, --timeout)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CONFIG_REFUSED))
+def test_a_config_file_option_the_backend_cannot_take_is_one_sentence_and_nothing_is_stored(
+    tmp_path, echo_server, case
+):
+    text, model, sentence = CONFIG_REFUSED[case]
+    db = story_study(tmp_path / "study.db")
+    path, env = _config(tmp_path, text, install_backend(tmp_path))
+    before = db.read_bytes()
+    said = one_sentence(cli("judge", "--db", db, "--model", model, "--base-url", echo_server.url, env=env))
+    assert said == f"tui-rater: error: {sentence.format(path='config file ' + path)}\n"
+    assert db.read_bytes() == before and echo_server.heard == []
+
+
 def test_a_built_in_backend_takes_no_backend_option(tmp_path):
     db = story_study(tmp_path / "study.db")
     before = db.read_bytes()

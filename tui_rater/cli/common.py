@@ -328,8 +328,9 @@ def judge_flags(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="a setting of a backend an installed package registers (repeatable; the built-ins' settings are the "
-        "flags above); one that changes its replies makes it another judge",
+        help="a setting of a backend an installed package registers (repeatable; over the config file's "
+        "[judge.options.BACKEND]; the built-ins' settings are the flags above); one that changes its replies makes "
+        "it another judge",
     )
 
 

@@ -61,7 +61,8 @@ class JudgeSpec:
     # None: $OPENAI_API_KEY, which is sent to OpenAI only (never to another --base-url unless named)
     api_key_env: str | None = None
     timeout_s: float = 120.0
-    # the backend's own options (``JudgeBackend.own_options``, --backend-option NAME=VALUE), parsed, by name
+    # the backend's own options (``JudgeBackend.options`` without a flag: --backend-option NAME=VALUE, the config
+    # file's [judge.options.BACKEND]), parsed, by name: a backend reads its options here, not from fields of its own
     extra: dict[str, object] = field(default_factory=dict)
     # the user's name for this configuration (--judge-name): part of its identity, so two servers
     # answering to the same model name and URL but configured differently stay two judges
@@ -83,8 +84,12 @@ class JudgeSpec:
 
     @property
     def options(self) -> dict[str, object]:
-        """This backend's own settings (the others stay at their defaults)."""
-        return {name: getattr(self, name) for name in self.kind.options}
+        """Every setting this judge's backend declares, by name, as one value: its flags' fields and its own options
+        (``extra``); the settings of other backends are not in it."""
+        return {
+            option.name: getattr(self, option.name) if option.flag else self.extra.get(option.name)
+            for option in self.kind.options
+        }
 
     @property
     def api_model(self) -> str:

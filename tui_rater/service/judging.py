@@ -22,6 +22,8 @@ from tui_rater.domain.readiness import AGREEMENT_READY, NOT_READY
 from tui_rater.domain.tasks import Task
 from tui_rater.domain.values import Item, Rater
 from tui_rater.judge import queue
+from tui_rater.judge.backends import registry
+from tui_rater.judge.backends.options import table
 from tui_rater.judge.backends.registry import for_model
 from tui_rater.judge.errors import JudgeError
 from tui_rater.judge.feeder import CHUNK_ITEMS, Feeder, Span
@@ -69,9 +71,11 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
     asks to judge one task at a time.
     """
     defaults = defaults or JudgeDefaults()
+    # the backend's own options, checked before anything is fetched or stored (hf:… is a local model's spec)
+    extra = backend_options(options, defaults)
     if is_hub_model(options.model):  # hf:OWNER/REPO/FILE.gguf: the file in the Hugging Face cache (downloaded once)
         options = replace(options, model=fetch_model(options.model))
-    own = for_model(options.model).options  # the config file's local-model settings are not another backend's
+    own = for_model(options.model).option_names()  # the config file's local-model settings are not another's
     defaults = replace(defaults, **{name: getattr(JudgeDefaults(), name) for name in LOCAL_ONLY if name not in own})
     if not tasks:
         raise UserError("there is nothing to judge: the study holds no items")
@@ -119,13 +123,29 @@ def resolve_spec(options: JudgeOptions, tasks: list[Task], defaults: JudgeDefaul
         api_key_env=options.api_key_env or defaults.api_key_env,
         timeout_s=options.timeout_s,
         judge_name=options.judge_name,
-        extra=for_model(options.model).option_values(options.backend_options),
+        extra=extra,
     ).validate()
+
+
+def backend_options(options: JudgeOptions, defaults: JudgeDefaults) -> dict[str, object]:
+    """The judge's own options (``JudgeSpec.extra``): its backend's table in the config file under its
+    ``--backend-option`` flags. A table naming no installed backend is refused, whichever backend judges now (a
+    misspelt name must not leave a judge on defaults the user meant to change)."""
+    source = f"config file {defaults.config_file}" if defaults.config_file else "the config file"
+    installed = registry.names() if defaults.backend_options else []
+    for name in defaults.backend_options:
+        if name not in installed:
+            raise UserError(
+                f"{source}: {table(name)} names no installed judge backend (the installed ones are "
+                f"{', '.join(installed)})"
+            )
+    kind = for_model(options.model)
+    return kind.option_values(options.backend_options, defaults.backend_options.get(kind.name), source)
 
 
 def takes_server(model: str) -> bool:
     """Whether the judge a model spec asks for is asked at a server's URL (``--base-url``, ``--judge-server``)."""
-    return "base_url" in for_model(model).options
+    return "base_url" in for_model(model).option_names()
 
 
 def _pick(flag: T | None, default: T) -> T:

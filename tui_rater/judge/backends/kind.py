@@ -12,57 +12,16 @@ one per worker.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tui_rater.domain.errors import UserError
+from tui_rater.judge.backends.options import BackendOption, option_values
 
 if TYPE_CHECKING:
     from tui_rater.domain.preflight import Probe
     from tui_rater.judge.backends.base import Backend, Message
     from tui_rater.judge.spec import JudgeSpec
-
-
-OptionValue = str | int | float | bool
-_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
-
-
-@dataclass(frozen=True)
-class BackendOption:
-    """A setting only one backend knows (a third party's: the built-ins' settings are flags of their own). The user
-    gives it as ``--backend-option NAME=VALUE``; the judge holds it, parsed, in ``JudgeSpec.extra[NAME]``."""
-
-    name: str
-    type: type[str] | type[int] | type[float] | type[bool] = str
-    default: OptionValue | None = None  # None: given or absent (``spec.extra`` lacks it)
-    help: str = ""
-    # part of the judge's identity: another value is another judge (e.g. a sampling setting); False for settings
-    # that change where or how replies travel, not what they are (a log level, a connection pool's size)
-    identity: bool = True
-
-    def parse(self, backend: str, text: str) -> OptionValue:
-        """The value of ``NAME=text``, or one sentence saying what it takes."""
-        said = f"--backend-option {self.name}={text}: the {backend} backend's option {self.name!r} is"
-        if self.type is bool:
-            if text.strip().lower() in _TRUE + _FALSE:
-                return text.strip().lower() in _TRUE
-            raise UserError(f"{said} true or false")
-        if self.type is int:
-            try:
-                return int(text)
-            except ValueError:
-                raise UserError(f"{said} a whole number") from None
-        if self.type is float:
-            try:
-                number = float(text)
-            except ValueError:
-                number = math.nan
-            if not math.isfinite(number):
-                raise UserError(f"{said} a finite number")
-            return number
-        return text
 
 
 class JudgeBackend:
@@ -71,10 +30,10 @@ class JudgeBackend:
     name: ClassVar[str]  # the registered name, stored in the judge's identity as ``backend``
     # the model spec that picks this backend: "<prefix>:<model>" (None: a path to a model file)
     prefix: ClassVar[str | None] = None
-    # the JudgeSpec settings that are this backend's own (its flags); the others are left at their defaults
-    options: ClassVar[tuple[str, ...]] = ()
-    # settings only this backend knows, given as --backend-option NAME=VALUE and held in ``JudgeSpec.extra``
-    own_options: ClassVar[tuple[BackendOption, ...]] = ()
+    # the settings this backend takes (``options.py``): those with a flag of their own (``--n-ctx``, ``--base-url``)
+    # are JudgeSpec fields, left at their defaults for a backend that does not declare them; the others are given as
+    # --backend-option NAME=VALUE or in the config file's [judge.options.NAME], and held in ``JudgeSpec.extra``
+    options: ClassVar[tuple[BackendOption, ...]] = ()
 
     # --- abilities ----------------------------------------------------------------------------------------
     # the model's whole next-token distribution is read here (a local model: a scale's mass before a grammar,
@@ -101,33 +60,20 @@ class JudgeBackend:
             raise UserError(f"a {self.name} model spec is {self.prefix}:<model>")
         return spec
 
-    def option_values(self, given: tuple[str, ...]) -> dict[str, object]:
-        """``--backend-option NAME=VALUE`` flags as this backend's own options, parsed, with the declared defaults
-        filled in (declaration order); one sentence for a flag it cannot take."""
-        declared = {option.name: option for option in self.own_options}
-        if given and not declared:
-            raise UserError(f"the {self.name} backend takes no --backend-option (its settings are flags of their own)")
-        values: dict[str, OptionValue] = {}
-        for flag in given:
-            name, equals, text = flag.partition("=")
-            name = name.strip()
-            if not equals or not name:
-                raise UserError(f"--backend-option takes NAME=VALUE, not {flag!r}")
-            if name not in declared:
-                known = ", ".join(declared)
-                raise UserError(f"the {self.name} backend has no option {name!r} (its options: {known})")
-            if name in values:
-                raise UserError(f"--backend-option {name} is given twice")
-            values[name] = declared[name].parse(self.name, text)
-        return {
-            option.name: values.get(option.name, option.default)
-            for option in self.own_options
-            if option.name in values or option.default is not None
-        }
+    def option_names(self) -> tuple[str, ...]:
+        """The names of the settings this backend takes (its flags' JudgeSpec fields and its own options)."""
+        return tuple(option.name for option in self.options)
+
+    def option_values(
+        self, given: tuple[str, ...], configured: Mapping[str, object] | None = None, source: str = "the config file"
+    ) -> dict[str, object]:
+        """This backend's own options for one judge (``JudgeSpec.extra``): the config file's table under the
+        ``--backend-option`` flags, parsed, with the defaults filled in; one sentence for what it cannot take."""
+        return option_values(self.name, self.options, given, configured, source)
 
     def identity_options(self, spec: JudgeSpec) -> dict[str, object]:
         """Of the judge's own options (``spec.extra``), those that make it another judge."""
-        kept = {option.name for option in self.own_options if option.identity}
+        kept = {option.name for option in self.options if option.identity and option.flag is None}
         return {name: value for name, value in spec.extra.items() if name in kept}
 
     def identity(self, spec: JudgeSpec, config: dict[str, Any]) -> None:

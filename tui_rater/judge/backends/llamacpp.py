@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from tui_rater.judge.backends.kind import JudgeBackend
+from tui_rater.judge.backends.options import BackendOption
 
 if TYPE_CHECKING:
     from tui_rater.domain.preflight import Probe
@@ -19,7 +20,34 @@ if TYPE_CHECKING:
 class LlamaCpp(JudgeBackend):
     name: ClassVar[str] = "llama.cpp"
     prefix: ClassVar[str | None] = None  # a path to a .gguf file
-    options: ClassVar[tuple[str, ...]] = ("n_ctx", "n_gpu_layers", "n_threads", "chat_template")
+    # its flags (and [judge] keys); which make another judge is what its identity (below) has always kept
+    options: ClassVar[tuple[BackendOption, ...]] = (
+        BackendOption(
+            "n_ctx",
+            int,
+            4096,
+            "the context window in tokens (default: 4096, or the model's own if shorter)",
+            flag="--n-ctx",
+        ),
+        BackendOption(
+            "n_gpu_layers", int, 0, "layers offloaded to the GPU (-1: all)", identity=False, flag="--n-gpu-layers"
+        ),
+        BackendOption(
+            "n_threads",
+            int,
+            0,
+            "CPU threads (0: every core); the readings do not depend on it",
+            identity=False,
+            flag="--threads",
+        ),
+        BackendOption(
+            "chat_template",
+            str,
+            None,
+            "a Jinja2 chat template instead of the model's (its hash is kept)",
+            flag="--chat-template",
+        ),
+    )
     reads_distribution: ClassVar[bool] = True
     renders_prompts: ClassVar[bool] = True
     remote: ClassVar[bool] = False

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from tui_rater.domain.errors import UserError
 from tui_rater.judge.backends.kind import JudgeBackend
+from tui_rater.judge.backends.options import API_KEY_ENV, BASE_URL, TIMEOUT, BackendOption
 
 if TYPE_CHECKING:
     from tui_rater.judge.backends.base import Backend, Message
@@ -19,7 +20,8 @@ OPENAI_API = "https://api.openai.com/v1"
 class OpenAICompatible(JudgeBackend):
     name: ClassVar[str] = "openai-compatible"
     prefix: ClassVar[str | None] = "api"
-    options: ClassVar[tuple[str, ...]] = ("base_url", "replicas", "api_key_env", "timeout_s")
+    # its flags (and [judge] keys); more --base-url are replicas of the first (``JudgeSpec.replicas``)
+    options: ClassVar[tuple[BackendOption, ...]] = (BASE_URL, API_KEY_ENV, TIMEOUT)
     remote: ClassVar[bool] = True
     can_batch: ClassVar[bool] = True
 

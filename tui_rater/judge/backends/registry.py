@@ -121,10 +121,15 @@ def backend(name: str) -> JudgeBackend:
             else:
                 entry = entry_points().get(name)
                 if entry is None:
-                    known = ", ".join(sorted({*BUILTIN, *entry_points()}))
+                    known = ", ".join(names())
                     raise UserError(f"there is no judge backend {name!r}; the installed ones are {known}")
                 _made[name] = _load(entry)
         return _made[name]
+
+
+def names() -> list[str]:
+    """Every installed backend's name (the entry points are read, none loaded)."""
+    return sorted({*BUILTIN, *entry_points()})
 
 
 def backend_name(model: str) -> str:
