@@ -33,7 +33,7 @@ from tui_rater.store.team import add_gold
 from tui_rater.ui.agreement import render_pane
 
 
-def _generated(tmp_path: Path, task: str, seed: int) -> Study:
+def _generated(tmp_path: Path, task: str, seed: int, old_question: bool = True) -> Study:
     """30 items; 3 people and 2 judges rating the first 20 again and again (revisions), judges with 3 samples, x.5
     values and failed readings (with and without a scale mass), a pair in both orders, a person's stray sample 1
     and blind retests (never in force), a gold item, undos; and another task's ratings beside them."""
@@ -79,6 +79,14 @@ def _generated(tmp_path: Path, task: str, seed: int) -> Study:
         ids.append(rating_id)
         if rng.random() < 0.08:  # an undo: the rating before it is in force again
             study.retract_rating(ids.pop(rng.randrange(len(ids))))
+    # a question the task no longer has and a presentation no protocol writes: kept, as text, like any other
+    retired = [
+        NewRating(keys[0], "an old question", raters["j1"], 2.0, utc_now(), presentation="mirrored"),
+        NewRating(keys[1], "an old question", raters["cy"], 1.0, utc_now()),
+    ]
+    if old_question:
+        with write(study._db) as conn:
+            insert_ratings(conn, retired)
     other_attribute = other.attributes[0]
     for key in other_keys:  # another task's ratings: never this task's
         study.add_rating(key, other_attribute.name, raters["ann"], float(other_attribute.scale.points[0]))
@@ -159,8 +167,10 @@ def test_the_columns_are_the_ratings_in_force_through_either_reader(tmp_path: Pa
 def test_the_arrow_reader_reads_through_its_own_connection_and_never_misses_an_uncommitted_rating(
     tmp_path: Path,
 ) -> None:
-    """The columns come through the Arrow driver (SQLite runs no step on the study's connection for them); inside
-    a transaction of this connection, whose rows a second connection cannot see, they come through this one."""
+    """The columns come through the Arrow driver (SQLite runs a few steps on the study's connection, for whether it
+    has another task, not thousands for the ratings; and a first batch with no value in it does not stop it);
+    inside a transaction of this connection, whose rows a second connection cannot see, they come through this
+    one."""
     study = _generated(tmp_path, "story", 11)
     try:
         steps = [0]
@@ -169,12 +179,15 @@ def test_the_arrow_reader_reads_through_its_own_connection_and_never_misses_an_u
             steps[0] += 1
             return 0
 
-        study._db.conn.set_progress_handler(count, 100)
+        study._db.conn.set_progress_handler(count, 10)
         arrow = rating_columns.read_columns(study, "story")
-        assert steps[0] == 0
+        by_arrow, steps[0] = steps[0], 0
         assert arrow.equals(rating_columns.read_columns(study, "story", arrow=False))
-        assert steps[0] > 0
+        assert by_arrow <= 5 and steps[0] > 100 * max(by_arrow, 1), (by_arrow, steps[0])
         study._db.conn.set_progress_handler(None, 0)
+        # the driver types a column by its first batch: a batch of failed readings only, then values
+        first = rating_columns.read_columns(study, "story", batch_rows=1, readings=True)
+        assert first.equals(rating_columns.read_columns(study, "story", arrow=False, readings=True))
         key = study.items("story")[0].key
         ann = study.human("ann").id
         conn = study._db.conn
@@ -223,7 +236,7 @@ def _by_hand(rows: list[tuple[Any, ...]], points: list[float]) -> dict[str, Any]
     scores: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     every: dict[tuple[str, str], list[float]] = defaultdict(list)
     for key, _, attribute, rater, kind, _, _, value, *_ in rows:
-        if value is None:
+        if value is None or attribute == "an old question":
             continue
         evaluator = "humans" if kind == "human" else rater
         scores[(attribute, evaluator)][key].append(value)
@@ -268,7 +281,9 @@ def _same_state(found: LiveSums, expected: LiveSums) -> None:
 
 @pytest.mark.parametrize(("task", "seed"), [("story", 1), ("story", 2), ("story-pairwise", 3), ("story-pairwise", 4)])
 def test_the_columnar_build_is_the_per_item_build_and_the_figures_by_hand(tmp_path: Path, task: str, seed: int) -> None:
-    study = _generated(tmp_path, task, seed)
+    # (a question the task no longer has is left out here: the pane's full computation counts its ratings in the
+    # number of ratings, the sums do not -- as before the columns)
+    study = _generated(tmp_path, task, seed, old_question=False)
     try:
         columnar = LiveSums(study.task(task))
         columnar.build(study)

@@ -28,7 +28,6 @@ from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.sections import data as data_module
 from tui_rater.stats.sections.data import _FRAME_SCHEMA, _READINGS_SCHEMA, ReportData
 from tui_rater.store import pane_reads, rating_columns
-from tui_rater.store.progress_reads import item_ids
 from tui_rater.store.study import Study
 
 
@@ -157,7 +156,9 @@ class _Question:
         elif m.size:  # every rating, rounded to the scale's points
             counted = np.full(m.shape, np.nan)
             present = ~np.isnan(m)
-            counted[present] = ag.to_labels(m[present], self.labels)
+            # each distinct rating rounded once (a study's ratings take a few values; the rounding is per value)
+            distinct, index = np.unique(m[present], return_inverse=True)
+            counted[present] = ag.to_labels(distinct, self.labels)[index]
         else:
             return
         for j, label in enumerate(self.points):
@@ -182,9 +183,11 @@ class LiveSums:
         evaluators as matrices over all the task's items (``live_columns``), the values by the report's code."""
         self.looked_at = pane_reads.newest_rating_id(study)
         self.retracted = {rating_id for rating_id, _ in pane_reads.retracted_ratings(study, self.task.name)}
-        keys = np.array(sorted(item_ids(study, self.task.name)), dtype=np.int64)
+        items = rating_columns.task_items(study, self.task.name)
+        keys = items["item_key"].to_numpy()  # sorted
         self.position = {key: i for i, key in enumerate(keys.tolist())}
-        frame = rating_columns.ratings_in_force(study, self.task.name).filter(pl.col("value").is_not_null())
+        frame = rating_columns.ratings_in_force(study, self.task.name, items=items)
+        frame = frame.filter(pl.col("value").is_not_null())
         self.rows_read = frame.height
         evaluators = live_columns.evaluators(frame)
         self.questions = {}
