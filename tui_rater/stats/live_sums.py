@@ -18,14 +18,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tui_rater.domain import protocols
 from tui_rater.domain.protocols import Level
 from tui_rater.domain.tasks import Attribute, Task
 from tui_rater.stats import agreement as ag
+from tui_rater.stats import live_columns
 from tui_rater.stats.live import _NONE, AttributePane, JudgeRow, PaneData
 from tui_rater.stats.records import ALL, HUMANS
-from tui_rater.stats.sections.data import _FRAME_SCHEMA, _READINGS_SCHEMA, ReportData, load_all
-from tui_rater.store import pane_reads
-from tui_rater.store.progress_reads import item_ids
+from tui_rater.stats.sections import data as data_module
+from tui_rater.stats.sections.data import _FRAME_SCHEMA, _READINGS_SCHEMA, ReportData
+from tui_rater.store import pane_reads, rating_columns
 from tui_rater.store.study import Study
 
 
@@ -120,7 +122,7 @@ class _Question:
 
     def store(self, data: ReportData, cleared: np.ndarray, positions: np.ndarray) -> None:
         """The evaluators' per-item values and counts at ``cleared`` from ``data``, whose items (the ones with a
-        rating left) are those at ``positions``."""
+        rating left) are those at ``positions`` (an update: the report's per-item code on a few items)."""
         for evaluator in data.evaluators():
             self.arrays(evaluator)
         for evaluator in list(self.values):
@@ -131,21 +133,36 @@ class _Question:
             return
         for evaluator in data.evaluators():
             values = data.item_values(evaluator, self.attribute, ALL)
-            self.values[evaluator][positions] = values
-            m = data.matrix(evaluator, self.attribute.name, ALL)
-            self.rows[evaluator][positions] = np.sum(~np.isnan(m), axis=0) if m.size else 0
-            if not self.points:
-                continue
-            if self.nominal:  # each item's verdict (the annotators' vote), as the pane counts it
-                counted = values[None, :]
-            elif m.size:  # every rating, rounded to the scale's points
-                counted = np.full(m.shape, np.nan)
-                present = ~np.isnan(m)
-                counted[present] = ag.to_labels(m[present], self.labels)
-            else:
-                continue
-            for j, label in enumerate(self.points):
-                self.counts[evaluator][positions, j] = np.sum(counted == label, axis=0)
+            self.put(evaluator, positions, values, data.matrix(evaluator, self.attribute.name, ALL))
+
+    def fill(self, evaluators: list[str], matrices: dict[str, live_columns.Matrix]) -> None:
+        """Every item's values and counts from each evaluator's matrix over all the task's items (a build)."""
+        protocol = protocols.of(self.attribute)
+        everything = np.arange(self.size)
+        for evaluator in evaluators:
+            self.arrays(evaluator)
+            m, shown = matrices.get(evaluator, (np.full((0, self.size), np.nan), np.array([], dtype=object)))
+            self.put(evaluator, everything, data_module.combined_values(protocol, m, shown), m)
+
+    def put(self, evaluator: str, positions: np.ndarray, values: np.ndarray, m: np.ndarray) -> None:
+        """One evaluator's values of the items at ``positions`` and what its ratings count (``m``: its annotators x
+        those items)."""
+        self.values[evaluator][positions] = values
+        self.rows[evaluator][positions] = np.sum(~np.isnan(m), axis=0) if m.size else 0
+        if not self.points:
+            return
+        if self.nominal:  # each item's verdict (the annotators' vote), as the pane counts it
+            counted = values[None, :]
+        elif m.size:  # every rating, rounded to the scale's points
+            counted = np.full(m.shape, np.nan)
+            present = ~np.isnan(m)
+            # each distinct rating rounded once (a study's ratings take a few values; the rounding is per value)
+            distinct, index = np.unique(m[present], return_inverse=True)
+            counted[present] = ag.to_labels(distinct, self.labels)[index]
+        else:
+            return
+        for j, label in enumerate(self.points):
+            self.counts[evaluator][positions, j] = np.sum(counted == label, axis=0)
 
 
 class LiveSums:
@@ -162,19 +179,24 @@ class LiveSums:
         self.built = False
 
     def build(self, study: Study) -> None:
-        """Every sum from the study as it is now (the report's frame, read once)."""
+        """Every sum from the study as it is now: its ratings in force read once as columns, each question's
+        evaluators as matrices over all the task's items (``live_columns``), the values by the report's code."""
         self.looked_at = pane_reads.newest_rating_id(study)
         self.retracted = {rating_id for rating_id, _ in pane_reads.retracted_ratings(study, self.task.name)}
-        keys = sorted(item_ids(study, self.task.name))
-        self.position = {key: i for i, key in enumerate(keys)}
-        frame, readings = load_all(study, self.task.name)
+        items = rating_columns.task_items(study, self.task.name)
+        keys = items["item_key"].to_numpy()  # sorted
+        self.position = {key: i for i, key in enumerate(keys.tolist())}
+        frame = rating_columns.ratings_in_force(study, self.task.name, items=items)
+        frame = frame.filter(pl.col("value").is_not_null())
         self.rows_read = frame.height
-        data = ReportData(study, self.task, frame=frame, readings=readings)
-        self.questions = {a.name: _Question(a, data.protocol(a).level, len(keys)) for a in self.task.attributes}
-        positions = np.array([self.position[key] for key in data.keys(ALL).tolist()], dtype=np.int64)
-        for question in self.questions.values():
-            question.store(data, positions, positions)
+        evaluators = live_columns.evaluators(frame)
+        self.questions = {}
+        for attribute in self.task.attributes:
+            question = _Question(attribute, protocols.of(attribute).level, len(keys))
+            rows = frame.filter(pl.col("attribute") == attribute.name)
+            question.fill(evaluators, live_columns.question_matrices(rows, keys))
             question.add(np.arange(len(keys)), 1)
+            self.questions[attribute.name] = question
         self.built = True
 
     def update(self, study: Study) -> bool:
@@ -236,8 +258,6 @@ def _bias(sums: JudgeSums) -> ag.Stat:
 
 def _skeleton(task: Task, attribute: Attribute, humans: bool) -> AttributePane:
     """A question's pane before the slow computation has delivered (the sums only)."""
-    from tui_rater.domain import protocols
-
     protocol = protocols.of(attribute)
     nominal = protocol.level is Level.NOMINAL
     labels = attribute.scale.points

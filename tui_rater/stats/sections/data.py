@@ -23,7 +23,7 @@ from tui_rater.stats import agreement as ag
 from tui_rater.stats.rater_fit import MODEL_REFERENCE, consensus_of_people
 from tui_rater.stats.records import ALL, HUMANS, Record
 from tui_rater.stats.sections.settings import ReportSettings
-from tui_rater.store import readings as stored
+from tui_rater.store import rating_columns
 from tui_rater.store.adjudication import ADJUDICATED, adjudicated_values
 from tui_rater.store.study import Study
 
@@ -52,22 +52,24 @@ def load_all(study: Study, task: str, excluded: Sequence[str] = ()) -> tuple[pl.
     """(the ratings in force with a value, one row per (item, attribute, rater, presentation, sample), of the
     people and the judges (an adjudicator's decision is never a rater's rating: see ``ReportSettings.reference``);
     every judge reading in force, failed or not, with its parse status and, for a distribution pass,
-    its scale mass) -- in one pass over the ratings. ``excluded``: annotators left out (``--exclude-annotator``)."""
-    frames, readings = [pl.DataFrame(schema=_FRAME_SCHEMA)], [pl.DataFrame(schema=_READINGS_SCHEMA)]
-    for rows in stored.task_rating_batches(study, task, excluded):  # a batch of rows at a time, kept as columns
-        frames.append(pl.DataFrame([row[:9] for row in rows if row[7] is not None], schema=_FRAME_SCHEMA, orient="row"))
-        readings.append(
-            pl.DataFrame(
-                [
-                    (row[3], row[2], row[9], row[7] is not None, _number(row[10]), row[11])
-                    for row in rows
-                    if row[4] == "llm"
-                ],
-                schema=_READINGS_SCHEMA,
-                orient="row",
-            )
+    its scale mass) -- read as columns (``store/rating_columns.py``: one query, no Python object per rating; the
+    rows ``readings.task_rating_batches`` gives, in its order). ``excluded``: annotators left out
+    (``--exclude-annotator``)."""
+    rows = rating_columns.ratings_in_force(study, task, excluded, readings=True)
+    frame = rows.filter(pl.col("value").is_not_null()).select(list(_FRAME_SCHEMA)).cast(_FRAME_SCHEMA)  # type: ignore[arg-type]
+    readings = (
+        rows.filter(pl.col("kind") == "llm")
+        .select(
+            pl.col("rater"),
+            pl.col("attribute"),
+            pl.col("parse_status").alias("status"),
+            pl.col("value").is_not_null().alias("read"),
+            pl.col("mass"),
+            pl.col("mass_on"),
         )
-    return pl.concat(frames, rechunk=True), pl.concat(readings, rechunk=True)
+        .cast(_READINGS_SCHEMA)  # type: ignore[arg-type]
+    )
+    return frame.rechunk(), readings.rechunk()
 
 
 def load(study: Study, task: str) -> pl.DataFrame:
@@ -78,10 +80,6 @@ def load(study: Study, task: str) -> pl.DataFrame:
 def load_readings(study: Study, task: str) -> pl.DataFrame:
     """Every judge reading in force, failed or not: its parse status and, for a distribution pass, its scale mass."""
     return load_all(study, task)[1]
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def reference_system(systems: list[str]) -> str | None:
@@ -218,9 +216,8 @@ class ReportData:
         """
         key = (evaluator, attribute.name, system)
         if key not in self._values_cache:
-            per_presentation = self.presentation_values(evaluator, attribute, system)
-            width = len(self.keys(system))
-            values = _across_presentations(self.protocol(attribute), list(per_presentation.values()), width)
+            m, shown = self._full_matrix(evaluator, attribute.name, system)
+            values = combined_values(self.protocol(attribute), m, shown)
             decided = self.adjudicated.get(attribute.name) if evaluator == HUMANS else None
             if decided:
                 values = values.copy()
@@ -327,6 +324,14 @@ def _aggregate_columns(protocol: EvaluationProtocol, m: np.ndarray) -> np.ndarra
             value = protocol.aggregate(present.tolist())
             out[j] = np.nan if value is None else value
     return out
+
+
+def combined_values(protocol: EvaluationProtocol, m: np.ndarray, shown: np.ndarray) -> np.ndarray:
+    """Each item's score from an evaluator's annotators x items matrix (NaN where unrated) and each annotator's
+    presentation: the annotators of each presentation combined by the protocol, then the presentations
+    (``ReportData.item_values``; the live pane's sums build theirs from columns with it)."""
+    per_presentation = [_aggregate_columns(protocol, m[shown == p]) for p in sorted(set(shown.tolist()))]
+    return _across_presentations(protocol, per_presentation, m.shape[1])
 
 
 def _across_presentations(protocol: EvaluationProtocol, values: Sequence[np.ndarray], width: int) -> np.ndarray:
