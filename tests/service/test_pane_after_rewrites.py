@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.support import Script, judge, ok_body, spec_of
 from tui_rater.service.live import LivePane, full_pane, merge
 from tui_rater.store.study import Study
@@ -49,12 +47,6 @@ def _fresh(study: Study) -> str:
     return text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reparse rewrites ratings in place: no new rating id, no undo, no change to the raters or jobs, so "
-    "neither the running sums nor the full computation's change marker see it (the fix: a store-level record of "
-    "rewritten ratings the pane reads; see the hostile2 report)",
-)
 def test_the_open_pane_shows_what_reparse_restored(fake_server, cli, tmp_path):
     study = _study(tmp_path, fake_server(Script([(200, {}, ok_body("I would rate it a 4."), 0)])))
     # a parser that misread every reply as 1 (what reparse exists for): the pane, open, shows it
@@ -70,12 +62,6 @@ def test_the_open_pane_shows_what_reparse_restored(fake_server, cli, tmp_path):
     assert after == _fresh(study) != before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a batch job whose results contradicted themselves is voided by deleting its ratings "
-    "(store/jobs.py:void_result); the running sums see no new id and no undo, so the voided reading stays counted "
-    "(and, ratings having no AUTOINCREMENT, the next rating may reuse its id below the pane's last look)",
-)
 def test_the_open_pane_drops_a_voided_judge_reading(fake_server, tmp_path):
     from tui_rater.store.jobs import void_result
 
@@ -86,3 +72,24 @@ def test_the_open_pane_drops_a_voided_judge_reading(fake_server, tmp_path):
     void_result(study, job, [], "contradiction", "the batch's results contradicted themselves")
     after, _ = _text(study, open_pane, None)
     assert after == _fresh(study)
+
+
+def test_a_rating_given_the_voided_ratings_id_is_counted(fake_server, tmp_path):
+    """Ratings have no AUTOINCREMENT: once the newest rating is voided (deleted), the next rating stored takes its
+    id. The open pane had read up to that id; it must still read the new rating (on another item), and drop the
+    voided one."""
+    from tui_rater.store.jobs import void_result
+
+    study = _study(tmp_path, fake_server(Script([(200, {}, ok_body("I would rate it a 4."), 0)])))
+    open_pane = LivePane("story")
+    _text(study, open_pane, None)
+    newest, job, voided_item = study._db.conn.execute(
+        "SELECT id, job_id, item_key FROM ratings WHERE id = (SELECT max(id) FROM ratings)"
+    ).fetchone()
+    void_result(study, job, [], "contradiction", "the batch's results contradicted themselves")
+    other = next(item.key for item in study.items("story") if item.key != voided_item)
+    ann = study.human("ann")  # a rater the pane knows (a new one would rebuild its sums)
+    assert study.add_rating(other, "cohesiveness", ann.id, 2.0) == newest  # the id is given again
+    after, _ = _text(study, open_pane, None)
+    assert after == _fresh(study)
+    assert open_pane.sums is not None and open_pane.sums.changes_seen > 0

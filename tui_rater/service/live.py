@@ -48,10 +48,14 @@ def agreement_pane(
 
 def full_pane(
     study: Study, task_name: str, previous: ChangeMarker | None = None
-) -> tuple[PaneData | None, ChangeMarker, tuple[int, int]]:
-    """``agreement_pane``, and what it read (the newest rating id, the undone ratings): the pane shows its figures as
-    current only while the running sums have read the same (``PaneSums.seen``)."""
-    seen = pane_reads.newest_rating_id(study), len(pane_reads.retracted_ratings(study, task_name))
+) -> tuple[PaneData | None, ChangeMarker, tuple[int, int, int]]:
+    """``agreement_pane``, and what it read (the newest rating id, the undone ratings, the newest rating change): the
+    pane shows its figures as current only while the running sums have read the same (``PaneSums.seen``)."""
+    seen = (
+        pane_reads.newest_rating_id(study),
+        len(pane_reads.retracted_ratings(study, task_name)),
+        pane_reads.newest_change(study),
+    )
     data, marker = agreement_pane(study, task_name, previous)
     return data, marker, seen
 

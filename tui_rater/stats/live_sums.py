@@ -58,11 +58,12 @@ class PaneSums:
     questions: dict[str, QuestionSums]
     looked_at: int  # the newest rating id read
     undone: int = 0  # the task's undone ratings seen
+    changes: int = 0  # the newest rating change seen (a rating rewritten in place or voided: schema 15)
 
     @property
-    def seen(self) -> tuple[int, int]:
+    def seen(self) -> tuple[int, int, int]:
         """What the sums have read: compared with what the full computation read (``service/live.py``)."""
-        return self.looked_at, self.undone
+        return self.looked_at, self.undone, self.changes
 
 
 class _Question:
@@ -175,6 +176,7 @@ class LiveSums:
         self.questions: dict[str, _Question] = {}
         self.looked_at = 0
         self.retracted: set[int] = set()
+        self.changes_seen = 0  # the newest rating change read (``store/ratings.py``: reparsed, voided)
         self.rows_read = 0
         self.built = False
 
@@ -182,6 +184,7 @@ class LiveSums:
         """Every sum from the study as it is now: its ratings in force read once as columns, each question's
         evaluators as matrices over all the task's items (``live_columns``), the values by the report's code."""
         self.looked_at = pane_reads.newest_rating_id(study)
+        self.changes_seen = pane_reads.newest_change(study)
         self.retracted = {rating_id for rating_id, _ in pane_reads.retracted_ratings(study, self.task.name)}
         items = rating_columns.task_items(study, self.task.name)
         keys = items["item_key"].to_numpy()  # sorted
@@ -203,16 +206,25 @@ class LiveSums:
         """Read what changed since the last look and update the sums; False when nothing did. An item new to the
         task (imported since) needs a new build, done here."""
         newest = pane_reads.newest_rating_id(study)
+        newest_change = pane_reads.newest_change(study)
         retracted = pane_reads.retracted_ratings(study, self.task.name)
         undone = [key for rating_id, key in retracted if rating_id not in self.retracted]
-        if newest == self.looked_at and not undone:
+        if newest == self.looked_at and not undone and newest_change == self.changes_seen:
             self.rows_read = 0
             return False
-        changed = set(pane_reads.items_rated_since(study, self.task.name, self.looked_at)) | set(undone)
+        # ratings changed with no new id: rewritten by reparse, deleted as a voided batch job's (their items)
+        changes = pane_reads.changes_since(study, self.task.name, self.changes_seen)
+        after = self.looked_at
+        voided = [rating_id for _, rating_id, _, kind in changes if kind == "voided"]
+        if voided:  # ratings have no AUTOINCREMENT: a voided rating's id may be the next rating's, read it again
+            after = min(after, min(voided) - 1)
+        changed = set(pane_reads.items_rated_since(study, self.task.name, after)) | set(undone)
+        changed |= {key for _, _, key, _ in changes}
         if any(key not in self.position for key in changed):
             self.build(study)
             return True
         self.looked_at, self.retracted = newest, {rating_id for rating_id, _ in retracted}
+        self.changes_seen = max([newest_change, *(change for change, *_ in changes)])
         rows = pane_reads.item_ratings_in_force(study, self.task.name, changed)
         self.rows_read = len(rows)
         positions = np.array(sorted(self.position[key] for key in changed), dtype=np.int64)
@@ -241,7 +253,9 @@ class LiveSums:
             questions[name] = found
         n_ratings = sum(int(rows.sum()) for q in self.questions.values() for rows in q.rows.values())
         judges = sorted(e for e in evaluators if e != HUMANS)
-        return PaneSums(n_ratings, HUMANS in evaluators, judges, questions, self.looked_at, len(self.retracted))
+        return PaneSums(
+            n_ratings, HUMANS in evaluators, judges, questions, self.looked_at, len(self.retracted), self.changes_seen
+        )
 
 
 def _exact(sums: JudgeSums) -> ag.Stat:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tui_rater.store.db import utc_now, write
-from tui_rater.store.ratings import NewRating, insert_ratings
+from tui_rater.store.ratings import NewRating, insert_ratings, record_changes
 from tui_rater.store.study import Study
 
 LEASE_S = 120.0
@@ -357,7 +357,9 @@ def void_result(study: Study, job_id: int, request_keys: list[str], kind: str, m
     before, the parse statuses of the ratings removed.)"""
     with write(study._db) as conn:
         row = conn.execute("SELECT status FROM jobs WHERE id = ?", [job_id]).fetchone()
-        statuses = [s for (s,) in conn.execute("SELECT parse_status FROM ratings WHERE job_id = ?", [job_id])]
+        found = conn.execute("SELECT id, parse_status FROM ratings WHERE job_id = ?", [job_id]).fetchall()
+        statuses = [status for _, status in found]
+        record_changes(conn, [rating_id for rating_id, _ in found], "voided")  # an open pane drops them (schema 15)
         conn.execute("DELETE FROM ratings WHERE job_id = ?", [job_id])
         conn.executemany("DELETE FROM replies WHERE request_hash = ?", [(key,) for key in request_keys])
         conn.execute(

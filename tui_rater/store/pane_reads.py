@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from tui_rater.store import ratings
 from tui_rater.store.readings import NOT_GOLD
 from tui_rater.store.study import Study
 from tui_rater.store.team import has_team_tables
@@ -22,6 +23,17 @@ def newest_rating_id(study: Study) -> int:
     """The highest rating id stored (0: none): a later look reads only the ratings above it."""
     (found,) = study._db.conn.execute("SELECT max(id) FROM ratings").fetchone()
     return int(found or 0)
+
+
+def newest_change(study: Study) -> int:
+    """The newest rating change recorded (a rating rewritten in place or voided, ``store/ratings.py``; 0: none)."""
+    return ratings.newest_change(study._db.conn)
+
+
+def changes_since(study: Study, task: str, after: int) -> list[tuple[int, int, int, str]]:
+    """(change id, rating id, item key, kind) of the task's rating changes after ``after``: their items are read
+    again (a voided rating's id, gone, may also be reused by the next rating stored)."""
+    return ratings.changes_since(study._db.conn, task, after)
 
 
 def items_rated_since(study: Study, task: str, after_id: int) -> list[int]:

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tui_rater.store.db import utc_now
+
 
 @dataclass(frozen=True)
 class NewRating:
@@ -45,3 +47,49 @@ def insert_ratings(conn: sqlite3.Connection, ratings: Sequence[NewRating]) -> in
         return conn.execute(_INSERT, _row(ratings[0])).lastrowid
     conn.executemany(_INSERT, [_row(r) for r in ratings])
     return None
+
+
+# --- ratings changed in place (schema 15) ---------------------------------------------------------------------------
+# ``reparse`` rewrites a judge's value and a voided batch job's ratings are deleted: no new id, no undo. Each such
+# rating gets a row in ``rating_changes`` (in the same transaction), so whatever tells a change by ids -- the live
+# pane's running sums, the full computation's change marker -- sees it.
+
+
+def record_changes(conn: sqlite3.Connection, rating_ids: Sequence[int], kind: str) -> None:
+    """Record these ratings (still in the table: their item is read from it) as changed, ``kind`` 'reparsed' or
+    'voided'; call it before a voided rating's row is deleted."""
+    now = utc_now()
+    for start in range(0, len(rating_ids), 500):  # SQLite's bound parameters: a few hundred at a time
+        chunk = list(rating_ids[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        conn.execute(
+            "INSERT INTO rating_changes (rating_id, item_key, kind, changed_at) "
+            f"SELECT id, item_key, ?, ? FROM ratings WHERE id IN ({marks}) ORDER BY id",
+            [kind, now, *chunk],
+        )
+
+
+def has_change_records(conn: sqlite3.Connection) -> bool:
+    """False for a read-only file of a schema before 15 (it is read, never migrated: nothing is rewritten in it)."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rating_changes'").fetchone()
+    return found is not None
+
+
+def newest_change(conn: sqlite3.Connection) -> int:
+    """The id of the newest change recorded (0: none, or a file before schema 15)."""
+    if not has_change_records(conn):
+        return 0
+    (found,) = conn.execute("SELECT max(id) FROM rating_changes").fetchone()
+    return int(found or 0)
+
+
+def changes_since(conn: sqlite3.Connection, task: str, after: int) -> list[tuple[int, int, int, str]]:
+    """(change id, rating id, item key, kind) of the task's changes recorded after ``after``, oldest first."""
+    if not has_change_records(conn):
+        return []
+    rows = conn.execute(
+        "SELECT c.id, c.rating_id, c.item_key, c.kind FROM rating_changes c CROSS JOIN items i ON i.key = c.item_key "
+        "WHERE c.id > ? AND i.task = ? ORDER BY c.id",
+        [after, task],
+    )
+    return [(int(a), int(b), int(c), str(d)) for a, b, c, d in rows]

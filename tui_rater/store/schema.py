@@ -462,6 +462,19 @@ MIGRATIONS: list[Migration] = [
         CHECK (pilot = 0 OR position IS NULL)
     );
     """,
+    # 15: ratings changed without a new row -- ``reparse`` rewriting a judge's value in place, a batch job's
+    # contradicting results voided (their rows deleted): the live pane and the full computation's change marker
+    # saw neither (no new id, no undo), and showed the old values until the app restarted. AUTOINCREMENT: an id
+    # here is never reused, so "the changes after N" is exact (a voided rating's own id can be, ratings having none)
+    """
+    CREATE TABLE rating_changes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        rating_id INTEGER NOT NULL,        -- no reference: a voided rating's row is gone
+        item_key INTEGER NOT NULL REFERENCES items (key),
+        kind TEXT NOT NULL CHECK (kind IN ('reparsed', 'voided')),
+        changed_at TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -21,7 +21,7 @@ from tui_rater.domain.tasks import Task, TaskRegistry, definition_change, load_t
 from tui_rater.domain.values import ChangeMarker, Item, ItemHead, Rater
 from tui_rater.store.db import check_still_named, connect, file_identity, inserted_id, utc_now, write
 from tui_rater.store.labels import is_configured, judge_label
-from tui_rater.store.ratings import NewRating, insert_ratings
+from tui_rater.store.ratings import NewRating, insert_ratings, newest_change, record_changes
 
 
 # The one definition of "the ratings in force" (a FROM clause, aliases r, i, ra): not retracted,
@@ -485,10 +485,14 @@ class Study:
                 "UPDATE ratings SET value = ?, parse_status = ?, details = ? WHERE id = ?",
                 [(value, status, json.dumps(details), rating_id) for rating_id, value, status, details in changes],
             )
+            # a change in place: recorded, so an open pane and the change marker see it (schema 15)
+            record_changes(conn, [rating_id for rating_id, *_ in changes], "reparsed")
 
     def change_marker(self) -> ChangeMarker:
         """Changes when a rating, a judge job or a rater changes (the live pane recomputes only then)."""
         ratings = self._db.conn.execute("SELECT count(*), max(id) FROM ratings WHERE retracted = 0").fetchone()
+        # a rating rewritten in place (``reparse``) or voided changes no id: its record does (schema 15)
+        ratings = (*ratings, newest_change(self._db.conn))
         jobs = self._db.conn.execute("SELECT count(*), max(updated_at) FROM jobs").fetchone()
         # a jury made or forgotten (``tui-rater jury``) changes what the pane shows without a rating changing
         raters = self._db.conn.execute("SELECT count(*), max(id) FROM raters").fetchone()

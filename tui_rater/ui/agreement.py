@@ -277,7 +277,7 @@ class AgreementScreen(Screen[int | None]):
     class Computed(Message):
         """New numbers for the pane; a newer computation replaces one not yet shown."""
 
-        def __init__(self, data: PaneData, marker: ChangeMarker, seen: tuple[int, int] = (0, 0)) -> None:
+        def __init__(self, data: PaneData, marker: ChangeMarker, seen: tuple[int, int, int] = (0, 0, 0)) -> None:
             super().__init__()
             self.data, self.marker, self.seen = data, marker, seen
 
@@ -326,7 +326,7 @@ class AgreementScreen(Screen[int | None]):
         self.data: PaneData | None = None  # what the pane shows: the sums merged over the full computation
         self.early: PaneData | None = None  # the sums alone, before the full computation's first figures
         self.full: PaneData | None = None  # the full computation's figures, and what it read
-        self.full_seen: tuple[int, int] | None = None
+        self.full_seen: tuple[int, int, int] | None = None
         self.sums: SumsLook | None = None
         self._sums_posted = False
         self.focus_attr = 0
