@@ -179,3 +179,33 @@ def test_a_retested_choice_gets_agreement_statistics_only(tmp_path, cli):
     # the same codes on an ordered scale keep their shift and drift
     ordered = retest_reliability(first, again, np.arange(12), level="ordinal", labels=[0.0, 1.0, 2.0])
     assert ordered.shift.value == pytest.approx(np.mean(np.subtract(again, first))) and ordered.drift
+
+
+def test_the_reports_summary_scores_the_judges_only_on_the_questions_retested(tmp_path):
+    """The report shows a person's agreement with the judges only beside a retest; it asks for that alone
+    (``only_retested``): the same figures where it is shown, none computed elsewhere (issue 35: scoring every judge
+    on every question was 30 % of a 10k report without retests)."""
+    study = Study.open(tmp_path / "s.db")
+    task = study.task("story")
+    study.add_items(task, [{"id": f"s{i}", "prompt": "p", "story": f"Story {i}"} for i in range(N)])
+    items = study.items("story")
+    rng = np.random.default_rng(5)
+    ann, cy, judge = study.human("ann"), study.human("cy"), study.judge("j", {"m": "j"})
+    for attribute in [a.name for a in task.attributes]:
+        truth = rng.integers(1, 6, N)
+        first = [
+            study.add_rating(i.key, attribute, ann.id, float(v), parse_status="human") for i, v in zip(items, truth)
+        ]
+        for i, v in zip(items, truth):
+            study.add_rating(i.key, attribute, cy.id, float(v), parse_status="human")
+            study.add_rating(i.key, attribute, judge.id, float(min(5, v + rng.integers(0, 2))))
+        if attribute == "relevance":  # ann retests one question
+            for i, v, of in zip(items[:30], truth[:30], first[:30]):
+                study.add_rating(i.key, attribute, ann.id, float(v), parse_status="human", retest_of=of)
+    full = retest_summary(study, "story", "ann")
+    asked = retest_summary(study, "story", "ann", only_retested=True)
+    for every, only in zip(full.attributes, asked.attributes, strict=True):
+        assert repr(every.reliability) == repr(only.reliability)  # (NaN bounds: compared as written)
+        assert only.judges == (every.judges if every.attribute == "relevance" else [])
+        assert every.judges  # the pane's summary still scores every question
+    assert all(a.judges == [] for a in retest_summary(study, "story", "cy", only_retested=True).attributes)

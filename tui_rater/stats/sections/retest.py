@@ -22,7 +22,7 @@ from tui_rater.stats.self_agreement import retest_summary
 def retest(data: ReportData, attributes: Sequence[Attribute]) -> None:
     names = {a.name for a in attributes}
     for person in data.humans:
-        summary = retest_summary(data.study, data.task.name, person)
+        summary = retest_summary(data.study, data.task.name, person, only_retested=True)
         for found in summary.attributes:
             if found.attribute not in names or found.reliability.pairs == 0:
                 continue
