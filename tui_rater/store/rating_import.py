@@ -38,6 +38,7 @@ from tui_rater.store.table_files import (
 
 _IN_CHUNK = 500  # bound values per IN (...) list (SQLite allowed 999 before 3.32)
 _SEEN = "temp.tui_rater_import_seen"
+_REST = ("attribute", "rater", "kind", "sample", "value")  # a row's columns besides its item (and task)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class _Importer:
     task_names: list[str] = field(default_factory=list)
     values: dict[tuple[str, str, type, Any], float] = field(default_factory=dict)
     person_answers: dict[tuple[str, str, float], bool] = field(default_factory=dict)
+    rests: dict[tuple[Any, ...], tuple[str, str, str, int, float]] = field(default_factory=dict)
     attribute_names: dict[str, tuple[str, ...]] = field(default_factory=dict)
     conflict: UserError | None = None
     added: int = 0
@@ -110,7 +112,7 @@ class _Importer:
         return found
 
     def _rating(self, row: dict[str, Any], items: dict[tuple[str | None, str], list[Any]]) -> _Rating:
-        path, tasks = self.path, self.study.tasks
+        path = self.path
         where = _Where(path, row["_row"])  # formatted only into a failing row's sentence
         item_id = _text(path, row, "item", required=True).strip()
         task_name = _text(path, row, "task", required=False) if "task" in row else None
@@ -120,7 +122,23 @@ class _Importer:
         if len(matches) > 1:
             raise UserError(f"{where}, column 'item': {item_id!r} exists in several tasks; add a 'task' column")
         item_key, item_task = matches[0]
-        task = tasks.get(item_task)
+        # the rest of a row is one of a few combinations (a question, a rater, a value): each is checked once, in
+        # the first row that has it, and its reading reused (checking them on every row was half the import's time)
+        raw = tuple(row.get(c) for c in _REST)
+        key = (item_task, *((type(v), v) for v in raw))
+        try:
+            rest = self.rests.get(key)
+        except TypeError:  # a JSON Lines value that is a list or an object: checked in the row (one sentence)
+            key, rest = None, None
+        if rest is None:
+            rest = self._rest(row, where, self.study.tasks.get(item_task))
+            if key is not None and len(self.rests) < 100_000:
+                self.rests[key] = rest
+        return _Rating(row["_row"], item_id, item_key, *rest)
+
+    def _rest(self, row: dict[str, Any], where: _Where, task: Task) -> tuple[str, str, str, int, float]:
+        """(question, rater, kind, sample, value) of a row, checked: one sentence for the first problem."""
+        path = self.path
         attribute_name = _text(path, row, "attribute", required=True).strip()
         names = self.attribute_names.get(task.name)
         if names is None:  # a property building a tuple: once per task, not once per row
@@ -152,7 +170,7 @@ class _Importer:
                 f"{where}, column 'sample': {sample} for human rater {rater!r}; a human has one rating "
                 "of an item (sample 0), samples 1, 2, ... are a judge's"
             )
-        return _Rating(row["_row"], item_id, item_key, attribute_name, rater, kind, sample, value)
+        return attribute_name, rater, kind, sample, value
 
     def _value(self, row: dict[str, Any], task: Task, attribute_name: str) -> float:
         # a file repeats a handful of values: each is read once per question (a protocol call a row was most of
