@@ -128,11 +128,12 @@ class _Importer:
         key = (item_task, *((type(v), v) for v in raw))
         try:
             rest = self.rests.get(key)
+            keep = True
         except TypeError:  # a JSON Lines value that is a list or an object: checked in the row (one sentence)
-            key, rest = None, None
+            rest, keep = None, False
         if rest is None:
             rest = self._rest(row, where, self.study.tasks.get(item_task))
-            if key is not None and len(self.rests) < 100_000:
+            if keep and len(self.rests) < 100_000:
                 self.rests[key] = rest
         return _Rating(row["_row"], item_id, item_key, *rest)
 
