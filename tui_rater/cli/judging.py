@@ -53,6 +53,13 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--limit", type=whole(1, 10**12), help="only the first N items of each task")
     p.add_argument(
+        "--attribute",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this question (repeatable; default: every question of the task)",
+    )
+    p.add_argument(
         "--check",
         action="store_true",
         help="pre-flight: show the first items' prompts as the model reads them (tokens, BOS, the scale's "
@@ -105,6 +112,7 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
         check_items=args.check_items,
         batch=args.batch,
         cancel=args.cancel,
+        attributes=tuple(args.attribute),
     )
     use.check_request(request)  # before a model is looked at
     study = open_study(args, settings, create=False, readonly=args.check)  # a check stores nothing

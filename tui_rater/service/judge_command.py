@@ -13,6 +13,7 @@ from tui_rater.service import judging
 
 if TYPE_CHECKING:
     from tui_rater.config import JudgeDefaults
+    from tui_rater.domain.tasks import Task
     from tui_rater.judge.spec import JudgeSpec
     from tui_rater.service.batch import BatchRun
     from tui_rater.service.preflight import Preflight
@@ -31,6 +32,7 @@ class JudgeRequest:
     check_items: int = 2
     batch: bool = False  # API judges: the OpenAI Batch API
     cancel: bool = False  # with ``batch``: cancel this judge's batches
+    attributes: tuple[str, ...] = ()  # only these questions (empty: every question of each task)
 
 
 class JudgeEvents(Protocol):
@@ -121,6 +123,8 @@ def check_request(request: JudgeRequest) -> None:
     """The flags that go together, before a study or a model is looked at (one sentence each)."""
     if request.cancel and not request.batch:
         raise UserError("--cancel goes with --batch (to stop live jobs: `tui-rater queue --cancel`)")
+    if request.attributes and request.judge.conversation:
+        raise UserError("--attribute asks single questions; --conversation asks all of an item's questions in one chat")
     if request.batch and (request.check or not request.judge.model.startswith("api:")):
         from tui_rater.judge.batch import API_ONLY
 
@@ -138,12 +142,14 @@ def judge(
     task_names = [request.task] if request.task else study.item_task_names()
     if not task_names:
         raise UserError(f"{study.path} holds no items; import some first")
-    spec = judging.resolve_spec(request.judge, [study.task(name) for name in task_names], defaults)
+    tasks = judging.only_questions([study.task(name) for name in task_names], request.attributes)
+    task_names = [task.name for task in tasks]
+    spec = judging.resolve_spec(request.judge, tasks, defaults)
     note = load_note(spec)
     if note:  # a large model: its checksum and load take a while; say so before the wait
         events.note(note)
     if request.check:
-        return Checked(_check(study, spec, task_names, request, events))
+        return Checked(_check(study, spec, tasks, request, events))
     if request.batch:
         from tui_rater.judge.batch import refusal
 
@@ -153,17 +159,16 @@ def judge(
         return _cancel(study, spec, task_names)
     # a batch is sent whole; a live run queues the first items' jobs now and the rest while its workers run
     plan = judging.plan_judge(
-        study, spec, task_names, request.limit, first=None if request.batch else judging.FIRST_ITEMS
-    )
+        study, spec, task_names, request.limit, first=None if request.batch else judging.FIRST_ITEMS,
+        attributes=request.attributes,
+    )  # fmt: skip
     if request.batch:
         events.sending(plan)
         return _batch(study, plan)
     return _live(study, plan, request.workers or judging.default_workers(spec), events)
 
 
-def _check(
-    study: Study, spec: JudgeSpec, task_names: list[str], request: JudgeRequest, events: JudgeEvents
-) -> Preflight:
+def _check(study: Study, spec: JudgeSpec, tasks: list[Task], request: JudgeRequest, events: JudgeEvents) -> Preflight:
     from tui_rater.judge.errors import JudgeError
     from tui_rater.judge.spec import strip_credentials
     from tui_rater.service.preflight import check_judge
@@ -180,7 +185,6 @@ def _check(
         )
         spec = spec.at(spec.endpoints[0])
     try:
-        tasks = [study.task(name) for name in task_names]
         return check_judge(study, spec, tasks, items=request.check_items, workers=request.workers)
     except JudgeError as exc:  # the model or the server could not be set up: no question could be asked
         raise UserError(exc.message) from None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -148,6 +148,20 @@ def takes_server(model: str) -> bool:
     return "base_url" in for_model(model).option_names()
 
 
+def only_questions(tasks: list[Task], names: Collection[str]) -> list[Task]:
+    """The tasks with only the questions named (``judge --attribute``), those with none of them left out; every name
+    must be a question of one of the tasks. No names: the tasks as they are."""
+    if not names:
+        return tasks
+    known = {attribute.name for task in tasks for attribute in task.attributes}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        where = f"task {tasks[0].name!r}" if len(tasks) == 1 else "the tasks judged"
+        raise UserError(f"{where} has no question {unknown[0]!r} (its questions: {', '.join(sorted(known))})")
+    kept = [replace(task, attributes=tuple(a for a in task.attributes if a.name in names)) for task in tasks]
+    return [task for task in kept if task.attributes]
+
+
 def _pick(flag: T | None, default: T) -> T:
     """The user's flag where given, else the default."""
     return default if flag is None else flag
@@ -193,13 +207,20 @@ FIRST_ITEMS = 2000  # `judge` queues this many items' jobs (per task) before its
 
 
 def plan_judge(
-    study: Study, spec: JudgeSpec, task_names: list[str], limit: int | None = None, *, first: int | None = None
+    study: Study,
+    spec: JudgeSpec,
+    task_names: list[str],
+    limit: int | None = None,
+    *,
+    first: int | None = None,
+    attributes: Collection[str] = (),
 ) -> JudgePlan:
     """Create (or find) the judge's rater and enqueue the jobs it has not done yet.
 
     ``first``: queue only the first items' jobs of each task now; the rest are left in ``rest``, for ``start_judge``
     to queue while the workers run (a 100,000-item study's 1.2M jobs took 16 s before the first worker started).
-    None: everything now (the app, ``--batch``, scripts).
+    None: everything now (the app, ``--batch``, scripts). ``attributes``: only these questions' jobs (empty: every
+    question's; ``only_questions`` checks the names).
     """
     spec.kind.check_access(spec)  # fail now, with one sentence, when there is no key
     spec.kind.check_endpoints(spec)  # several endpoints: refused before the study changes when they differ
@@ -210,7 +231,7 @@ def plan_judge(
     rest: list[Span] = []
     for name in task_names:
         task = study.task(name)
-        shapes = job_shapes(task, spec)
+        shapes = [shape for shape in job_shapes(task, spec) if not attributes or shape[0] in attributes]
         size = queue.task_size(study, name) if limit is None else min(limit, queue.task_size(study, name))
         now = size if first is None else min(size, first)
         added += queue.enqueue_task(study, rater.id, name, shapes, 0, now)
