@@ -143,14 +143,13 @@ def _in_force_by_hand(study: Study, task: str) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize("task", ["story", "story-pairwise"])
-def test_the_columns_are_the_ratings_in_force_through_either_reader(tmp_path: Path, task: str) -> None:
+def test_the_columns_are_the_ratings_in_force(tmp_path: Path, task: str) -> None:
     study = _generated(tmp_path, task, 7)
     try:
         expected = _in_force_by_hand(study, task)
         assert len(expected) > 100 and any(row[7] is None for row in expected)
-        for arrow in (True, False):
-            frame = rating_columns.ratings_in_force(study, task, readings=True, arrow=arrow)
-            assert frame.rows() == expected, arrow
+        frame = rating_columns.ratings_in_force(study, task, readings=True)
+        assert frame.rows() == expected
         # the report's loader: the rows with a value, and every judge reading with its status and mass
         ratings, readings = load_all(study, task)
         assert ratings.rows() == [row[:9] for row in expected if row[7] is not None]
@@ -164,30 +163,11 @@ def test_the_columns_are_the_ratings_in_force_through_either_reader(tmp_path: Pa
         study.close()
 
 
-def test_the_arrow_reader_reads_through_its_own_connection_and_never_misses_an_uncommitted_rating(
-    tmp_path: Path,
-) -> None:
-    """The columns come through the Arrow driver (SQLite runs a few steps on the study's connection, for whether it
-    has another task, not thousands for the ratings; and a first batch with no value in it does not stop it);
-    inside a transaction of this connection, whose rows a second connection cannot see, they come through this
-    one."""
+def test_the_columns_see_an_uncommitted_rating_of_this_connection(tmp_path: Path) -> None:
+    """The columns are read through the study's own connection: a rating stored inside its open transaction is in
+    them (a second connection would not see it)."""
     study = _generated(tmp_path, "story", 11)
     try:
-        steps = [0]
-
-        def count() -> int:
-            steps[0] += 1
-            return 0
-
-        study._db.conn.set_progress_handler(count, 10)
-        arrow = rating_columns.read_columns(study, "story")
-        by_arrow, steps[0] = steps[0], 0
-        assert arrow.equals(rating_columns.read_columns(study, "story", arrow=False))
-        assert by_arrow <= 5 and steps[0] > 100 * max(by_arrow, 1), (by_arrow, steps[0])
-        study._db.conn.set_progress_handler(None, 0)
-        # the driver types a column by its first batch: a batch of failed readings only, then values
-        first = rating_columns.read_columns(study, "story", batch_rows=1, readings=True)
-        assert first.equals(rating_columns.read_columns(study, "story", arrow=False, readings=True))
         key = study.items("story")[0].key
         ann = study.human("ann").id
         conn = study._db.conn
@@ -201,9 +181,6 @@ def test_the_arrow_reader_reads_through_its_own_connection_and_never_misses_an_u
         conn.execute("ROLLBACK")
     finally:
         study.close()
-
-
-# --- the sums: the columnar build against the report's per-item build and a build by hand ----------------------
 
 
 def _per_item_build(study: Study, task_name: str) -> LiveSums:

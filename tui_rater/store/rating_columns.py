@@ -3,13 +3,11 @@ columns, and "in force" (the newest rating of each item, question, rater, presen
 those columns -- not by SQLite's ``GROUP BY`` over the whole table (``study.RATINGS_IN_FORCE``: its grouping alone
 was 2 s of a 100k study's read) and not through a Python tuple per rating (another 3 s at 1.6 M ratings).
 
-The rows are read by the ADBC SQLite driver (Apache Arrow's ``adbc-driver-sqlite``): it steps the statement in C
-and fills Arrow arrays, which polars takes without a copy. Measured here on a 10k study (160k ratings, CPU seconds
-of the read, load 7-9): ADBC 0.10-0.14, ``sqlite3`` ``fetchmany`` into numpy 0.25, ``polars.read_database``
-0.43-0.53, SQLite ``group_concat`` into CSV for polars 0.31 (and SQLite cannot write a double exactly as text).
-Where that driver cannot read the file as this process's connection does (an in-memory study, one opened without
-its -wal, an open transaction, a column whose type changes after the driver's first batch), the same statement is
-read through the study's own connection: the same columns, slower.
+The rows are read through the study's own ``sqlite3`` connection in batches of 100,000 into polars. Not through
+Apache Arrow's ADBC SQLite driver, though it read 160k ratings in 0.10-0.14 CPU-s against 0.25 here: it links a
+second copy of SQLite into the process, and closing its connection drops every POSIX lock this process holds on
+the file -- another process then took the write lock while the app was inside a write transaction (tested in
+``tests/store/test_one_sqlite.py``; SQLite's "How To Corrupt An SQLite Database File", section 2.2.1).
 
 The result is the report's frame (``stats/sections/data.py:load_all``) to the row and the bit: the same filters
 (people and judges, gold items left out, a person's rating only under sample 0, retests apart, ``excluded`` people),
@@ -29,7 +27,6 @@ from tui_rater.store.team import has_team_tables
 
 # the ratings in force are the newest (highest id) of each of these; the report's frame is in their order
 GROUP = ("item_key", "attribute", "rater_id", "presentation", "sample")
-_BATCH_ROWS = 1 << 20  # the driver's rows per Arrow batch (its default, 1,024, costs a Python call per batch)
 
 _RATINGS_SCHEMA = {
     "rating_id": pl.Int64,
@@ -45,7 +42,7 @@ _ITEMS_SCHEMA = {"item_key": pl.Int64, "system": pl.Utf8}
 
 
 def _literal(text: str) -> str:
-    # the ADBC statement takes no Python parameters without pyarrow: a quoted SQL string ('' is SQLite's only escape)
+    # the statements are built as text (the ratings' and the items' alike): a quoted SQL string, '' its only escape
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -79,38 +76,6 @@ def _statement(task: str, readings: bool, other_tasks: bool) -> str:
                FROM ratings WHERE retracted = 0 AND retest_of IS NULL{task_only}"""
 
 
-def _arrow_readable(study: Study) -> bool:
-    """Whether a second connection sees what this one does: a file in WAL mode with its -wal there (so a read-only
-    connection creates nothing: ``db.open_readonly``), no transaction open on this one."""
-    return (
-        str(study.path) != ":memory:"
-        and study.path.with_name(study.path.name + "-wal").exists()
-        and not study._db.conn.in_transaction
-    )
-
-
-def _read_arrow(study: Study, sql: str, batch_rows: int) -> pl.DataFrame:
-    import adbc_driver_manager
-    import adbc_driver_sqlite
-
-    database = adbc_driver_sqlite.connect(f"{study.path.resolve().as_uri()}?mode=ro")
-    try:
-        connection = adbc_driver_manager.AdbcConnection(database)
-        try:
-            statement = adbc_driver_manager.AdbcStatement(connection)
-            try:
-                statement.set_options(**{"adbc.sqlite.query.batch_rows": str(batch_rows)})
-                statement.set_sql_query(sql)
-                stream, _ = statement.execute_query()
-                return pl.DataFrame(stream)  # the Arrow C stream: no pyarrow, no copy
-            finally:
-                statement.close()
-        finally:
-            connection.close()
-    finally:
-        database.close()
-
-
 def _read_rows(study: Study, sql: str, schema: dict[str, Any]) -> pl.DataFrame:
     cursor = study._db.conn.execute(sql)
     frames = [pl.DataFrame(schema=schema)]
@@ -119,38 +84,23 @@ def _read_rows(study: Study, sql: str, schema: dict[str, Any]) -> pl.DataFrame:
     return pl.concat(frames, rechunk=True)
 
 
-def _read(study: Study, sql: str, schema: dict[str, Any], arrow: bool, batch_rows: int = _BATCH_ROWS) -> pl.DataFrame:
-    if arrow and _arrow_readable(study):
-        try:
-            found = _read_arrow(study, sql, batch_rows)
-        except Exception:  # the driver's errors (a busy file, a type it did not expect): read it the slow way
-            found = None
-        if found is not None:
-            found.columns = list(schema)
-            return found.cast(schema)  # type: ignore[arg-type]
-    return _read_rows(study, sql, schema)
-
-
-def read_columns(
-    study: Study, task: str, *, readings: bool = False, arrow: bool = True, batch_rows: int = _BATCH_ROWS
-) -> pl.DataFrame:
+def read_columns(study: Study, task: str, *, readings: bool = False) -> pl.DataFrame:
     """Every stored rating of the task not undone and not a retest, as columns (``_RATINGS_SCHEMA``, and
-    ``_READINGS_SCHEMA`` with ``readings``). ``arrow=False``: through the study's connection; ``batch_rows``: the
-    driver's rows per batch. (Questions and presentations as small codes from SQL ``CASE`` were tried: SQLite's
-    comparisons cost more than the strings.)"""
+    ``_READINGS_SCHEMA`` with ``readings``). (Questions and presentations as small codes from SQL ``CASE`` were
+    tried: SQLite's comparisons cost more than the strings.)"""
     schema = _RATINGS_SCHEMA | (_READINGS_SCHEMA if readings else {})
     # two seeks in the index of items by task, not a scan
     (other_tasks,) = study._db.conn.execute(
         "SELECT EXISTS (SELECT 1 FROM items WHERE task < ?) OR EXISTS (SELECT 1 FROM items WHERE task > ?)",
         [task, task],
     ).fetchone()
-    return _read(study, _statement(task, readings, bool(other_tasks)), schema, arrow, batch_rows)
+    return _read_rows(study, _statement(task, readings, bool(other_tasks)), schema)
 
 
-def task_items(study: Study, task: str, *, arrow: bool = True) -> pl.DataFrame:
+def task_items(study: Study, task: str) -> pl.DataFrame:
     """The task's items: item_key, system ('-' for none), by key."""
     sql = f"SELECT key, coalesce(system, '-') FROM items WHERE task = {_literal(task)} ORDER BY key"
-    return _read(study, sql, _ITEMS_SCHEMA, arrow)
+    return _read_rows(study, sql, _ITEMS_SCHEMA)
 
 
 def ratings_in_force(
@@ -159,14 +109,13 @@ def ratings_in_force(
     excluded: Sequence[str] = (),
     *,
     readings: bool = False,
-    arrow: bool = True,
     items: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The task's ratings in force of its people and judges, gold items left out: item_key, system, attribute,
     rater (its label), kind, presentation, sample, value (null: no value), rating_id, and with ``readings``
     parse_status, mass (null: none), mass_on (null: none) -- ``readings.task_rating_batches``'s rows as columns, in
     its order. ``excluded``: people (by name) whose ratings are left out. ``items``: ``task_items``, if read."""
-    rows = read_columns(study, task, readings=readings, arrow=arrow)
+    rows = read_columns(study, task, readings=readings)
     # in force: the newest of each group (``study.ratings_in_force``), the last of its run once sorted by group and
     # id (strings sort by their bytes, as SQLite's BINARY collation; a window's max over the groups cost 4x this);
     # every filter below keeps or drops whole groups (each is one item, one rater, one sample), so it may come
@@ -189,7 +138,7 @@ def ratings_in_force(
         if gold:
             kept &= ~pl.col("item_key").is_in(gold)
     rows = rows.filter(kept)
-    items = task_items(study, task, arrow=arrow) if items is None else items
+    items = task_items(study, task) if items is None else items
     system = pl.col("item_key").replace_strict(items["item_key"], items["system"], default="-", return_dtype=pl.Utf8)
 
     columns = [
