@@ -1,7 +1,7 @@
-"""A task's ratings in force as columns (issue 35 item 2): one query per table, the rows going straight into Arrow
-columns, and "in force" (the newest rating of each item, question, rater, presentation and sample) chosen over
-those columns -- not by SQLite's ``GROUP BY`` over the whole table (``study.RATINGS_IN_FORCE``: its grouping alone
-was 2 s of a 100k study's read) and not through a Python tuple per rating (another 3 s at 1.6 M ratings).
+"""A task's ratings in force as columns (issue 35 item 2): one query per table, the rows going into polars columns
+in large batches, and "in force" (the newest rating of each item, question, rater, presentation and sample) chosen
+over those columns -- not by SQLite's ``GROUP BY`` over the whole table (``study.RATINGS_IN_FORCE``: its grouping
+alone was 2 s of a 100k study's read) and not through a Python object per rating.
 
 The rows are read through the study's own ``sqlite3`` connection in batches of 100,000 into polars. Not through
 Apache Arrow's ADBC SQLite driver, though it read 160k ratings in 0.10-0.14 CPU-s against 0.25 here: it links a
