@@ -121,18 +121,8 @@ def _draw_all(n: int, dtype: type[np.unsignedinteger[Any]]) -> npt.NDArray[Any] 
 def resamples(n: int, per_block: int) -> Iterator[FloatArray]:
     """The ``RESAMPLES`` count vectors over ``n`` items, in blocks of ``per_block`` rows; the same for the same ``n``
     whatever the block size (the generator draws one row at a time in the same order)."""
-    counts = _all_counts(n)
-    if counts is not None:
-        for start in range(0, RESAMPLES, per_block):
-            yield counts[start : start + per_block].astype(float)
-        return
-    rng = np.random.default_rng([SEED, n])
-    p = np.full(n, 1.0 / n)
-    drawn = 0
-    while drawn < RESAMPLES:
-        rows = min(per_block, RESAMPLES - drawn)
-        yield rng.multinomial(n, p, size=rows).astype(float)
-        drawn += rows
+    for counts in resample_counts(n, per_block):
+        yield counts.astype(float)
 
 
 def resample_counts(n: int, per_block: int) -> Iterator[npt.NDArray[np.integer[Any]]]:
