@@ -9,12 +9,13 @@ pressed at a steady ``--rate`` (it shows the next question: the header's ``◀ N
 A key's latency is the time from just before `tmux send-keys` to the first bytes the app writes to its terminal that
 show the next question's name (tmux ``pipe-pane`` into a FIFO read by a thread here; the tmux client's start, ~2-5
 ms, is inside the figure: the idle baseline shows it). A key counts as "while it computes" when the app's threads
-other than its UI thread used >= 30 % of a core around it (``/proc/PID/task/*/stat``; the pane's statistics are the
-only such work). Then the writer stops, the computation is let finish, and ``--idle-keys`` more keys give the same
-run's idle baseline. Prints median, p99 and max per phase, the load average, and one JSON line (also
-bench/runs/pane_keys-LABEL.json).
+other than its UI thread, and its child processes, used >= 30 % of a core around it (``/proc/PID/task/*/stat``;
+the pane's statistics are the only such work). Then the writer stops, the computation is let finish, and
+``--idle-keys`` more keys give the same run's idle baseline. Prints median, p99 and max per phase, the load
+average, and one JSON line (also bench/runs/pane_keys-LABEL.json).
 
     python bench/pane_keys.py [--sizes 10000[,100000]] [--keys 300] [--rate 10] [--write-every 1.0] [--label now]
+                               [--db study10000.db]
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -92,23 +94,25 @@ class Threads:
         self.pid = pid
         self.samples: list[tuple[float, float]] = []
         self.stop = threading.Event()
-        self._last: dict[int, float] = {}
+        self._last: dict[str, float] = {}
         self._total = 0.0
         threading.Thread(target=self._sample, daemon=True).start()
 
     def others(self) -> float:
-        """The CPU seconds the other threads have used since the first sample (threads since ended included)."""
-        for task in Path(f"/proc/{self.pid}/task").iterdir():
-            tid = int(task.name)
-            if tid == self.pid:
-                continue
+        """The CPU seconds the other threads have used since the first sample (threads since ended included), and
+        those of the app's child processes (a computation may run in one)."""
+        tasks = [task for task in Path(f"/proc/{self.pid}/task").iterdir() if int(task.name) != self.pid]
+        for child in _children(self.pid):
+            tasks += [task for task in Path(f"/proc/{child}/task").iterdir()] if Path(f"/proc/{child}").exists() else []
+        for task in tasks:
+            key = f"{task.parent.parent.name}/{task.name}"
             try:
                 fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue  # a thread that just ended
             cpu = (int(fields[11]) + int(fields[12])) * TICK_S  # utime, stime (stat's 14th and 15th fields)
-            self._total += cpu - self._last.get(tid, 0.0)
-            self._last[tid] = cpu
+            self._total += cpu - self._last.get(key, 0.0)
+            self._last[key] = cpu
         return self._total
 
     def _sample(self) -> None:
@@ -125,6 +129,17 @@ class Threads:
         after = [s for s in self.samples if s[0] >= end] or self.samples[-1:]
         (t0, c0), (t1, c1) = before[-1], after[0]
         return (c1 - c0) / (t1 - t0) if t1 > t0 else 0.0
+
+
+def _children(pid: int) -> list[int]:
+    """The process's children, whichever of its threads started them (``task/TID/children`` lists a thread's)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
 
 
 def stats(latencies: list[float]) -> dict[str, Any]:
@@ -175,12 +190,15 @@ def writer(db: Path, every: float, stop: threading.Event, written: list[int]) ->
 def measure(work: Path, n: int, args: argparse.Namespace) -> dict[str, Any]:
     from tui_rater.store.study import Study
 
-    items, ratings = write_files(work, n)
     db = work / f"study{n}.db"
-    for command in (["import", str(items), "--task", "story"], ["import-ratings", str(ratings)]):
-        done = run(ROOT, [*command, "--db", str(db)], 3600)
-        if done["rc"] != 0:
-            raise SystemExit(f"the study could not be built: {command[0]}: {done}")
+    if args.db is not None:  # built before (a copy: the writer's ratings do not carry over to the next run)
+        shutil.copyfile(args.db, db)
+    else:
+        items, ratings = write_files(work, n)
+        for command in (["import", str(items), "--task", "story"], ["import-ratings", str(ratings)]):
+            done = run(ROOT, [*command, "--db", str(db)], 3600)
+            if done["rc"] != 0:
+                raise SystemExit(f"the study could not be built: {command[0]}: {done}")
     study = Study.open(db)
     study.judge("bench-writer", {"model": "bench-writer"})  # now: a new rater later would rebuild the pane's sums
     study.close()
@@ -235,6 +253,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=10.0, help="keys a second")
     parser.add_argument("--write-every", type=float, default=1.0, help="seconds between the writer's ratings (0: none)")
     parser.add_argument("--label", default="now")
+    parser.add_argument("--db", type=Path, help="a study of --sizes items built before (copied), instead of a new one")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="pane_keys-") as tmp:
