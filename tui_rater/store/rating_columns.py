@@ -119,8 +119,13 @@ def _read_rows(study: Study, sql: str, schema: dict[str, Any]) -> pl.DataFrame:
     return pl.concat(frames, rechunk=True)
 
 
+# False in a process that must keep its locks on the study (the pane's worker, service/pane_worker.py): the driver
+# links a SQLite of its own, and closing its connection drops every POSIX lock the process holds on the file
+ARROW_READS = True
+
+
 def _read(study: Study, sql: str, schema: dict[str, Any], arrow: bool, batch_rows: int = _BATCH_ROWS) -> pl.DataFrame:
-    if arrow and _arrow_readable(study):
+    if arrow and ARROW_READS and _arrow_readable(study):
         try:
             found = _read_arrow(study, sql, batch_rows)
         except Exception:  # the driver's errors (a busy file, a type it did not expect): read it the slow way
