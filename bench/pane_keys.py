@@ -226,7 +226,8 @@ def measure(work: Path, n: int, args: argparse.Namespace) -> dict[str, Any]:
         out["load_during"] = os.getloadavg()
         # the computations end (nothing new to read): the same keys, idle
         quiet = lambda: threads.busy(time.monotonic() - 3.0, time.monotonic()) < 0.05
-        wait_for(lambda: time.monotonic() - opened > 3 and quiet(), timeout=900, every=0.5)
+        if args.idle_keys:  # (none: at 100k the computation runs for minutes after the writer stops)
+            wait_for(lambda: time.monotonic() - opened > 3 and quiet(), timeout=900, every=0.5)
         name = HEADER.findall(app.screen())[-1] if HEADER.search(app.screen()) else name
         idle = press(app, output, threads, args.idle_keys, args.rate, name)
         threads.stop.set()
@@ -236,6 +237,9 @@ def measure(work: Path, n: int, args: argparse.Namespace) -> dict[str, Any]:
     out["while_computing"] = stats(busy)
     out["all_keys"] = stats([k["s"] for k in keys if k["s"] is not None])
     out["idle"] = stats([k["s"] for k in idle if k["s"] is not None and k["busy"] < BUSY])
+    quiet_keys = [k["s"] for k in idle if k["s"] is not None and k["busy"] < BUSY]
+    out["latencies_ms"] = {"computing": [round(s * 1000, 1) for s in busy],
+                           "idle": [round(s * 1000, 1) for s in quiet_keys]}  # fmt: skip
     out["lost_keys"] = sum(k["s"] is None for k in keys + idle)
     span = keys[-1]["at"] - keys[0]["at"] if len(keys) > 1 else 0.0
     out["computing_share"] = round(threads.busy(keys[0]["at"], keys[-1]["at"]), 2) if span else None
