@@ -174,7 +174,7 @@ def serve(parent: int, requests: IO[bytes], answers: IO[bytes]) -> None:
 def main() -> None:
     # below the app's priority: on a busy machine the screen's short bursts go first (a process can be niced
     # alone; in a thread of the app, a niced computation holding the interpreter's lock would have held the keys)
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, AttributeError):  # (no os.nice on Windows)
         os.nice(NICENESS)
     # Ctrl-C in a terminal not in raw mode is the app's to handle (it then closes this process); SIGHUP, the
     # terminal gone, ends this one too
