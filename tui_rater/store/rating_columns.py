@@ -39,6 +39,9 @@ _RATINGS_SCHEMA = {
 }
 _READINGS_SCHEMA = {"parse_status": pl.Utf8, "no_mass": pl.Int64, "mass": pl.Float64, "mass_on": pl.Utf8}
 _ITEMS_SCHEMA = {"item_key": pl.Int64, "system": pl.Utf8}
+# rows fetched as Python tuples at a time, then columns: what the read holds in Python objects does not grow with the
+# study (tests/stats/test_load_columns.py), and a batch is large enough that its Python call costs nothing
+_BATCH_ROWS = 20_000
 
 
 def _literal(text: str) -> str:
@@ -79,7 +82,7 @@ def _statement(task: str, readings: bool, other_tasks: bool) -> str:
 def _read_rows(study: Study, sql: str, schema: dict[str, Any]) -> pl.DataFrame:
     cursor = study._db.conn.execute(sql)
     frames = [pl.DataFrame(schema=schema)]
-    while batch := cursor.fetchmany(100_000):
+    while batch := cursor.fetchmany(_BATCH_ROWS):
         frames.append(pl.DataFrame(batch, schema=schema, orient="row"))
     return pl.concat(frames, rechunk=True)
 
