@@ -55,8 +55,10 @@ def big_study(tmp_path: Path, items: int = ITEMS) -> Path:
 
 
 def pane_threads() -> int:
-    """Threads computing the pane's statistics now, read from their stacks (whatever runs them)."""
-    return sum(any(f.f_code.co_name == "pane_data" for f in _stack(frame)) for frame in sys._current_frames().values())
+    """Threads computing the pane's statistics now, or waiting for its worker process to (service/pane_worker.py),
+    read from their stacks (whatever runs them)."""
+    inside = ("pane_data", "compute_full_pane")
+    return sum(any(f.f_code.co_name in inside for f in _stack(frame)) for frame in sys._current_frames().values())
 
 
 def _stack(frame):

@@ -93,6 +93,11 @@ class Study:
         db = connect(path, create=create, shared=shared, durable=durable, readonly=readonly)
         return cls(db, path, task_files, readonly)
 
+    @property
+    def task_files(self) -> list[str]:
+        """The task files it was opened with (another process opens the study with them: the pane's worker)."""
+        return list(self._task_files)
+
     def reopen(self) -> Study:
         """A new connection to the same file (for another thread)."""
         return Study.open(self.path, create=False, task_files=self._task_files, readonly=self.readonly)

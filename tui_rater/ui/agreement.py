@@ -7,6 +7,9 @@ bias, confusion, distributions: ``service/live.py:LivePane``) are updated from t
 look, in milliseconds, and kept for the app's life (the pane opened again starts from them); the full computation
 (α, τ, κ, the alt-test, the system means, the gaps) runs beside them, and the pane says its figures are an earlier
 look's while it catches up.
+
+The full computation runs in a process of its own, which its thread waits for (service/pane_worker.py: in the
+thread itself it shared the interpreter's lock with the keys).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
+from tui_rater.service.pane_worker import PaneComputationFailed, PaneRequest, PaneWorker
 from tui_rater.ui.background import Background
 from tui_rater.ui.retest import retest_text
 from tui_rater.ui.screens.confirm import ConfirmScreen
@@ -333,6 +337,7 @@ class AgreementScreen(Screen[int | None]):
         self.selected_gap = 0
         self.marker: ChangeMarker | None = None
         self.computed_marker: ChangeMarker | None = None  # the file's state at the last computation delivered
+        self.worker = PaneWorker()
         self.pane = Background("agreement-pane", self._compute, self._failed)
         self.sums_work = Background("agreement-sums", self._compute_sums, self._failed, _SUMS_ONE_AT_A_TIME)
         self.retest_work: Background | None = None
@@ -356,6 +361,7 @@ class AgreementScreen(Screen[int | None]):
 
     def on_unmount(self) -> None:
         self.pane.close()  # a computation still running delivers nothing and is never waited for
+        self.worker.close()  # (its process killed: an abandoned computation stops at once)
         self.sums_work.close()
         if self.retest_work is not None:
             self.retest_work.close()
@@ -365,18 +371,18 @@ class AgreementScreen(Screen[int | None]):
         self.pane.request()
 
     def _compute(self) -> None:
-        # here, not at the top: the first `a` must not wait on the UI thread for polars and scipy to import (the
-        # app starts importing them after its first screen; a worker waits for that, the screen does not)
-        from tui_rater.service.live import full_pane
-
-        study = self.study.reopen()
-        try:
-            data, marker, seen = full_pane(study, self.task_name, self.computed_marker)
-            if data is not None and not self.pane.closed:  # None: nothing new in the file, no work
-                self.computed_marker = marker  # (kept by the thread: the next run compares with it at once)
-                self.post_message(self.Computed(data, marker, seen))
-        finally:
-            study.close()
+        # in a process of its own (service/pane_worker.py): in a thread here it shared the interpreter's lock with
+        # the screen, and every key waited for it (issue 35 item 1)
+        request = PaneRequest(
+            str(self.study.path), self.study.task_files, self.study.readonly, self.task_name, self.computed_marker
+        )
+        found = self.worker.compute_full_pane(request)
+        if found is None:  # the pane closed meanwhile
+            return
+        data, marker, seen = found
+        if data is not None and not self.pane.closed:  # None: nothing new in the file, no work
+            self.computed_marker = marker  # (kept by the thread: the next run compares with it at once)
+            self.post_message(self.Computed(data, marker, seen))
 
     def _compute_sums(self) -> None:
         from tui_rater.service.live import LivePane
@@ -409,7 +415,8 @@ class AgreementScreen(Screen[int | None]):
 
     def _failed(self, exc: BaseException) -> None:
         """A computation raised: said on the pane (the app and its unsaved ratings carry on)."""
-        self.post_message(self.Failed(f"{type(exc).__name__}: {exc}"))
+        said = str(exc) if isinstance(exc, PaneComputationFailed) else f"{type(exc).__name__}: {exc}"
+        self.post_message(self.Failed(said))
 
     def on_agreement_screen_failed(self, message: Failed) -> None:
         line = Text("the pane's numbers could not be computed: ", style="bold red")
