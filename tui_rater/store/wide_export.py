@@ -1,18 +1,28 @@
-"""`export --what wide` written as it is read (issue 35): a batch of items at a time, never the whole study.
+"""`export --what wide` written as it is read (issue 35), its cells chosen by SQLite, not per rating in Python.
 
 ``io.wide_frame`` builds the long table as one dict per rating, every item with its texts, then pivots: 2.9 GB at
-100k stories. Here the items (key, id, task, system: no texts) and the ratings in force are read by two cursors in
-the same order (task, position, question, rater, presentation, sample), merged a batch of items at a time into a
-frame of the final columns, and each frame is appended to the file. The bytes are ``wide_frame``'s: the columns in
-the order a pivot of the whole table gives (each column where it first appears), an item's first rating where two
-presentations share a column, and a Parquet file (which cannot be appended to) collected column-wise from the
-batches, without texts.
+100k stories. Here the file is the same bytes, written a batch of items at a time:
+
+- the columns: each (rater, question, presentation, sample) that has a rating in force (``RATINGS_IN_FORCE``: not
+  undone, not a retest, a person's only under sample 0) -- one ``DISTINCT`` over the ratings -- and, for each, the first
+  item (task, position) that has one: a walk of the items in order that stops at the first hit. A column's name is
+  ``rater:question[:sample]``; the columns are in the order of their first rating in the long table (task, position,
+  question, rater id, presentation, sample), as a pivot of the whole table gives them;
+- the rows: one query over the items in order (no texts) with a correlated subquery per column that picks the
+  cell's rating in force through the index of ratings by item: the newest (highest id) of the first of the column's
+  (question, rater, presentation, sample) in the long table's order that the item has -- the pivot's "first" where two
+  presentations (or two raters whose names collide) share a column.
+
+The rows come as Python tuples of floats a batch at a time (no Python object per rating, no sort of the ratings): at
+100k items x 16 columns this took the export from 19.9 s to a few seconds. A Parquet file (which cannot be appended
+to) is collected column-wise from the batches, without texts.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,69 +30,108 @@ import polars as pl
 
 from tui_rater.domain.display import spreadsheet_safe
 from tui_rater.store.outputs import write_output
-from tui_rater.store.study import RATINGS_IN_FORCE, Study
+from tui_rater.store.study import Study
 from tui_rater.store.table_files import file_format
 
 BATCH_ITEMS = 5_000
+# SQLite allows 2,000 result columns a statement (SQLITE_MAX_COLUMN): the cells are read by statements of at most
+# this many columns each, walking the items in the same order side by side
+COLUMNS_PER_QUERY = 200
 
 # a column's sort key is that of its first rating in the long table: (task, position, question, rater id,
 # presentation, sample)
 _ColumnKey = tuple[str, int, str, int, str, int]
+# one (question, rater id, presentation, sample) with ratings in force: what the long table's rows are grouped by
+_Combo = tuple[str, int, str, int]
+
+_IN_FORCE = "r.retracted = 0 AND r.retest_of IS NULL"
 
 
 def _column_name(rater: str, attribute: str, sample: int) -> str:
     return f"{rater}:{attribute}" if sample == 0 else f"{rater}:{attribute}:{sample}"
 
 
+@dataclass
+class _Column:
+    name: str
+    key: _ColumnKey
+    combos: list[_Combo] = field(default_factory=list)
+
+
+def _columns(conn: sqlite3.Connection, task: str | None) -> list[_Column]:
+    task_only = " AND r.item_key IN (SELECT key FROM items WHERE task = ?)" if task else ""
+    combos: list[_Combo] = conn.execute(
+        f"""SELECT DISTINCT r.attribute, r.rater_id, r.presentation, r.sample FROM ratings r
+            WHERE {_IN_FORCE} AND (r.sample = 0 OR r.rater_id NOT IN (SELECT id FROM raters WHERE kind = 'human'))
+            {task_only}""",
+        [task] if task else [],
+    ).fetchall()
+    names = dict(conn.execute("SELECT id, name FROM raters").fetchall())
+    columns: dict[str, _Column] = {}
+    for combo in sorted(combos):
+        attribute, rater_id, presentation, sample = combo
+        # the first item in the export's order with this combination in force: the walk stops at the first hit
+        first = conn.execute(
+            f"""SELECT i.task, i.position FROM items i WHERE {"i.task = ? AND" if task else ""}
+                EXISTS (SELECT 1 FROM ratings r WHERE r.item_key = i.key AND r.attribute = ? AND r.rater_id = ?
+                        AND r.presentation = ? AND r.sample = ? AND {_IN_FORCE})
+                ORDER BY i.task, i.position LIMIT 1""",
+            [*([task] if task else []), *combo],
+        ).fetchone()
+        key: _ColumnKey = (first[0], first[1], attribute, rater_id, presentation, sample)
+        name = _column_name(names[rater_id], attribute, sample)
+        column = columns.setdefault(name, _Column(name, key))
+        column.key = min(column.key, key)
+        column.combos.append(combo)  # in the long table's order within an item: ``combos`` is sorted
+    return sorted(columns.values(), key=lambda c: c.key)
+
+
 def wide_columns(conn: sqlite3.Connection, task: str | None) -> list[str]:
     """The rating columns in the order ``wide_frame``'s pivot gives them (first appearance in the long table)."""
-    first: dict[str, _ColumnKey] = {}
-    for item_task, position, attribute, rater_id, rater, presentation, sample in conn.execute(
-        f"""SELECT i.task, min(i.position), r.attribute, ra.id, ra.name, r.presentation, r.sample
-            FROM {RATINGS_IN_FORCE} {"WHERE i.task = ?" if task else ""}
-            GROUP BY i.task, r.attribute, ra.id, r.presentation, r.sample""",
-        [task] if task else [],
-    ):
-        name = _column_name(rater, attribute, sample)
-        key = (item_task, position, attribute, rater_id, presentation, sample)
-        if name not in first or key < first[name]:
-            first[name] = key
-    return sorted(first, key=first.__getitem__)
+    return [c.name for c in _columns(conn, task)]
+
+
+def _cell(column: _Column) -> tuple[str, list[Any]]:
+    """A correlated subquery for the column's cell of item ``i``, and its parameters."""
+    if len(column.combos) == 1:
+        return (
+            f"""(SELECT r.value FROM ratings r WHERE r.item_key = i.key AND r.attribute = ? AND r.rater_id = ?
+                 AND r.presentation = ? AND r.sample = ? AND {_IN_FORCE} ORDER BY r.id DESC LIMIT 1)""",
+            list(column.combos[0]),
+        )
+    ranks = " ".join(
+        "WHEN r.attribute = ? AND r.rater_id = ? AND r.presentation = ? AND r.sample = ? THEN ?" for _ in column.combos
+    )
+    attributes = sorted({c[0] for c in column.combos})
+    params: list[Any] = [a for at, combo in enumerate(column.combos) for a in (*combo, at)]
+    return (
+        f"""(SELECT r.value FROM ratings r WHERE r.item_key = i.key
+             AND r.attribute IN ({", ".join("?" * len(attributes))}) AND {_IN_FORCE} AND (CASE {ranks} END) IS NOT NULL
+             ORDER BY (CASE {ranks} END), r.id DESC LIMIT 1)""",
+        [*attributes, *params, *params],
+    )
 
 
 def _batches(
-    conn: sqlite3.Connection, task: str | None, columns: list[str], multi_task: bool
+    conn: sqlite3.Connection, task: str | None, columns: list[_Column], multi_task: bool
 ) -> Iterator[pl.DataFrame]:
-    where, params = ("WHERE i.task = ?", [task]) if task else ("", [])
-    items = conn.execute(
-        f"SELECT i.key, i.id, i.task, i.system FROM items i {where} ORDER BY i.task, i.position", params
-    )
-    ratings = conn.cursor().execute(
-        f"""SELECT i.key, ra.name, r.attribute, r.sample, r.value FROM {RATINGS_IN_FORCE} {where}
-            ORDER BY i.task, i.position, r.attribute, ra.id, r.presentation, r.sample""",
-        params,
-    )
-    index = {name: at for at, name in enumerate(columns)}
-    pending = ratings.fetchone()
-    while chunk := items.fetchmany(BATCH_ITEMS):
-        row_of = {key: at for at, (key, *_rest) in enumerate(chunk)}
-        values: list[list[float | None]] = [[None] * len(chunk) for _ in columns]
-        seen: set[tuple[int, int]] = set()
-        while pending is not None and pending[0] in row_of:
-            item_key, rater, attribute, sample, value = pending
-            column, row = index[_column_name(rater, attribute, sample)], row_of[item_key]
-            if (column, row) not in seen:  # the pivot's "first": the earlier presentation of a pair
-                seen.add((column, row))
-                values[column][row] = value
-            pending = ratings.fetchone()
-        frame: dict[str, Any] = {"id": [r[1] for r in chunk]}
-        if multi_task:
-            frame["task"] = [r[2] for r in chunk]
-        frame["system"] = [r[3] for r in chunk]
-        schema: dict[str, Any] = {name: pl.Utf8 for name in frame}
-        frame.update(zip(columns, values, strict=True))
-        schema.update(dict.fromkeys(columns, pl.Float64))
-        yield pl.DataFrame(frame, schema=schema)
+    where, task_params = ("WHERE i.task = ?", [task]) if task else ("", [])
+    order = "ORDER BY i.task, i.position, i.key"
+    cursors = [conn.execute(f"SELECT i.id, i.task, i.system FROM items i {where} {order}", task_params)]
+    for start in range(0, len(columns), COLUMNS_PER_QUERY):
+        cells = [_cell(c) for c in columns[start : start + COLUMNS_PER_QUERY]]
+        sql = f"SELECT {', '.join(s for s, _ in cells)} FROM items i {where} {order}"
+        cursors.append(conn.cursor().execute(sql, [p for _, ps in cells for p in ps] + task_params))
+    schema: dict[str, Any] = {"id": pl.Utf8, **({"task": pl.Utf8} if multi_task else {}), "system": pl.Utf8}
+    schema.update(dict.fromkeys((c.name for c in columns), pl.Float64))
+    while heads := cursors[0].fetchmany(BATCH_ITEMS):
+        values: list[list[Any]] = [list(c) for c in zip(*heads, strict=True)]
+        if not multi_task:
+            del values[1]
+        for cursor in cursors[1:]:
+            rows = cursor.fetchmany(BATCH_ITEMS)
+            values.extend(list(c) for c in zip(*rows, strict=True))
+        yield pl.DataFrame(dict(zip(schema, values, strict=True)), schema=schema)
 
 
 def _safe_cells(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
@@ -103,10 +152,10 @@ def write_wide(study: Study, out: str | Path, task: str | None = None, *, raw: b
     out = Path(out)
     fmt = file_format(out)
     conn = study._db.conn
-    columns = wide_columns(conn, task)
+    columns = _columns(conn, task)
     multi_task = task is None
     safe = fmt in ("csv", "tsv") and not raw
-    names = ["id", *(["task"] if multi_task else []), "system", *columns]
+    names = ["id", *(["task"] if multi_task else []), "system", *(c.name for c in columns)]
     header = [spreadsheet_safe(n) for n in names] if safe else names
     counts = {"rows": 0, "changed": sum(a != b for a, b in zip(header, names, strict=True))}
 
