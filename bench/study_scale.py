@@ -14,7 +14,13 @@ tui-rater found at ``--repo`` (its own ``PYTHONPATH``: the "before" figures come
 Wall seconds and the child's peak RSS (``os.wait4``); the growth exponent between consecutive sizes is
 log(t2 / t1) / log(n2 / n1) (1 = linear). A command past ``--timeout`` is killed and shown as such.
 
+With ``--shape ppi`` the study is the one prediction-powered inference is made for: the judge on every story and
+question (4 N rating rows), the 3 people on a random 2 % of the stories (``--people-share``), so the report's
+sections run over N judge-only items and a small human sample (issue 35's "1,000,000 judge-only items with people on
+2 %: `report` finishes <= 120 s within 2 GB").
+
     python bench/study_scale.py [--sizes 1000,10000] [--repo /tmp/scale-old] [--label before] [--skip judge]
+    python bench/study_scale.py --shape ppi --sizes 100000,1000000 --skip pane-first,judge-first-request
 
 Prints a table and one JSON line (also written to bench/runs/study_scale-LABEL.json).
 """
@@ -92,9 +98,12 @@ def pane(repo: Path, db: Path, timeout: float) -> tuple[dict[str, Any], dict[str
     return first, {"s": round(found["update"], 4), "max_s": round(found["update_max"], 4)}
 
 
-def write_files(work: Path, n: int) -> tuple[Path, Path]:
+def write_files(work: Path, n: int, people_share: float = 1.0) -> tuple[Path, Path, int]:
+    """The items' and the ratings' CSV files, and the number of rating rows: the people on every story
+    (``people_share`` 1) or on a random share of them (the PPI shape); the judge on every story."""
     items, ratings = work / f"items{n}.csv", work / f"ratings{n}.csv"
     rng = random.Random(n)
+    rows = 0
     with items.open("w") as handle:
         handle.write("id,system,prompt,story\n")
         for i in range(n):
@@ -102,13 +111,17 @@ def write_files(work: Path, n: int) -> tuple[Path, Path]:
     with ratings.open("w") as handle:
         handle.write("item,rater,attribute,value,kind\n")
         for i in range(n):
+            people = people_share >= 1 or rng.random() < people_share
             for question in QUESTIONS:
                 truth = rng.randint(1, 5)
-                for person in ("ann", "bob", "cy"):
-                    value = min(5, max(1, truth + rng.choice((-1, 0, 0, 0, 1))))
-                    handle.write(f"s{i},{person},{question},{value},human\n")
+                if people:
+                    for person in ("ann", "bob", "cy"):
+                        value = min(5, max(1, truth + rng.choice((-1, 0, 0, 0, 1))))
+                        handle.write(f"s{i},{person},{question},{value},human\n")
+                    rows += 3
                 handle.write(f"s{i},judge,{question},{min(5.0, max(1.0, truth + rng.choice((0.0, 0.5, -0.5))))},llm\n")
-    return items, ratings
+                rows += 1
+    return items, ratings, rows
 
 
 def run(repo: Path, args: list[str], timeout: float) -> dict[str, Any]:
@@ -200,11 +213,14 @@ def best_of(repo: Path, args: list[str], times: int = 3) -> dict[str, Any]:
     return min(runs, key=lambda r: r["s"])
 
 
-def measure(repo: Path, work: Path, n: int, skip: set[str], timeout: float) -> dict[str, Any]:
-    items, ratings = write_files(work, n)
+def measure(
+    repo: Path, work: Path, n: int, skip: set[str], timeout: float, people_share: float = 1.0, keep: bool = False
+) -> dict[str, Any]:
+    items, ratings, rows = write_files(work, n, people_share)
     db = work / f"study{n}.db"
-    out: dict[str, Any] = {"items": n, "rating_rows": 16 * n}
+    out: dict[str, Any] = {"items": n, "rating_rows": rows, "people_share": people_share}
     out["setup-import-items"] = run(repo, ["import", str(items), "--task", "story", "--db", str(db)], timeout)
+    print(f"  {n:>7,} setup-import-items: {out['setup-import-items']}", file=sys.stderr, flush=True)
     if out["setup-import-items"]["rc"] != 0:
         raise SystemExit(f"the study could not be built: {out['setup-import-items']}")
     jobs = {
@@ -228,7 +244,8 @@ def measure(repo: Path, work: Path, n: int, skip: set[str], timeout: float) -> d
         out["judge-first-request"] = judge_first_request(repo, db, timeout)
         print(f"  {n:>7,} judge: {out['judge-first-request']}", file=sys.stderr, flush=True)
     for path in work.glob(f"*{n}*"):
-        path.unlink()
+        if not (keep and path == db):
+            path.unlink()
     return out
 
 
@@ -248,14 +265,23 @@ def main() -> None:
     parser.add_argument("--label", default="now")
     parser.add_argument("--skip", default="", help=f"commands to leave out, comma-separated: {', '.join(COMMANDS)}")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds before a command is killed")
+    parser.add_argument("--shape", choices=("people", "ppi"), default="people",
+                        help="people: 3 people and the judge on every story; ppi: the judge on every story, the people "
+                             "on --people-share of them")  # fmt: skip
+    parser.add_argument("--people-share", type=float, default=0.02, help="with --shape ppi (default 0.02)")
+    parser.add_argument("--keep", type=Path, help="a folder to keep each size's study in (default: deleted)")
     args = parser.parse_args()
     skip = {s for s in args.skip.split(",") if s}
+    share = args.people_share if args.shape == "ppi" else 1.0
     rows = []
-    with tempfile.TemporaryDirectory(prefix="study_scale-") as tmp:
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="study_scale-", dir=args.keep) as tmp:
+        work = args.keep or Path(tmp)
         for n in (int(s) for s in args.sizes.split(",")):
-            rows.append(measure(args.repo.resolve(), Path(tmp), n, skip, args.timeout))
-    result = {"bench": "study_scale", "label": args.label, "repo": str(args.repo), "load": os.getloadavg(),
-              "rows": rows, "exponents": {c: exponents(rows, c) for c in COMMANDS}}  # fmt: skip
+            rows.append(measure(args.repo.resolve(), work, n, skip, args.timeout, share, args.keep is not None))
+    result = {"bench": "study_scale", "label": args.label, "repo": str(args.repo), "shape": args.shape,
+              "load_before": load_before, "load": os.getloadavg(), "rows": rows,
+              "exponents": {c: exponents(rows, c) for c in COMMANDS}}  # fmt: skip
     print(f"{'command':<22}" + "".join(f"{r['items']:>22,}" for r in rows) + "   growth exponents")
     for command in COMMANDS:
         cells = []
