@@ -450,9 +450,12 @@ def to_ordered(values: FloatArray, low: float, high: float, points: list[float])
     (a half up, as κ rounds an averaged score), a 0-100 score to its bin of ``CONTINUOUS_BINS``."""
     if points:
         grid = np.asarray(points, dtype=float)
-        distance = np.abs(values[:, None] - grid[None, :])
+        # each distinct value placed once (a study's ratings take a handful): a values x points matrix of a
+        # million ratings was most of the model's set-up at 100k items
+        distinct, of_value = np.unique(values, return_inverse=True)
+        distance = np.abs(distinct[:, None] - grid[None, :])
         nearest = distance <= distance.min(axis=1, keepdims=True) + 1e-9
-        index = len(grid) - 1 - np.argmax(nearest[:, ::-1], axis=1)
+        index = (len(grid) - 1 - np.argmax(nearest[:, ::-1], axis=1))[of_value.ravel()]
         return np.asarray(index, dtype=np.int64), np.asarray(grid, dtype=np.float64)
     width = (high - low) / CONTINUOUS_BINS
     index = np.clip(np.floor((values - low) / width), 0, CONTINUOUS_BINS - 1).astype(np.int64)
