@@ -109,7 +109,8 @@ def test_the_nominal_fit_is_crowd_kits_dawid_skene_on_every_item() -> None:
     columns = np.tile(_study(150, seed=5), 3)  # 450 items, many of them alike
     fitted = fit_question(_names(), columns, Level.NOMINAL, Scale(kind="choice", low=1, high=5), resamples=0)
     assert not isinstance(fitted, str)
-    rows = [(f"w{r}", f"t{i:04d}", float(v)) for r, column in enumerate(columns) for i, v in enumerate(column) if v == v]
+    rater, item = np.nonzero(~np.isnan(columns))
+    rows = [(f"w{r}", f"t{i:04d}", float(columns[r, i])) for r, i in zip(rater.tolist(), item.tolist(), strict=True)]
     reference = crowdkit.DawidSkene().fit(pd.DataFrame(rows, columns=["worker", "task", "label"]))
     tasks = [f"t{i:04d}" for i in range(columns.shape[1])]
     probas = reference.probas_.loc[tasks, list(fitted.values)].to_numpy()
