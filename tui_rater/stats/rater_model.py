@@ -426,7 +426,7 @@ def fit_model(labels: Labels, kind: str, resamples: int = RESAMPLES) -> RaterMod
         # the resample is drawn over the items, as before patterns (the same draws, so the same SE), and each
         # pattern's weight is the number of its items drawn: integers, summed exactly
         drawn = rng.multinomial(labels.n_items, np.full(labels.n_items, 1.0 / labels.n_items)).astype(float)
-        weights = np.bincount(patterns.of_item, weights=drawn, minlength=shapes.n_items)
+        weights = np.asarray(np.bincount(patterns.of_item, weights=drawn, minlength=shapes.n_items), dtype=np.float64)
         refit = fitter(shapes, weights, start=fit.posterior, n_iter=BOOT_ITER)
         seen = rated @ (weights > 0) > 0  # a rater with no item in the resample has no κ there
         kappas[b] = np.where(seen, reliability(refit, shapes, weights), np.nan)
