@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sp
 
+from tui_rater.stats import alt_columns as ac
 from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats import intervals as iv
 
@@ -66,25 +67,24 @@ def per_item(
     min_humans_per_item: int = at.MIN_HUMANS_PER_ITEM,
 ) -> PerItem:
     """The test's items (rated by the judge and by at least 2 humans) and each human's W^f, W^h on them, scored
-    over the alt-test's items x humans matrix (``alternative_annotator._indicators``: the fixed-n test's own
-    indicators; one numpy call per person, not per item and person -- 9 s of a 20k report before)."""
+    over the alt-test's items x humans matrix (``alt_columns``: the fixed-n test's own indicators; one numpy call
+    per person, not per item and person -- 9 s of a 20k report before)."""
     people = {name: {i: float(v) for i, v in r.items() if _present(v)} for name, r in humans.items()}
     judged = {i: float(v) for i, v in judge.items() if _present(v)}
-    counts: dict[Hashable, int] = {}
-    for ratings in people.values():
-        for item in ratings:
-            counts[item] = counts.get(item, 0) + 1
-    items = _in_order([i for i, c in counts.items() if c >= max(2, min_humans_per_item) and i in judged])
-    names = list(people)
-    rated, wf, wh = (np.zeros((len(items), len(names))) for _ in range(3))
-    found = at._indicators(people, judged, set(items), at.SCORING_FOR_LEVEL[level])
+    return per_item_of(ac.from_dicts(people, judged, at.SCORING_FOR_LEVEL[level], min_humans_per_item))
+
+
+def per_item_of(found: ac.Scored) -> PerItem:
+    """The indicators scored once (``alt_columns.Scored``) as items x humans matrices, the items sorted."""
+    items = _in_order(found.keys)
     row = {item: u for u, item in enumerate(items)}
-    for j, name in enumerate(names):
-        rows = np.fromiter((row[i] for i in found.items[name]), dtype=np.intp, count=len(found.items[name]))
-        rated[rows, j] = 1.0
-        wf[rows, j] = found.w_judge[name]
-        wh[rows, j] = found.w_human[name]
-    return PerItem(items, names, rated, wf, wh)
+    moved = np.fromiter(map(row.__getitem__, found.keys), dtype=np.intp, count=len(found.keys))
+    rated, wf, wh = (np.zeros((len(items), len(found.humans))) for _ in range(3))
+    for j, rows in enumerate(found.rows):
+        rated[moved[rows], j] = 1.0
+        wf[moved[rows], j] = found.w_judge[j]
+        wh[moved[rows], j] = found.w_human[j]
+    return PerItem(items, list(found.humans), rated, wf, wh)
 
 
 def _in_order(items: list[Hashable]) -> list[Hashable]:
@@ -159,6 +159,20 @@ def alt_test_intervals(
 ) -> AltIntervals:
     """The item-bootstrap percentile intervals of ``alternative_annotator.alt_test``'s ω and ρ."""
     found = per_item(humans, judge, level=level)
+    return intervals_of(
+        found, epsilon=epsilon, alpha=alpha, min_humans=min_humans, min_items_per_human=min_items_per_human
+    )
+
+
+def intervals_of(
+    found: PerItem,
+    *,
+    epsilon: float = at.EPSILON_EXPERT,
+    alpha: float = 0.05,
+    min_humans: int = at.MIN_HUMANS,
+    min_items_per_human: int = at.MIN_ITEMS_PER_HUMAN,
+) -> AltIntervals:
+    """``alt_test_intervals`` from the per-item indicators (``per_item`` / ``per_item_of``)."""
     if len(found.items) < 2:
         reason = iv.none("fewer than 2 items rated by the judge and 2 humans")
         return AltIntervals(reason, reason)

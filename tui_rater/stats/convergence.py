@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
+from tui_rater.stats import alt_columns as ac
 from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats import ppi
 
@@ -98,3 +100,16 @@ def alt_test_convergence(
         AltTestPoint(n, r.winning_rate, r.advantage_probability, r.passed, r.note)
         for n, r in zip(counts, results, strict=True)
     ]
+
+
+def alt_test_prefixes(
+    found: ac.Scored, rank: npt.NDArray[np.float64], length: int, sizes: Sequence[int], **options: Any
+) -> list[AltTestPoint]:
+    """``alt_test_convergence`` from the indicators scored once (``alt_columns.Scored``): ``rank``, each of its
+    rows' place in the order the items were rated (inf: not there), ``length`` the order's length; the first n
+    items are the rows of rank < n. ``options`` go to ``alternative_annotator.alt_test_scored``."""
+    points = []
+    for n in sorted({min(max(int(s), 0), length) for s in sizes}):
+        r = at.alt_test_scored(found, within=rank < n, **options)
+        points.append(AltTestPoint(n, r.winning_rate, r.advantage_probability, r.passed, r.note))
+    return points

@@ -33,13 +33,13 @@ from tui_rater.stats import convergence as cv
 from tui_rater.stats import ppi as pp
 from tui_rater.stats import sequential as sq
 from tui_rater.stats.records import ALL, HUMANS, Record
-from tui_rater.stats.sections import cells
+from tui_rater.stats.sections import alt_data, cells
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.bias_corrected import CONFIDENCE, inclusion, scored
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.stats.sections.settings import FDR
-from tui_rater.stats.sections.verdict import judge_ratings, level_of, rated, verdict_humans
-from tui_rater.stats.sections.watched import mean_sequence, verdict_curve
+from tui_rater.stats.sections.verdict import rated
+from tui_rater.stats.sections.watched import mean_sequence, verdict_curve_of
 
 ANYTIME_VERDICT = "anytime-valid: e-values per person, e-BH (valid at every point of the curve at once)"
 ANYTIME_MEAN = "anytime-valid 95 % confidence sequence (betting; valid at every point of the curve at once)"
@@ -78,28 +78,30 @@ def convergence(data: ReportData, attributes: Sequence[Attribute]) -> None:
 
 
 def _verdict_curve(data: ReportData, attribute: Attribute) -> None:
-    humans, reason = verdict_humans(data, attribute)
+    _, _, reason = alt_data.people(data, attribute)
     for judge in data.judges:
         add = partial(data.add, "verdict_convergence", attribute.name, ALL, judge)
         if reason:
             if rated(data, judge, attribute):
                 add("winning_rate", value=None, note=reason)
             continue
-        ratings = judge_ratings(data, judge, attribute)
-        if not ratings:
+        if not rated(data, judge, attribute):
             continue
-        # the items the judge rated too: n counts items both rated (a judge of 32 items ran to n = 96)
-        order = [k for k in rating_order(data).get(attribute.name, []) if k in ratings]
-        points = cv.alt_test_convergence(
-            humans,
-            ratings,
-            order,
-            verdict_sizes(len(order)),
-            level=level_of(data, attribute),
+        # the items the judge rated too: n counts items both rated (a judge of 32 items ran to n = 96); each
+        # prefix is a mask over the indicators the verdict scored (``alt_data``), not a new alt-test
+        length, rank = alt_data.judged_order(data, attribute, judge, rating_order(data).get(attribute.name, []))
+        found = alt_data.scored(data, attribute, judge)
+        sizes = verdict_sizes(length)
+        points = cv.alt_test_prefixes(
+            found,
+            rank,
+            length,
+            sizes,
+            scoring=alt_data.scoring(data, attribute),
             epsilon=data.settings.verdict.eps,
             alpha=FDR,
         )
-        watched = dict(verdict_curve(data, attribute, judge, order, verdict_sizes(len(order))))
+        watched = dict(verdict_curve_of(data, attribute, judge, rank, length, sizes))
         for point in points:
             add("winning_rate", value=point.winning_rate, n=point.rated, note=point.note)
             add("advantage_probability", value=point.advantage_probability, n=point.rated, note=point.note)

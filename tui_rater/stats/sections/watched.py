@@ -12,10 +12,11 @@ import numpy as np
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import sequential as sq
 from tui_rater.stats.records import HUMANS
+from tui_rater.stats.sections import alt_data
 from tui_rater.stats.sections.bias_corrected import inclusion
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.stats.sections.settings import FDR
-from tui_rater.stats.sections.verdict import judge_ratings, level_of, verdict_humans
+from tui_rater.stats.sections.verdict import rated
 
 
 @dataclass(frozen=True)
@@ -61,17 +62,18 @@ def verdict_curve(
 ) -> list[tuple[int, sq.AnytimeVerdict]]:
     """The anytime-valid alt-test after the first n items of ``order`` for each n of ``sizes`` (default: all of
     them at once), at the report's ε; empty when the question has fewer than 3 humans or the judge no values."""
-    humans, reason = verdict_humans(data, attribute)
-    ratings = judge_ratings(data, judge, attribute)
-    if reason or not ratings:
+    _, _, reason = alt_data.people(data, attribute)
+    if reason or not rated(data, judge, attribute):
         return []
-    shown = [k for k in order if k in ratings]
-    return sq.anytime_alt_curve(
-        humans,
-        ratings,
-        shown,
-        [len(shown)] if sizes is None else sizes,
-        level=level_of(data, attribute),
-        epsilon=data.settings.verdict.eps,
-        alpha=FDR,
+    length, rank = alt_data.judged_order(data, attribute, judge, order)
+    return verdict_curve_of(data, attribute, judge, rank, length, [length] if sizes is None else sizes)
+
+
+def verdict_curve_of(
+    data: ReportData, attribute: Attribute, judge: str, rank: sq.Floats, length: int, sizes: Sequence[int]
+) -> list[tuple[int, sq.AnytimeVerdict]]:
+    """``verdict_curve`` from the judge's indicators as the verdict scored them (``alt_data.scored``) and each
+    test item's place in the order (``alt_data.judged_order``); call where the question has an alt-test."""
+    return sq.anytime_curve_of(
+        alt_data.scored(data, attribute, judge), rank, length, sizes, epsilon=data.settings.verdict.eps, alpha=FDR
     )
