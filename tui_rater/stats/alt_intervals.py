@@ -116,15 +116,34 @@ def resampled(
     min_items_per_human: int = at.MIN_ITEMS_PER_HUMAN,
 ) -> tuple[FloatArray, FloatArray]:
     """(ω, ρ) of each of the ``intervals.RESAMPLES`` resamples of the items (NaN: no verdict in that resample)."""
+    omega, rho, _, _ = _draws(
+        found, epsilon=epsilon, alpha=alpha, min_humans=min_humans, min_items_per_human=min_items_per_human
+    )
+    return omega, rho
+
+
+def _draws(
+    found: PerItem,
+    *,
+    epsilon: float = at.EPSILON_EXPERT,
+    alpha: float = 0.05,
+    min_humans: int = at.MIN_HUMANS,
+    min_items_per_human: int = at.MIN_ITEMS_PER_HUMAN,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(ω, ρ, each human's ρ^f_j, each human's ρ^h_j) of each resample, from one pass over the resamples."""
     d = (found.w_human - found.w_judge) * found.rated
     levels = [((found.rated > 0) & (d == v)).astype(float) for v in (-1.0, 0.0, 1.0)]
-    # every column is 0, 1 or -1, so each resampled sum is an integer, exact in any order: the seven sums come
-    # from one product with the block (a float copy of it read once, not seven times), the same to the bit
-    columns = np.hstack([found.rated, d, d**2, found.w_judge, *levels])
-    omegas, rhos = [], []
+    # every column is 0 or 1, so each resampled sum is an integer, exact in any order, and so are the sums made
+    # from them: a human's items n = the three levels' counts, Σd = #(1) - #(-1), Σd² = #(1) + #(-1). One
+    # product with each block (its float copy read once) gives every figure, the same to the bit as a product
+    # per sum (5 columns a human, not 7 here and 3 more in a second pass for the per-human intervals)
+    columns = np.hstack([*levels, found.w_judge, found.w_human])
+    omegas, rhos, judge_shares, human_shares = [], [], [], []
     n_items = len(found.items)
     for w in iv.resamples(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 6)))):
-        n, d_sum, d2_sum, judge_sum, *in_level = np.hsplit(w @ columns, 7)
+        below, tied, above, judge_sum, human_sum = np.hsplit(w @ columns, 5)
+        n = below + tied + above
+        d_sum, d2_sum = above - below, above + below
         tested = n >= max(2, min_items_per_human)
         with np.errstate(all="ignore"):
             mean = d_sum / n
@@ -132,9 +151,11 @@ def resampled(
             t = (mean - epsilon) / np.sqrt(np.maximum(variance, 0.0) / n)
             p = sp.t.cdf(t, n - 1)
             rho_judge = judge_sum / n
+            judge_shares.append(rho_judge)
+            human_shares.append(human_sum / n)
         # d takes the values -1, 0, 1: a human whose resampled d are all one value has no variation (a level's
         # resampled count is positive where one of its items was drawn: w >= 0)
-        distinct = sum(count > 0 for count in in_level)
+        distinct = sum(count > 0 for count in (below, tied, above))
         flat = distinct <= 1
         p = np.where(flat, np.where(mean < epsilon, 0.0, 1.0), p)  # mean == ε: undefined, never a rejection
         p = np.where(np.isfinite(p), p, 1.0)
@@ -144,7 +165,8 @@ def resampled(
         with np.errstate(all="ignore"):
             omegas.append(np.where(verdict, rejected / count, np.nan))
             rhos.append(np.where(verdict, np.sum(np.where(tested, rho_judge, 0.0), axis=1) / count, np.nan))
-    return np.concatenate(omegas), np.concatenate(rhos)
+    join = np.concatenate
+    return join(omegas), join(rhos), join(judge_shares), join(human_shares)
 
 
 def alt_test_intervals(
@@ -176,24 +198,20 @@ def intervals_of(
     if len(found.items) < 2:
         reason = iv.none("fewer than 2 items rated by the judge and 2 humans")
         return AltIntervals(reason, reason)
-    omega, rho = resampled(
+    omega, rho, judge, human = _draws(
         found, epsilon=epsilon, alpha=alpha, min_humans=min_humans, min_items_per_human=min_items_per_human
     )
-    return AltIntervals(_percentile(omega), _percentile(rho), per_human(found))
+    return AltIntervals(_percentile(omega), _percentile(rho), _per_human(found, judge, human))
 
 
 def per_human(found: PerItem) -> dict[str, tuple[iv.Interval, iv.Interval]]:
     """Each human's ρ^f_j and ρ^h_j (the shares of their items where the judge, or they, align at least as
     well) over the same resamples of the test's items; a resample without any of the human's items has none."""
-    draws: list[tuple[FloatArray, FloatArray]] = []
-    n_items = len(found.items)
-    columns = np.hstack([found.rated, found.w_judge, found.w_human])  # 0 / 1: exact sums, one product a block
-    for w in iv.resamples(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 3)))):
-        n, judge_sum, human_sum = np.hsplit(w @ columns, 3)
-        with np.errstate(all="ignore"):
-            draws.append((judge_sum / n, human_sum / n))
-    judge = np.concatenate([a for a, _ in draws])
-    human = np.concatenate([b for _, b in draws])
+    _, _, judge, human = _draws(found)
+    return _per_human(found, judge, human)
+
+
+def _per_human(found: PerItem, judge: FloatArray, human: FloatArray) -> dict[str, tuple[iv.Interval, iv.Interval]]:
     return {
         name: (iv.percentile(judge[:, j]), iv.percentile(human[:, j]))
         for j, name in enumerate(found.humans)

@@ -21,7 +21,8 @@ Reading a curve point by point is peeking: the fixed-n figures (``winning_rate``
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+import math
+from collections.abc import Sequence
 from functools import partial
 
 import numpy as np
@@ -39,7 +40,7 @@ from tui_rater.stats.sections.bias_corrected import CONFIDENCE, inclusion, score
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.stats.sections.settings import FDR
 from tui_rater.stats.sections.verdict import rated
-from tui_rater.stats.sections.watched import mean_sequence, verdict_curve_of
+from tui_rater.stats.sections.watched import mean_sequence, rated_in_order, verdict_curve_of
 
 ANYTIME_VERDICT = "anytime-valid: e-values per person, e-BH (valid at every point of the curve at once)"
 ANYTIME_MEAN = "anytime-valid 95 % confidence sequence (betting; valid at every point of the curve at once)"
@@ -56,9 +57,9 @@ def rating_order(data: ReportData) -> dict[str, list[int]]:
             .agg(pl.col("rating_id").max())
             .sort("rating_id")
         )
-        order: dict[str, list[int]] = {}
-        for attribute, item_key, _ in last.iter_rows():
-            order.setdefault(attribute, []).append(int(item_key))
+        # each question's keys as one list (the rows' order kept within a group), not a Python loop over the rows
+        grouped = last.group_by("attribute", maintain_order=True).agg(pl.col("item_key"))
+        order: dict[str, list[int]] = dict(zip(grouped["attribute"].to_list(), grouped["item_key"].to_list()))
         data.extra["rating_order"] = order
     found: dict[str, list[int]] = data.extra["rating_order"]
     return found
@@ -146,7 +147,6 @@ def _ppi_curves(data: ReportData, attribute: Attribute) -> None:
     order = rating_order(data).get(attribute.name, [])
     for judge in data.judges:
         for system in data.systems:
-            keys = [int(k) for k in data.keys(system)]
             f = data.item_values(judge, attribute, system)
             if np.all(np.isnan(f)):
                 continue
@@ -156,15 +156,15 @@ def _ppi_curves(data: ReportData, attribute: Attribute) -> None:
                 add("ppi_mean", value=None, note="not computed for weighted (active) samples")
                 continue
             y = data.item_values(HUMANS, attribute, system) if data.humans else np.full(f.shape, np.nan)
-            judge_by_item: dict[Hashable, float] = dict(zip(keys, f.tolist()))
-            human_by_item: dict[Hashable, float] = {k: v for k, v in zip(keys, y.tolist()) if not np.isnan(v)}
             # items the judge rated too (PPI leaves the others out): n counts items both rated
-            mine: list[Hashable] = [k for k in order if k in human_by_item and not np.isnan(judge_by_item[k])]
-            if not mine:
+            mine = rated_in_order(data, attribute, judge, system, order)
+            if not mine.size:
                 add("ppi_mean", value=None, note="no human ratings of this system yet")
                 continue
+            rank = np.full(f.shape, math.inf)
+            rank[mine[::-1]] = np.arange(mine.size, dtype=float)[::-1]  # an item's first place in the order
             watched = mean_sequence(data, attribute, judge, system, order)
-            for point in cv.ppi_convergence(judge_by_item, human_by_item, mine, confidence=CONFIDENCE):
+            for point in cv.ppi_prefixes(f, y, rank, mine.size, confidence=CONFIDENCE):
                 _point(add, point)
                 _watched_point(add, watched.sequence, point.rated, watched.note)
 

@@ -8,6 +8,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import sequential as sq
@@ -32,25 +33,36 @@ class Watched:
         return 0 if self.sequence is None else int(self.sequence.humans.low.size)
 
 
+def rated_in_order(
+    data: ReportData, attribute: Attribute, judge: str, system: str, order: Sequence[Hashable]
+) -> npt.NDArray[np.intp]:
+    """The positions in ``data.keys(system)`` of the items of ``order`` that the humans and the judge both rated
+    (PPI leaves the others out), in the order of ``order`` (the items in the order their ratings were completed)."""
+    keys = data.keys(system)
+    wanted = np.asarray(order, dtype=np.int64)  # the report's item keys
+    at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+    at = at[keys[at] == wanted] if len(keys) else at[:0]
+    f = data.item_values(judge, attribute, system)
+    y = data.item_values(HUMANS, attribute, system) if data.humans else np.full(f.shape, np.nan)
+    found: npt.NDArray[np.intp] = at[~np.isnan(y[at]) & ~np.isnan(f[at])]
+    return found
+
+
 def mean_sequence(data: ReportData, attribute: Attribute, judge: str, system: str, order: Sequence[int]) -> Watched:
     """``order``: the question's human-rated item keys in the order their ratings were completed."""
     if inclusion(data, attribute) is not None:
         return Watched(None, "not computed for weighted (active) samples")
-    keys = [int(k) for k in data.keys(system)]
     f = data.item_values(judge, attribute, system)
     if np.all(np.isnan(f)):
         return Watched(None, "the judge rated none of these items")
     y = data.item_values(HUMANS, attribute, system) if data.humans else np.full(f.shape, np.nan)
-    judge_by_item = dict(zip(keys, f.tolist()))
-    human_by_item = {k: v for k, v in zip(keys, y.tolist()) if not np.isnan(v)}
     # as the fixed-n PPI: the items both rated, the judge's items for its own mean
-    mine = [k for k in order if k in human_by_item and not np.isnan(judge_by_item[k])]
-    if not mine:
+    mine = rated_in_order(data, attribute, judge, system, order)
+    if not mine.size:
         return Watched(None, "no human ratings of these items yet")
     scale = data.protocol(attribute).value_scale(attribute)
     judged = f[~np.isnan(f)]
-    humans = np.array([human_by_item[k] for k in mine])
-    rated = np.array([judge_by_item[k] for k in mine])
+    humans, rated = y[mine], f[mine]
     values = np.concatenate([judged, humans])
     if values.min() < scale.low or values.max() > scale.high:
         return Watched(None, f"values off the scale {scale.low:g}–{scale.high:g}: no bounded-mean sequence")
