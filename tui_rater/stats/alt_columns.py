@@ -78,8 +78,13 @@ def from_dicts(
     min_humans_per_item: int = 2,
 ) -> Scored:
     """The same from person -> item -> rating and item -> the judge's value (None or NaN: no rating); the rows are
-    the items in the order they first appear among the people's ratings."""
+    the items sorted (as the report's keys are: each person's W's in the order of their items), or in the order
+    they first appear among the people's ratings where the keys do not compare."""
     order = list(dict.fromkeys(chain.from_iterable(humans.values())))
+    try:
+        order.sort()  # type: ignore[call-arg]  # Hashable keys: sorted where they compare (ints, strs)
+    except TypeError:
+        pass  # keys of several types: the order they came in
     row = {item: at for at, item in enumerate(order)}
     matrix = np.full((len(order), len(humans)), np.nan)
     # each person's items placed by ``map`` over the dicts (C loops, not a comprehension per rating)
