@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from itertools import chain, repeat
 
@@ -81,10 +82,8 @@ def from_dicts(
     the items sorted (as the report's keys are: each person's W's in the order of their items), or in the order
     they first appear among the people's ratings where the keys do not compare."""
     order = list(dict.fromkeys(chain.from_iterable(humans.values())))
-    try:
-        order.sort()  # type: ignore[call-arg]  # Hashable keys: sorted where they compare (ints, strs)
-    except TypeError:
-        pass  # keys of several types: the order they came in
+    with suppress(TypeError):  # keys of several types: the order they came in
+        order = sorted(order)  # type: ignore[type-var]  # Hashable keys: sorted where they compare (ints, strs)
     row = {item: at for at, item in enumerate(order)}
     matrix = np.full((len(order), len(humans)), np.nan)
     # each person's items placed by ``map`` over the dicts (C loops, not a comprehension per rating)

@@ -144,7 +144,7 @@ def _draws(
     columns = np.hstack([*levels, found.w_judge, found.w_human]).astype(exact)
     omegas, rhos, judge_shares, human_shares = [], [], [], []
     for counts in iv.resample_counts(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 6)))):
-        sums = (counts.astype(exact) @ columns).astype(float)
+        sums = np.matmul(counts.astype(exact), columns).astype(float)
         below, tied, above, judge_sum, human_sum = np.hsplit(sums, 5)
         n = below + tied + above
         d_sum, d2_sum = above - below, above + below

@@ -37,20 +37,20 @@ def level_of(data: ReportData, attribute: Attribute) -> str:
 def people(data: ReportData, attribute: Attribute) -> tuple[list[str], Floats, str]:
     """(the people who rated the question, their items x people matrix over ``data.keys(ALL)`` with NaN where
     unrated, why no alt-test can run or ''): the people ``verdict.verdict_humans`` gives, in its order."""
-    key = ("alt_people", attribute.name)
-    if key not in data.extra:
+    cache: dict[str, tuple[list[str], Floats, str]] = data.extra.setdefault("alt_people", {})
+    key = attribute.name
+    if key not in cache:
         keys = data.keys(ALL)
         if len(data.humans) < at.MIN_HUMANS:
             # as ``verdict.verdict_humans``: a solo rater's study says how many rated, no ratings gathered
             reason = too_few_humans(data.matrix(HUMANS, attribute.name, ALL).shape[0])
-            data.extra[key] = ([], np.empty((len(keys), 0)), reason)
+            cache[key] = ([], np.empty((len(keys), 0)), reason)
         else:
             columns = [data.rater_values(human, attribute, ALL) for human in data.humans]
             kept = [k for k, column in enumerate(columns) if not np.all(np.isnan(column))]
             matrix = np.column_stack([columns[k] for k in kept]) if kept else np.empty((len(keys), 0))
-            data.extra[key] = ([data.humans[k] for k in kept], matrix, too_few_humans(len(kept)))
-    found: tuple[list[str], Floats, str] = data.extra[key]
-    return found
+            cache[key] = ([data.humans[k] for k in kept], matrix, too_few_humans(len(kept)))
+    return cache[key]
 
 
 def scoring(data: ReportData, attribute: Attribute) -> str:
@@ -59,13 +59,13 @@ def scoring(data: ReportData, attribute: Attribute) -> str:
 
 def scored(data: ReportData, attribute: Attribute, judge: str) -> ac.Scored:
     """The judge's W^f and W^h against the people on the question (call where ``people`` gives no reason)."""
-    key = ("alt_scored", attribute.name, judge)
-    if key not in data.extra:
+    cache: dict[tuple[str, str], ac.Scored] = data.extra.setdefault("alt_scored", {})
+    key = (attribute.name, judge)
+    if key not in cache:
         names, matrix, _ = people(data, attribute)
         judged = data.item_values(judge, attribute, ALL)
-        data.extra[key] = ac.scored(data.keys(ALL), names, matrix, judged, scoring(data, attribute))
-    found: ac.Scored = data.extra[key]
-    return found
+        cache[key] = ac.scored(data.keys(ALL), names, matrix, judged, scoring(data, attribute))
+    return cache[key]
 
 
 def judged_order(data: ReportData, attribute: Attribute, judge: str, order: Sequence[Hashable]) -> tuple[int, Floats]:

@@ -34,7 +34,8 @@ from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats import intervals as iv
 from tui_rater.stats.records import ALL, HUMANS, Record
 from tui_rater.stats.sections import alt_data, cells
-from tui_rater.stats.sections.alt_data import level_of, too_few_humans
+from tui_rater.stats.sections.alt_data import level_of as level_of  # where the other sections look for it
+from tui_rater.stats.sections.alt_data import too_few_humans as too_few_humans
 from tui_rater.stats.sections.base import (
     Footnotes,
     Found,
