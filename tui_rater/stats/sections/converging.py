@@ -4,7 +4,8 @@ means: rate more before deciding.
 
 The items are taken in the order their human ratings were completed (the id of the latest human rating
 of the item and question in force), and both statistics are recomputed on the first n of them for about
-20 values of n (``default_sizes``; 12 from 30 items on for the verdict, each a whole alt-test):
+20 values of n (``default_sizes``; 12 from 30 items on for the verdict, each the alt-test's indicators, scored
+once for the verdict (``sections/alt_data.py``), masked to the first n items):
 
 - ``verdict_convergence``: per question and judge, ω, ρ and the verdict at each n (at least 3 humans);
 - ``ppi_convergence``: per question (ordinal or interval), judge and system, the prediction-powered mean
@@ -67,7 +68,7 @@ def rating_order(data: ReportData) -> dict[str, list[int]]:
 
 def verdict_sizes(total: int) -> list[int]:
     """Where the verdict curve is computed: no human is tested on fewer than 30 items, so the curve starts
-    there; 12 points, as each costs a whole alt-test of every human."""
+    there; 12 points (each a t-test per human on the indicators masked to the prefix)."""
     return cv.default_sizes(total, points=VERDICT_POINTS, smallest=at.MIN_ITEMS_PER_HUMAN)
 
 
