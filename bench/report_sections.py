@@ -5,7 +5,7 @@ main) and each of ``--rounds`` rounds, a fresh process opens a copy of ``--db`` 
 builds the report's data (not timed), draws the item-bootstrap resample counts the sections share with the rest of
 the report (``intervals._all_counts``, once a report; not timed) and runs the ``--sections`` named, in report
 order, each timed. The records they wrote are compared between checkouts byte for byte (JSON). Prints a table and
-the load average; one JSON line (also bench/runs/report_sections-LABELS.json).
+the load average; one JSON line (also bench/runs/report_sections-STUDY-LABELS.json).
 
     python bench/report_sections.py --db study.db [--repos before=/tmp/old,after=.] [--sections verdict,convergence]
 """
@@ -61,7 +61,7 @@ def inner(db: str, sections: list[str], out: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", required=True)
+    parser.add_argument("--db", help="the study (copied; never written)")
     parser.add_argument("--repos", default=f"after={ROOT}")
     parser.add_argument("--sections", default="verdict,convergence")
     parser.add_argument("--rounds", type=int, default=1)
@@ -71,6 +71,8 @@ def main() -> None:
     if args.inner:
         inner(args.inner[0], sections, args.inner[1])
         return
+    if not args.db:
+        parser.error("--db STUDY is needed")
     repos = dict(item.split("=", 1) for item in args.repos.split(","))
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,7 +99,7 @@ def main() -> None:
     summary = {"db": args.db, "sections": sections, "identical": identical, "runs": rows}
     runs = ROOT / "bench" / "runs"
     runs.mkdir(exist_ok=True)
-    (runs / f"report_sections-{'-'.join(repos)}.json").write_text(json.dumps(summary, indent=1))
+    (runs / f"report_sections-{Path(args.db).stem}-{'-'.join(repos)}.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary))
 
 
