@@ -87,7 +87,8 @@ def _paper(humans, judge, epsilon=0.2, q=0.05, nominal=False):
         d = [y - x for x, y in zip(wf, wh)]
         mean = sum(d) / len(d)
         sd = math.sqrt(sum((v - mean) ** 2 for v in d) / (len(d) - 1))
-        p = sp.t.cdf((mean - epsilon) / (sd / math.sqrt(len(d))), len(d) - 1) if sd > 0 else float(mean < epsilon)
+        # no variation: t = -inf (p = 0) below ε, +inf (p = 1) above; 0/0 at ε (undefined, never a rejection)
+        p = sp.t.cdf((mean - epsilon) / (sd / math.sqrt(len(d))), len(d) - 1) if sd > 0 else float(mean >= epsilon)
         pvalues.append(p if sd > 0 or mean != epsilon else 1.0)
         rhos.append(sum(wf) / len(wf))
         names.append(h)

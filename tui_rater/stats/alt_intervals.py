@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sp
 
+from tui_rater.stats import alt_columns as ac
 from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats import intervals as iv
 
@@ -66,25 +67,24 @@ def per_item(
     min_humans_per_item: int = at.MIN_HUMANS_PER_ITEM,
 ) -> PerItem:
     """The test's items (rated by the judge and by at least 2 humans) and each human's W^f, W^h on them, scored
-    over the alt-test's items x humans matrix (``alternative_annotator._indicators``: the fixed-n test's own
-    indicators; one numpy call per person, not per item and person -- 9 s of a 20k report before)."""
+    over the alt-test's items x humans matrix (``alt_columns``: the fixed-n test's own indicators; one numpy call
+    per person, not per item and person -- 9 s of a 20k report before)."""
     people = {name: {i: float(v) for i, v in r.items() if _present(v)} for name, r in humans.items()}
     judged = {i: float(v) for i, v in judge.items() if _present(v)}
-    counts: dict[Hashable, int] = {}
-    for ratings in people.values():
-        for item in ratings:
-            counts[item] = counts.get(item, 0) + 1
-    items = _in_order([i for i, c in counts.items() if c >= max(2, min_humans_per_item) and i in judged])
-    names = list(people)
-    rated, wf, wh = (np.zeros((len(items), len(names))) for _ in range(3))
-    found = at._indicators(people, judged, set(items), at.SCORING_FOR_LEVEL[level])
+    return per_item_of(ac.from_dicts(people, judged, at.SCORING_FOR_LEVEL[level], min_humans_per_item))
+
+
+def per_item_of(found: ac.Scored) -> PerItem:
+    """The indicators scored once (``alt_columns.Scored``) as items x humans matrices, the items sorted."""
+    items = _in_order(found.keys)
     row = {item: u for u, item in enumerate(items)}
-    for j, name in enumerate(names):
-        rows = np.fromiter((row[i] for i in found.items[name]), dtype=np.intp, count=len(found.items[name]))
-        rated[rows, j] = 1.0
-        wf[rows, j] = found.w_judge[name]
-        wh[rows, j] = found.w_human[name]
-    return PerItem(items, names, rated, wf, wh)
+    moved = np.fromiter(map(row.__getitem__, found.keys), dtype=np.intp, count=len(found.keys))
+    rated, wf, wh = (np.zeros((len(items), len(found.humans))) for _ in range(3))
+    for j, rows in enumerate(found.rows):
+        rated[moved[rows], j] = 1.0
+        wf[moved[rows], j] = found.w_judge[j]
+        wh[moved[rows], j] = found.w_human[j]
+    return PerItem(items, list(found.humans), rated, wf, wh)
 
 
 def _in_order(items: list[Hashable]) -> list[Hashable]:
@@ -116,15 +116,38 @@ def resampled(
     min_items_per_human: int = at.MIN_ITEMS_PER_HUMAN,
 ) -> tuple[FloatArray, FloatArray]:
     """(ω, ρ) of each of the ``intervals.RESAMPLES`` resamples of the items (NaN: no verdict in that resample)."""
+    omega, rho, _, _ = _draws(
+        found, epsilon=epsilon, alpha=alpha, min_humans=min_humans, min_items_per_human=min_items_per_human
+    )
+    return omega, rho
+
+
+def _draws(
+    found: PerItem,
+    *,
+    epsilon: float = at.EPSILON_EXPERT,
+    alpha: float = 0.05,
+    min_humans: int = at.MIN_HUMANS,
+    min_items_per_human: int = at.MIN_ITEMS_PER_HUMAN,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(ω, ρ, each human's ρ^f_j, each human's ρ^h_j) of each resample, from one pass over the resamples."""
     d = (found.w_human - found.w_judge) * found.rated
     levels = [((found.rated > 0) & (d == v)).astype(float) for v in (-1.0, 0.0, 1.0)]
-    # every column is 0, 1 or -1, so each resampled sum is an integer, exact in any order: the seven sums come
-    # from one product with the block (a float copy of it read once, not seven times), the same to the bit
-    columns = np.hstack([found.rated, d, d**2, found.w_judge, *levels])
-    omegas, rhos = [], []
+    # every column is 0 or 1, so each resampled sum is an integer, exact in any order, and so are the sums made
+    # from them: a human's items n = the three levels' counts, Σd = #(1) - #(-1), Σd² = #(1) + #(-1). One
+    # product with each block (its float copy read once) gives every figure, the same to the bit as a product
+    # per sum (5 columns a human, not 7 here and 3 more in a second pass for the per-human intervals)
     n_items = len(found.items)
-    for w in iv.resamples(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 6)))):
-        n, d_sum, d2_sum, judge_sum, *in_level = np.hsplit(w @ columns, 7)
+    # each sum is an integer at most n_items (a resample's counts add up to n_items): exact in float32 below
+    # 2^24 in any order, and float32 products read half the memory (half this section's time at 100k items)
+    exact = np.float32 if n_items < 2**24 else np.float64
+    columns = np.hstack([*levels, found.w_judge, found.w_human]).astype(exact)
+    omegas, rhos, judge_shares, human_shares = [], [], [], []
+    for counts in iv.resample_counts(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 6)))):
+        sums = np.matmul(counts.astype(exact), columns).astype(float)
+        below, tied, above, judge_sum, human_sum = np.hsplit(sums, 5)
+        n = below + tied + above
+        d_sum, d2_sum = above - below, above + below
         tested = n >= max(2, min_items_per_human)
         with np.errstate(all="ignore"):
             mean = d_sum / n
@@ -132,9 +155,11 @@ def resampled(
             t = (mean - epsilon) / np.sqrt(np.maximum(variance, 0.0) / n)
             p = sp.t.cdf(t, n - 1)
             rho_judge = judge_sum / n
+            judge_shares.append(rho_judge)
+            human_shares.append(human_sum / n)
         # d takes the values -1, 0, 1: a human whose resampled d are all one value has no variation (a level's
         # resampled count is positive where one of its items was drawn: w >= 0)
-        distinct = sum(count > 0 for count in in_level)
+        distinct = sum(count > 0 for count in (below, tied, above))
         flat = distinct <= 1
         p = np.where(flat, np.where(mean < epsilon, 0.0, 1.0), p)  # mean == ε: undefined, never a rejection
         p = np.where(np.isfinite(p), p, 1.0)
@@ -144,7 +169,8 @@ def resampled(
         with np.errstate(all="ignore"):
             omegas.append(np.where(verdict, rejected / count, np.nan))
             rhos.append(np.where(verdict, np.sum(np.where(tested, rho_judge, 0.0), axis=1) / count, np.nan))
-    return np.concatenate(omegas), np.concatenate(rhos)
+    join = np.concatenate
+    return join(omegas), join(rhos), join(judge_shares), join(human_shares)
 
 
 def alt_test_intervals(
@@ -159,27 +185,37 @@ def alt_test_intervals(
 ) -> AltIntervals:
     """The item-bootstrap percentile intervals of ``alternative_annotator.alt_test``'s ω and ρ."""
     found = per_item(humans, judge, level=level)
+    return intervals_of(
+        found, epsilon=epsilon, alpha=alpha, min_humans=min_humans, min_items_per_human=min_items_per_human
+    )
+
+
+def intervals_of(
+    found: PerItem,
+    *,
+    epsilon: float = at.EPSILON_EXPERT,
+    alpha: float = 0.05,
+    min_humans: int = at.MIN_HUMANS,
+    min_items_per_human: int = at.MIN_ITEMS_PER_HUMAN,
+) -> AltIntervals:
+    """``alt_test_intervals`` from the per-item indicators (``per_item`` / ``per_item_of``)."""
     if len(found.items) < 2:
         reason = iv.none("fewer than 2 items rated by the judge and 2 humans")
         return AltIntervals(reason, reason)
-    omega, rho = resampled(
+    omega, rho, judge, human = _draws(
         found, epsilon=epsilon, alpha=alpha, min_humans=min_humans, min_items_per_human=min_items_per_human
     )
-    return AltIntervals(_percentile(omega), _percentile(rho), per_human(found))
+    return AltIntervals(_percentile(omega), _percentile(rho), _per_human(found, judge, human))
 
 
 def per_human(found: PerItem) -> dict[str, tuple[iv.Interval, iv.Interval]]:
     """Each human's ρ^f_j and ρ^h_j (the shares of their items where the judge, or they, align at least as
     well) over the same resamples of the test's items; a resample without any of the human's items has none."""
-    draws: list[tuple[FloatArray, FloatArray]] = []
-    n_items = len(found.items)
-    columns = np.hstack([found.rated, found.w_judge, found.w_human])  # 0 / 1: exact sums, one product a block
-    for w in iv.resamples(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 3)))):
-        n, judge_sum, human_sum = np.hsplit(w @ columns, 3)
-        with np.errstate(all="ignore"):
-            draws.append((judge_sum / n, human_sum / n))
-    judge = np.concatenate([a for a, _ in draws])
-    human = np.concatenate([b for _, b in draws])
+    _, _, judge, human = _draws(found)
+    return _per_human(found, judge, human)
+
+
+def _per_human(found: PerItem, judge: FloatArray, human: FloatArray) -> dict[str, tuple[iv.Interval, iv.Interval]]:
     return {
         name: (iv.percentile(judge[:, j]), iv.percentile(human[:, j]))
         for j, name in enumerate(found.humans)

@@ -28,12 +28,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats as sp
 
+from tui_rater.stats import alt_columns as ac
 from tui_rater.stats.agreement import no_variation
 
 # The paper's rule of thumb for ε (its discussion of the threshold, repeated in the authors' FAQ):
@@ -191,7 +192,7 @@ def _human_comparison(
     min_items: int,
 ) -> HumanComparison:
     """One left-out human, item by item: for a scoring given as a function (the built-in ones go through
-    ``_indicators``, over arrays)."""
+    ``alt_columns``, over arrays)."""
     mine = [i for i in humans[human] if i in items]
     if not is_tested(len(mine), min_items):
         return HumanComparison(human, len(mine), note=f"only {len(mine)} items (< {min_items}): not tested")
@@ -210,70 +211,6 @@ def _comparison(human: str, wf: np.ndarray, wh: np.ndarray, epsilon: float) -> H
     return HumanComparison(human, wf.size, float(wf.mean()), float(wh.mean()), t, p, tested=True, note=note)
 
 
-@dataclass(frozen=True)
-class _Indicators:
-    """Per left-out human, over the items they rated that the test uses (in the order of their ratings): the
-    items, W^f and W^h. An item's indicators depend on that item's ratings alone, so the test on any subset of the
-    items (a prefix of the convergence curve) is these arrays masked -- never scored again."""
-
-    items: dict[str, list[Hashable]]
-    w_judge: dict[str, np.ndarray]
-    w_human: dict[str, np.ndarray]
-
-
-def _indicators(
-    humans: Mapping[str, Mapping[Hashable, float]], judge: Mapping[Hashable, float], items: set[Hashable], scoring: str
-) -> _Indicators:
-    """W^f and W^h of every (human, item) at once, over a matrix items x humans (NaN: not rated). The per-item
-    loop called numpy on two or three values per item x human (5 us a call; 35 % of a 10k report). The scores
-    are the scoring functions' to the last bit where it matters: the sums are of squared differences of ratings
-    (exact for ratings on a scale's points) and the comparison keeps ``_better_or_equal``'s tolerance."""
-    names = list(humans)
-    order = list(items)
-    row = {item: at for at, item in enumerate(order)}
-    matrix = np.full((len(order), len(names)), np.nan)
-    # each person's items placed by ``map`` over the dicts (C loops): list comprehensions here were 18 s of a
-    # 100k-item report (issue 35); the same rows, values and order
-    placed: list[tuple[list[Hashable], np.ndarray]] = []
-    for column, name in enumerate(names):
-        keys = list(humans[name])
-        at = np.fromiter(map(row.get, keys, repeat(-1)), dtype=np.intp, count=len(keys))
-        values = np.array(list(humans[name].values()), dtype=float)  # (None: NaN, as before)
-        kept = at >= 0
-        matrix[at[kept], column] = values[kept]
-        mine = keys if kept.all() else [keys[j] for j in np.flatnonzero(kept).tolist()]
-        placed.append((mine, at[kept]))
-    judged = np.array(list(map(judge.__getitem__, order)), dtype=float)
-    found = _Indicators({}, {}, {})
-    for column, name in enumerate(names):
-        mine, rows = placed[column]
-        others = np.delete(matrix[rows], column, axis=1)
-        human_scores = _scores(scoring, matrix[rows, column], others)
-        judge_scores = _scores(scoring, judged[rows], others)
-        found.items[name] = mine
-        found.w_judge[name] = _at_least(judge_scores, human_scores).astype(float)
-        found.w_human[name] = _at_least(human_scores, judge_scores).astype(float)
-    return found
-
-
-def _scores(scoring: str, ratings: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """``accuracy`` / ``neg_rmse`` of each row's rating against the row's others (NaN: no rating)."""
-    present = ~np.isnan(others)
-    count = present.sum(axis=1)
-    if scoring == "accuracy":
-        agreeing: np.ndarray = (others == ratings[:, None]).sum(axis=1) / count
-        return agreeing
-    squared = np.where(present, others - ratings[:, None], 0.0) ** 2
-    scores: np.ndarray = -np.sqrt(squared.sum(axis=1) / count)
-    return scores
-
-
-def _at_least(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``_better_or_equal`` over arrays."""
-    found: np.ndarray = a >= b - 1e-12 * np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
-    return found
-
-
 def _prepared(
     humans: Mapping[str, Ratings], judge: Ratings, min_humans_per_item: int
 ) -> tuple[dict[str, dict[Hashable, float]], dict[Hashable, float], set[Hashable]]:
@@ -288,21 +225,38 @@ def _prepared(
     return kept, judged, items
 
 
-def _rows_on(
-    found: _Indicators, names: Sequence[str], epsilon: float, min_items: int, within: set[Hashable] | None = None
+def comparisons_on(
+    found: ac.Scored, epsilon: float, min_items: int, within: npt.NDArray[np.bool_] | None = None
 ) -> list[HumanComparison]:
-    """The comparisons on the items of ``within`` (all when None), from the indicators."""
+    """The comparisons on the rows of ``found`` where ``within`` holds (all when None), from its indicators: a
+    prefix of the convergence curve is a mask, never a new scoring."""
+    pairs = zip(found.w_judge, found.w_human) if within is None else found.within(within)
     rows = []
-    for name in names:
-        wf, wh = found.w_judge[name], found.w_human[name]
-        if within is not None:
-            keep = np.fromiter((i in within for i in found.items[name]), dtype=bool, count=wf.size)
-            wf, wh = wf[keep], wh[keep]
+    for name, (wf, wh) in zip(found.humans, pairs):
         if not is_tested(wf.size, min_items):
             rows.append(HumanComparison(name, wf.size, note=f"only {wf.size} items (< {min_items}): not tested"))
         else:
             rows.append(_comparison(name, wf, wh, epsilon))
     return rows
+
+
+def alt_test_scored(
+    found: ac.Scored,
+    *,
+    scoring: str,
+    judge_name: str = "judge",
+    epsilon: float = EPSILON_EXPERT,
+    alpha: float = 0.05,
+    min_humans: int = MIN_HUMANS,
+    min_items_per_human: int = MIN_ITEMS_PER_HUMAN,
+    within: npt.NDArray[np.bool_] | None = None,
+) -> AltTest:
+    """``alt_test`` from the indicators scored once (``alt_columns``), on the rows where ``within`` holds (all
+    when None)."""
+    rows = comparisons_on(found, epsilon, max(2, min_items_per_human), within)
+    used = len(found.keys) if within is None else int(np.count_nonzero(within))
+    rejected = _by_rejections(rows, alpha)
+    return _decide(judge_name, rows, used, scoring, epsilon, alpha, rejected, min_humans, min_items_per_human)
 
 
 def human_comparisons(
@@ -317,14 +271,11 @@ def human_comparisons(
 ) -> tuple[list[HumanComparison], int, str]:
     """The leave-one-out comparisons (before the multiple-comparison step): (rows, items used, scoring)."""
     score, scoring_name = _scoring(level, scoring)
-    humans, judge, items = _prepared(humans, judge, min_humans_per_item)
     min_items = max(2, min_items_per_human)
     if SCORINGS.get(scoring_name) is score:
-        return (
-            _rows_on(_indicators(humans, judge, items, scoring_name), list(humans), epsilon, min_items),
-            len(items),
-            scoring_name,
-        )
+        found = ac.from_dicts(humans, judge, scoring_name, min_humans_per_item)
+        return comparisons_on(found, epsilon, min_items), len(found.keys), scoring_name
+    humans, judge, items = _prepared(humans, judge, min_humans_per_item)
     rows = [_human_comparison(humans, judge, h, items, score, epsilon, min_items) for h in humans]
     return rows, len(items), scoring_name
 
@@ -362,18 +313,20 @@ def alt_test_on_subsets(
             )
             for subset in subsets
         ]
-    kept, judged, items = _prepared(humans, judge, min_humans_per_item)
-    found = _indicators(kept, judged, items, scoring_name)
-    min_items = max(2, min_items_per_human)
-    results = []
-    for subset in subsets:
-        rows = _rows_on(found, list(kept), epsilon, min_items, subset)
-        rejected = _by_rejections(rows, alpha)
-        used = sum(1 for i in items if i in subset)
-        results.append(
-            _decide(judge_name, rows, used, scoring_name, epsilon, alpha, rejected, min_humans, min_items_per_human)
+    found = ac.from_dicts(humans, judge, scoring_name, min_humans_per_item)
+    return [
+        alt_test_scored(
+            found,
+            scoring=scoring_name,
+            judge_name=judge_name,
+            epsilon=epsilon,
+            alpha=alpha,
+            min_humans=min_humans,
+            min_items_per_human=min_items_per_human,
+            within=np.fromiter((i in subset for i in found.keys), dtype=bool, count=len(found.keys)),
         )
-    return results
+        for subset in subsets
+    ]
 
 
 def _present(value: object) -> bool:
@@ -472,16 +425,43 @@ def alt_test_across(
     false-discovery-rate procedure to all the p-values at once; ω is then read per setting.
     """
     per_setting = {}
-    pooled: list[tuple[str, HumanComparison]] = []
     for name, (humans, judge) in settings.items():
         level = (levels or {}).get(name, "interval")
-        rows, items, scoring = human_comparisons(
+        per_setting[name] = human_comparisons(
             humans, judge, level=level, epsilon=epsilon, min_items_per_human=min_items_per_human
         )
-        per_setting[name] = (rows, items, scoring)
-        pooled += [(name, r) for r in rows if r.tested]
+    return _pooled(per_setting, judge_name, epsilon, alpha, min_humans, min_items_per_human)
+
+
+def alt_test_across_scored(
+    settings: Mapping[str, tuple[ac.Scored, str]],
+    *,
+    judge_name: str = "judge",
+    epsilon: float = EPSILON_EXPERT,
+    alpha: float = 0.05,
+    min_humans: int = MIN_HUMANS,
+    min_items_per_human: int = MIN_ITEMS_PER_HUMAN,
+) -> dict[str, AltTest]:
+    """``alt_test_across`` from each setting's indicators scored once: setting -> (indicators, scoring)."""
+    min_items = max(2, min_items_per_human)
+    per_setting = {
+        name: (comparisons_on(found, epsilon, min_items), len(found.keys), scoring)
+        for name, (found, scoring) in settings.items()
+    }
+    return _pooled(per_setting, judge_name, epsilon, alpha, min_humans, min_items_per_human)
+
+
+def _pooled(
+    per_setting: Mapping[str, tuple[list[HumanComparison], int, str]],
+    judge_name: str,
+    epsilon: float,
+    alpha: float,
+    min_humans: int,
+    min_items_per_human: int,
+) -> dict[str, AltTest]:
+    pooled = [(name, r) for name, (rows, _, _) in per_setting.items() for r in rows if r.tested]
     decisions = benjamini_yekutieli([1.0 if r.p is None else r.p for _, r in pooled], alpha)
-    rejected: dict[str, dict[str, bool]] = {name: {} for name in settings}
+    rejected: dict[str, dict[str, bool]] = {name: {} for name in per_setting}
     for (name, row), decision in zip(pooled, decisions):
         rejected[name][row.human] = decision
     return {
@@ -493,5 +473,9 @@ def alt_test_across(
 def rank_judges(humans: Mapping[str, Ratings], judges: Mapping[str, Ratings], **options: Any) -> list[AltTest]:
     """Every judge's alt-test, best first by the average advantage probability ρ (the paper's
     measure for comparing judges); judges without a ρ come last."""
-    results = [alt_test(humans, ratings, judge_name=name, **options) for name, ratings in judges.items()]
+    return ranked([alt_test(humans, ratings, judge_name=name, **options) for name, ratings in judges.items()])
+
+
+def ranked(results: Sequence[AltTest]) -> list[AltTest]:
+    """The judges' tests best first by ρ (ties keep their order); those without a ρ last."""
     return sorted(results, key=lambda r: math.inf if r.advantage_probability is None else -r.advantage_probability)

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
+from tui_rater.stats import alt_columns as ac
 from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats import ppi
 
@@ -74,10 +76,25 @@ def ppi_convergence(
     place = {item: at for at, item in reversed(list(enumerate(order)))}
     rank = np.array([place.get(i, math.inf) if i in human else math.inf for i in items], dtype=float)
     human_arr = np.array([human.get(i, math.nan) for i in items], dtype=float)
+    return ppi_prefixes(judge_arr, human_arr, rank, len(order), sizes, power_tuned=power_tuned, confidence=confidence)
+
+
+def ppi_prefixes(
+    judge: npt.NDArray[np.float64],
+    human: npt.NDArray[np.float64],
+    rank: npt.NDArray[np.float64],
+    length: int,
+    sizes: Sequence[int] | None = None,
+    *,
+    power_tuned: bool = False,
+    confidence: float = 0.95,
+) -> list[PpiPoint]:
+    """``ppi_convergence`` over arrays: the judge's and the humans' value of every item (NaN: none) and each
+    item's place in the order the humans rated them (inf: not there), ``length`` items in that order."""
     points = []
-    for n in _sizes(order, sizes or default_sizes(len(order))):
-        shown = np.where(rank < n, human_arr, math.nan)
-        result = ppi.ppi_mean(judge_arr, shown, power_tuned=power_tuned, confidence=confidence)
+    for n in sorted({min(max(int(s), 0), length) for s in sizes or default_sizes(length)}):
+        shown = np.where(rank < n, human, math.nan)
+        result = ppi.ppi_mean(judge, shown, power_tuned=power_tuned, confidence=confidence)
         points.append(PpiPoint(n, result.estimate, result.classical))
     return points
 
@@ -98,3 +115,16 @@ def alt_test_convergence(
         AltTestPoint(n, r.winning_rate, r.advantage_probability, r.passed, r.note)
         for n, r in zip(counts, results, strict=True)
     ]
+
+
+def alt_test_prefixes(
+    found: ac.Scored, rank: npt.NDArray[np.float64], length: int, sizes: Sequence[int], **options: Any
+) -> list[AltTestPoint]:
+    """``alt_test_convergence`` from the indicators scored once (``alt_columns.Scored``): ``rank``, each of its
+    rows' place in the order the items were rated (inf: not there), ``length`` the order's length; the first n
+    items are the rows of rank < n. ``options`` go to ``alternative_annotator.alt_test_scored``."""
+    points = []
+    for n in sorted({min(max(int(s), 0), length) for s in sizes}):
+        r = at.alt_test_scored(found, within=rank < n, **options)
+        points.append(AltTestPoint(n, r.winning_rate, r.advantage_probability, r.passed, r.note))
+    return points

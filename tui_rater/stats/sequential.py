@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from tui_rater.stats import alt_columns as ac
 from tui_rater.stats import alternative_annotator as at
 
 ALPHA = 0.05
@@ -247,13 +248,17 @@ def advantage_sequence(
 ) -> Floats:
     """d_i = W^h_i - W^f_i of one left-out person, item by item in ``order`` (the alt-test's indicators, as
     ``alternative_annotator`` scores them; items rated by fewer than 2 persons or not by the judge skipped)."""
-    mine = humans[human]
-    items = {i for i in mine if i in judge and any(i in r for name, r in humans.items() if name != human)}
-    # the fixed-n test's own indicators, over its items x humans matrix (one numpy call, not two per item)
-    found = at._indicators({human: mine, **humans}, judge, items, at.SCORING_FOR_LEVEL[level])
-    at_item = {item: k for k, item in enumerate(found.items[human])}
-    d = found.w_human[human] - found.w_judge[human]
-    return np.asarray([d[at_item[i]] for i in order if i in at_item], dtype=float)
+    found = ac.from_dicts(humans, judge, at.SCORING_FOR_LEVEL[level])
+    j = found.humans.index(human)
+    rank = ac.ranks([found.keys[r] for r in found.rows[j]], order)
+    return _in_rank_order(found.w_human[j] - found.w_judge[j], rank)[1]
+
+
+def _in_rank_order(d: Floats, rank: Floats) -> tuple[Floats, Floats]:
+    """(the ranks, d) of the items that have a rank, in rank order."""
+    kept = np.flatnonzero(np.isfinite(rank))
+    by_rank = kept[np.argsort(rank[kept], kind="stable")]
+    return rank[by_rank], d[by_rank]
 
 
 def anytime_alt_test(
@@ -298,24 +303,44 @@ def anytime_alt_curve(
 ) -> list[tuple[int, AnytimeVerdict]]:
     """``anytime_alt_test`` on the first n items of ``order`` for each n of ``sizes``: each person's indicators
     are scored once, in order, and each look reads their e-process where it stands."""
-    clean = {n: {i: v for i, v in r.items() if _present(v)} for n, r in humans.items()}
-    judge = {i: v for i, v in judge.items() if _present(v)}
-    order = [i for i in order if i in judge]
-    shared = np.cumsum([sum(i in r for r in clean.values()) >= 2 for i in order]) if order else np.zeros(0)
-    where = {i: k for k, i in enumerate(order)}
+    judged = {i: v for i, v in judge.items() if _present(v)}
+    order = [i for i in order if i in judged]
+    found = ac.from_dicts(humans, judged, at.SCORING_FOR_LEVEL[level])
+    return anytime_curve_of(
+        found,
+        ac.ranks(found.keys, order),
+        len(order),
+        sizes,
+        epsilon=epsilon,
+        alpha=alpha,
+        min_humans=min_humans,
+        min_items_per_human=min_items_per_human,
+    )
+
+
+def anytime_curve_of(
+    found: ac.Scored,
+    rank: Floats,
+    length: int,
+    sizes: Sequence[int],
+    *,
+    epsilon: float = at.EPSILON_EXPERT,
+    alpha: float = ALPHA,
+    min_humans: int = at.MIN_HUMANS,
+    min_items_per_human: int = at.MIN_ITEMS_PER_HUMAN,
+) -> list[tuple[int, AnytimeVerdict]]:
+    """``anytime_alt_curve`` from the indicators scored once (``alt_columns.Scored``): ``rank``, each of its rows'
+    place in the order the ratings came (inf: not there), ``length`` the order's length (the looks are capped
+    there)."""
     sequences = {}
-    for name in clean:
-        d = advantage_sequence(clean, judge, name, order, level)
-        # the position in ``order`` of each of this person's scored items (the same filter as advantage_sequence)
-        positions = np.array(
-            [where[i] for i in order if i in clean[name] and any(i in r for o, r in clean.items() if o != name)],
-            dtype=int,
-        )
+    for name, rows, wf, wh in zip(found.humans, found.rows, found.w_judge, found.w_human):
+        positions, d = _in_rank_order(wh - wf, rank[rows])
         sequences[name] = (positions, log_e_process(d, epsilon) if d.size else np.zeros(0))
+    in_order = np.sort(rank[np.isfinite(rank)])
     out = []
-    for n in sorted({min(max(int(s), 0), len(order)) for s in sizes}):
+    for n in sorted({min(max(int(s), 0), length) for s in sizes}):
         counts = {name: int(np.searchsorted(pos, n)) for name, (pos, _) in sequences.items()}
-        items = int(shared[n - 1]) if n else 0
+        items = int(np.searchsorted(in_order, n))
         tested = sorted(name for name, c in counts.items() if at.is_tested(c, min_items_per_human))
         if not at.has_verdict(list(counts.values()), min_humans, min_items_per_human):
             rule = at.verdict_rule(min_humans, min_items_per_human)

@@ -4,7 +4,8 @@ means: rate more before deciding.
 
 The items are taken in the order their human ratings were completed (the id of the latest human rating
 of the item and question in force), and both statistics are recomputed on the first n of them for about
-20 values of n (``default_sizes``; 12 from 30 items on for the verdict, each a whole alt-test):
+20 values of n (``default_sizes``; 12 from 30 items on for the verdict, each the alt-test's indicators, scored
+once for the verdict (``sections/alt_data.py``), masked to the first n items):
 
 - ``verdict_convergence``: per question and judge, ω, ρ and the verdict at each n (at least 3 humans);
 - ``ppi_convergence``: per question (ordinal or interval), judge and system, the prediction-powered mean
@@ -21,7 +22,8 @@ Reading a curve point by point is peeking: the fixed-n figures (``winning_rate``
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+import math
+from collections.abc import Sequence
 from functools import partial
 
 import numpy as np
@@ -33,13 +35,13 @@ from tui_rater.stats import convergence as cv
 from tui_rater.stats import ppi as pp
 from tui_rater.stats import sequential as sq
 from tui_rater.stats.records import ALL, HUMANS, Record
-from tui_rater.stats.sections import cells
+from tui_rater.stats.sections import alt_data, cells
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.bias_corrected import CONFIDENCE, inclusion, scored
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.stats.sections.settings import FDR
-from tui_rater.stats.sections.verdict import judge_ratings, level_of, rated, verdict_humans
-from tui_rater.stats.sections.watched import mean_sequence, verdict_curve
+from tui_rater.stats.sections.verdict import rated
+from tui_rater.stats.sections.watched import mean_sequence, rated_in_order, verdict_curve_of
 
 ANYTIME_VERDICT = "anytime-valid: e-values per person, e-BH (valid at every point of the curve at once)"
 ANYTIME_MEAN = "anytime-valid 95 % confidence sequence (betting; valid at every point of the curve at once)"
@@ -56,9 +58,9 @@ def rating_order(data: ReportData) -> dict[str, list[int]]:
             .agg(pl.col("rating_id").max())
             .sort("rating_id")
         )
-        order: dict[str, list[int]] = {}
-        for attribute, item_key, _ in last.iter_rows():
-            order.setdefault(attribute, []).append(int(item_key))
+        # each question's keys as one list (the rows' order kept within a group), not a Python loop over the rows
+        grouped = last.group_by("attribute", maintain_order=True).agg(pl.col("item_key"))
+        order: dict[str, list[int]] = dict(zip(grouped["attribute"].to_list(), grouped["item_key"].to_list()))
         data.extra["rating_order"] = order
     found: dict[str, list[int]] = data.extra["rating_order"]
     return found
@@ -66,7 +68,7 @@ def rating_order(data: ReportData) -> dict[str, list[int]]:
 
 def verdict_sizes(total: int) -> list[int]:
     """Where the verdict curve is computed: no human is tested on fewer than 30 items, so the curve starts
-    there; 12 points, as each costs a whole alt-test of every human."""
+    there; 12 points (each a t-test per human on the indicators masked to the prefix)."""
     return cv.default_sizes(total, points=VERDICT_POINTS, smallest=at.MIN_ITEMS_PER_HUMAN)
 
 
@@ -78,28 +80,30 @@ def convergence(data: ReportData, attributes: Sequence[Attribute]) -> None:
 
 
 def _verdict_curve(data: ReportData, attribute: Attribute) -> None:
-    humans, reason = verdict_humans(data, attribute)
+    _, _, reason = alt_data.people(data, attribute)
     for judge in data.judges:
         add = partial(data.add, "verdict_convergence", attribute.name, ALL, judge)
         if reason:
             if rated(data, judge, attribute):
                 add("winning_rate", value=None, note=reason)
             continue
-        ratings = judge_ratings(data, judge, attribute)
-        if not ratings:
+        if not rated(data, judge, attribute):
             continue
-        # the items the judge rated too: n counts items both rated (a judge of 32 items ran to n = 96)
-        order = [k for k in rating_order(data).get(attribute.name, []) if k in ratings]
-        points = cv.alt_test_convergence(
-            humans,
-            ratings,
-            order,
-            verdict_sizes(len(order)),
-            level=level_of(data, attribute),
+        # the items the judge rated too: n counts items both rated (a judge of 32 items ran to n = 96); each
+        # prefix is a mask over the indicators the verdict scored (``alt_data``), not a new alt-test
+        length, rank = alt_data.judged_order(data, attribute, judge, rating_order(data).get(attribute.name, []))
+        found = alt_data.scored(data, attribute, judge)
+        sizes = verdict_sizes(length)
+        points = cv.alt_test_prefixes(
+            found,
+            rank,
+            length,
+            sizes,
+            scoring=alt_data.scoring(data, attribute),
             epsilon=data.settings.verdict.eps,
             alpha=FDR,
         )
-        watched = dict(verdict_curve(data, attribute, judge, order, verdict_sizes(len(order))))
+        watched = dict(verdict_curve_of(data, attribute, judge, rank, length, sizes))
         for point in points:
             add("winning_rate", value=point.winning_rate, n=point.rated, note=point.note)
             add("advantage_probability", value=point.advantage_probability, n=point.rated, note=point.note)
@@ -144,7 +148,6 @@ def _ppi_curves(data: ReportData, attribute: Attribute) -> None:
     order = rating_order(data).get(attribute.name, [])
     for judge in data.judges:
         for system in data.systems:
-            keys = [int(k) for k in data.keys(system)]
             f = data.item_values(judge, attribute, system)
             if np.all(np.isnan(f)):
                 continue
@@ -154,15 +157,15 @@ def _ppi_curves(data: ReportData, attribute: Attribute) -> None:
                 add("ppi_mean", value=None, note="not computed for weighted (active) samples")
                 continue
             y = data.item_values(HUMANS, attribute, system) if data.humans else np.full(f.shape, np.nan)
-            judge_by_item: dict[Hashable, float] = dict(zip(keys, f.tolist()))
-            human_by_item: dict[Hashable, float] = {k: v for k, v in zip(keys, y.tolist()) if not np.isnan(v)}
             # items the judge rated too (PPI leaves the others out): n counts items both rated
-            mine: list[Hashable] = [k for k in order if k in human_by_item and not np.isnan(judge_by_item[k])]
-            if not mine:
+            mine = rated_in_order(data, attribute, judge, system, order)
+            if not mine.size:
                 add("ppi_mean", value=None, note="no human ratings of this system yet")
                 continue
+            rank = np.full(f.shape, math.inf)
+            rank[mine[::-1]] = np.arange(mine.size, dtype=float)[::-1]  # an item's first place in the order
             watched = mean_sequence(data, attribute, judge, system, order)
-            for point in cv.ppi_convergence(judge_by_item, human_by_item, mine, confidence=CONFIDENCE):
+            for point in cv.ppi_prefixes(f, y, rank, mine.size, confidence=CONFIDENCE):
                 _point(add, point)
                 _watched_point(add, watched.sequence, point.rated, watched.note)
 

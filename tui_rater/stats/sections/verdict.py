@@ -28,11 +28,14 @@ import numpy as np
 from tui_rater.domain.readiness import NOT_READY
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
+from tui_rater.stats import alt_columns as ac
 from tui_rater.stats import alt_intervals
 from tui_rater.stats import alternative_annotator as at
 from tui_rater.stats import intervals as iv
 from tui_rater.stats.records import ALL, HUMANS, Record
-from tui_rater.stats.sections import cells
+from tui_rater.stats.sections import alt_data, cells
+from tui_rater.stats.sections.alt_data import level_of as level_of  # where the other sections look for it
+from tui_rater.stats.sections.alt_data import too_few_humans as too_few_humans
 from tui_rater.stats.sections.base import (
     Footnotes,
     Found,
@@ -60,7 +63,8 @@ def human_ratings(data: ReportData, attribute: Attribute) -> Humans:
     out: Humans = {}
     for human in data.humans:
         values = data.rater_values(human, attribute, ALL)
-        mine: dict[Hashable, float] = {int(k): float(v) for k, v in zip(keys, values) if not np.isnan(v)}
+        kept = ~np.isnan(values)
+        mine: dict[Hashable, float] = dict(zip(keys[kept].tolist(), values[kept].tolist()))
         if mine:
             out[human] = mine
     return out
@@ -69,18 +73,9 @@ def human_ratings(data: ReportData, attribute: Attribute) -> Humans:
 def judge_ratings(data: ReportData, judge: str, attribute: Attribute) -> Ratings:
     """item key -> the judge's one value (its samples and presentations combined by the protocol)."""
     values = data.item_values(judge, attribute, ALL)
-    found: dict[Hashable, float] = {int(k): float(v) for k, v in zip(data.keys(ALL), values) if not np.isnan(v)}
+    kept = ~np.isnan(values)
+    found: dict[Hashable, float] = dict(zip(data.keys(ALL)[kept].tolist(), values[kept].tolist()))
     return found
-
-
-def too_few_humans(count: int) -> str:
-    """Why no alt-test can run (fewer than 3 human raters at all), or '' when it may."""
-    if count >= at.MIN_HUMANS:
-        return ""
-    return (
-        f"{count} human rater{'s' if count != 1 else ''} rated this question; the alt-test needs at "
-        f"least {at.MIN_HUMANS} on the same items"
-    )
 
 
 def verdict_humans(data: ReportData, attribute: Attribute) -> tuple[Humans, str]:
@@ -97,39 +92,38 @@ def rated(data: ReportData, judge: str, attribute: Attribute) -> bool:
     return bool(np.any(~np.isnan(data.item_values(judge, attribute, ALL))))
 
 
-def level_of(data: ReportData, attribute: Attribute) -> str:
-    return data.protocol(attribute).level.value
-
-
 def verdict(data: ReportData, attributes: Sequence[Attribute]) -> None:
     eps, source = data.settings.verdict.eps, data.settings.verdict.epsilon_source
-    across: dict[str, dict[str, tuple[Humans, Ratings]]] = {}
+    across: dict[str, dict[str, tuple[ac.Scored, str]]] = {}
     levels = {a.name: level_of(data, a) for a in attributes}
     for attribute in attributes:
-        humans, reason = verdict_humans(data, attribute)
+        _, _, reason = alt_data.people(data, attribute)
         if reason:
             for judge in data.judges:
                 if rated(data, judge, attribute):
                     _no_verdict(data, attribute.name, judge, eps, source, reason)
             continue
-        judges = {j: r for j in data.judges if (r := judge_ratings(data, j, attribute))}
+        scoring = alt_data.scoring(data, attribute)
+        # each judge's indicators scored once (``alt_data``), read by the test, its intervals and the pooled test
+        judges = {j: alt_data.scored(data, attribute, j) for j in data.judges if rated(data, j, attribute)}
         if not judges:
             continue
-        ranked = at.rank_judges(humans, judges, level=levels[attribute.name], epsilon=eps, alpha=FDR)
+        tests = [
+            at.alt_test_scored(f, scoring=scoring, judge_name=j, epsilon=eps, alpha=FDR) for j, f in judges.items()
+        ]
+        ranked = at.ranked(tests)
         rhos = [r.advantage_probability for r in ranked if r.advantage_probability is not None]
         human_alpha = ag.alpha(
             data.matrix(HUMANS, attribute.name, ALL), levels[attribute.name], attribute.scale.points or None
         )
         for result in ranked:
-            found = alt_intervals.alt_test_intervals(
-                humans, judges[result.judge], level=levels[attribute.name], epsilon=eps, alpha=FDR
-            )
+            found = alt_intervals.intervals_of(alt_intervals.per_item_of(judges[result.judge]), epsilon=eps, alpha=FDR)
             _records(data, attribute.name, result, source, rhos, found)
             _agreement_caveat(data, attribute.name, result.judge, human_alpha)
-            across.setdefault(result.judge, {})[attribute.name] = (humans, judges[result.judge])
+            across.setdefault(result.judge, {})[attribute.name] = (judges[result.judge], scoring)
     for judge, settings in across.items():
         if len(settings) > 1:
-            _across(data, judge, settings, levels, eps)
+            _across(data, judge, settings, eps)
 
 
 def _no_verdict(data: ReportData, attribute: str, judge: str, eps: float, source: str, reason: str) -> None:
@@ -231,14 +225,8 @@ def _per_human(data: ReportData, attribute: str, result: at.AltTest, found: alt_
         add("wins", value=float(c.rejected) if c.tested else None)
 
 
-def _across(
-    data: ReportData,
-    judge: str,
-    settings: dict[str, tuple[Humans, Ratings]],
-    levels: dict[str, str],
-    eps: float,
-) -> None:
-    results = at.alt_test_across(settings, judge_name=judge, levels=levels, epsilon=eps, alpha=FDR)
+def _across(data: ReportData, judge: str, settings: dict[str, tuple[ac.Scored, str]], eps: float) -> None:
+    results = at.alt_test_across_scored(settings, judge_name=judge, epsilon=eps, alpha=FDR)
     pooled = f"Benjamini-Yekutieli over the p-values of {len(settings)} questions together"
     for attribute, result in results.items():
         add = partial(data.add, "verdict_across", attribute, ALL, judge)

@@ -8,14 +8,16 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import sequential as sq
 from tui_rater.stats.records import HUMANS
+from tui_rater.stats.sections import alt_data
 from tui_rater.stats.sections.bias_corrected import inclusion
 from tui_rater.stats.sections.data import ReportData
 from tui_rater.stats.sections.settings import FDR
-from tui_rater.stats.sections.verdict import judge_ratings, level_of, verdict_humans
+from tui_rater.stats.sections.verdict import rated
 
 
 @dataclass(frozen=True)
@@ -31,25 +33,36 @@ class Watched:
         return 0 if self.sequence is None else int(self.sequence.humans.low.size)
 
 
+def rated_in_order(
+    data: ReportData, attribute: Attribute, judge: str, system: str, order: Sequence[Hashable]
+) -> npt.NDArray[np.intp]:
+    """The positions in ``data.keys(system)`` of the items of ``order`` that the humans and the judge both rated
+    (PPI leaves the others out), in the order of ``order`` (the items in the order their ratings were completed)."""
+    keys = data.keys(system)
+    wanted = np.asarray(order, dtype=np.int64)  # the report's item keys
+    at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+    at = at[keys[at] == wanted] if len(keys) else at[:0]
+    f = data.item_values(judge, attribute, system)
+    y = data.item_values(HUMANS, attribute, system) if data.humans else np.full(f.shape, np.nan)
+    found: npt.NDArray[np.intp] = at[~np.isnan(y[at]) & ~np.isnan(f[at])]
+    return found
+
+
 def mean_sequence(data: ReportData, attribute: Attribute, judge: str, system: str, order: Sequence[int]) -> Watched:
     """``order``: the question's human-rated item keys in the order their ratings were completed."""
     if inclusion(data, attribute) is not None:
         return Watched(None, "not computed for weighted (active) samples")
-    keys = [int(k) for k in data.keys(system)]
     f = data.item_values(judge, attribute, system)
     if np.all(np.isnan(f)):
         return Watched(None, "the judge rated none of these items")
     y = data.item_values(HUMANS, attribute, system) if data.humans else np.full(f.shape, np.nan)
-    judge_by_item = dict(zip(keys, f.tolist()))
-    human_by_item = {k: v for k, v in zip(keys, y.tolist()) if not np.isnan(v)}
     # as the fixed-n PPI: the items both rated, the judge's items for its own mean
-    mine = [k for k in order if k in human_by_item and not np.isnan(judge_by_item[k])]
-    if not mine:
+    mine = rated_in_order(data, attribute, judge, system, order)
+    if not mine.size:
         return Watched(None, "no human ratings of these items yet")
     scale = data.protocol(attribute).value_scale(attribute)
     judged = f[~np.isnan(f)]
-    humans = np.array([human_by_item[k] for k in mine])
-    rated = np.array([judge_by_item[k] for k in mine])
+    humans, rated = y[mine], f[mine]
     values = np.concatenate([judged, humans])
     if values.min() < scale.low or values.max() > scale.high:
         return Watched(None, f"values off the scale {scale.low:g}–{scale.high:g}: no bounded-mean sequence")
@@ -61,17 +74,18 @@ def verdict_curve(
 ) -> list[tuple[int, sq.AnytimeVerdict]]:
     """The anytime-valid alt-test after the first n items of ``order`` for each n of ``sizes`` (default: all of
     them at once), at the report's ε; empty when the question has fewer than 3 humans or the judge no values."""
-    humans, reason = verdict_humans(data, attribute)
-    ratings = judge_ratings(data, judge, attribute)
-    if reason or not ratings:
+    _, _, reason = alt_data.people(data, attribute)
+    if reason or not rated(data, judge, attribute):
         return []
-    shown = [k for k in order if k in ratings]
-    return sq.anytime_alt_curve(
-        humans,
-        ratings,
-        shown,
-        [len(shown)] if sizes is None else sizes,
-        level=level_of(data, attribute),
-        epsilon=data.settings.verdict.eps,
-        alpha=FDR,
+    length, rank = alt_data.judged_order(data, attribute, judge, order)
+    return verdict_curve_of(data, attribute, judge, rank, length, [length] if sizes is None else sizes)
+
+
+def verdict_curve_of(
+    data: ReportData, attribute: Attribute, judge: str, rank: sq.Floats, length: int, sizes: Sequence[int]
+) -> list[tuple[int, sq.AnytimeVerdict]]:
+    """``verdict_curve`` from the judge's indicators as the verdict scored them (``alt_data.scored``) and each
+    test item's place in the order (``alt_data.judged_order``); call where the question has an alt-test."""
+    return sq.anytime_curve_of(
+        alt_data.scored(data, attribute, judge), rank, length, sizes, epsilon=data.settings.verdict.eps, alpha=FDR
     )
