@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tui_rater.stats import intervals as iv
+from tui_rater.stats import patterns as rating_patterns
 
 
 def _tables_before(cell: np.ndarray, kx: int, ky: int, n: int):
@@ -68,6 +69,7 @@ def test_ordinal_alpha_draws_are_the_draws_of_before(monkeypatch):
     matrix = np.clip(truth + rng.integers(-1, 2, (4, truth.size)), 1, 5).astype(float)
     matrix[3, rng.random(truth.size) < 0.6] = np.nan
     matrix[0, rng.random(truth.size) < 0.1] = np.nan
+    monkeypatch.setattr(rating_patterns, "MOST_PATTERNS", 0)  # _Patterns, not the sums by pattern of stats/patterns
     now = iv.alpha_draws(matrix, "ordinal")
     monkeypatch.setattr(iv._Patterns, "of", staticmethod(lambda counts: None))  # the per-item path of before
     before = iv.alpha_draws(matrix, "ordinal")

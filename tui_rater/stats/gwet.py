@@ -11,7 +11,8 @@ stays small then. For ratings of ``n`` items into ``q`` categories with weights 
     AC = (p_a - p_e) / (1 - p_e)
 
 The categories are the scale's points (``q`` is the scale's size, not the number of labels used), as Gwet counts
-them. Both means are over items, so the item bootstrap (``intervals``) is two matrix products.
+them. Both means are over items, so the item bootstrap (``intervals``) is two matrix products, summed by the items'
+patterns of category counts (``patterns``): one pass over the drawn counts, whatever the number of items.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tui_rater.stats import intervals as iv
+from tui_rater.stats import patterns as rating_patterns
 from tui_rater.stats.agreement import Stat
 
 FloatArray = npt.NDArray[np.float64]
@@ -44,8 +46,8 @@ def _counts(matrix: npt.ArrayLike, categories: list[float]) -> FloatArray | None
     code = np.searchsorted(scale, values)
     if values.size and (np.any(code >= scale.size) or np.any(scale[np.minimum(code, scale.size - 1)] != values)):
         return None
-    counts = np.zeros((m.shape[1], scale.size))
-    np.add.at(counts, (np.nonzero(present)[0], code), 1.0)
+    cells = np.bincount(np.nonzero(present)[0] * scale.size + code, minlength=m.shape[1] * scale.size)
+    counts: FloatArray = cells.reshape(m.shape[1], scale.size).astype(float)
     return counts
 
 
@@ -70,11 +72,17 @@ def ac(matrix: npt.ArrayLike, categories: list[float], kind: str = "nominal") ->
     stat = Stat(None if value is None else float(value), int(twice.sum()), "" if value is not None else "no variation")
     if value is None:
         return stat
-    draws: list[FloatArray] = []
-    for b in iv.resamples(r.size, iv._block(r.size * (len(categories) + 1))):
-        pa = (b @ np.where(twice, pa_i, 0.0)) / (b @ twice.astype(float))
-        pi = (b @ share) / b.sum(axis=1)[:, None]
-        draws.append(_coefficients(pa, pi, factor))
+    sums = rating_patterns.ac_sums(counts, pa_i, twice.astype(float), share, iv.resample_counts)
+    if sums is not None:  # the same sums over the items' distinct category counts (issue 35: 100k items)
+        with np.errstate(all="ignore"):  # a resample without an item rated twice: undefined, as before
+            pa = sums.agreement / sums.twice
+        draws = [_coefficients(pa, sums.shares / sums.items[:, None], factor)]
+    else:
+        draws = []
+        for b in iv.resamples(r.size, iv._block(r.size * (len(categories) + 1))):
+            pa = (b @ np.where(twice, pa_i, 0.0)) / (b @ twice.astype(float))
+            pi = (b @ share) / b.sum(axis=1)[:, None]
+            draws.append(_coefficients(pa, pi, factor))
     return iv.with_interval(stat, iv.percentile(np.concatenate(draws)))
 
 

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tui_rater.stats import agreement as ag
+from tui_rater.stats import patterns as rating_patterns
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -176,21 +177,25 @@ def alpha_draws(matrix: npt.ArrayLike, level: str = "interval") -> FloatArray | 
         return none("fewer than 2 items with two ratings")
     by_item = columns.T  # items x raters: values and their items in the same (item-major) order
     levels, codes = np.unique(by_item[~np.isnan(by_item)], return_inverse=True)
-    # per item: how many of its values fall on each level (items x levels)
-    counts = np.zeros((columns.shape[1], levels.size))
+    # per item: how many of its values fall on each level (items x levels); integers, as np.add.at counted them
     item = np.nonzero(~np.isnan(by_item))[0]
-    np.add.at(counts, (item, codes), 1.0)
+    cells = np.bincount(item * levels.size + codes.ravel(), minlength=columns.shape[1] * levels.size)
+    counts = cells.reshape(columns.shape[1], levels.size).astype(float)
     return _alpha_resampled(counts, levels, level)
 
 
 def _alpha_resampled(counts: FloatArray, levels: FloatArray, level: str) -> FloatArray:
     """alpha of each resample, from each item's value counts (Krippendorff 2011, "Computing Krippendorff's
     alpha-reliability", the coincidence form): alpha = 1 - (n - 1) sum_ck o_ck d_ck / sum_ck n_c n_k d_ck."""
+    pairwise = level in ("nominal", "ratio")  # a levels x levels table per resample; else items x resamples
+    per_block = _block(levels.size**2 if pairwise else counts.shape[0] + levels.size)
+    by_pattern = rating_patterns.alpha_draws(counts, levels, level, resample_counts, per_block)
+    if by_pattern is not None:  # the same sums over the items' distinct value counts (issue 35: 100k items)
+        return by_pattern
     m_u = counts.sum(axis=1)
     patterns = _Patterns.of(counts) if level == "ordinal" else None
     out: list[FloatArray] = []
-    pairwise = level in ("nominal", "ratio")  # a levels x levels table per resample; else items x resamples
-    for w in resamples(counts.shape[0], _block(levels.size**2 if pairwise else counts.shape[0] + levels.size)):
+    for w in resamples(counts.shape[0], per_block):
         n_c = w @ counts  # resamples x levels: each level's pairable values
         n = n_c.sum(axis=1)
         if level == "ordinal":
