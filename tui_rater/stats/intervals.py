@@ -97,6 +97,7 @@ def _all_counts(n: int) -> npt.NDArray[np.uint8] | npt.NDArray[np.uint16] | None
                 counts = _draw_all(n, np.uint16)
             assert counts is not None  # a count is at most n, and n fits 16 bits wherever it fits the cache
             while _cached and sum(c.nbytes for c in _cached.values()) + counts.nbytes > CACHED_BYTES:
+                _by_item.pop(next(iter(_cached)), None)  # its transposed copy (``group_sums``) goes with it
                 del _cached[next(iter(_cached))]
             _cached[n] = counts
         return counts
@@ -140,6 +141,60 @@ def resample_counts(n: int, per_block: int) -> Iterator[npt.NDArray[np.integer[A
         rows = min(per_block, RESAMPLES - drawn)
         yield rng.multinomial(n, p, size=rows)
         drawn += rows
+
+
+# Sums of the counts over groups of items (a joint table's cells, the items of one per-item value) read each item's
+# 1000 counts as one contiguous row: the kept draw is also kept transposed (items x resamples, the same bytes again,
+# 100 MB at 100,000 items). Summing a group's rows is a gather of whole rows and a sum down the columns, one pass
+# over the draw per figure; the draw read as resamples x items needs a strided gather of every resample's row, five
+# times slower (and as many numpy calls as blocks of resamples). Integer sums: exact in any order, the same to the
+# bit as before.
+_by_item: dict[int, tuple[npt.NDArray[np.uint8] | npt.NDArray[np.uint16], int]] = {}
+GROUPS = 512  # more distinct groups than this (a 0-100 scale's many values): the block-by-block sums of before
+GATHERED = 8192  # items' rows gathered at once (8 MB at one byte a count)
+
+
+def _counts_by_item(n: int) -> tuple[npt.NDArray[np.uint8] | npt.NDArray[np.uint16], int] | None:
+    """The kept draw over ``n`` items, transposed (n x RESAMPLES, C order), and how many of its rows may be summed
+    in 16 bits (their largest count allows); None where the draw is not kept."""
+    counts = _all_counts(n)
+    if counts is None:
+        return None
+    with _cache_lock:
+        found = _by_item.get(n)
+        if found is None:
+            by_item = np.ascontiguousarray(counts.T)
+            largest = int(by_item.max(initial=0)) if by_item.dtype == np.uint8 else 2**16
+            found = by_item, min(GATHERED, np.iinfo(np.uint16).max // max(1, largest))
+            _by_item[n] = found
+        return found
+
+
+def group_sums(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64] | None:
+    """Every resample's count of the items in each group (RESAMPLES x groups): ``group`` is each item's group,
+    0 <= group < ``groups``. None where the draw over these items is not kept, or the items fall in more than
+    ``GROUPS`` distinct groups (the caller's own sums then)."""
+    n = group.size
+    order = np.argsort(group, kind="stable")
+    present, starts = np.unique(group[order], return_index=True)
+    if present.size > GROUPS:
+        return None
+    kept = _counts_by_item(n)
+    if kept is None:
+        return None
+    by_item, rows = kept
+    wide = rows == 0  # a uint16 draw: 32-bit sums of GATHERED rows (a sum is at most n)
+    step, kind = (GATHERED, np.int32) if wide else (rows, np.uint16)
+    out = np.zeros((groups, RESAMPLES), dtype=np.int64)
+    ends = np.append(starts[1:], n)
+    largest = int(np.argmax(ends - starts))  # its sums are n less the others' (a resample draws n items)
+    for i, (g, start, end) in enumerate(zip(present.tolist(), starts.tolist(), ends.tolist(), strict=True)):
+        if i == largest:
+            continue
+        for first in range(start, end, step):
+            out[g] += by_item[order[first : min(end, first + step)]].sum(axis=0, dtype=kind)
+    out[present[largest]] = n - out.sum(axis=0)
+    return np.ascontiguousarray(out.T)
 
 
 def _block(width: int) -> int:
@@ -297,6 +352,10 @@ def exact_sums(columns: FloatArray) -> FloatArray | None:
         return None
     kind = np.int32 if largest < 2.0**31 else np.int64
     whole = scaled.astype(kind)
+    distinct, which = np.unique(whole, axis=0, return_inverse=True)  # items with the same values: one group
+    grouped = group_sums(which.ravel(), distinct.shape[0])
+    if grouped is not None:  # integers: the same sums as below, to the bit
+        return np.asarray(grouped @ distinct.astype(np.int64), dtype=float) / 2.0**bits
     out = np.empty((RESAMPLES, columns.shape[1]))
     start = 0
     for w in resample_counts(n, max(1, min(RESAMPLES, 250_000 // n))):
@@ -365,13 +424,18 @@ def _joint_tables(cell: npt.NDArray[np.intp], cells: int) -> FloatArray:
     if kept is not None:
         return kept
     n = cell.size
-    order = np.argsort(cell, kind="stable")
-    present, starts = np.unique(cell[order], return_index=True)
-    every = np.zeros((RESAMPLES, cells))
-    start = 0
-    for w in resample_counts(n, max(1, min(RESAMPLES, 1_000_000 // max(1, n)))):  # a few MB at a time
-        every[start : start + w.shape[0], present] = np.add.reduceat(w[:, order], starts, axis=1, dtype=np.int64)
-        start += w.shape[0]
+    grouped = group_sums(np.asarray(cell, dtype=np.intp), cells)
+    if grouped is not None:
+        every = np.ascontiguousarray(grouped, dtype=float)
+    else:
+        order = np.argsort(cell, kind="stable")
+        present, starts = np.unique(cell[order], return_index=True)
+        every = np.zeros((RESAMPLES, cells))
+        start = 0
+        for w in resample_counts(n, max(1, min(RESAMPLES, 1_000_000 // max(1, n)))):  # a few MB at a time
+            counted = np.add.reduceat(w[:, order], starts, axis=1, dtype=np.int64)
+            every[start : start + w.shape[0], present] = counted
+            start += w.shape[0]
     every.flags.writeable = False
     with _tables_lock:
         while len(_tables) >= _TABLES_KEPT:
