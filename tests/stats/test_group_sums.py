@@ -129,3 +129,15 @@ def test_a_figure_reads_the_kept_draw_once_not_block_by_block(monkeypatch):
     assert iv.mean(matrix).ok and iv.percent_exact(matrix).ok
     assert iv.kendall_tau(matrix[0], matrix[1]).ok and iv.spearman(matrix[0], matrix[2]).ok
     assert blocks == []
+
+
+@pytest.mark.parametrize("columns", [1, 2, 3])
+def test_distinct_rows_are_numpys_unique_rows(columns):
+    rng = np.random.default_rng(columns)
+    whole = rng.integers(-7, 30, (4000, columns))
+    distinct, which = iv._distinct_rows(whole)
+    expected, inverse = np.unique(whole, axis=0, return_inverse=True)
+    assert np.array_equal(distinct, expected) and np.array_equal(which, inverse.ravel())
+    wide = np.stack([rng.integers(-(2**40), 2**40, 50), rng.integers(-(2**40), 2**40, 50)], axis=1)
+    distinct, which = iv._distinct_rows(wide)  # codes past 62 bits: numpy's rows
+    assert np.array_equal(distinct[which], wide)

@@ -149,12 +149,12 @@ def resample_counts(n: int, per_block: int) -> Iterator[npt.NDArray[np.integer[A
 # over the draw per figure; the draw read as resamples x items needs a strided gather of every resample's row, five
 # times slower (and as many numpy calls as blocks of resamples). Integer sums: exact in any order, the same to the
 # bit as before.
-_by_item: dict[int, tuple[npt.NDArray[np.uint8] | npt.NDArray[np.uint16], int]] = {}
+_by_item: dict[int, tuple[npt.NDArray[Any], int]] = {}  # n -> (uint8 or uint16 counts, rows per 16-bit sum)
 GROUPS = 512  # more distinct groups than this (a 0-100 scale's many values): the block-by-block sums of before
 GATHERED = 8192  # items' rows gathered at once (8 MB at one byte a count)
 
 
-def _counts_by_item(n: int) -> tuple[npt.NDArray[np.uint8] | npt.NDArray[np.uint16], int] | None:
+def _counts_by_item(n: int) -> tuple[npt.NDArray[Any], int] | None:
     """The kept draw over ``n`` items, transposed (n x RESAMPLES, C order), and how many of its rows may be summed
     in 16 bits (their largest count allows); None where the draw is not kept."""
     counts = _all_counts(n)
@@ -352,10 +352,10 @@ def exact_sums(columns: FloatArray) -> FloatArray | None:
         return None
     kind = np.int32 if largest < 2.0**31 else np.int64
     whole = scaled.astype(kind)
-    distinct, which = np.unique(whole, axis=0, return_inverse=True)  # items with the same values: one group
-    grouped = group_sums(which.ravel(), distinct.shape[0])
+    distinct, which = _distinct_rows(whole)  # items with the same values: one group
+    grouped = group_sums(which, distinct.shape[0])
     if grouped is not None:  # integers: the same sums as below, to the bit
-        return np.asarray(grouped @ distinct.astype(np.int64), dtype=float) / 2.0**bits
+        return np.asarray(grouped @ distinct, dtype=float) / 2.0**bits
     out = np.empty((RESAMPLES, columns.shape[1]))
     start = 0
     for w in resample_counts(n, max(1, min(RESAMPLES, 250_000 // n))):
@@ -363,6 +363,20 @@ def exact_sums(columns: FloatArray) -> FloatArray | None:
         start += w.shape[0]
     result: FloatArray = out / 2.0**bits  # a power of two: exact
     return result
+
+
+def _distinct_rows(whole: npt.NDArray[Any]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+    """The distinct rows of ``whole`` (items x columns of integers) and each item's row among them: one integer per
+    item (the columns' mixed-radix code) sorted once where the codes fit 62 bits, else ``np.unique`` by rows."""
+    low = whole.min(axis=0).astype(np.int64)
+    spans = whole.max(axis=0).astype(np.int64) - low + 1
+    if float(np.prod(spans.astype(float))) < 2.0**62:
+        strides = np.cumprod(np.concatenate([[1], spans[:0:-1]]))[::-1]  # the last column varies fastest
+        codes, which = np.unique((whole - low) @ strides, return_inverse=True)
+        digits = (codes[:, None] // strides[None, :]) % spans[None, :]
+        return digits + low, which.ravel()
+    distinct, which = np.unique(whole, axis=0, return_inverse=True)
+    return distinct.astype(np.int64), which.ravel()
 
 
 def mean(matrix: npt.ArrayLike) -> Interval:
