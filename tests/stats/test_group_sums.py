@@ -46,6 +46,7 @@ def test_a_draw_kept_in_16_bits_sums_the_same(monkeypatch):
 
 def test_many_groups_or_a_draw_not_kept_are_left_to_the_caller(monkeypatch):
     n = 2000
+    monkeypatch.setattr(iv, "_partitions", {})
     assert iv.group_sums(np.arange(n) % (iv.GROUPS + 1), iv.GROUPS + 1) is None
     monkeypatch.setattr(iv, "CACHED_BYTES", 0)
     assert iv.group_sums(np.zeros(n, dtype=np.intp), 1) is None
@@ -141,3 +142,35 @@ def test_distinct_rows_are_numpys_unique_rows(columns):
     wide = np.stack([rng.integers(-(2**40), 2**40, 50), rng.integers(-(2**40), 2**40, 50)], axis=1)
     distinct, which = iv._distinct_rows(wide)  # codes past 62 bits: numpy's rows
     assert np.array_equal(distinct[which], wide)
+
+
+def test_the_partitions_of_one_set_of_items_are_summed_from_the_draw_a_few_times_not_once_each(monkeypatch):
+    """Four raters' values of 3,000 items: each rater's values, each pair's joint cells, the humans' sums -- every
+    one the per-resample bincount of the draw, and the draw itself read for the first partitions only (the rest are
+    unions of the groups of a finer partition kept); another question's partitions start a partition of their own."""
+    n = 3000
+    rng = np.random.default_rng(11)
+    monkeypatch.setattr(iv, "_partitions", {})
+    monkeypatch.setattr(iv, "REFINED", 700)  # a question's 625 patterns, not two questions' (3,000 items hold 1,900)
+    w = _drawn(n)
+    passes: list[int] = []
+    original = iv._summed
+
+    def counted(group, groups):  # type: ignore[no-untyped-def]
+        passes.append(groups)
+        return original(group, groups)
+
+    monkeypatch.setattr(iv, "_summed", counted)
+    for question in range(3):
+        values = rng.integers(0, 5, (4, n))
+        asked = [values[r] for r in range(4)]
+        asked += [values[a] * 5 + values[b] for a in range(4) for b in range(a + 1, 4)]
+        asked += [values[:3].sum(axis=0), (values[:3].max(axis=0) == values[:3].min(axis=0)).astype(int)]
+        asked += [values[a] * 5 + values[b] for a in range(4) for b in range(a + 1, 4)]  # asked again
+        before = len(passes)
+        for group in asked:
+            groups = int(group.max()) + 2  # one group without items
+            found = iv.group_sums(group, groups)
+            assert found is not None and np.array_equal(found, _bincounts(w, group, groups)), question
+        assert len(passes) - before <= 4, passes  # 4 raters: at most 4 partitions refined, 625 groups
+    assert max(passes) <= 625 and len(iv._partitions[n]) <= iv._PARTITIONS

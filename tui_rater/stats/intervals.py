@@ -97,7 +97,8 @@ def _all_counts(n: int) -> npt.NDArray[np.uint8] | npt.NDArray[np.uint16] | None
                 counts = _draw_all(n, np.uint16)
             assert counts is not None  # a count is at most n, and n fits 16 bits wherever it fits the cache
             while _cached and sum(c.nbytes for c in _cached.values()) + counts.nbytes > CACHED_BYTES:
-                _by_item.pop(next(iter(_cached)), None)  # its transposed copy (``group_sums``) goes with it
+                _by_item.pop(next(iter(_cached)), None)  # its transposed copy and sums (``group_sums``) go with it
+                _partitions.pop(next(iter(_cached)), None)
                 del _cached[next(iter(_cached))]
             _cached[n] = counts
         return counts
@@ -170,19 +171,79 @@ def _counts_by_item(n: int) -> tuple[npt.NDArray[Any], int] | None:
         return found
 
 
+# A report asks for sums over many partitions of the same items: each rater's mean, % exact, each pair's joint
+# table -- all functions of the raters' values of an item, so of one finer partition (4 raters on a 5-point scale:
+# at most 625 patterns). The last few partitions summed over n items are kept with their sums; a partition whose
+# groups are unions of a kept one's is added up from those sums (an n-item check and a few thousand integer rows),
+# not from the draw; another refines the latest kept one while that stays at most REFINED groups. Integer sums of
+# the same counts: the same numbers to the bit. Only items' positions matter (the draw is the same for any n items),
+# so the check is on the groups' codes alone.
+REFINED = 2048  # most groups of a kept partition
+_PARTITIONS = 4  # partitions kept per n
+_partitions: dict[int, list[tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]]] = {}
+
+
 def group_sums(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64] | None:
     """Every resample's count of the items in each group (RESAMPLES x groups): ``group`` is each item's group,
     0 <= group < ``groups``. None where the draw over these items is not kept, or the items fall in more than
-    ``GROUPS`` distinct groups (the caller's own sums then)."""
+    ``GROUPS`` distinct groups that no kept partition holds (the caller's own sums then)."""
+    group = np.asarray(group, dtype=np.intp)
     n = group.size
+    if _counts_by_item(n) is None:
+        return None
+    with _cache_lock:
+        kept = list(_partitions.get(n, ()))
+    for code, sums in reversed(kept):
+        found = _coarsened(code, sums, group, groups)
+        if found is not None:
+            return found
+    finer: tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]] | None = None
+    refined = False
+    if kept:  # this partition and the latest kept one together, while few enough
+        joint, which = np.unique(kept[-1][0] * groups + group, return_inverse=True)
+        if joint.size <= REFINED:
+            code = which.ravel().astype(np.intp)
+            finer, refined = (code, _summed(code, joint.size)), True
+    if finer is None:
+        distinct, which = np.unique(group, return_inverse=True)
+        if distinct.size > GROUPS:
+            return None
+        code = which.ravel().astype(np.intp)
+        finer = code, _summed(code, distinct.size)
+    with _cache_lock:
+        if n in _cached:
+            listed = _partitions.setdefault(n, [])
+            if refined and listed and listed[-1] is kept[-1]:
+                listed.pop()  # its groups are unions of the finer one's
+            listed.append(finer)
+            del listed[:-_PARTITIONS]
+    found = _coarsened(*finer, group, groups)
+    assert found is not None  # a partition is a union of its own refinement's groups
+    return found
+
+
+def _coarsened(
+    code: npt.NDArray[np.intp], sums: npt.NDArray[np.int64], group: npt.NDArray[np.intp], groups: int
+) -> npt.NDArray[np.int64] | None:
+    """The sums over ``group``'s groups from those over ``code``'s (groups x RESAMPLES), where each of ``code``'s
+    groups lies in one of ``group``'s; else None."""
+    mapped = np.zeros(sums.shape[0], dtype=np.intp)
+    mapped[code] = group
+    if not np.array_equal(mapped[code], group):
+        return None
+    out = np.zeros((groups, RESAMPLES), dtype=np.int64)
+    np.add.at(out, mapped, sums)
+    return np.ascontiguousarray(out.T)
+
+
+def _summed(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64]:
+    """Each group's sum of the kept draw's counts (groups x RESAMPLES): one gather of every item's row."""
+    n = group.size
+    kept = _counts_by_item(n)
+    assert kept is not None
+    by_item, rows = kept
     order = np.argsort(group, kind="stable")
     present, starts = np.unique(group[order], return_index=True)
-    if present.size > GROUPS:
-        return None
-    kept = _counts_by_item(n)
-    if kept is None:
-        return None
-    by_item, rows = kept
     wide = rows == 0  # a uint16 draw: 32-bit sums of GATHERED rows (a sum is at most n)
     step, kind = (GATHERED, np.int32) if wide else (rows, np.uint16)
     out = np.zeros((groups, RESAMPLES), dtype=np.int64)
@@ -194,7 +255,7 @@ def group_sums(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64
         for first in range(start, end, step):
             out[g] += by_item[order[first : min(end, first + step)]].sum(axis=0, dtype=kind)
     out[present[largest]] = n - out.sum(axis=0)
-    return np.ascontiguousarray(out.T)
+    return out
 
 
 def _block(width: int) -> int:
