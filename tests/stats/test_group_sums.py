@@ -174,3 +174,11 @@ def test_the_partitions_of_one_set_of_items_are_summed_from_the_draw_a_few_times
             assert found is not None and np.array_equal(found, _bincounts(w, group, groups)), question
         assert len(passes) - before <= 4, passes  # 4 raters: at most 4 partitions refined, 625 groups
     assert max(passes) <= 625 and len(iv._partitions[n]) <= iv._PARTITIONS
+
+
+def test_compact_codes_are_numpys_unique():
+    rng = np.random.default_rng(4)
+    for codes in (rng.integers(0, 50, 3000), rng.integers(0, 2**40, 3000), np.array([7]), rng.integers(-3, 3, 40)):
+        found, which = iv._compact(codes.astype(np.int64))
+        expected, inverse = np.unique(codes, return_inverse=True)
+        assert np.array_equal(found, expected) and np.array_equal(which, inverse.ravel())

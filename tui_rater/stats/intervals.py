@@ -200,15 +200,13 @@ def group_sums(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64
     finer: tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]] | None = None
     refined = False
     if kept:  # this partition and the latest kept one together, while few enough
-        joint, which = np.unique(kept[-1][0] * groups + group, return_inverse=True)
+        joint, code = _compact(kept[-1][0].astype(np.int64) * groups + group)
         if joint.size <= REFINED:
-            code = which.ravel().astype(np.intp)
             finer, refined = (code, _summed(code, joint.size)), True
     if finer is None:
-        distinct, which = np.unique(group, return_inverse=True)
+        distinct, code = _compact(group.astype(np.int64))
         if distinct.size > GROUPS:
             return None
-        code = which.ravel().astype(np.intp)
         finer = code, _summed(code, distinct.size)
     with _cache_lock:
         if n in _cached:
@@ -231,8 +229,10 @@ def _coarsened(
     mapped[code] = group
     if not np.array_equal(mapped[code], group):
         return None
+    order = np.argsort(mapped, kind="stable")
+    present, starts = np.unique(mapped[order], return_index=True)
     out = np.zeros((groups, RESAMPLES), dtype=np.int64)
-    np.add.at(out, mapped, sums)
+    out[present] = np.add.reduceat(sums[order], starts, axis=0)
     return np.ascontiguousarray(out.T)
 
 
@@ -242,7 +242,8 @@ def _summed(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64]:
     kept = _counts_by_item(n)
     assert kept is not None
     by_item, rows = kept
-    order = np.argsort(group, kind="stable")
+    small = group.astype(np.uint16) if groups <= np.iinfo(np.uint16).max else group
+    order = np.argsort(small, kind="stable")  # a radix sort for 16-bit codes
     present, starts = np.unique(group[order], return_index=True)
     wide = rows == 0  # a uint16 draw: 32-bit sums of GATHERED rows (a sum is at most n)
     step, kind = (GATHERED, np.int32) if wide else (rows, np.uint16)
@@ -433,11 +434,27 @@ def _distinct_rows(whole: npt.NDArray[Any]) -> tuple[npt.NDArray[np.int64], npt.
     spans = whole.max(axis=0).astype(np.int64) - low + 1
     if float(np.prod(spans.astype(float))) < 2.0**62:
         strides = np.cumprod(np.concatenate([[1], spans[:0:-1]]))[::-1]  # the last column varies fastest
-        codes, which = np.unique((whole - low) @ strides, return_inverse=True)
+        combined = np.zeros(whole.shape[0], dtype=np.int64)
+        for j in range(whole.shape[1]):
+            combined += (whole[:, j].astype(np.int64) - low[j]) * strides[j]
+        codes, which = _compact(combined)
         digits = (codes[:, None] // strides[None, :]) % spans[None, :]
-        return digits + low, which.ravel()
+        return digits + low, which
     distinct, which = np.unique(whole, axis=0, return_inverse=True)
     return distinct.astype(np.int64), which.ravel()
+
+
+def _compact(codes: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+    """``np.unique(codes, return_inverse=True)`` for non-negative integers: counted, not sorted, where they are
+    below a few times their number (a scale's values, a joint table's cells)."""
+    top = int(codes.max(initial=0))
+    if codes.size == 0 or codes.min() < 0 or top > 4 * codes.size + 1024:
+        found, which = np.unique(codes, return_inverse=True)
+        return found.astype(np.int64), which.ravel().astype(np.intp)
+    present = np.flatnonzero(np.bincount(codes, minlength=top + 1))
+    lookup = np.zeros(top + 1, dtype=np.intp)
+    lookup[present] = np.arange(present.size)
+    return present.astype(np.int64), lookup[codes]
 
 
 def mean(matrix: npt.ArrayLike) -> Interval:
