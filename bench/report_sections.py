@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -79,9 +80,10 @@ def main() -> None:
         print(f"{name:40s} {seconds:8.2f} s")
     for name, seconds in sorted(functions.items(), key=lambda kv: -kv[1]):
         print(f"  {name:38s} {seconds:8.2f} s")
-    print(f"{'total (build_reports)':40s} {total:8.2f} s   load {load:.2f} -> {os.getloadavg()[0]:.2f}")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(f"{'total (build_reports)':40s} {total:8.2f} s   load {load:.2f} -> {os.getloadavg()[0]:.2f}, {peak:.0f} MB")
     if args.json:
-        record = {"sections": sections, "functions": functions, "total": total, "load": load}
+        record = {"sections": sections, "functions": functions, "total": total, "load": load, "peak_mb": peak}
         args.json.write_text(json.dumps(record, indent=1))
 
 

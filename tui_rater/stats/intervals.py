@@ -178,9 +178,9 @@ def _counts_by_item(n: int) -> tuple[npt.NDArray[Any], int] | None:
 # not from the draw; another refines the latest kept one while that stays at most REFINED groups. Integer sums of
 # the same counts: the same numbers to the bit. Only items' positions matter (the draw is the same for any n items),
 # so the check is on the groups' codes alone.
-REFINED = 2048  # most groups of a kept partition
+REFINED = 1024  # most groups of a kept partition (its sums: 4 MB)
 _PARTITIONS = 4  # partitions kept per n
-_partitions: dict[int, list[tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]]] = {}
+_partitions: dict[int, list[tuple[npt.NDArray[np.intp], npt.NDArray[np.int32]]]] = {}
 
 
 def group_sums(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64] | None:
@@ -197,7 +197,7 @@ def group_sums(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64
         found = _coarsened(code, sums, group, groups)
         if found is not None:
             return found
-    finer: tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]] | None = None
+    finer: tuple[npt.NDArray[np.intp], npt.NDArray[np.int32]] | None = None
     refined = False
     if kept:  # this partition and the latest kept one together, while few enough
         joint, code = _compact(kept[-1][0].astype(np.int64) * groups + group)
@@ -221,7 +221,7 @@ def group_sums(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64
 
 
 def _coarsened(
-    code: npt.NDArray[np.intp], sums: npt.NDArray[np.int64], group: npt.NDArray[np.intp], groups: int
+    code: npt.NDArray[np.intp], sums: npt.NDArray[np.int32], group: npt.NDArray[np.intp], groups: int
 ) -> npt.NDArray[np.int64] | None:
     """The sums over ``group``'s groups from those over ``code``'s (groups x RESAMPLES), where each of ``code``'s
     groups lies in one of ``group``'s; else None."""
@@ -232,12 +232,13 @@ def _coarsened(
     order = np.argsort(mapped, kind="stable")
     present, starts = np.unique(mapped[order], return_index=True)
     out = np.zeros((groups, RESAMPLES), dtype=np.int64)
-    out[present] = np.add.reduceat(sums[order], starts, axis=0)
+    out[present] = np.add.reduceat(sums[order], starts, axis=0, dtype=np.int64)
     return np.ascontiguousarray(out.T)
 
 
-def _summed(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64]:
-    """Each group's sum of the kept draw's counts (groups x RESAMPLES): one gather of every item's row."""
+def _summed(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int32]:
+    """Each group's sum of the kept draw's counts (groups x RESAMPLES; at most n, 32 bits): one gather of every
+    item's row."""
     n = group.size
     kept = _counts_by_item(n)
     assert kept is not None
@@ -256,7 +257,7 @@ def _summed(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64]:
         for first in range(start, end, step):
             out[g] += by_item[order[first : min(end, first + step)]].sum(axis=0, dtype=kind)
     out[present[largest]] = n - out.sum(axis=0)
-    return out
+    return out.astype(np.int32)
 
 
 def _block(width: int) -> int:
