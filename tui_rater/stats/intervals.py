@@ -98,6 +98,8 @@ def _all_counts(n: int) -> npt.NDArray[np.uint8] | npt.NDArray[np.uint16] | None
                 counts = _draw_all(n, np.uint16)
             assert counts is not None  # a count is at most n, and n fits 16 bits wherever it fits the cache
             while _cached and sum(c.nbytes for c in _cached.values()) + counts.nbytes > CACHED_BYTES:
+                _by_item.pop(next(iter(_cached)), None)  # its transposed copy and sums (``group_sums``) go with it
+                _partitions.pop(next(iter(_cached)), None)
                 del _cached[next(iter(_cached))]
             _cached[n] = counts
         return counts
@@ -141,6 +143,122 @@ def resample_counts(n: int, per_block: int) -> Iterator[npt.NDArray[np.integer[A
         rows = min(per_block, RESAMPLES - drawn)
         yield rng.multinomial(n, p, size=rows)
         drawn += rows
+
+
+# Sums of the counts over groups of items (a joint table's cells, the items of one per-item value) read each item's
+# 1000 counts as one contiguous row: the kept draw is also kept transposed (items x resamples, the same bytes again,
+# 100 MB at 100,000 items). Summing a group's rows is a gather of whole rows and a sum down the columns, one pass
+# over the draw per figure; the draw read as resamples x items needs a strided gather of every resample's row, five
+# times slower (and as many numpy calls as blocks of resamples). Integer sums: exact in any order, the same to the
+# bit as before.
+_by_item: dict[int, tuple[npt.NDArray[Any], int]] = {}  # n -> (uint8 or uint16 counts, rows per 16-bit sum)
+GROUPS = 512  # more distinct groups than this (a 0-100 scale's many values): the block-by-block sums of before
+GATHERED = 8192  # items' rows gathered at once (8 MB at one byte a count)
+
+
+def _counts_by_item(n: int) -> tuple[npt.NDArray[Any], int] | None:
+    """The kept draw over ``n`` items, transposed (n x RESAMPLES, C order), and how many of its rows may be summed
+    in 16 bits (their largest count allows); None where the draw is not kept."""
+    counts = _all_counts(n)
+    if counts is None:
+        return None
+    with _cache_lock:
+        found = _by_item.get(n)
+        if found is None:
+            by_item = np.ascontiguousarray(counts.T)
+            largest = int(by_item.max(initial=0)) if by_item.dtype == np.uint8 else 2**16
+            found = by_item, min(GATHERED, np.iinfo(np.uint16).max // max(1, largest))
+            _by_item[n] = found
+        return found
+
+
+# A report asks for sums over many partitions of the same items: each rater's mean, % exact, each pair's joint
+# table -- all functions of the raters' values of an item, so of one finer partition (4 raters on a 5-point scale:
+# at most 625 patterns). The last few partitions summed over n items are kept with their sums; a partition whose
+# groups are unions of a kept one's is added up from those sums (an n-item check and a few thousand integer rows),
+# not from the draw; another refines the latest kept one while that stays at most REFINED groups. Integer sums of
+# the same counts: the same numbers to the bit. Only items' positions matter (the draw is the same for any n items),
+# so the check is on the groups' codes alone.
+REFINED = 1024  # most groups of a kept partition (its sums: 4 MB)
+_PARTITIONS = 4  # partitions kept per n
+_partitions: dict[int, list[tuple[npt.NDArray[np.intp], npt.NDArray[np.int32]]]] = {}
+
+
+def group_sums(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64] | None:
+    """Every resample's count of the items in each group (RESAMPLES x groups): ``group`` is each item's group,
+    0 <= group < ``groups``. None where the draw over these items is not kept, or the items fall in more than
+    ``GROUPS`` distinct groups that no kept partition holds (the caller's own sums then)."""
+    group = np.asarray(group, dtype=np.intp)
+    n = group.size
+    if _counts_by_item(n) is None:
+        return None
+    with _cache_lock:
+        kept = list(_partitions.get(n, ()))
+    for code, sums in reversed(kept):
+        found = _coarsened(code, sums, group, groups)
+        if found is not None:
+            return found
+    finer: tuple[npt.NDArray[np.intp], npt.NDArray[np.int32]] | None = None
+    refined = False
+    if kept:  # this partition and the latest kept one together, while few enough
+        joint, code = _compact(kept[-1][0].astype(np.int64) * groups + group)
+        if joint.size <= REFINED:
+            finer, refined = (code, _summed(code, joint.size)), True
+    if finer is None:
+        distinct, code = _compact(group.astype(np.int64))
+        if distinct.size > GROUPS:
+            return None
+        finer = code, _summed(code, distinct.size)
+    with _cache_lock:
+        if n in _cached:
+            listed = _partitions.setdefault(n, [])
+            if refined and listed and listed[-1] is kept[-1]:
+                listed.pop()  # its groups are unions of the finer one's
+            listed.append(finer)
+            del listed[:-_PARTITIONS]
+    found = _coarsened(*finer, group, groups)
+    assert found is not None  # a partition is a union of its own refinement's groups
+    return found
+
+
+def _coarsened(
+    code: npt.NDArray[np.intp], sums: npt.NDArray[np.int32], group: npt.NDArray[np.intp], groups: int
+) -> npt.NDArray[np.int64] | None:
+    """The sums over ``group``'s groups from those over ``code``'s (groups x RESAMPLES), where each of ``code``'s
+    groups lies in one of ``group``'s; else None."""
+    mapped = np.zeros(sums.shape[0], dtype=np.intp)
+    mapped[code] = group
+    if not np.array_equal(mapped[code], group):
+        return None
+    order = np.argsort(mapped, kind="stable")
+    present, starts = np.unique(mapped[order], return_index=True)
+    out = np.zeros((groups, RESAMPLES), dtype=np.int64)
+    out[present] = np.add.reduceat(sums[order], starts, axis=0, dtype=np.int64)
+    return np.ascontiguousarray(out.T)
+
+
+def _summed(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int32]:
+    """Each group's sum of the kept draw's counts (groups x RESAMPLES; at most n, 32 bits): one gather of every
+    item's row."""
+    n = group.size
+    kept = _counts_by_item(n)
+    assert kept is not None
+    by_item, rows = kept
+    small = group.astype(np.uint16) if groups <= np.iinfo(np.uint16).max else group
+    order = np.argsort(small, kind="stable")  # a radix sort for 16-bit codes
+    present, starts = np.unique(group[order], return_index=True)
+    wide = rows == 0  # a uint16 draw: 32-bit sums of GATHERED rows (a sum is at most n)
+    step, kind = (GATHERED, np.int32) if wide else (rows, np.uint16)
+    out = np.zeros((groups, RESAMPLES), dtype=np.int64)
+    ends = np.append(starts[1:], n)
+    largest = int(np.argmax(ends - starts))  # its sums are n less the others' (a resample draws n items)
+    for i, (g, start, end) in enumerate(zip(present.tolist(), starts.tolist(), ends.tolist(), strict=True)):
+        if i == largest:
+            continue
+        for first in range(start, end, step):
+            out[g] += by_item[order[first : min(end, first + step)]].sum(axis=0, dtype=kind)
+    out[present[largest]] = n - out.sum(axis=0)
+    return out.astype(np.int32)
 
 
 def _block(width: int) -> int:
@@ -302,6 +420,10 @@ def exact_sums(columns: FloatArray) -> FloatArray | None:
         return None
     kind = np.int32 if largest < 2.0**31 else np.int64
     whole = scaled.astype(kind)
+    distinct, which = _distinct_rows(whole)  # items with the same values: one group
+    grouped = group_sums(which, distinct.shape[0])
+    if grouped is not None:  # integers: the same sums as below, to the bit
+        return np.asarray(grouped @ distinct, dtype=float) / 2.0**bits
     out = np.empty((RESAMPLES, columns.shape[1]))
     start = 0
     for w in resample_counts(n, max(1, min(RESAMPLES, 250_000 // n))):
@@ -309,6 +431,36 @@ def exact_sums(columns: FloatArray) -> FloatArray | None:
         start += w.shape[0]
     result: FloatArray = out / 2.0**bits  # a power of two: exact
     return result
+
+
+def _distinct_rows(whole: npt.NDArray[Any]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+    """The distinct rows of ``whole`` (items x columns of integers) and each item's row among them: one integer per
+    item (the columns' mixed-radix code) sorted once where the codes fit 62 bits, else ``np.unique`` by rows."""
+    low = whole.min(axis=0).astype(np.int64)
+    spans = whole.max(axis=0).astype(np.int64) - low + 1
+    if float(np.prod(spans.astype(float))) < 2.0**62:
+        strides = np.cumprod(np.concatenate([[1], spans[:0:-1]]))[::-1]  # the last column varies fastest
+        combined = np.zeros(whole.shape[0], dtype=np.int64)
+        for j in range(whole.shape[1]):
+            combined += (whole[:, j].astype(np.int64) - low[j]) * strides[j]
+        codes, which = _compact(combined)
+        digits = (codes[:, None] // strides[None, :]) % spans[None, :]
+        return digits + low, which
+    distinct, which = np.unique(whole, axis=0, return_inverse=True)
+    return distinct.astype(np.int64), which.ravel()
+
+
+def _compact(codes: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+    """``np.unique(codes, return_inverse=True)`` for non-negative integers: counted, not sorted, where they are
+    below a few times their number (a scale's values, a joint table's cells)."""
+    top = int(codes.max(initial=0))
+    if codes.size == 0 or codes.min() < 0 or top > 4 * codes.size + 1024:
+        found, which = np.unique(codes, return_inverse=True)
+        return found.astype(np.int64), which.ravel().astype(np.intp)
+    present = np.flatnonzero(np.bincount(codes, minlength=top + 1))
+    lookup = np.zeros(top + 1, dtype=np.intp)
+    lookup[present] = np.arange(present.size)
+    return present.astype(np.int64), lookup[codes]
 
 
 def mean(matrix: npt.ArrayLike) -> Interval:
@@ -370,13 +522,18 @@ def _joint_tables(cell: npt.NDArray[np.intp], cells: int) -> FloatArray:
     if kept is not None:
         return kept
     n = cell.size
-    order = np.argsort(cell, kind="stable")
-    present, starts = np.unique(cell[order], return_index=True)
-    every = np.zeros((RESAMPLES, cells))
-    start = 0
-    for w in resample_counts(n, max(1, min(RESAMPLES, 1_000_000 // max(1, n)))):  # a few MB at a time
-        every[start : start + w.shape[0], present] = np.add.reduceat(w[:, order], starts, axis=1, dtype=np.int64)
-        start += w.shape[0]
+    grouped = group_sums(np.asarray(cell, dtype=np.intp), cells)
+    if grouped is not None:
+        every = np.ascontiguousarray(grouped, dtype=float)
+    else:
+        order = np.argsort(cell, kind="stable")
+        present, starts = np.unique(cell[order], return_index=True)
+        every = np.zeros((RESAMPLES, cells))
+        start = 0
+        for w in resample_counts(n, max(1, min(RESAMPLES, 1_000_000 // max(1, n)))):  # a few MB at a time
+            counted = np.add.reduceat(w[:, order], starts, axis=1, dtype=np.int64)
+            every[start : start + w.shape[0], present] = counted
+            start += w.shape[0]
     every.flags.writeable = False
     with _tables_lock:
         while len(_tables) >= _TABLES_KEPT:
