@@ -125,9 +125,10 @@ def parse_mapping(pairs: list[str] | None) -> dict[str, str]:
 def import_items(
     study: Study, path: str | Path, task: Task, mapping: dict[str, str] | None = None, ignore_extra: bool = False
 ) -> ImportResult:
-    items = prepare_items(path, task, mapping, ignore_extra)
-    added, skipped = study.add_items(task, items, source=str(path))
-    return ImportResult(added, skipped)
+    from tui_rater.store.item_import import add_checked_items, check_items  # it imports this module
+
+    checked = check_items(Path(path), task, mapping or {}, ignore_extra)
+    return ImportResult(*add_checked_items(study, checked, source=str(path)))
 
 
 def prepare_items(
@@ -135,45 +136,65 @@ def prepare_items(
 ) -> list[dict[str, Any]]:
     """Read and validate an items file without touching any study (rows ready for ``add_items``)."""
     path = Path(path)
-    mapping = mapping or {}
     columns, rows = read_rows(path)
-    wanted = {name: mapping.get(name, name) for name in (*OPTIONAL_ITEM_COLUMNS, *task.fields)}
-    unknown_targets = set(mapping) - set(wanted)
-    if unknown_targets:
-        raise UserError(
-            f"--map names {sorted(unknown_targets)[0]!r}, which is not a column of task {task.name!r} "
-            f"(it uses: {', '.join((*OPTIONAL_ITEM_COLUMNS, *task.fields))})"
-        )
-    missing = [
-        f"{column!r}" + (f" (for {name})" if column != name else "")
-        for name, column in wanted.items()
-        if name in task.fields and column not in columns
-    ]
-    if missing:
-        raise UserError(
-            f"{path}: missing column {missing[0]} needed by task {task.name!r} "
-            f"(the file has: {', '.join(columns)}; use --map NAME=COLUMN to rename)"
-        )
-    gold_columns = {f"{GOLD_PREFIX}{a.name}": a for a in task.attributes}
-    extra = [c for c in columns if c not in wanted.values() and c not in gold_columns]
-    if extra and not ignore_extra:
-        raise UserError(
-            f"{path}: unknown column {extra[0]!r} for task {task.name!r} "
-            f"(expected {', '.join((*OPTIONAL_ITEM_COLUMNS, *task.fields))}; --ignore-extra skips others)"
-        )
+    plan = ItemColumns(path, columns, task, mapping or {}, ignore_extra)
     items: list[dict[str, Any]] = []
     seen_ids: dict[str, int] = {}
     for row in rows:
-        item: dict[str, Any] = {
-            name: _text(path, row, column, required=name in task.fields)
+        item = plan.item(row)
+        key = plan.key(item)
+        if key in seen_ids:
+            raise plan.duplicate(item, row["_row"], seen_ids[key])
+        seen_ids[key] = row["_row"]
+        items.append(item)
+    return items
+
+
+class ItemColumns:
+    """Which of a file's columns feed which of the task's names (checked against the header, one sentence on
+    the first problem), and a row read through them as an item (``prepare_items`` and the streaming import,
+    ``store/item_import.py``, share it so that both say the same sentences)."""
+
+    def __init__(self, path: Path, columns: list[str], task: Task, mapping: dict[str, str], ignore_extra: bool):
+        wanted = {name: mapping.get(name, name) for name in (*OPTIONAL_ITEM_COLUMNS, *task.fields)}
+        unknown_targets = set(mapping) - set(wanted)
+        if unknown_targets:
+            raise UserError(
+                f"--map names {sorted(unknown_targets)[0]!r}, which is not a column of task {task.name!r} "
+                f"(it uses: {', '.join((*OPTIONAL_ITEM_COLUMNS, *task.fields))})"
+            )
+        missing = [
+            f"{column!r}" + (f" (for {name})" if column != name else "")
             for name, column in wanted.items()
-            if column in columns
+            if name in task.fields and column not in columns
+        ]
+        if missing:
+            raise UserError(
+                f"{path}: missing column {missing[0]} needed by task {task.name!r} "
+                f"(the file has: {', '.join(columns)}; use --map NAME=COLUMN to rename)"
+            )
+        gold_columns = {f"{GOLD_PREFIX}{a.name}": a for a in task.attributes}
+        extra = [c for c in columns if c not in wanted.values() and c not in gold_columns]
+        if extra and not ignore_extra:
+            raise UserError(
+                f"{path}: unknown column {extra[0]!r} for task {task.name!r} "
+                f"(expected {', '.join((*OPTIONAL_ITEM_COLUMNS, *task.fields))}; --ignore-extra skips others)"
+            )
+        self.path, self.task = path, task
+        self.read = {name: column for name, column in wanted.items() if column in columns}
+        self.gold = {column: attribute for column, attribute in gold_columns.items() if column in columns}
+
+    def item(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The row as an item (``id``, ``system``, the task's fields, ``_row``, ``_gold``), or one sentence."""
+        path, fields = self.path, self.task.fields
+        item: dict[str, Any] = {
+            name: _text(path, row, column, required=name in fields) for name, column in self.read.items()
         }
         item["_row"] = row["_row"]
         gold = {
             attribute.name: _gold(path, row, column, attribute)
-            for column, attribute in gold_columns.items()
-            if column in columns and not _blank(row.get(column))
+            for column, attribute in self.gold.items()
+            if not _blank(row.get(column))
         }
         if gold:
             item["_gold"] = gold
@@ -183,13 +204,16 @@ def prepare_items(
                 item["id"] = None
         if item.get("system") is not None and not item["system"].strip():
             item["system"] = None
-        key = item.get("id") or content_hash(task.name, item.get("system"), {f: item[f] for f in task.fields})
-        if key in seen_ids:
-            what = f"id {item['id']!r}" if item.get("id") else "item (same text and system)"
-            raise UserError(f"{path}, row {row['_row']}: duplicate {what}, first seen in row {seen_ids[key]}")
-        seen_ids[key] = row["_row"]
-        items.append(item)
-    return items
+        return item
+
+    def key(self, item: dict[str, Any]) -> str:
+        """What makes two rows of one file the same item: its id, or its text and system."""
+        task = self.task
+        return item.get("id") or content_hash(task.name, item.get("system"), {f: item[f] for f in task.fields})
+
+    def duplicate(self, item: dict[str, Any], row: int, first: int) -> UserError:
+        what = f"id {item['id']!r}" if item.get("id") else "item (same text and system)"
+        return UserError(f"{self.path}, row {row}: duplicate {what}, first seen in row {first}")
 
 
 GOLD_PREFIX = "gold_"  # a column gold_<question>: the item is a gold item with that known answer
