@@ -146,3 +146,31 @@ def test_streamed_jsonl_says_the_whole_file_sentence(tmp_path, first, last, expe
     whole, stream = _sentences(tmp_path, source)
     assert stream == whole
     assert expected in stream
+
+
+@pytest.mark.parametrize("separator", [",", "\t"])
+def test_pieces_cut_between_records_as_polars_reads_the_whole_file(tmp_path, separator):
+    """Pieces of a few bytes, cut anywhere a record can end and nowhere else: quoted newlines (LF and CRLF), doubled
+    quotes, separators inside quotes, quotes inside an unquoted field, a blank line (a row of nulls), a byte-order
+    mark, no final newline."""
+    from tui_rater.store.csv_pieces import frames, read_header
+
+    s = separator
+    rows = [
+        f'"i""d"{s}story\r\n',
+        f'a{s}"one\nline two, ""quoted""\r\nand three"\n',
+        f'b{s}plain{s[:0]}\n',
+        f'c{s}half"quote"in text\n',
+        f'"d{s}x"{s}"""starts with a quote"\n',
+        "\n",
+        f'e{s}"ends with ""a"" newline\n"\n',
+        f'f{s}"last, unterminated line"',
+    ]
+    source = tmp_path / "quoted.csv"
+    source.write_bytes(b"\xef\xbb\xbf" + "".join(rows).encode())
+    whole = pl.read_csv(source, separator=separator, infer_schema=False)
+    for piece in (1, 2, 3, 5, 8, 13, 1 << 20):
+        columns, header, offset = read_header(source, separator)
+        assert columns == whole.columns
+        read = pl.concat(list(frames(source, header, offset, separator, piece)))
+        assert read.equals(whole), piece

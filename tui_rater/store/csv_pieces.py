@@ -93,12 +93,10 @@ def read_header(path: Path, separator: str) -> tuple[list[str], bytes, int]:
     return list(frame.columns), header, bom + cut
 
 
-def frames(path: Path, header: bytes, offset: int, separator: str) -> Iterator[pl.DataFrame]:
+def frames(path: Path, header: bytes, offset: int, separator: str, piece: int = PIECE) -> Iterator[pl.DataFrame]:
     """The records after ``offset`` as frames of text columns, a piece at a time: each piece is parsed after the
     header, as the parser met its records when it read the file whole (the same columns, the same sentences)."""
     with path.open("rb") as handle:
         handle.seek(offset)
-        for data in pieces(handle, separator.encode()):
-            if not data.strip(b"\r\n"):
-                continue
+        for data in pieces(handle, separator.encode(), piece):
             yield pl.read_csv(io.BytesIO(header + data), separator=separator, infer_schema=False)
