@@ -159,7 +159,7 @@ def test_pieces_cut_between_records_as_polars_reads_the_whole_file(tmp_path, sep
     rows = [
         f'"i""d"{s}story\r\n',
         f'a{s}"one\nline two, ""quoted""\r\nand three"\n',
-        f'b{s}plain{s[:0]}\n',
+        f"b{s}plain{s[:0]}\n",
         f'c{s}half"quote"in text\n',
         f'"d{s}x"{s}"""starts with a quote"\n',
         "\n",
