@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tui_rater.domain.tasks import Task
-from tui_rater.store.io import ItemColumns
+from tui_rater.store.item_rows import ItemColumns
 from tui_rater.store.row_stream import BATCH_ROWS, stream_rows
 from tui_rater.store.study import Study
 from tui_rater.store.table_files import file_format
