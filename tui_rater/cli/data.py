@@ -132,7 +132,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from tui_rater.service.data import add_items, read_items
 
     # Validate the whole file before the study is opened, so a bad file neither changes
-    # nor creates it. A custom task may live in the study file itself.
+    # nor creates it; then read it again as it is written, a batch at a time (memory independent
+    # of its length, issue 35). A custom task may live in the study file itself.
     if db_exists(args, settings):
         study = open_study(args, settings, create=False)
         task = study.task(args.task)

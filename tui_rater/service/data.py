@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tui_rater.store.table_files import ImportResult  # the result the CLI reads (a re-export, for typing)
 
 if TYPE_CHECKING:
     from tui_rater.domain.tasks import Task
+    from tui_rater.store.item_import import CheckedItems
     from tui_rater.store.study import Study
 
 __all__ = ["ImportResult", "add_items", "check_export_target", "check_ratings_file", "export", "import_items_file"]
@@ -26,12 +27,14 @@ def import_items_file(study: Study, path: Path, task_name: str, mapping: list[st
     return import_items(study, path, task, parse_mapping(mapping), ignore_extra=ignore_extra)
 
 
-def read_items(path: Path, task: Task, mapping: list[str], ignore_extra: bool) -> list[dict[str, Any]]:
-    """The file's items, checked whole against ``task`` (one sentence on the first bad one): before a study is
-    opened, so a bad file neither changes nor creates it."""
-    from tui_rater.store.io import parse_mapping, prepare_items
+def read_items(path: Path, task: Task, mapping: list[str], ignore_extra: bool) -> CheckedItems:
+    """The file checked whole against ``task`` (one sentence on the first bad row), a batch of rows at a time:
+    before a study is opened, so a bad file neither changes nor creates it. Nothing of it is kept but its
+    columns: ``add_items`` reads it again as it writes (issue 35 item 3)."""
+    from tui_rater.store.io import parse_mapping
+    from tui_rater.store.item_import import check_items
 
-    return prepare_items(path, task, parse_mapping(mapping), ignore_extra=ignore_extra)
+    return check_items(path, task, parse_mapping(mapping), ignore_extra)
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,13 @@ class ItemsAdded:
     note: str | None  # a team plan that does not cover the new items
 
 
-def add_items(study: Study, task: Task, items: list[dict[str, Any]], source: str, *, fresh: bool = False) -> ItemsAdded:
-    """Add checked items; ``fresh``: the study was created for them, and a failed import leaves no empty study."""
+def add_items(study: Study, task: Task, items: CheckedItems, source: str, *, fresh: bool = False) -> ItemsAdded:
+    """Add a checked file's items; ``fresh``: the study was created for them, and a failed import leaves no empty
+    study."""
+    from tui_rater.store.item_import import add_checked_items
+
     try:
-        added, skipped = study.add_items(task, items, source=source)
+        added, skipped = add_checked_items(study, items, source)
     except BaseException:
         if fresh:
             study.discard_if_empty()

@@ -13,12 +13,12 @@ from typing import Any
 
 import polars as pl
 
-from tui_rater.domain import protocols
 from tui_rater.domain.display import spreadsheet_safe
 from tui_rater.domain.errors import UserError
-from tui_rater.domain.tasks import Attribute, Task
+from tui_rater.domain.tasks import Task
+from tui_rater.store.item_rows import GOLD_PREFIX, ItemColumns  # noqa: F401 -- GOLD_PREFIX: io's name before
 from tui_rater.store.outputs import write_output
-from tui_rater.store.study import Study, content_hash
+from tui_rater.store.study import Study
 from tui_rater.store.table_files import (  # noqa: F401 -- io's names before the split, for its callers
     FORMATS,
     IGNORED_RATING_COLUMNS,
@@ -125,9 +125,10 @@ def parse_mapping(pairs: list[str] | None) -> dict[str, str]:
 def import_items(
     study: Study, path: str | Path, task: Task, mapping: dict[str, str] | None = None, ignore_extra: bool = False
 ) -> ImportResult:
-    items = prepare_items(path, task, mapping, ignore_extra)
-    added, skipped = study.add_items(task, items, source=str(path))
-    return ImportResult(added, skipped)
+    from tui_rater.store.item_import import add_checked_items, check_items  # it imports this module
+
+    checked = check_items(Path(path), task, mapping or {}, ignore_extra)
+    return ImportResult(*add_checked_items(study, checked, source=str(path)))
 
 
 def prepare_items(
@@ -135,81 +136,18 @@ def prepare_items(
 ) -> list[dict[str, Any]]:
     """Read and validate an items file without touching any study (rows ready for ``add_items``)."""
     path = Path(path)
-    mapping = mapping or {}
     columns, rows = read_rows(path)
-    wanted = {name: mapping.get(name, name) for name in (*OPTIONAL_ITEM_COLUMNS, *task.fields)}
-    unknown_targets = set(mapping) - set(wanted)
-    if unknown_targets:
-        raise UserError(
-            f"--map names {sorted(unknown_targets)[0]!r}, which is not a column of task {task.name!r} "
-            f"(it uses: {', '.join((*OPTIONAL_ITEM_COLUMNS, *task.fields))})"
-        )
-    missing = [
-        f"{column!r}" + (f" (for {name})" if column != name else "")
-        for name, column in wanted.items()
-        if name in task.fields and column not in columns
-    ]
-    if missing:
-        raise UserError(
-            f"{path}: missing column {missing[0]} needed by task {task.name!r} "
-            f"(the file has: {', '.join(columns)}; use --map NAME=COLUMN to rename)"
-        )
-    gold_columns = {f"{GOLD_PREFIX}{a.name}": a for a in task.attributes}
-    extra = [c for c in columns if c not in wanted.values() and c not in gold_columns]
-    if extra and not ignore_extra:
-        raise UserError(
-            f"{path}: unknown column {extra[0]!r} for task {task.name!r} "
-            f"(expected {', '.join((*OPTIONAL_ITEM_COLUMNS, *task.fields))}; --ignore-extra skips others)"
-        )
+    plan = ItemColumns(path, columns, task, mapping or {}, ignore_extra)
     items: list[dict[str, Any]] = []
     seen_ids: dict[str, int] = {}
     for row in rows:
-        item: dict[str, Any] = {
-            name: _text(path, row, column, required=name in task.fields)
-            for name, column in wanted.items()
-            if column in columns
-        }
-        item["_row"] = row["_row"]
-        gold = {
-            attribute.name: _gold(path, row, column, attribute)
-            for column, attribute in gold_columns.items()
-            if column in columns and not _blank(row.get(column))
-        }
-        if gold:
-            item["_gold"] = gold
-        if item.get("id") is not None:
-            item["id"] = item["id"].strip()
-            if not item["id"]:
-                item["id"] = None
-        if item.get("system") is not None and not item["system"].strip():
-            item["system"] = None
-        key = item.get("id") or content_hash(task.name, item.get("system"), {f: item[f] for f in task.fields})
+        item = plan.item(row)
+        key = plan.key(item)
         if key in seen_ids:
-            what = f"id {item['id']!r}" if item.get("id") else "item (same text and system)"
-            raise UserError(f"{path}, row {row['_row']}: duplicate {what}, first seen in row {seen_ids[key]}")
+            raise plan.duplicate(item, row["_row"], seen_ids[key])
         seen_ids[key] = row["_row"]
         items.append(item)
     return items
-
-
-GOLD_PREFIX = "gold_"  # a column gold_<question>: the item is a gold item with that known answer
-
-
-def _blank(raw: object) -> bool:
-    return raw is None or (isinstance(raw, str) and not raw.strip())
-
-
-def _gold(path: Path, row: dict[str, Any], column: str, attribute: Attribute) -> float:
-    """A gold item's known answer: an answer a person can give to the question (one sentence naming the cell
-    otherwise). 4.5 on a 1-5 scale of whole points is on the scale, but nobody could ever match it."""
-    value = _value(path, {"value": row.get(column), "_row": row["_row"]}, attribute, column)
-    if not protocols.of(attribute).is_person_answer(attribute, value):
-        points = ", ".join(f"{p:g}" for p in attribute.scale.points)
-        raise UserError(
-            f"{path}, row {row['_row']}, column {column!r}: {row.get(column)} is not an answer a person can give "
-            f"to {attribute.name!r} (one of {points}), so no annotator could ever match it; nothing was imported"
-        )
-    return value
 
 
 # --- ratings --------------------------------------------------------------------------------

@@ -252,7 +252,13 @@ class Study:
         ``new_task``: the task must have no items yet, checked inside the write (two ``spa setup``
         runs at once: the second is refused rather than overwriting the first one's definition).
         """
-        rows = list(rows)
+        return self.add_item_batches(task, [list(rows)], source, new_task=new_task)
+
+    def add_item_batches(
+        self, task: Task, batches: Iterable[list[dict[str, Any]]], source: str = "", *, new_task: bool = False
+    ) -> tuple[int, int]:
+        """``add_items`` over batches of rows read as they are written, all in one transaction: a batch that
+        raises (a bad row, an id already stored with another text) rolls back every one before it."""
         added = skipped = 0
         now = utc_now()
         with write(self._db) as conn:
@@ -262,47 +268,48 @@ class Study:
             position = conn.execute(
                 "SELECT coalesce(max(position), -1) + 1 FROM items WHERE task = ?", [task.name]
             ).fetchone()[0]
-            for row in rows:
-                fields = {name: row[name] for name in task.fields}
-                digest = content_hash(task.name, row.get("system"), fields)
-                item_id = row.get("id") or digest[:12]
-                existing = conn.execute(
-                    "SELECT content_hash FROM items WHERE task = ? AND id = ?", [task.name, item_id]
-                ).fetchone()
-                if existing:
-                    if existing[0] != digest:
-                        raise UserError(
-                            f"{source or 'input'}, row {row.get('_row', '?')}: item id {item_id!r} is already in "
-                            f"the study with a different text or system (nothing was imported)"
-                        )
-                    skipped += 1
-                    continue
-                conn.execute(
-                    "INSERT INTO items (id, task, system, fields, position, content_hash, source, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        item_id,
-                        task.name,
-                        row.get("system"),
-                        json.dumps(fields, ensure_ascii=False),
-                        position,
-                        digest,
-                        source,
-                        now,
-                    ],
-                )
-                position += 1
-                added += 1
-            gold = [(row, content_hash(task.name, row.get("system"), {n: row[n] for n in task.fields})) for row in rows]
-            for row, digest in gold:
-                if row.get("_gold"):  # a gold item's known answers (``store/team.py``), apart from any rating
-                    (key,) = conn.execute(
-                        "SELECT key FROM items WHERE task = ? AND id = ?", [task.name, row.get("id") or digest[:12]]
+            for rows in batches:
+                for row in rows:
+                    fields = {name: row[name] for name in task.fields}
+                    digest = content_hash(task.name, row.get("system"), fields)
+                    item_id = row.get("id") or digest[:12]
+                    existing = conn.execute(
+                        "SELECT content_hash FROM items WHERE task = ? AND id = ?", [task.name, item_id]
                     ).fetchone()
-                    conn.executemany(
-                        "INSERT OR REPLACE INTO gold (item_key, attribute, value) VALUES (?, ?, ?)",
-                        [(key, attribute, value) for attribute, value in row["_gold"].items()],
+                    if existing:
+                        if existing[0] != digest:
+                            raise UserError(
+                                f"{source or 'input'}, row {row.get('_row', '?')}: item id {item_id!r} is already "
+                                f"in the study with a different text or system (nothing was imported)"
+                            )
+                        skipped += 1
+                        continue
+                    conn.execute(
+                        "INSERT INTO items (id, task, system, fields, position, content_hash, source, created_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [
+                            item_id,
+                            task.name,
+                            row.get("system"),
+                            json.dumps(fields, ensure_ascii=False),
+                            position,
+                            digest,
+                            source,
+                            now,
+                        ],
                     )
+                    position += 1
+                    added += 1
+                for row in rows:
+                    if row.get("_gold"):  # a gold item's known answers (``store/team.py``), apart from any rating
+                        digest = content_hash(task.name, row.get("system"), {n: row[n] for n in task.fields})
+                        (key,) = conn.execute(
+                            "SELECT key FROM items WHERE task = ? AND id = ?", [task.name, row.get("id") or digest[:12]]
+                        ).fetchone()
+                        conn.executemany(
+                            "INSERT OR REPLACE INTO gold (item_key, attribute, value) VALUES (?, ?, ?)",
+                            [(key, attribute, value) for attribute, value in row["_gold"].items()],
+                        )
         return added, skipped
 
     # --- raters --------------------------------------------------------------------------
