@@ -1,0 +1,95 @@
+"""CSV files the piece-wise reader (``store/csv_pieces.py``, issue 35 item 3) must read as polars reads them whole
+(the items import and ``import-ratings`` before the rewrite): empty lines before the header, and a quoted field
+whose quotes are not doubled around a newline, cut at a piece's end."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tui_rater.store.csv_pieces import PIECE, frames, read_header
+
+
+def _stories(db: Path) -> dict[str, str]:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return {i: json.loads(f)["story"] for i, f in conn.execute("SELECT id, fields FROM items")}
+
+
+@pytest.mark.parametrize("blank", ["\n", "\r\n\n", "\ufeff\n\n"])
+def test_empty_lines_before_the_header_are_skipped_as_polars_skips_them(tmp_path, cli, blank):
+    """polars reading a file whole skips empty lines before the header; the items import and ``import-ratings``
+    before the rewrite read such a file, and the header read alone said "is empty"."""
+    items = tmp_path / "items.csv"
+    items.write_bytes(f"{blank}id,prompt,story\ns1,P,Story one.\ns2,P,Story two.\n".encode())
+    db = tmp_path / "study.db"
+    code, out, err = cli("import", items, "--task", "story", "--db", db)
+    assert (code, err) == (0, "")
+    assert "2 new items" in out
+    assert _stories(db) == {"s1": "Story one.", "s2": "Story two."}
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_bytes(f"{blank}item,rater,attribute,value\ns1,ann,likability,3\ns2,ann,likability,4\n".encode())
+    code, out, err = cli("import-ratings", ratings, "--db", db)
+    assert (code, err) == (0, "")
+    assert "2 new ratings" in out
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        assert sorted(conn.execute("SELECT value FROM ratings")) == [(3.0,), (4.0,)]
+    # the header read alone names the columns polars names reading the whole file
+    columns, _header, _offset = read_header(items, ",")
+    assert columns == pl.read_csv(items, infer_schema=False).columns == ["id", "prompt", "story"]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        '"She said "no"\nand left."',  # quotes not doubled: polars quotes again at the third one
+        '"She said "no"\r\nand "left"."',
+        '"a"b"c\n,d"',
+        '"a"\r"b\n"',
+    ],
+)
+def test_a_field_quoted_again_is_cut_where_polars_reads_a_record_end(tmp_path, record):
+    """Pieces of every size from 1 byte: the records polars reads from the whole file, where a closing quote
+    followed by text leaves a later quote of the field to quote again (a newline there is inside the field)."""
+    source = tmp_path / "quoted.csv"
+    source.write_bytes(f"id,story\nx,before\ny,{record}\nz,after\n".encode())
+    whole = pl.read_csv(source, infer_schema=False)
+    assert whole.height == 3  # polars reads the record as one row
+    for piece in range(1, len(record) + 12):
+        columns, header, offset = read_header(source, ",")
+        assert columns == whole.columns
+        assert pl.concat(list(frames(source, header, offset, ",", piece))).equals(whole), piece
+
+
+def test_unescaped_quotes_around_a_newline_at_the_4mb_cut_import_as_before(tmp_path, cli):
+    """A story with quotes not doubled around a newline (``"She said "no"<newline>and left."``), the newline the
+    last one before the first 4 MB piece ends: the rewrite cut the record there and refused the file ("could not
+    parse"); it was imported whole before, and polars reads it whole."""
+    header = b"id,prompt,story\n"
+    special = b's_q,P,"She said "no"\nand left."\n'
+    inner = special.index(b"\n")
+    rows: list[bytes] = []
+    at, i = len(header), 0
+    target = len(header) + PIECE - 3  # the story's newline, 3 bytes before the first piece ends
+    while at + 100 + inner < target:
+        rows.append(b"s%d,P,Story %d told once%s.\n" % (i, i, b"." * 60))
+        at, i = at + len(rows[-1]), i + 1
+    rows.append(b"pad,P,%s\n" % (b"x" * (target - at - inner - 7)))
+    at += len(rows[-1])
+    assert at + inner < len(header) + PIECE <= at + len(special)  # the record spans the piece's end
+    rows += [special, *(b"t%d,P,After %d.\n" % (j, j) for j in range(5))]
+    source = tmp_path / "quotes.csv"
+    source.write_bytes(header + b"".join(rows))
+    db = tmp_path / "study.db"
+    code, out, err = cli("import", source, "--task", "story", "--db", db)
+    assert (code, err) == (0, "")
+    whole = pl.read_csv(io.BytesIO(source.read_bytes()), infer_schema=False)
+    stories = _stories(db)
+    assert len(stories) == whole.height == i + 7
+    assert stories["s_q"] == "She said no\nand left." == whole.filter(pl.col("id") == "s_q")["story"].item()
+    assert stories["t4"] == "After 4."
