@@ -13,6 +13,7 @@ here because no library offers the cut alone; jumping from quote to quote keeps 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -33,15 +34,34 @@ def _quoted(data: bytes, separator: bytes) -> list[tuple[int, int]]:
         if before not in (separator, b"\n", b"\r"):  # a quote inside an unquoted field is text
             at = data.find(_QUOTE, at + 1)
             continue
-        close = at + 1
-        while (close := data.find(_QUOTE, close)) != -1 and data[close + 1 : close + 2] == _QUOTE:
-            close += 2  # a doubled quote: text
+        close = _field_close(data, at + 1, separator)
         if close == -1:  # the field goes on in the next piece
             regions.append((at, len(data)))
             break
         regions.append((at, close))
         at = data.find(_QUOTE, close + 1)
     return regions
+
+
+def _field_close(data: bytes, at: int, separator: bytes) -> int:
+    """The quote that closes the quoted field opened just before ``at``, or -1 if it goes on past ``data``.
+
+    polars' parser toggles on every quote of a field that starts with one: ``"ab"c"d<newline>e"`` is one field
+    (``abcd<newline>e``), its newline inside quotes. So a closing quote followed by text, not by a separator or
+    a newline, leaves the field open to a later quote in it, which quotes again."""
+    while (close := data.find(_QUOTE, at)) != -1:
+        after = data[close + 1 : close + 2]
+        if after == _QUOTE:  # a doubled quote: text
+            at = close + 2
+            continue
+        if after in (separator, b"\n", b""):
+            return close
+        ends = [end for end in (data.find(separator, close + 1), data.find(b"\n", close + 1)) if end != -1]
+        again = data.find(_QUOTE, close + 1)
+        if again == -1 or (ends and min(ends) < again):
+            return close  # the field ends unquoted
+        at = again + 1  # quoted again
+    return -1
 
 
 def record_end(data: bytes, separator: bytes, *, first: bool = False) -> int:
@@ -84,13 +104,31 @@ def read_header(path: Path, separator: str) -> tuple[list[str], bytes, int]:
     """The header's column names (as ``pl.read_csv`` names them), its bytes, and the byte offset of the first
     record."""
     with path.open("rb") as handle:
+        start = 3 if handle.read(3) == b"\xef\xbb\xbf" else 0
+        start += _blank_lines(handle, start)
+        handle.seek(start)
         first = next(pieces(handle, separator.encode()), b"")
-    bom = 3 if first.startswith(b"\xef\xbb\xbf") else 0
-    first = first[bom:]
     cut = record_end(first, separator.encode(), first=True) or len(first)
     header = first[:cut] if first[:cut].endswith(b"\n") else first[:cut] + b"\n"
     frame = pl.read_csv(io.BytesIO(header), separator=separator, infer_schema=False, raise_if_empty=True)
-    return list(frame.columns), header, bom + cut
+    return list(frame.columns), header, start + cut
+
+
+_BLANK_LINES = re.compile(rb"(?:\r?\n)*")
+
+
+def _blank_lines(handle: BinaryIO, start: int) -> int:
+    """How many bytes of empty lines (LF or CRLF) there are from ``start``: polars skips them before the header
+    when it reads the file whole, and so does the header read here."""
+    skipped = 0
+    while True:
+        handle.seek(start + skipped)
+        data = handle.read(PIECE)
+        match = _BLANK_LINES.match(data)  # it matches the empty string: never None
+        blank = match.end() if match else 0
+        skipped += blank
+        if blank == 0 or blank < len(data) - 1:  # a line with text (a lone CR at the end: read it again whole)
+            return skipped
 
 
 def frames(path: Path, header: bytes, offset: int, separator: str, piece: int = PIECE) -> Iterator[pl.DataFrame]:
