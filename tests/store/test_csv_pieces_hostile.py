@@ -86,7 +86,7 @@ def test_unescaped_quotes_around_a_newline_at_the_4mb_cut_import_as_before(tmp_p
     source = tmp_path / "quotes.csv"
     source.write_bytes(header + b"".join(rows))
     db = tmp_path / "study.db"
-    code, out, err = cli("import", source, "--task", "story", "--db", db)
+    code, _out, err = cli("import", source, "--task", "story", "--db", db)
     assert (code, err) == (0, "")
     whole = pl.read_csv(io.BytesIO(source.read_bytes()), infer_schema=False)
     stories = _stories(db)
