@@ -56,9 +56,9 @@ def _field_close(data: bytes, at: int, separator: bytes) -> int:
             continue
         if after in (separator, b"\n", b""):
             return close
-        ends = [end for end in (data.find(separator, close + 1), data.find(b"\n", close + 1)) if end != -1]
         again = data.find(_QUOTE, close + 1)
-        if again == -1 or (ends and min(ends) < again):
+        stop = len(data) if again == -1 else again  # (searches bounded by it: one pass over a piece in all)
+        if again == -1 or data.find(separator, close + 1, stop) != -1 or data.find(b"\n", close + 1, stop) != -1:
             return close  # the field ends unquoted
         at = again + 1  # quoted again
     return -1
