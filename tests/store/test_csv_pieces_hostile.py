@@ -93,3 +93,31 @@ def test_unescaped_quotes_around_a_newline_at_the_4mb_cut_import_as_before(tmp_p
     assert len(stories) == whole.height == i + 7
     assert stories["s_q"] == "She said no\nand left." == whole.filter(pl.col("id") == "s_q")["story"].item()
     assert stories["t4"] == "After 4."
+
+
+@pytest.mark.parametrize("separator", [",", "\t"])
+def test_random_quoting_reads_as_polars_reads_the_whole_file(tmp_path, separator):
+    """Seeded random files of quotes (doubled, stray, quoted again), separators, LF, CRLF and lone CR, after
+    empty lines or a byte-order mark: wherever polars reads the whole file, pieces of every size read the same."""
+    import random
+
+    rng = random.Random(35)
+    alphabet = ["\r", "\t", "a", "b", ",", ",", '"', '"', "\n", "\n", "\r\n", 'x"y']
+    source = tmp_path / "random.csv"
+    checked = 0
+    for _ in range(120):
+        body = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 14)))
+        start = rng.choice(["", "", "\ufeff", "\n", "\r\n\n"])
+        data = f"{start}h{separator}k\n{body}".encode()
+        source.write_bytes(data)
+        try:
+            whole = pl.read_csv(io.BytesIO(data), separator=separator, infer_schema=False, raise_if_empty=True)
+        except pl.exceptions.PolarsError:
+            continue  # polars refuses it whole: the pieces' refusal is another test's
+        checked += 1
+        for piece in range(1, len(data) + 1):
+            columns, header, offset = read_header(source, separator)
+            read = list(frames(source, header, offset, separator, piece))
+            got = pl.concat(read) if read else whole.clear()
+            assert (columns, got.rows()) == (whole.columns, whole.rows()), (data, piece)
+    assert checked > 40
