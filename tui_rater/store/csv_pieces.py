@@ -34,7 +34,7 @@ def _quoted(data: bytes, separator: bytes) -> list[tuple[int, int]]:
         if before not in (separator, b"\n", b"\r"):  # a quote inside an unquoted field is text
             at = data.find(_QUOTE, at + 1)
             continue
-        close = _field_close(data, at + 1, separator)
+        close = _field_close(data, at, separator)
         if close == -1:  # the field goes on in the next piece
             regions.append((at, len(data)))
             break
@@ -44,24 +44,22 @@ def _quoted(data: bytes, separator: bytes) -> list[tuple[int, int]]:
 
 
 def _field_close(data: bytes, at: int, separator: bytes) -> int:
-    """The quote that closes the quoted field opened just before ``at``, or -1 if it goes on past ``data``.
+    """The quote that closes the quoted field opened at ``at``, or -1 if it goes on past ``data``.
 
     polars' parser toggles on every quote of a field that starts with one: ``"ab"c"d<newline>e"`` is one field
     (``abcd<newline>e``), its newline inside quotes. So a closing quote followed by text, not by a separator or
-    a newline, leaves the field open to a later quote in it, which quotes again."""
-    while (close := data.find(_QUOTE, at)) != -1:
-        after = data[close + 1 : close + 2]
-        if after == _QUOTE:  # a doubled quote: text
-            at = close + 2
-            continue
-        if after in (separator, b"\n", b""):
-            return close
-        again = data.find(_QUOTE, close + 1)
-        stop = len(data) if again == -1 else again  # (searches bounded by it: one pass over a piece in all)
-        if again == -1 or data.find(separator, close + 1, stop) != -1 or data.find(b"\n", close + 1, stop) != -1:
-            return close  # the field ends unquoted
-        at = again + 1  # quoted again
-    return -1
+    a newline, leaves the field open to a later quote in it, which quotes again; a doubled quote is two toggles.
+    One regular expression (possessive: no backtracking) walks the field in C, however many quotes it has."""
+    pattern = _FIELDS.get(separator)
+    if pattern is None:
+        sep = re.escape(separator)
+        # open quote, quoted text, then (close, unquoted text, open again, quoted text)*, close
+        pattern = _FIELDS[separator] = re.compile(rb'"[^"]*+(?:"[^"' + sep + rb'\n]*+"[^"]*+)*+"')
+    match = pattern.match(data, at)
+    return match.end() - 1 if match else -1
+
+
+_FIELDS: dict[bytes, re.Pattern[bytes]] = {}
 
 
 def record_end(data: bytes, separator: bytes, *, first: bool = False) -> int:
@@ -88,14 +86,15 @@ def record_end(data: bytes, separator: bytes, *, first: bool = False) -> int:
 def pieces(handle: BinaryIO, separator: bytes, piece: int = PIECE) -> Iterator[bytes]:
     """The file's bytes from where ``handle`` stands, in runs of whole records (the last one as it ends)."""
     carried = b""
-    while chunk := handle.read(piece):
+    size = piece
+    while chunk := handle.read(size):
         data = carried + chunk
         cut = record_end(data, separator)
         if cut:
             yield data[:cut]
-            carried = data[cut:]
-        else:  # a record longer than a piece: read on
-            carried = data
+            carried, size = data[cut:], piece
+        else:  # a record longer than a piece: read on, as much again (its bytes scanned a few times, not once a piece)
+            carried, size = data, max(piece, len(data))
     if carried:
         yield carried
 
