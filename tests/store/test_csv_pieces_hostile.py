@@ -121,3 +121,29 @@ def test_random_quoting_reads_as_polars_reads_the_whole_file(tmp_path, separator
             got = pl.concat(read) if read else whole.clear()
             assert (columns, got.rows()) == (whole.columns, whole.rows()), (data, piece)
     assert checked > 40
+
+
+def test_a_named_pipe_is_refused_in_one_sentence_not_waited_on(tmp_path):
+    """The import reads its file several times (checks, duplicates, writes): a named pipe (``mkfifo items.csv``)
+    gives its bytes once, and the second read waited forever for another writer. It is refused before any read."""
+    import os
+    import subprocess
+
+    from tests.support import run_cli_process
+
+    items = tmp_path / "items.csv"
+    items.write_text("id,prompt,story\ns1,P,Story one.\n", encoding="utf-8")
+    pipe = tmp_path / "pipe.csv"
+    os.mkfifo(pipe)
+    writer = subprocess.Popen(["sh", "-c", f"cat '{items}' > '{pipe}'"])  # the pipe's one writer
+    try:
+        done = run_cli_process("import", pipe, "--task", "story", "--db", tmp_path / "s.db", timeout=30)
+    finally:
+        writer.kill()
+        writer.wait()
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"tui-rater: error: {pipe} is not a regular file (a pipe or a device): the import reads it more than "
+        "once; save it to a file first\n"
+    )
+    assert not (tmp_path / "s.db").exists()
