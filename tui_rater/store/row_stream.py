@@ -53,6 +53,12 @@ def stream_rows(path: str | Path, batch_rows: int = BATCH_ROWS) -> tuple[list[st
 
 def _check_file(path: Path, fmt: str) -> None:
     """``read_rows``' checks without holding the file: it exists, is not blank, and (text) is UTF-8."""
+    if path.exists() and not path.is_file() and not path.is_dir():
+        # a named pipe gives its bytes once: the second of the import's reads would wait forever for a writer
+        raise UserError(
+            f"{path} is not a regular file (a pipe or a device): the import reads it more than once; "
+            "save it to a file first"
+        )
     try:
         with path.open("rb") as handle:
             blank = True
