@@ -21,42 +21,36 @@ from typing import BinaryIO
 import polars as pl
 
 PIECE = 4 << 20
-_QUOTE = b'"'
 
 
 def _quoted(data: bytes, separator: bytes) -> list[tuple[int, int]]:
     """The quoted fields of ``data`` (which starts a record) as [open, close) byte ranges; one left open at the end
-    closes at ``len(data)``."""
+    closes at ``len(data)``.
+
+    A quote opens a field only at a field's start (after a separator or a line break): elsewhere it is text. polars'
+    parser then toggles on every quote of the field: ``"ab"c"d<newline>e"`` is one field (``abcd<newline>e``), its
+    newline inside quotes -- a closing quote followed by text, not by a separator or a newline, leaves the field
+    open to a later quote in it, which quotes again; a doubled quote is two toggles. One regular expression
+    (possessive: no backtracking) finds the fields in C, not a Python step per quote."""
     regions: list[tuple[int, int]] = []
-    at = data.find(_QUOTE)
-    while at != -1:
-        before = data[at - 1 : at] if at else b"\n"
-        if before not in (separator, b"\n", b"\r"):  # a quote inside an unquoted field is text
-            at = data.find(_QUOTE, at + 1)
-            continue
-        close = _field_close(data, at, separator)
-        if close == -1:  # the field goes on in the next piece
-            regions.append((at, len(data)))
+    for field in _fields(separator).finditer(data):
+        if field.group(1) is None:  # the field goes on in the next piece
+            regions.append((field.start(), len(data)))
             break
-        regions.append((at, close))
-        at = data.find(_QUOTE, close + 1)
+        regions.append((field.start(), field.end() - 1))
     return regions
 
 
-def _field_close(data: bytes, at: int, separator: bytes) -> int:
-    """The quote that closes the quoted field opened at ``at``, or -1 if it goes on past ``data``.
-
-    polars' parser toggles on every quote of a field that starts with one: ``"ab"c"d<newline>e"`` is one field
-    (``abcd<newline>e``), its newline inside quotes. So a closing quote followed by text, not by a separator or
-    a newline, leaves the field open to a later quote in it, which quotes again; a doubled quote is two toggles.
-    One regular expression (possessive: no backtracking) walks the field in C, however many quotes it has."""
+def _fields(separator: bytes) -> re.Pattern[bytes]:
     pattern = _FIELDS.get(separator)
     if pattern is None:
         sep = re.escape(separator)
-        # open quote, quoted text, then (close, unquoted text, open again, quoted text)*, close
-        pattern = _FIELDS[separator] = re.compile(rb'"[^"]*+(?:"[^"' + sep + rb'\n]*+"[^"]*+)*+"')
-    match = pattern.match(data, at)
-    return match.end() - 1 if match else -1
+        # at a field's start: open quote, quoted text, then (close, unquoted text, open again, quoted text)*, then
+        # the close (group 1) or the end of the data
+        pattern = _FIELDS[separator] = re.compile(
+            rb"(?:^|(?<=[" + sep + rb'\n\r]))"[^"]*+(?:"[^"' + sep + rb'\n]*+"[^"]*+)*+(?:(")|\Z)'
+        )
+    return pattern
 
 
 _FIELDS: dict[bytes, re.Pattern[bytes]] = {}
