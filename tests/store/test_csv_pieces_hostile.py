@@ -147,3 +147,29 @@ def test_a_named_pipe_is_refused_in_one_sentence_not_waited_on(tmp_path):
         "once; save it to a file first\n"
     )
     assert not (tmp_path / "s.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "where"),
+    [
+        ('{"id": "s1", "prompt": "P", "story": "half \\ud800 a pair"}', "line 2"),
+        ('{"id": "\\uDC00", "prompt": "P", "story": "S"}', "line 2"),
+        ('{"id": "s1", "prompt": "P", "story": "S", "gold_likability": "\\ud83d"}', "line 2"),
+    ],
+)
+def test_a_json_escape_of_half_a_surrogate_pair_is_one_sentence(tmp_path, cli, line, where):
+    """``\\ud800`` alone is valid JSON but no character: it crashed the import (exit 70, UnicodeEncodeError from
+    the text's hash), before the rewrite and after. One sentence naming the line; no study is created."""
+    source = tmp_path / "items.jsonl"
+    source.write_text('{"id": "s0", "prompt": "P", "story": "A whole \\ud83d\\ude00 pair."}\n' + line + "\n")
+    code, _out, err = cli("import", source, "--task", "story", "--db", tmp_path / "s.db")
+    assert (code, err) == (
+        2,
+        f"tui-rater: error: {source}, {where}: a \\u escape names half of a UTF-16 surrogate pair, not a "
+        "character; write the character itself or both halves\n",
+    )
+    assert not (tmp_path / "s.db").exists()
+    source.write_text('{"id": "s0", "prompt": "P", "story": "A whole \\ud83d\\ude00 pair."}\n')
+    code, _out, err = cli("import", source, "--task", "story", "--db", tmp_path / "s.db")
+    assert (code, err) == (0, "")
+    assert _stories(tmp_path / "s.db") == {"s0": "A whole \U0001f600 pair."}
