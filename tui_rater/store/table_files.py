@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, SupportsFloat, SupportsIndex, overload
@@ -47,7 +48,18 @@ def json_row(path: Path, line_no: int, line: str) -> dict[str, Any]:
         raise UserError(f"{path}, line {line_no}: cannot read a value ({str(exc).split(';')[0]})") from None
     if not isinstance(row, dict):
         raise UserError(f"{path}, line {line_no}: each line must be a JSON object")
+    if _SURROGATE_ESCAPE.search(line):  # a pair's halves are joined by ``json.loads``; one alone is no character
+        try:
+            json.dumps(row, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise UserError(
+                f"{path}, line {line_no}: a \\u escape names half of a UTF-16 surrogate pair, not a character; "
+                "write the character itself or both halves"
+            ) from None
     return row
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _read_parquet(path: Path, data: bytes) -> pl.DataFrame:
