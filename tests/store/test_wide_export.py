@@ -98,3 +98,33 @@ def test_memory_does_not_hold_the_texts(tmp_path, cli):
         tracemalloc.stop()
     assert code == 0, err
     assert peak < 3_000_000, peak
+
+
+def test_a_rating_saved_by_another_process_during_the_export_is_in_all_of_it_or_none(study, tmp_path, monkeypatch):
+    """The export is one snapshot of the study: a rating another process saves after the columns were chosen and
+    before the rows are read (an annotator at work; a new rater's first rating is a new column) is not half in it
+    -- its value in a row whose column was left out, or a rater's changed mind in one row and not another. The
+    file is the export of the study as it was when the export began."""
+    monkeypatch.setattr("tui_rater.store.wide_export.BATCH_ITEMS", 1)
+    before = tmp_path / "before.csv"
+    write_wide(study, before)
+    other = Study.open(study.path)  # another connection: what another process's save goes through
+    keys = {item.id: item.key for item in other.items("story")}
+    import tui_rater.store.wide_export as wide
+
+    chosen = wide._columns
+
+    def columns_then_a_save(conn, task):  # type: ignore[no-untyped-def]
+        found = chosen(conn, task)
+        other.add_rating(keys["d"], "likability", other.human("t1").id, 1.0)  # t1 changes their mind
+        other.add_rating(keys["=a"], "likability", other.human("late").id, 2.0)  # a new rater: a new column
+        return found
+
+    monkeypatch.setattr(wide, "_columns", columns_then_a_save)
+    during = tmp_path / "during.csv"
+    write_wide(study, during)
+    assert during.read_bytes() == before.read_bytes()
+    after = tmp_path / "after.csv"
+    monkeypatch.setattr(wide, "_columns", chosen)
+    write_wide(study, after)  # the saved ratings are there for the next export
+    assert "late:likability" in after.read_text() and after.read_bytes() != before.read_bytes()

@@ -154,6 +154,21 @@ def write_wide(study: Study, out: str | Path, task: str | None = None, *, raw: b
     out = Path(out)
     fmt = file_format(out)
     conn = study._db.conn
+    if conn.in_transaction:  # a caller's own transaction: its snapshot (or its writes) are the export's
+        return _write_wide(study, conn, out, fmt, task, raw)
+    # one read transaction from the columns' choice to the last row: the file is the study at one moment, whatever
+    # another process saves meanwhile (in WAL mode a reader's snapshot holds no lock that stops a writer)
+    conn.execute("BEGIN")
+    try:
+        return _write_wide(study, conn, out, fmt, task, raw)
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")  # nothing written: ends the snapshot
+
+
+def _write_wide(
+    study: Study, conn: sqlite3.Connection, out: Path, fmt: str, task: str | None, raw: bool
+) -> tuple[int, int]:
     columns = _columns(conn, task)
     multi_task = task is None
     safe = fmt in ("csv", "tsv") and not raw
