@@ -210,9 +210,11 @@ def resampled_sums(columns: npt.ArrayLike) -> FloatArray:
             found: FloatArray = grouped.astype(float) @ distinct
             return found
     out = np.empty((RESAMPLES, whole.shape[1]))
+    by_column = [np.ascontiguousarray(whole[:, j]) for j in range(whole.shape[1])]
     start = 0
-    for w in resamples(n, _block(n * max(1, whole.shape[1]))):
-        out[start : start + w.shape[0]] = w @ whole
+    for w in resamples(n, _block(n)):  # a product per column, as each figure made its own before
+        for j, column in enumerate(by_column):
+            out[start : start + w.shape[0], j] = w @ column
         start += w.shape[0]
     return out
 
