@@ -14,8 +14,9 @@ items weighted by ``w`` -- so the ``RESAMPLES`` resamples are a matrix product, 
 - Gwet's AC1 / AC2 (``gwet``) from per-item category counts.
 
 A resample's figure equals the figure of the resampled data (each item repeated ``w`` times), which the tests
-check against ``krippendorff`` and scipy on the expanded data. The seed is fixed and derived from the number of
-items only, so the same study gives the same interval in every report.
+check against ``krippendorff`` and scipy on the expanded data. A figure's resample counts are drawn by rating pattern
+(``group_sums``, below: the same bootstrap distribution at a cost in patterns), with a fixed seed derived from the
+number of items and the patterns' sizes, so the same study gives the same interval in every report.
 
 Written here rather than with ``scipy.stats.bootstrap`` because that recomputes the statistic once per resample
 (1,000 scipy calls per figure, some hundred figures per report), and because no package computes these
@@ -78,8 +79,8 @@ def with_interval(stat: ag.Stat, interval: Interval | Callable[[], Interval]) ->
 # --- resamples --------------------------------------------------------------------------------------
 
 
-# A report draws the same resamples for every figure over the same n items (the seed is [SEED, n]): 300 draws of
-# 1000 x n multinomial counts were half a 1k report's time, and nearly all of a 100k report's (issue 35). The counts
+# The item-level resamples: a figure with too many patterns to draw by pattern (``group_sums``, below), and every
+# figure with ``BY_PATTERN`` off, draws 1000 x n multinomial counts seeded [SEED, n]. The counts
 # of the last few n are kept while they fit in CACHED_BYTES, as bytes (a count above 255 in a resample of n items
 # has probability below 1e-300 for any n; it is checked, and such a draw is kept as 16-bit integers): 100 MB at
 # 100,000 items. A larger n is drawn again for each figure, as before. The draws are the same either way.

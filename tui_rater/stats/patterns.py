@@ -5,8 +5,9 @@ functions of sums over items weighted by the resample's counts ``w``, and each i
 multiset of its values -- its *pattern*: 3 raters on a 5-point scale give at most 35 patterns, however many items.
 So ``sum_u w_u t_u = sum_p W_p t_p`` with ``W_p`` the resample's count of items of pattern ``p``: the
 ``RESAMPLES`` resamples need one resamples x patterns matrix of counts (one pass over the drawn counts, shared by
-alpha's levels and AC on the same ratings), and the rest costs in patterns, not items. The draws are the ones of
-``intervals.resample_counts``: the same seed, the same counts.
+alpha's levels and AC on the same ratings), and the rest costs in patterns, not items. ``W`` is drawn directly
+(``intervals.group_sums``: Multinomial(n, pattern sizes / n), the distribution of the item counts summed by pattern),
+or summed from the item-level draw (``intervals.resample_counts``) where that is off.
 
 The same numbers: ``W`` holds integers (exact in any order), and each pattern's term is the very double the
 per-item code computed for its items (checked item by item here, or exact by construction for the ordinal
