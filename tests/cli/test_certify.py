@@ -81,7 +81,9 @@ def test_verify_passes_on_the_untouched_study_and_changes_nothing(certified, cli
     assert "matches" in out and "differs" not in out
     assert digest(db) == before
     document = json.loads(cert.read_text())
-    assert document["format"] == "tui-rater-certificate" and document["method_version"] == 1
+    assert (
+        document["format"] == "tui-rater-certificate" and document["method_version"] == certificate.METHOD_VERSION == 2
+    )
     tables = document["tasks"]["story"]["tables"]
     assert tables["ratings"]["rows"] == _sql(db, "SELECT count(*) FROM ratings")[0][0]
     judges = document["tasks"]["story"]["judges"]
