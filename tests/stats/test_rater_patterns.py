@@ -144,4 +144,3 @@ def test_the_bootstrap_on_patterns_is_the_item_bootstrap() -> None:
         kappas[b] = rm.reliability(refit, labels, weights)
     np.testing.assert_allclose(fitted.model.std_error, kappas.std(axis=0, ddof=1), rtol=1e-6)
     np.testing.assert_allclose(fitted.model.reliability, rm.reliability(rm.ordinal_model(labels), labels), rtol=1e-7)
-
