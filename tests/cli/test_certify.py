@@ -18,6 +18,7 @@ import pytest
 
 from tests.support import DATA, digest, run_cli_process, spec_of
 from tests.support import judge as run_judge
+from tui_rater.domain import certificate
 from tui_rater.judge.tiny_gguf import write_tiny_gguf
 from tui_rater.store.study import Study
 
@@ -80,7 +81,9 @@ def test_verify_passes_on_the_untouched_study_and_changes_nothing(certified, cli
     assert "matches" in out and "differs" not in out
     assert digest(db) == before
     document = json.loads(cert.read_text())
-    assert document["format"] == "tui-rater-certificate" and document["method_version"] == 1
+    assert (
+        document["format"] == "tui-rater-certificate" and document["method_version"] == certificate.METHOD_VERSION == 2
+    )
     tables = document["tasks"]["story"]["tables"]
     assert tables["ratings"]["rows"] == _sql(db, "SELECT count(*) FROM ratings")[0][0]
     judges = document["tasks"]["story"]["judges"]
@@ -195,13 +198,30 @@ def test_rerun_fails_on_a_model_file_with_one_changed_weight(certified, tmp_path
 def test_a_certificate_of_another_method_version_says_what_differs(certified, cli, tmp_path):
     _, db, cert, _ = certified
     document = json.loads(cert.read_text())
-    document["method_version"] = 2
+    newer = certificate.METHOD_VERSION + 1
+    document["method_version"] = newer
     document["tasks"]["story"]["numbers"] = {}  # would be a mismatch of every number under this method
     other = tmp_path / "newer.cert.json"
     other.write_text(json.dumps(document))
     code, out, _ = cli("verify", other, "--db", db)
     assert code == 3
-    assert "method version 2" in out and "not compared" in out
+    assert f"method version {newer}" in out and "not compared" in out
+    assert "differs:" not in out
+
+
+def test_a_certificate_from_before_the_draw_by_pattern_says_its_intervals_were_drawn_otherwise(
+    certified, cli, tmp_path
+):
+    """Method version 1 drew every interval from one draw of item counts: its interval ends differ from this
+    method's by Monte-Carlo error, which verify must not call a mismatch of the study."""
+    _, db, cert, _ = certified
+    document = json.loads(cert.read_text())
+    document["method_version"] = 1
+    older = tmp_path / "older.cert.json"
+    older.write_text(json.dumps(document))
+    code, out, _ = cli("verify", older, "--db", db)
+    assert code == 3, out
+    assert "method version 1" in out and "by rating pattern" in out and "not compared" in out
     assert "differs:" not in out
 
 

@@ -16,3 +16,14 @@ def hanna(tmp_path_factory):
     study.close()
     index = {(r.table, r.attribute, r.system, r.evaluator, r.evaluator_b, r.statistic): r for r in records}
     return data, index, db
+
+
+@pytest.fixture
+def item_draws(monkeypatch):
+    """Every bootstrap figure drawn from the item-level resamples (``intervals.BY_PATTERN`` off): the tests that
+    expand each resample into its repeated items and recompute the statistic there with krippendorff, scipy or
+    scikit-learn read those resamples from their definition (numpy's multinomial over the items, seeded [SEED, n]).
+    The draw by pattern, the report's, is checked against that one in tests/stats/test_pattern_draws.py."""
+    from tui_rater.stats import intervals as iv
+
+    monkeypatch.setattr(iv, "BY_PATTERN", False)

@@ -13,6 +13,8 @@ from scipy import stats as sp
 
 from tui_rater.stats import intervals as iv
 
+pytestmark = pytest.mark.usefixtures("item_draws")  # the statistics checked on each resample's items
+
 TAIL = (1 - iv.LEVEL) / 2
 
 

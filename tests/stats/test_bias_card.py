@@ -13,6 +13,8 @@ from tests.stats.ratings import insert
 from tui_rater.stats import intervals as iv
 from tui_rater.store.study import Study
 
+pytestmark = pytest.mark.usefixtures("item_draws")  # the statistics checked on each resample's items
+
 TAIL = (1 - iv.LEVEL) / 2
 ITEMS = 60
 

@@ -10,6 +10,8 @@ import pytest
 from tui_rater.stats import intervals as iv
 from tui_rater.stats import patterns as rating_patterns
 
+pytestmark = pytest.mark.usefixtures("item_draws")  # the statistics checked on each resample's items
+
 
 def _tables_before(cell: np.ndarray, kx: int, ky: int, n: int):
     """``_Joint.tables`` before: a float64 ``bincount`` of each block's float copy of the counts."""

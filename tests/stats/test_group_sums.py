@@ -1,7 +1,8 @@
-"""The bootstrap's sums over groups of items (issue 35 item 2: Table 1's means and % exact, the joint tables of tau,
-rho, r and kappa) read the kept draw item by item, once per figure: each resample's count of the items in each group,
-checked here against the resamples drawn afresh from their definition (numpy's multinomial with the report's seed)
-and summed by ``np.bincount``; the figures against their float products on the same draws."""
+"""The bootstrap's sums over the items on the item-level resamples (``intervals.BY_PATTERN`` off: the draw of figures
+with too many distinct values, and the one the statistics are checked on): Table 1's means and % exact and the joint
+tables of tau, rho, r and kappa, checked against the resamples drawn afresh from their definition (numpy's multinomial
+with the report's seed); the figures against their float products on the same draws. The draw by pattern:
+tests/stats/test_pattern_draws.py."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import numpy as np
 import pytest
 
 from tui_rater.stats import intervals as iv
+
+pytestmark = pytest.mark.usefixtures("item_draws")  # the statistics checked on each resample's items
 
 
 def _drawn(n: int) -> np.ndarray:
@@ -18,38 +21,6 @@ def _drawn(n: int) -> np.ndarray:
 
 def _bincounts(w: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
     return np.stack([np.bincount(group, weights=row, minlength=groups) for row in w])
-
-
-@pytest.mark.parametrize(("n", "groups"), [(7, 1), (300, 3), (2500, 40), (12000, 25)])
-def test_group_sums_are_each_resamples_bincount(n, groups):
-    rng = np.random.default_rng(n)
-    group = rng.integers(0, groups, n)
-    if groups > 2:
-        group[group == 1] = 0  # a group without items: zero in every resample
-    found = iv.group_sums(group, groups)
-    assert found is not None and found.shape == (iv.RESAMPLES, groups) and found.flags.c_contiguous
-    assert np.array_equal(found, _bincounts(_drawn(n), group, groups))
-
-
-def test_a_draw_kept_in_16_bits_sums_the_same(monkeypatch):
-    n = 900
-    group = np.random.default_rng(1).integers(0, 6, n)
-    expected = iv.group_sums(group, 6)
-    wide = _drawn(n).astype(np.uint16)
-    monkeypatch.setattr(iv, "_cached", {n: wide})
-    monkeypatch.setattr(iv, "_by_item", {})
-    found = iv.group_sums(group, 6)
-    assert iv._by_item[n][0].dtype == np.uint16 and iv._by_item[n][1] == 0
-    assert found is not None and expected is not None and np.array_equal(found, expected)
-    assert np.array_equal(found, _bincounts(wide, group, 6))
-
-
-def test_many_groups_or_a_draw_not_kept_are_left_to_the_caller(monkeypatch):
-    n = 2000
-    monkeypatch.setattr(iv, "_partitions", {})
-    assert iv.group_sums(np.arange(n) % (iv.GROUPS + 1), iv.GROUPS + 1) is None
-    monkeypatch.setattr(iv, "CACHED_BYTES", 0)
-    assert iv.group_sums(np.zeros(n, dtype=np.intp), 1) is None
 
 
 @pytest.mark.parametrize("n", [40, 5000])
@@ -109,29 +80,6 @@ def _tau_b(t: np.ndarray) -> np.ndarray:
     return np.asarray(out)
 
 
-def test_a_figure_reads_the_kept_draw_once_not_block_by_block(monkeypatch):
-    """With the draw kept, Table 1's mean and % exact and a pair's joint tables make no pass over the draw per block
-    of resamples (at 20,000 items: 84 blocks of 12 for a mean, 20 of 50 for the tables, before) -- one gather of
-    each group's items instead."""
-    n = 20_000
-    rng = np.random.default_rng(9)
-    matrix = rng.integers(1, 6, (3, n)).astype(float)
-    next(iv.resamples(n, 1))  # the draw made and kept
-    blocks: list[int] = []
-    original = iv.resample_counts
-
-    def counted(size, per_block):  # type: ignore[no-untyped-def]
-        for block in original(size, per_block):
-            blocks.append(block.shape[0])
-            yield block
-
-    monkeypatch.setattr(iv, "resample_counts", counted)
-    iv._tables.clear()
-    assert iv.mean(matrix).ok and iv.percent_exact(matrix).ok
-    assert iv.kendall_tau(matrix[0], matrix[1]).ok and iv.spearman(matrix[0], matrix[2]).ok
-    assert blocks == []
-
-
 @pytest.mark.parametrize("columns", [1, 2, 3])
 def test_distinct_rows_are_numpys_unique_rows(columns):
     rng = np.random.default_rng(columns)
@@ -142,38 +90,6 @@ def test_distinct_rows_are_numpys_unique_rows(columns):
     wide = np.stack([rng.integers(-(2**40), 2**40, 50), rng.integers(-(2**40), 2**40, 50)], axis=1)
     distinct, which = iv._distinct_rows(wide)  # codes past 62 bits: numpy's rows
     assert np.array_equal(distinct[which], wide)
-
-
-def test_the_partitions_of_one_set_of_items_are_summed_from_the_draw_a_few_times_not_once_each(monkeypatch):
-    """Four raters' values of 3,000 items: each rater's values, each pair's joint cells, the humans' sums -- every
-    one the per-resample bincount of the draw, and the draw itself read for the first partitions only (the rest are
-    unions of the groups of a finer partition kept); another question's partitions start a partition of their own."""
-    n = 3000
-    rng = np.random.default_rng(11)
-    monkeypatch.setattr(iv, "_partitions", {})
-    monkeypatch.setattr(iv, "REFINED", 700)  # a question's 625 patterns, not two questions' (3,000 items hold 1,900)
-    w = _drawn(n)
-    passes: list[int] = []
-    original = iv._summed
-
-    def counted(group, groups):  # type: ignore[no-untyped-def]
-        passes.append(groups)
-        return original(group, groups)
-
-    monkeypatch.setattr(iv, "_summed", counted)
-    for question in range(3):
-        values = rng.integers(0, 5, (4, n))
-        asked = [values[r] for r in range(4)]
-        asked += [values[a] * 5 + values[b] for a in range(4) for b in range(a + 1, 4)]
-        asked += [values[:3].sum(axis=0), (values[:3].max(axis=0) == values[:3].min(axis=0)).astype(int)]
-        asked += [values[a] * 5 + values[b] for a in range(4) for b in range(a + 1, 4)]  # asked again
-        before = len(passes)
-        for group in asked:
-            groups = int(group.max()) + 2  # one group without items
-            found = iv.group_sums(group, groups)
-            assert found is not None and np.array_equal(found, _bincounts(w, group, groups)), question
-        assert len(passes) - before <= 4, passes  # 4 raters: at most 4 partitions refined, 625 groups
-    assert max(passes) <= 625 and len(iv._partitions[n]) <= iv._PARTITIONS
 
 
 def test_compact_codes_are_numpys_unique():

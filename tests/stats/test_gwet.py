@@ -13,6 +13,8 @@ import pytest
 from tui_rater.stats import gwet
 from tui_rater.stats import intervals as iv
 
+pytestmark = pytest.mark.usefixtures("item_draws")  # the statistics checked on each resample's items
+
 NAN = float("nan")
 # Gwet (2014), Table 2.16: units x raters
 HANDBOOK = [

@@ -13,6 +13,8 @@ from sklearn.metrics import cohen_kappa_score
 from tui_rater.stats import agreement as ag
 from tui_rater.stats import intervals as iv
 
+pytestmark = pytest.mark.usefixtures("item_draws")  # the statistics checked on each resample's items
+
 TAIL = (1 - iv.LEVEL) / 2
 
 

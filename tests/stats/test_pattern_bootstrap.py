@@ -15,6 +15,8 @@ from tui_rater.stats import gwet
 from tui_rater.stats import intervals as iv
 from tui_rater.stats import patterns as rating_patterns
 
+pytestmark = pytest.mark.usefixtures("item_draws")  # the statistics checked on each resample's items
+
 SCALE = [1.0, 2.0, 3.0, 4.0, 5.0]
 
 

@@ -119,18 +119,27 @@ def test_the_nominal_fit_is_crowd_kits_dawid_skene_on_every_item() -> None:
 
 
 def test_the_bootstrap_on_patterns_is_the_item_bootstrap() -> None:
-    """The standard error from pattern weights is the one the item bootstrap gives refitting every item (the
-    same seeded draws over the items, written here with the model's item-level fitter and κ)."""
+    """A resample of the pattern counts is a resample of the items: each pattern's count drawn (multinomial over
+    the patterns, their shares of the items; the same seeded draws) given to one of its items, the model refitted
+    on every item with those weights (the model's item-level fitter and κ) gives the same κs and SE."""
     columns = np.tile(_study(200, seed=3), 3)
     resamples = 8
     fitted = fit_question(_names(), columns, Level.ORDINAL, Scale(), resamples=resamples)
     assert not isinstance(fitted, str)
     labels = _item_labels(columns)
     n = labels.n_items
+    first: dict[tuple[float, ...], int] = {}  # each pattern's first item, in the order the items come
+    count: dict[tuple[float, ...], int] = {}
+    for i, column in enumerate(np.nan_to_num(columns, nan=0.0).T.tolist()):
+        first.setdefault(tuple(column), i)
+        count[tuple(column)] = count.get(tuple(column), 0) + 1
+    firsts = np.array(list(first.values()))
+    share = np.array([count[pattern] for pattern in first]) / n
     rng = np.random.default_rng([rm.SEED, n])
     kappas = np.empty((resamples, labels.n_raters))
     for b in range(resamples):
-        weights = rng.multinomial(n, np.full(n, 1.0 / n)).astype(float)
+        weights = np.zeros(n)
+        weights[firsts] = rng.multinomial(n, share)
         refit = rm.ordinal_model(labels, weights, start=fitted.model.fit.posterior, n_iter=rm.BOOT_ITER)
         kappas[b] = rm.reliability(refit, labels, weights)
     np.testing.assert_allclose(fitted.model.std_error, kappas.std(axis=0, ddof=1), rtol=1e-6)

@@ -5,8 +5,11 @@ kept and handed out again (a report made 300 draws of 1000 x n counts), and it i
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tui_rater.stats import intervals as iv
+
+pytestmark = pytest.mark.usefixtures("item_draws")  # the statistics checked on each resample's items
 
 
 def test_figures_over_the_same_items_draw_once():

@@ -27,11 +27,14 @@ FORMAT = "tui-rater-certificate"
 FORMAT_VERSION = 1
 # the method: which rows are hashed and how, and how the report computes its numbers. A certificate made with
 # another method version is not compared number by number (a false mismatch): verify says what differs instead.
-METHOD_VERSION = 1
+METHOD_VERSION = 2
 # what each method version changed, said when a certificate of another version is verified
 METHOD_CHANGES: dict[int, str] = {
     1: "the first method: items, ratings, jobs, raters, plans, team plans, assignments and gold rows hashed as "
     "canonical JSON; the report's records (every number of `report --format json`) compared as float64 bits",
+    2: "the item bootstrap's intervals draw each figure's resample counts by rating pattern (Multinomial(n, pattern "
+    "sizes / n): the same bootstrap distribution as resampling the items, seeded by n and the patterns' sizes), not "
+    "from one draw of 1,000 x n item counts: every interval end is a new draw, every other number the same",
 }
 FLOAT_FORMAT = "repr of the IEEE-754 float64 (shortest round-trip text); nan, inf, -inf as strings"
 SHORT = 16  # hex digits of a row's leaf hash kept for pinpointing

@@ -137,14 +137,12 @@ def _draws(
     # from them: a human's items n = the three levels' counts, Σd = #(1) - #(-1), Σd² = #(1) + #(-1). One
     # product with each block (its float copy read once) gives every figure, the same to the bit as a product
     # per sum (5 columns a human, not 7 here and 3 more in a second pass for the per-human intervals)
-    n_items = len(found.items)
-    # each sum is an integer at most n_items (a resample's counts add up to n_items): exact in float32 below
-    # 2^24 in any order, and float32 products read half the memory (half this section's time at 100k items)
-    exact = np.float32 if n_items < 2**24 else np.float64
-    columns = np.hstack([*levels, found.w_judge, found.w_human]).astype(exact)
+    columns = np.hstack([*levels, found.w_judge, found.w_human])
+    # integer sums (0/1 columns): drawn by the items' distinct rows (``intervals.resampled_sums``), exact
+    every = iv.resampled_sums(columns)
     omegas, rhos, judge_shares, human_shares = [], [], [], []
-    for counts in iv.resample_counts(n_items, max(1, min(iv.RESAMPLES, iv.CELLS // max(1, n_items * 6)))):
-        sums = np.matmul(counts.astype(exact), columns).astype(float)
+    for start in range(0, every.shape[0], 100):
+        sums = every[start : start + 100]
         below, tied, above, judge_sum, human_sum = np.hsplit(sums, 5)
         n = below + tied + above
         d_sum, d2_sum = above - below, above + below

@@ -12,10 +12,11 @@
 - the position bias and order consistency of a pair judged in both orders (``systems.position_bias``),
   with a bootstrap over the pairs of the two ratios.
 
-Every interval resamples items with the report's seed scheme (``intervals.resamples``: the same draws for the
-same number of items), percentile 95 %. The regression is solved per resample from weighted normal equations
-(three by three), so the 1,000 resamples are one matrix product and a batched solve; numpy's ``lstsq`` and
-statsmodels fit one data set at a time, which would be 1,000 calls per judge and question.
+Every interval resamples items with the report's seed scheme (``intervals.resampled_sums``: the items' sums drawn by
+pattern where their values repeat, else over the item-level resamples), percentile 95 %. The regression is solved
+per resample from weighted normal equations (three by three), so the 1,000 resamples are one matrix product and a
+batched solve; numpy's ``lstsq`` and statsmodels fit one data set at a time, which would be 1,000 calls per judge
+and question.
 """
 
 from __future__ import annotations
@@ -59,8 +60,8 @@ def mean_difference(judge: npt.ArrayLike, people: npt.ArrayLike) -> Estimate:
     if j.size < MIN_ITEMS:
         return _none(j.size, f"{j.size} items scored by both (at least {MIN_ITEMS} needed)")
     d = j - p
-    draws = np.concatenate([(w @ d) / w.sum(axis=1) for w in iv.resamples(d.size, _block(d.size))])
-    return Estimate(float(d.mean()), int(d.size), iv.percentile(draws))
+    sums = iv.resampled_sums(np.column_stack([d, np.ones_like(d)]))
+    return Estimate(float(d.mean()), int(d.size), iv.percentile(sums[:, 0] / sums[:, 1]))
 
 
 def length_slope(judge: npt.ArrayLike, people: npt.ArrayLike, length: npt.ArrayLike) -> Estimate:
@@ -79,9 +80,10 @@ def length_slope(judge: npt.ArrayLike, people: npt.ArrayLike, length: npt.ArrayL
     outer = np.einsum("ui,uj->uij", design, design).reshape(j.size, 9)
     moment = design * j[:, None]
     draws = []
-    for w in iv.resamples(j.size, _block(j.size)):
-        gram = (w @ outer).reshape(-1, 3, 3)
-        right = w @ moment
+    every = iv.resampled_sums(np.hstack([outer, moment]))
+    for start in range(0, every.shape[0], _block(j.size)):
+        gram = every[start : start + _block(j.size), :9].reshape(-1, 3, 3)
+        right = every[start : start + _block(j.size), 9:]
         singular = np.abs(np.linalg.det(gram)) <= 1e-9 * np.maximum(1.0, np.abs(gram).max(axis=(1, 2))) ** 3
         gram[singular] = np.eye(3)  # a resample whose design is singular has no slope
         solved = np.linalg.solve(gram, right[:, :, None])[:, 1, 0]
@@ -101,12 +103,11 @@ def group_difference(judge: npt.ArrayLike, people: npt.ArrayLike, in_group: npt.
         return _none(j.size, f"{inside} items of the family's systems and {outside} of others (2 of each needed)")
     d = j - p
     value = float(d[member].mean() - d[~member].mean())
-    draws = []
-    for w in iv.resamples(d.size, _block(d.size)):
-        wi, wo = w[:, member], w[:, ~member]
-        with np.errstate(all="ignore"):
-            draws.append((wi @ d[member]) / wi.sum(axis=1) - (wo @ d[~member]) / wo.sum(axis=1))
-    return Estimate(value, int(d.size), iv.percentile(np.concatenate(draws)))
+    inner = member.astype(float)
+    sums = iv.resampled_sums(np.column_stack([d * inner, inner, d * (1.0 - inner), 1.0 - inner]))
+    with np.errstate(all="ignore"):
+        draws = sums[:, 0] / sums[:, 1] - sums[:, 2] / sums[:, 3]
+    return Estimate(value, int(d.size), iv.percentile(draws))
 
 
 def ratio(numerator: npt.ArrayLike, denominator: npt.ArrayLike) -> Estimate:
@@ -117,11 +118,10 @@ def ratio(numerator: npt.ArrayLike, denominator: npt.ArrayLike) -> Estimate:
     value = float(top.sum() / bottom.sum())
     if top.size < 2:
         return Estimate(value, int(top.size), iv.none("one pair: no interval"))
-    draws = []
-    for w in iv.resamples(top.size, _block(top.size)):
-        with np.errstate(all="ignore"):
-            draws.append((w @ top) / (w @ bottom))
-    return Estimate(value, int(top.size), iv.percentile(np.concatenate(draws)))
+    sums = iv.resampled_sums(np.column_stack([top, bottom]))
+    with np.errstate(all="ignore"):
+        draws = sums[:, 0] / sums[:, 1]
+    return Estimate(value, int(top.size), iv.percentile(draws))
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ def ac(matrix: npt.ArrayLike, categories: list[float], kind: str = "nominal") ->
     stat = Stat(None if value is None else float(value), int(twice.sum()), "" if value is not None else "no variation")
     if value is None:
         return stat
-    sums = rating_patterns.ac_sums(counts, pa_i, twice.astype(float), share, iv.resample_counts)
+    sums = rating_patterns.ac_sums(counts, pa_i, twice.astype(float), share, iv.resample_counts, iv.group_sums)
     if sums is not None:  # the same sums over the items' distinct category counts (issue 35: 100k items)
         with np.errstate(all="ignore"):  # a resample without an item rated twice: undefined, as before
             pa = sums.agreement / sums.twice

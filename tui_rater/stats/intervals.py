@@ -14,8 +14,9 @@ items weighted by ``w`` -- so the ``RESAMPLES`` resamples are a matrix product, 
 - Gwet's AC1 / AC2 (``gwet``) from per-item category counts.
 
 A resample's figure equals the figure of the resampled data (each item repeated ``w`` times), which the tests
-check against ``krippendorff`` and scipy on the expanded data. The seed is fixed and derived from the number of
-items only, so the same study gives the same interval in every report.
+check against ``krippendorff`` and scipy on the expanded data. A figure's resample counts are drawn by rating pattern
+(``group_sums``, below: the same bootstrap distribution at a cost in patterns), with a fixed seed derived from the
+number of items and the patterns' sizes, so the same study gives the same interval in every report.
 
 Written here rather than with ``scipy.stats.bootstrap`` because that recomputes the statistic once per resample
 (1,000 scipy calls per figure, some hundred figures per report), and because no package computes these
@@ -24,6 +25,7 @@ statistics from resample counts.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
 from collections.abc import Callable, Iterator
@@ -77,8 +79,8 @@ def with_interval(stat: ag.Stat, interval: Interval | Callable[[], Interval]) ->
 # --- resamples --------------------------------------------------------------------------------------
 
 
-# A report draws the same resamples for every figure over the same n items (the seed is [SEED, n]): 300 draws of
-# 1000 x n multinomial counts were half a 1k report's time, and nearly all of a 100k report's (issue 35). The counts
+# The item-level resamples: a figure with too many patterns to draw by pattern (``group_sums``, below), and every
+# figure with ``BY_PATTERN`` off, draws 1000 x n multinomial counts seeded [SEED, n]. The counts
 # of the last few n are kept while they fit in CACHED_BYTES, as bytes (a count above 255 in a resample of n items
 # has probability below 1e-300 for any n; it is checked, and such a draw is kept as 16-bit integers): 100 MB at
 # 100,000 items. A larger n is drawn again for each figure, as before. The draws are the same either way.
@@ -98,8 +100,6 @@ def _all_counts(n: int) -> npt.NDArray[np.uint8] | npt.NDArray[np.uint16] | None
                 counts = _draw_all(n, np.uint16)
             assert counts is not None  # a count is at most n, and n fits 16 bits wherever it fits the cache
             while _cached and sum(c.nbytes for c in _cached.values()) + counts.nbytes > CACHED_BYTES:
-                _by_item.pop(next(iter(_cached)), None)  # its transposed copy and sums (``group_sums``) go with it
-                _partitions.pop(next(iter(_cached)), None)
                 del _cached[next(iter(_cached))]
             _cached[n] = counts
         return counts
@@ -145,120 +145,79 @@ def resample_counts(n: int, per_block: int) -> Iterator[npt.NDArray[np.integer[A
         drawn += rows
 
 
-# Sums of the counts over groups of items (a joint table's cells, the items of one per-item value) read each item's
-# 1000 counts as one contiguous row: the kept draw is also kept transposed (items x resamples, the same bytes again,
-# 100 MB at 100,000 items). Summing a group's rows is a gather of whole rows and a sum down the columns, one pass
-# over the draw per figure; the draw read as resamples x items needs a strided gather of every resample's row, five
-# times slower (and as many numpy calls as blocks of resamples). Integer sums: exact in any order, the same to the
-# bit as before.
-_by_item: dict[int, tuple[npt.NDArray[Any], int]] = {}  # n -> (uint8 or uint16 counts, rows per 16-bit sum)
-GROUPS = 512  # more distinct groups than this (a 0-100 scale's many values): the block-by-block sums of before
-GATHERED = 8192  # items' rows gathered at once (8 MB at one byte a count)
+# --- resample counts drawn by pattern (issue 35) ---------------------------------------------------------------------
+#
+# A figure that depends on each item only through a few distinct values -- its *pattern*: a pair's joint cell, a
+# rater's value, the value counts alpha and AC read -- depends on a resample only through each pattern's count, the
+# sum of the counts of the pattern's items. Those sums of a uniform multinomial draw of n items are themselves
+# multinomial: (W_1, ..., W_G) ~ Multinomial(n, s_1/n, ..., s_G/n), s_g the pattern's items (the multinomial's
+# aggregation property). So the patterns' counts are drawn directly, G categories a resample instead of n: the same
+# bootstrap distribution of every figure as resampling the items, at a cost that grows with the patterns (a 1M-item
+# study's figure costs what a 1k-item study's does; the item-level draw was 1,000 x n multinomial categories, kept
+# at up to 240 MB, redrawn for every figure past 240k items). Seeded by the number of items and the patterns' sizes,
+# so the same study gives the same interval every time. Each figure's resamples are its own (two figures over the
+# same items are no longer drawn from one set of item resamples); no figure combines two draws.
+# ``BY_PATTERN = False`` (the tests of the statistics, which expand each resample into repeated items) draws every
+# figure from the item-level resamples above, the method before; a figure with more than ``DRAWN_GROUPS`` patterns
+# (continuous values) always does.
+BY_PATTERN = True
+DRAWN_GROUPS = 4096  # patterns drawn directly: at most 1,000 x 4,096 binomial draws a figure (about 0.2 s)
 
 
-def _counts_by_item(n: int) -> tuple[npt.NDArray[Any], int] | None:
-    """The kept draw over ``n`` items, transposed (n x RESAMPLES, C order), and how many of its rows may be summed
-    in 16 bits (their largest count allows); None where the draw is not kept."""
-    counts = _all_counts(n)
-    if counts is None:
-        return None
-    with _cache_lock:
-        found = _by_item.get(n)
-        if found is None:
-            by_item = np.ascontiguousarray(counts.T)
-            largest = int(by_item.max(initial=0)) if by_item.dtype == np.uint8 else 2**16
-            found = by_item, min(GATHERED, np.iinfo(np.uint16).max // max(1, largest))
-            _by_item[n] = found
-        return found
+def pattern_seed(n: int, sizes: npt.NDArray[np.integer[Any]]) -> list[int]:
+    """The seed of the draw over ``n`` items in patterns of ``sizes`` items (in the patterns' order)."""
+    digest = hashlib.sha256(np.ascontiguousarray(sizes, dtype="<i8").tobytes()).digest()
+    return [SEED, n, int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:16], "little")]
 
 
-# A report asks for sums over many partitions of the same items: each rater's mean, % exact, each pair's joint
-# table -- all functions of the raters' values of an item, so of one finer partition (4 raters on a 5-point scale:
-# at most 625 patterns). The last few partitions summed over n items are kept with their sums; a partition whose
-# groups are unions of a kept one's is added up from those sums (an n-item check and a few thousand integer rows),
-# not from the draw; another refines the latest kept one while that stays at most REFINED groups. Integer sums of
-# the same counts: the same numbers to the bit. Only items' positions matter (the draw is the same for any n items),
-# so the check is on the groups' codes alone.
-REFINED = 1024  # most groups of a kept partition (its sums: 4 MB)
-_PARTITIONS = 4  # partitions kept per n
-_partitions: dict[int, list[tuple[npt.NDArray[np.intp], npt.NDArray[np.int32]]]] = {}
+def drawn_by_pattern(sizes: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
+    """RESAMPLES x patterns: each resample's count of the items of each pattern, Multinomial(n, sizes / n) with
+    n = sizes.sum() (every size positive)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n = int(sizes.sum())
+    rng = np.random.default_rng(pattern_seed(n, sizes))
+    drawn: npt.NDArray[np.int64] = rng.multinomial(n, sizes / n, size=RESAMPLES).astype(np.int64, copy=False)
+    return drawn
 
 
 def group_sums(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64] | None:
-    """Every resample's count of the items in each group (RESAMPLES x groups): ``group`` is each item's group,
-    0 <= group < ``groups``. None where the draw over these items is not kept, or the items fall in more than
-    ``GROUPS`` distinct groups that no kept partition holds (the caller's own sums then)."""
-    group = np.asarray(group, dtype=np.intp)
-    n = group.size
-    if _counts_by_item(n) is None:
+    """Every resample's count of the items in each group (RESAMPLES x groups, C order): ``group`` is each item's
+    group, 0 <= group < ``groups``; drawn by pattern (above), a group without items 0 in every resample. None where
+    more than ``DRAWN_GROUPS`` groups hold items, or ``BY_PATTERN`` is off (the caller's item-level sums then)."""
+    if not BY_PATTERN:
         return None
-    with _cache_lock:
-        kept = list(_partitions.get(n, ()))
-    for code, sums in reversed(kept):
-        found = _coarsened(code, sums, group, groups)
-        if found is not None:
+    sizes = np.bincount(np.asarray(group, dtype=np.intp), minlength=groups)
+    occupied = np.flatnonzero(sizes)
+    if occupied.size > DRAWN_GROUPS or occupied.size == 0:
+        return None
+    out = np.zeros((RESAMPLES, groups), dtype=np.int64)
+    out[:, occupied] = drawn_by_pattern(sizes[occupied])
+    return out
+
+
+def resampled_sums(columns: npt.ArrayLike) -> FloatArray:
+    """``w @ columns`` for every resample ``w`` of the items (RESAMPLES x columns; rows of ``columns``: items,
+    finite): exact integer sums where the values allow (``exact_sums``), else summed over the items' distinct rows
+    drawn by pattern, else over the item-level resamples."""
+    whole = np.asarray(columns, dtype=float)
+    exact = exact_sums(whole)
+    if exact is not None:
+        return exact
+    n = whole.shape[0]
+    if BY_PATTERN and n > 0 and np.all(np.isfinite(whole)):
+        distinct, which = np.unique(whole, axis=0, return_inverse=True)
+        grouped = group_sums(which.ravel().astype(np.intp), distinct.shape[0])
+        if grouped is not None:
+            found: FloatArray = grouped.astype(float) @ distinct
             return found
-    finer: tuple[npt.NDArray[np.intp], npt.NDArray[np.int32]] | None = None
-    refined = False
-    if kept:  # this partition and the latest kept one together, while few enough
-        joint, code = _compact(kept[-1][0].astype(np.int64) * groups + group)
-        if joint.size <= REFINED:
-            finer, refined = (code, _summed(code, joint.size)), True
-    if finer is None:
-        distinct, code = _compact(group.astype(np.int64))
-        if distinct.size > GROUPS:
-            return None
-        finer = code, _summed(code, distinct.size)
-    with _cache_lock:
-        if n in _cached:
-            listed = _partitions.setdefault(n, [])
-            if refined and listed and listed[-1] is kept[-1]:
-                listed.pop()  # its groups are unions of the finer one's
-            listed.append(finer)
-            del listed[:-_PARTITIONS]
-    found = _coarsened(*finer, group, groups)
-    assert found is not None  # a partition is a union of its own refinement's groups
-    return found
-
-
-def _coarsened(
-    code: npt.NDArray[np.intp], sums: npt.NDArray[np.int32], group: npt.NDArray[np.intp], groups: int
-) -> npt.NDArray[np.int64] | None:
-    """The sums over ``group``'s groups from those over ``code``'s (groups x RESAMPLES), where each of ``code``'s
-    groups lies in one of ``group``'s; else None."""
-    mapped = np.zeros(sums.shape[0], dtype=np.intp)
-    mapped[code] = group
-    if not np.array_equal(mapped[code], group):
-        return None
-    order = np.argsort(mapped, kind="stable")
-    present, starts = np.unique(mapped[order], return_index=True)
-    out = np.zeros((groups, RESAMPLES), dtype=np.int64)
-    out[present] = np.add.reduceat(sums[order], starts, axis=0, dtype=np.int64)
-    return np.ascontiguousarray(out.T)
-
-
-def _summed(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int32]:
-    """Each group's sum of the kept draw's counts (groups x RESAMPLES; at most n, 32 bits): one gather of every
-    item's row."""
-    n = group.size
-    kept = _counts_by_item(n)
-    assert kept is not None
-    by_item, rows = kept
-    small = group.astype(np.uint16) if groups <= np.iinfo(np.uint16).max else group
-    order = np.argsort(small, kind="stable")  # a radix sort for 16-bit codes
-    present, starts = np.unique(group[order], return_index=True)
-    wide = rows == 0  # a uint16 draw: 32-bit sums of GATHERED rows (a sum is at most n)
-    step, kind = (GATHERED, np.int32) if wide else (rows, np.uint16)
-    out = np.zeros((groups, RESAMPLES), dtype=np.int64)
-    ends = np.append(starts[1:], n)
-    largest = int(np.argmax(ends - starts))  # its sums are n less the others' (a resample draws n items)
-    for i, (g, start, end) in enumerate(zip(present.tolist(), starts.tolist(), ends.tolist(), strict=True)):
-        if i == largest:
-            continue
-        for first in range(start, end, step):
-            out[g] += by_item[order[first : min(end, first + step)]].sum(axis=0, dtype=kind)
-    out[present[largest]] = n - out.sum(axis=0)
-    return out.astype(np.int32)
+    out = np.empty((RESAMPLES, whole.shape[1]))
+    by_column = [np.ascontiguousarray(whole[:, j]) for j in range(whole.shape[1])]
+    start = 0
+    for w in resamples(n, _block(n)):  # a product per column, as each figure made its own before
+        for j, column in enumerate(by_column):
+            out[start : start + w.shape[0], j] = w @ column
+        start += w.shape[0]
+    return out
 
 
 def _block(width: int) -> int:
@@ -307,7 +266,7 @@ def _alpha_resampled(counts: FloatArray, levels: FloatArray, level: str) -> Floa
     alpha-reliability", the coincidence form): alpha = 1 - (n - 1) sum_ck o_ck d_ck / sum_ck n_c n_k d_ck."""
     pairwise = level in ("nominal", "ratio")  # a levels x levels table per resample; else items x resamples
     per_block = _block(levels.size**2 if pairwise else counts.shape[0] + levels.size)
-    by_pattern = rating_patterns.alpha_draws(counts, levels, level, resample_counts, per_block)
+    by_pattern = rating_patterns.alpha_draws(counts, levels, level, resample_counts, per_block, group_sums)
     if by_pattern is not None:  # the same sums over the items' distinct value counts (issue 35: 100k items)
         return by_pattern
     m_u = counts.sum(axis=1)
@@ -389,11 +348,8 @@ def percent_exact(matrix: npt.ArrayLike) -> Interval:
 
 
 def _mean_interval(per_item: FloatArray, scale: float = 1.0) -> Interval:
-    exact = exact_sums(np.stack([per_item, np.ones(per_item.size)], axis=1))
-    if exact is not None:
-        return percentile(scale * exact[:, 0] / exact[:, 1])
-    out = [scale * (w @ per_item) / w.sum(axis=1) for w in resamples(per_item.size, _block(per_item.size))]
-    return percentile(np.concatenate(out))
+    sums = resampled_sums(np.stack([per_item, np.ones(per_item.size)], axis=1))
+    return percentile(scale * sums[:, 0] / sums[:, 1])
 
 
 EXACT_FRACTION_BITS = 8  # values that are multiples of 1/256 (a scale's points, halves, quarters) sum exactly
@@ -471,11 +427,8 @@ def mean(matrix: npt.ArrayLike) -> Interval:
     if rated.sum() < 2:
         return none("fewer than 2 items rated")
     sums, counts = np.nansum(m, axis=0)[rated], present.sum(axis=0)[rated].astype(float)
-    exact = exact_sums(np.stack([sums, counts], axis=1))
-    if exact is not None:  # ratings on a scale's points (or halves): the same sums, to the bit, without BLAS
-        return percentile(exact[:, 0] / exact[:, 1])
-    out = [(w @ sums) / (w @ counts) for w in resamples(sums.size, _block(sums.size))]
-    return percentile(np.concatenate(out))
+    resampled = resampled_sums(np.stack([sums, counts], axis=1))
+    return percentile(resampled[:, 0] / resampled[:, 1])
 
 
 # --- two evaluators on the same items --------------------------------------------------------------

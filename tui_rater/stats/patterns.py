@@ -5,8 +5,9 @@ functions of sums over items weighted by the resample's counts ``w``, and each i
 multiset of its values -- its *pattern*: 3 raters on a 5-point scale give at most 35 patterns, however many items.
 So ``sum_u w_u t_u = sum_p W_p t_p`` with ``W_p`` the resample's count of items of pattern ``p``: the
 ``RESAMPLES`` resamples need one resamples x patterns matrix of counts (one pass over the drawn counts, shared by
-alpha's levels and AC on the same ratings), and the rest costs in patterns, not items. The draws are the ones of
-``intervals.resample_counts``: the same seed, the same counts.
+alpha's levels and AC on the same ratings), and the rest costs in patterns, not items. ``W`` is drawn directly
+(``intervals.group_sums``: Multinomial(n, pattern sizes / n), the distribution of the item counts summed by pattern),
+or summed from the item-level draw (``intervals.resample_counts``) where that is off.
 
 The same numbers: ``W`` holds integers (exact in any order), and each pattern's term is the very double the
 per-item code computed for its items (checked item by item here, or exact by construction for the ordinal
@@ -36,6 +37,9 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
 # intervals.resample_counts: (items, rows per block) -> the integer counts of every resample, a block at a time
 Draw = Callable[[int, int], Iterable[npt.NDArray[np.integer[Any]]]]
+# intervals.group_sums: (each item's pattern, patterns) -> every resample's count of each pattern, drawn by pattern
+# (RESAMPLES x patterns), or None where the item-level draw must be summed
+Grouped = Callable[[IntArray, int], "npt.NDArray[np.int64] | None"]
 
 MOST_PATTERNS = 4000  # resamples x patterns floats held (32 MB); more patterns: the per-item code, blockwise
 DRAWN_VALUES = 1_000_000  # drawn counts read per block while summing them by pattern (8 MB as floats)
@@ -77,11 +81,18 @@ class Patterns:
         per_pattern = per_item[self.first]
         return per_pattern if np.array_equal(per_pattern[self.item], per_item, equal_nan=True) else None
 
-    def resampled(self, draw: Draw) -> FloatArray | None:
-        """Every resample's count of items of each pattern (resamples x patterns, read-only), or None where that
-        matrix would be larger than the per-item blocks it replaces."""
+    def resampled(self, draw: Draw, grouped: Grouped | None = None) -> FloatArray | None:
+        """Every resample's count of items of each pattern (resamples x patterns, read-only): drawn by pattern
+        (``grouped``) where it can, else summed from the item-level draw; None where that matrix would be larger than
+        the per-item blocks it replaces."""
         if self.counts.shape[0] > MOST_PATTERNS:
             return None
+        if grouped is not None:
+            direct = grouped(self.item, self.counts.shape[0])
+            if direct is not None:
+                every = direct.astype(float)
+                every.flags.writeable = False
+                return every
         return _pattern_counts(self.item, self.counts.shape[0], draw)
 
 
@@ -117,7 +128,9 @@ def _pattern_counts(item: IntArray, patterns: int, draw: Draw) -> FloatArray:
     return every
 
 
-def alpha_draws(counts: FloatArray, levels: FloatArray, level: str, draw: Draw, per_block: int) -> FloatArray | None:
+def alpha_draws(
+    counts: FloatArray, levels: FloatArray, level: str, draw: Draw, per_block: int, grouped: Grouped | None = None
+) -> FloatArray | None:
     """alpha of each resample from each item's value counts (items x levels), as ``intervals._alpha_resampled``
     computes it item by item, to the same bits where its sums are exact; None where the per-item code must run
     (too many patterns, or ordinal mid-rank terms that could round). ``per_block``: the blocks of resamples that
@@ -134,7 +147,7 @@ def alpha_draws(counts: FloatArray, levels: FloatArray, level: str, draw: Draw, 
         terms = patterns.of_items(_item_terms(counts, levels, level, m_u))
         if terms is None:
             return None
-    w = patterns.resampled(draw)
+    w = patterns.resampled(draw, grouped)
     if w is None:
         return None
     size = patterns.size
@@ -185,7 +198,14 @@ class AcSums:
     items: FloatArray
 
 
-def ac_sums(counts: FloatArray, pa_i: FloatArray, twice: FloatArray, share: FloatArray, draw: Draw) -> AcSums | None:
+def ac_sums(
+    counts: FloatArray,
+    pa_i: FloatArray,
+    twice: FloatArray,
+    share: FloatArray,
+    draw: Draw,
+    grouped: Grouped | None = None,
+) -> AcSums | None:
     """The sums behind each resample's AC (``gwet.ac``) by pattern of category counts (rated items x categories);
     None where the per-item code must run."""
     patterns = Patterns.of(counts)
@@ -194,7 +214,7 @@ def ac_sums(counts: FloatArray, pa_i: FloatArray, twice: FloatArray, share: Floa
     share_p = patterns.of_items(share)
     if agreement is None or twice_p is None or share_p is None:
         return None
-    w = patterns.resampled(draw)
+    w = patterns.resampled(draw, grouped)
     if w is None:
         return None
     return AcSums(w @ agreement, w @ twice_p, w @ share_p, w.sum(axis=1))

@@ -427,11 +427,12 @@ def fit_model(labels: Labels, kind: str, resamples: int = RESAMPLES) -> RaterMod
             item_difficulty(on_items),
             0,
         )
+    share = count / labels.n_items
     for b in range(resamples):
-        # the resample is drawn over the items, as before patterns (the same draws, so the same SE), and each
-        # pattern's weight is the number of its items drawn: integers, summed exactly
-        drawn = rng.multinomial(labels.n_items, np.full(labels.n_items, 1.0 / labels.n_items)).astype(float)
-        weights = np.asarray(np.bincount(patterns.of_item, weights=drawn, minlength=shapes.n_items), dtype=np.float64)
+        # an item resample counted by pattern: the counts of a multinomial's cells summed in groups are multinomial
+        # over the groups, with the groups' shares -- drawn directly, one cell a pattern (a draw over every item was
+        # 15 ms at 100k items, 2.4 s of the report's 50 resamples x 4 questions)
+        weights = rng.multinomial(labels.n_items, share).astype(float)
         refit = fitter(shapes, weights, start=fit.posterior, n_iter=BOOT_ITER)
         seen = rated @ (weights > 0) > 0  # a rater with no item in the resample has no κ there
         kappas[b] = np.where(seen, reliability(refit, shapes, weights), np.nan)
