@@ -61,7 +61,7 @@ def main() -> None:
     first = next(iter(repos.values()))
     with tempfile.TemporaryDirectory(prefix="startup-") as tmp:
         work = Path(tmp)
-        items, ratings = write_files(work, 1000)
+        items, ratings, _ = write_files(work, 1000)
         db = work / "study.db"
         env = {**os.environ, "PYTHONPATH": str(first), "NO_COLOR": "1"}
         for build in (["import", str(items), "--task", "story"], ["import-ratings", str(ratings)]):
@@ -78,7 +78,7 @@ def main() -> None:
                     walls[label, command].append(wall)
                     mbs[label, command].append(mb)
         if args.judge_items:
-            jitems, _ = write_files(work, args.judge_items)
+            jitems, _, _ = write_files(work, args.judge_items)
             jdb = work / "judge.db"
             subprocess.run([sys.executable, "-m", "tui_rater.cli", "import", str(jitems), "--task", "story",
                             "--db", str(jdb)], cwd=first, env=env, check=True, stdout=subprocess.DEVNULL)  # fmt: skip
