@@ -173,3 +173,27 @@ def test_a_json_escape_of_half_a_surrogate_pair_is_one_sentence(tmp_path, cli, l
     code, _out, err = cli("import", source, "--task", "story", "--db", tmp_path / "s.db")
     assert (code, err) == (0, "")
     assert _stories(tmp_path / "s.db") == {"s0": "A whole \U0001f600 pair."}
+
+
+@pytest.mark.parametrize("at", [2, 5_003])
+@pytest.mark.parametrize("ignore_extra", [False, True])
+def test_a_json_lines_key_named_row_is_one_sentence_wherever_it_is(tmp_path, cli, at, ignore_extra):
+    """The readers number rows under ``_row``: a line of the file's own with that key was refused as an unknown
+    column in the first 5,000 lines (or silently dropped with --ignore-extra) and imported, its value replaced,
+    after them. Now one sentence naming the line, for items and ratings alike; nothing is written."""
+    source = tmp_path / "items.jsonl"
+    lines = [json.dumps({"id": f"s{i}", "prompt": "P", "story": "S"}) for i in range(1, at + 2)]
+    lines[at - 1] = json.dumps({"id": f"s{at}", "prompt": "P", "story": "S", "_row": 7})
+    source.write_text("\n".join(lines) + "\n")
+    extra = ["--ignore-extra"] if ignore_extra else []
+    code, _out, err = cli("import", source, "--task", "story", "--db", tmp_path / "s.db", *extra)
+    assert (code, err) == (
+        2,
+        f"tui-rater: error: {source}, line {at}: the key '_row' is the name tui-rater numbers rows with; rename "
+        "that key\n",
+    )
+    assert not (tmp_path / "s.db").exists()
+    ratings = tmp_path / "ratings.jsonl"
+    ratings.write_text(json.dumps({"item": "s1", "rater": "ann", "attribute": "likability", "value": 3, "_row": 1}))
+    code, _out, err = cli("import-ratings", ratings, "--db", tmp_path / "s.db")
+    assert code == 2 and "line 1: the key '_row' is the name tui-rater numbers rows with" in err

@@ -48,6 +48,10 @@ def json_row(path: Path, line_no: int, line: str) -> dict[str, Any]:
         raise UserError(f"{path}, line {line_no}: cannot read a value ({str(exc).split(';')[0]})") from None
     if not isinstance(row, dict):
         raise UserError(f"{path}, line {line_no}: each line must be a JSON object")
+    if "_row" in row:  # the readers number the rows under this key: the line's own value would be lost
+        raise UserError(
+            f"{path}, line {line_no}: the key '_row' is the name tui-rater numbers rows with; rename that key"
+        )
     if _SURROGATE_ESCAPE.search(line):  # a pair's halves are joined by ``json.loads``; one alone is no character
         try:
             json.dumps(row, ensure_ascii=False).encode("utf-8")
