@@ -189,6 +189,17 @@ def test_a_figure_reads_no_item_level_draw(monkeypatch):
     assert blocks == [] and iv._cached == {}
 
 
+def test_many_patterns_among_many_more_items_are_still_drawn_by_pattern():
+    """Two 0-100 scores' joint cells (up to 10,201) at 200,000 items: more than ``DRAWN_GROUPS`` patterns, but a
+    sixteenth of the items -- drawn by pattern (1,000 x 10k binomials, not 1,000 x 200k)."""
+    n = 200_000
+    rng = np.random.default_rng(3)
+    cell = rng.integers(0, 101, n) * 101 + rng.integers(0, 101, n)
+    found = iv.group_sums(cell, 101 * 101)
+    assert np.unique(cell).size > iv.DRAWN_GROUPS
+    assert found is not None and np.array_equal(found, _by_definition(cell, 101 * 101))
+
+
 def test_continuous_values_are_drawn_item_by_item():
     """More distinct values than ``DRAWN_GROUPS`` (a length, a 0-100 score): the item-level draw, as before."""
     n = iv.DRAWN_GROUPS + 500

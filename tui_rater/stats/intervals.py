@@ -158,10 +158,13 @@ def resample_counts(n: int, per_block: int) -> Iterator[npt.NDArray[np.integer[A
 # so the same study gives the same interval every time. Each figure's resamples are its own (two figures over the
 # same items are no longer drawn from one set of item resamples); no figure combines two draws.
 # ``BY_PATTERN = False`` (the tests of the statistics, which expand each resample into repeated items) draws every
-# figure from the item-level resamples above, the method before; a figure with more than ``DRAWN_GROUPS`` patterns
-# (continuous values) always does.
+# figure from the item-level resamples above, the method before; a figure whose patterns are more than
+# ``DRAWN_GROUPS`` and more than one in ``ITEMS_PER_PATTERN`` of its items (continuous values) always does: its draw by
+# pattern would cost about what drawing the items does (1,000 x G binomials against 1,000 x n, a draw kept for the next
+# figure up to 240k items). Two 0-100 scores' joint table at 1M items (10,201 cells) is still drawn by pattern.
 BY_PATTERN = True
-DRAWN_GROUPS = 4096  # patterns drawn directly: at most 1,000 x 4,096 binomial draws a figure (about 0.2 s)
+DRAWN_GROUPS = 4096  # patterns drawn directly: at most 1,000 x 4,096 binomial draws a figure (about 0.2 s) ...
+ITEMS_PER_PATTERN = 16  # ... or more, while they are at most a sixteenth of the items
 
 
 def pattern_seed(n: int, sizes: npt.NDArray[np.integer[Any]]) -> list[int]:
@@ -183,12 +186,13 @@ def drawn_by_pattern(sizes: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int6
 def group_sums(group: npt.NDArray[np.intp], groups: int) -> npt.NDArray[np.int64] | None:
     """Every resample's count of the items in each group (RESAMPLES x groups, C order): ``group`` is each item's
     group, 0 <= group < ``groups``; drawn by pattern (above), a group without items 0 in every resample. None where
-    more than ``DRAWN_GROUPS`` groups hold items, or ``BY_PATTERN`` is off (the caller's item-level sums then)."""
+    more groups hold items than ``DRAWN_GROUPS`` and a ``ITEMS_PER_PATTERN``-th of the items, or ``BY_PATTERN`` is
+    off (the caller's item-level sums then)."""
     if not BY_PATTERN:
         return None
     sizes = np.bincount(np.asarray(group, dtype=np.intp), minlength=groups)
     occupied = np.flatnonzero(sizes)
-    if occupied.size > DRAWN_GROUPS or occupied.size == 0:
+    if occupied.size > max(DRAWN_GROUPS, group.size // ITEMS_PER_PATTERN) or occupied.size == 0:
         return None
     out = np.zeros((RESAMPLES, groups), dtype=np.int64)
     out[:, occupied] = drawn_by_pattern(sizes[occupied])
