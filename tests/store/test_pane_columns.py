@@ -45,8 +45,14 @@ def _read(study: Study, attributes: list[str]) -> list[tuple[object, ...]]:
     ]
 
 
+@pytest.mark.parametrize("ids_a_read", [None, 4])
 @pytest.mark.parametrize("presentations", [("", "original", "swapped"), ("a,b", "a\x00b", "")])
-def test_every_column_is_the_row_as_stored(tmp_path: Path, presentations: tuple[str, ...]) -> None:
+def test_every_column_is_the_row_as_stored(
+    tmp_path: Path, presentations: tuple[str, ...], ids_a_read: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read at once, and 4 ids at a time (a large study's reads: each range's presentations numbered alike)."""
+    if ids_a_read is not None:
+        monkeypatch.setattr(pane_columns, "_RANGE", ids_a_read)
     study = Study.open(tmp_path / "s.db")
     try:
         task = study.task("story")
