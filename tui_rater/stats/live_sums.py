@@ -27,7 +27,7 @@ from tui_rater.stats.live import _NONE, AttributePane, JudgeRow, PaneData
 from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.sections import data as data_module
 from tui_rater.stats.sections.data import _FRAME_SCHEMA, _READINGS_SCHEMA, ReportData
-from tui_rater.store import pane_reads, rating_columns
+from tui_rater.store import pane_columns, pane_reads
 from tui_rater.store.study import Study
 
 
@@ -181,23 +181,20 @@ class LiveSums:
         self.built = False
 
     def build(self, study: Study) -> None:
-        """Every sum from the study as it is now: its ratings in force read once as columns, each question's
+        """Every sum from the study as it is now: its ratings read once as arrays of numbers, each question's
         evaluators as matrices over all the task's items (``live_columns``), the values by the report's code."""
         self.looked_at = pane_reads.newest_rating_id(study)
         self.changes_seen = pane_reads.newest_change(study)
         self.retracted = {rating_id for rating_id, _ in pane_reads.retracted_ratings(study, self.task.name)}
-        items = rating_columns.task_items(study, self.task.name)
-        keys = items["item_key"].to_numpy()  # sorted
+        keys = pane_columns.task_item_keys(study, self.task.name)
         self.position = {key: i for i, key in enumerate(keys.tolist())}
-        frame = rating_columns.ratings_in_force(study, self.task.name, items=items)
-        frame = frame.filter(pl.col("value").is_not_null())
-        self.rows_read = frame.height
-        evaluators = live_columns.evaluators(frame)
+        names = [attribute.name for attribute in self.task.attributes]
+        evaluators, matrices = live_columns.read_matrices(study, self.task.name, names, keys)
+        self.rows_read = sum(int(np.sum(~np.isnan(m))) for question in matrices for m, _ in question.values())
         self.questions = {}
-        for attribute in self.task.attributes:
+        for attribute, found in zip(self.task.attributes, matrices):
             question = _Question(attribute, protocols.of(attribute).level, len(keys))
-            rows = frame.filter(pl.col("attribute") == attribute.name)
-            question.fill(evaluators, live_columns.question_matrices(rows, keys))
+            question.fill(evaluators, found)
             question.add(np.arange(len(keys)), 1)
             self.questions[attribute.name] = question
         self.built = True

@@ -228,6 +228,14 @@ def _gaps(text: Text, pane: AttributePane, selected_gap: int) -> None:
 
 def render_pane(data: PaneData, focus: int, selected_gap: int, question_keys: str = "←→") -> Text:
     """``question_keys``: the keys that change the question, as bound (the header names them)."""
+    head, body = render_parts(data, focus, selected_gap, question_keys)
+    return head + body
+
+
+def render_parts(data: PaneData, focus: int, selected_gap: int, question_keys: str = "←→") -> tuple[Text, Text]:
+    """The pane in two parts: its head (the counts, the judge queue: they change with every rating stored) and the
+    question in focus (which a rating of another question leaves as it was) -- drawn as two widgets, so that a
+    rating redraws only what it changed (issue 35 item 1: keys while the pane computes)."""
     text = Text()
     q = data.queue
     text.append(
@@ -243,8 +251,9 @@ def render_pane(data: PaneData, focus: int, selected_gap: int, question_keys: st
         )
     if data.stale:
         text.append("α, τ, κ, verdicts, system means and gaps: an earlier look's, computing…\n", style="dim italic")
+    head, text = text, Text()
     if not data.attributes:
-        return text
+        return head, text
     pane = data.attributes[focus]
     text.append(f"\n◀ {safe_text(pane.attribute, inline=True)} ▶ ", style="bold reverse")
     text.append(f" ({focus + 1}/{len(data.attributes)}, {question_keys} to change)\n\n")
@@ -257,7 +266,7 @@ def render_pane(data: PaneData, focus: int, selected_gap: int, question_keys: st
     _confusion(text, pane)
     _distributions(text, pane)
     _gaps(text, pane, selected_gap)
-    return text
+    return head, text
 
 
 class AgreementScreen(Screen[int | None]):
@@ -341,15 +350,18 @@ class AgreementScreen(Screen[int | None]):
         self.pane = Background("agreement-pane", self._compute, self._failed)
         self.sums_work = Background("agreement-sums", self._compute_sums, self._failed, _SUMS_ONE_AT_A_TIME)
         self.retest_work: Background | None = None
+        self._drawn: dict[str, Text] = {}  # what each part of the pane shows now
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="agreement"):
             yield Static(id="retest")  # shown once the annotator has rated items twice
+            yield Static(id="agreement-head")  # the counts and the queue: ``render_parts``
             yield Static(Text("computing…", style="dim"), id="agreement-text")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#retest", Static).display = False
+        self.query_one("#agreement-head", Static).display = False
         self.sums_work.request()
         self.pane.request()
         self.set_interval(0.5, self.sums_work.request)
@@ -421,7 +433,7 @@ class AgreementScreen(Screen[int | None]):
     def on_agreement_screen_failed(self, message: Failed) -> None:
         line = Text("the pane's numbers could not be computed: ", style="bold red")
         line.append(safe_text(message.error, inline=True))  # an error may quote data: shown literally
-        self.query_one("#agreement-text", Static).update(line)
+        self._draw("#agreement-text", line)
 
     def on_agreement_screen_computed(self, message: Computed) -> None:
         self.full, self.full_seen, self.marker = message.data, message.seen, message.marker
@@ -458,9 +470,19 @@ class AgreementScreen(Screen[int | None]):
 
     def redraw(self) -> None:
         if self.shown is not None:
-            text = render_pane(self.shown, self.focus_attr, self.selected_gap, self.question_keys())
-            self.query_one("#agreement-text", Static).update(text)
+            head, body = render_parts(self.shown, self.focus_attr, self.selected_gap, self.question_keys())
+            self.query_one("#agreement-head", Static).display = True
+            head.rstrip()  # (its last line's end: the body's first line is the blank before the question)
+            self._draw("#agreement-head", head)
+            self._draw("#agreement-text", body)
         self.redraw_retest()
+
+    def _draw(self, part: str, text: Text) -> None:
+        """Show ``text`` in the part, unless it shows that already: a redraw of the same text is Textual's whole
+        layout and rendering of the part again, on the UI thread, for nothing."""
+        if self._drawn.get(part) != text:
+            self._drawn[part] = text
+            self.query_one(part, Static).update(text)
 
     def question_keys(self) -> str:
         """The keys bound now (a keymap may have moved them) to the previous and the next question: ``←→``."""

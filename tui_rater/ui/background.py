@@ -13,6 +13,11 @@ these two rules, which no executor offers —
 - **never waited for**: the thread is a daemon, so the process ends as soon as the app has saved (ui/run.py);
   a computation still running then is abandoned, and one finishing after ``close()`` delivers nothing.
 
+One thread per Background, started by the first request and woken by the next ones: a thread started per request
+(every half second for the pane's running sums) made the screen wait in ``Thread.start`` until the kernel had run
+the new thread, which on a busy machine is a scheduling delay in the middle of a key's redraw (issue 35 item 1:
+keys < 50 ms p99 while the pane computes).
+
 One lock per process orders the computations of every screen: a pane closed and opened again while its last
 computation runs waits for that one instead of running beside it. A computation of another kind (the pane's running
 sums, which take milliseconds) passes a lock of its own, so it never waits minutes behind a full one.
@@ -42,6 +47,8 @@ class Background:
         self._running = False
         self._again = False
         self._closed = False
+        self._wake = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
         self.runs = 0  # computations started (for the tests: requests beyond one per run are merged)
 
     @property
@@ -57,7 +64,11 @@ class Background:
                 self._again = True
                 return
             self._running = True
-        threading.Thread(target=self._loop, name=self.name, daemon=True).start()
+            if self._thread is not None:  # waiting for this: woken, not started
+                self._wake.notify()
+                return
+            self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
+        self._thread.start()
 
     def running(self) -> bool:
         with self._lock:
@@ -68,6 +79,17 @@ class Background:
         with self._lock:
             self._closed = True
             self._again = False
+            self._wake.notify()  # (a thread waiting for the next request ends)
+
+    def _serve(self) -> None:
+        while True:
+            self._loop()
+            with self._lock:
+                while not self._running and not self._closed:
+                    self._wake.wait()
+                if self._closed:
+                    self._running = False
+                    return
 
     def _loop(self) -> None:
         while True:
