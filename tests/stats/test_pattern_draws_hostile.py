@@ -526,3 +526,22 @@ def test_rater_models_resample_by_pattern_is_the_model_of_the_items_drawn():
         for k in range(answers):
             for c in range(answers):
                 assert fit.confusion[r, k, c] == pytest.approx(crowd.errors_.loc[(r, k), c], abs=1e-3)
+
+
+@pytest.mark.slow
+def test_a_figure_with_more_patterns_than_drawn_groups_but_a_sixteenth_of_its_items():
+    """Two 0-100 scores, loosely related, at 120,000 items: some 6,000 joint cells, more than ``DRAWN_GROUPS`` and
+    fewer than a sixteenth of the items -- drawn by pattern, and Pearson's r of each resample numpy's on the items
+    drawn."""
+    rng = np.random.default_rng(22)
+    n = 120_000
+    x = rng.integers(0, 101, n).astype(float)
+    y = np.clip(x + rng.integers(-30, 31, n), 0, 100)
+    keys = np.stack([x, y], axis=1)
+    cells = np.unique(keys, axis=0).shape[0]
+    assert iv.DRAWN_GROUPS < cells <= n // iv.ITEMS_PER_PATTERN
+    iv._tables.clear()
+    found = iv.pearson(x, y)
+    assert found.method == iv.METHOD
+    values = [np.corrcoef(np.repeat(x, w), np.repeat(y, w))[0, 1] for w in _item_counts(keys, allocate=10)]
+    _same(found, _percentile(values))
