@@ -352,8 +352,10 @@ def test_a_combined_figure_is_not_two_draws_with_the_same_sizes():
     assert np.array_equal(iv.group_sums(np.repeat([0, 1], [150, 150]), 2), iv.group_sums(np.repeat([1, 0], 150), 2))
 
 
+@pytest.mark.slow
 def test_the_report_is_the_same_in_two_processes(hanna, tmp_path):
-    """``tui-rater report`` twice through the CLI, in two processes: the same JSON (every interval to the bit)."""
+    """``tui-rater report`` twice through the CLI, in two processes: the same JSON (every interval to the bit).
+    Slow tier: two HANNA reports (the goldens check the same in the fast tier against files another process wrote)."""
     _, _, db = hanna
     outs = []
     for k in range(2):
