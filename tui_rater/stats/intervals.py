@@ -464,7 +464,7 @@ class _Joint:
 # Table 1 asks for tau, rho and r of the same two evaluators, and the retest and ceiling sections ask again: each
 # pair's tables are counted once (RESAMPLES x cells floats: 200 KB for a 5 x 5 scale) and kept for the next figure.
 _TABLES_KEPT = 32
-_tables: dict[tuple[int, bytes], FloatArray] = {}
+_tables: dict[tuple[bool, int, bytes], FloatArray] = {}
 _tables_lock = threading.Lock()
 
 
@@ -473,7 +473,9 @@ def _joint_tables(cell: npt.NDArray[np.intp], cells: int) -> FloatArray:
     integers below n, exact in any order, so it is the same to the bit as the float64 ``bincount`` of before: the
     integer counts are summed over each cell's items (sorted by cell, ``reduceat``), with no float copy of them and
     no BLAS call (whose threads stall on a loaded machine)."""
-    key = (cells, np.ascontiguousarray(cell, dtype=np.intp).tobytes())
+    # keyed by the draw too: with ``BY_PATTERN`` off (the tests' ``item_draws``) a table drawn by pattern before is
+    # not the item-level resample's
+    key = (BY_PATTERN, cells, np.ascontiguousarray(cell, dtype=np.intp).tobytes())
     with _tables_lock:
         kept = _tables.get(key)
     if kept is not None:
