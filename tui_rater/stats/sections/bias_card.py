@@ -95,7 +95,7 @@ def bias_card(data: ReportData, attributes: Sequence[Attribute]) -> None:
                     found = bias.mean_difference(judged * sign, people * sign)
                     add("self_preference", found, f"preference for the family's text beyond the people's; {named}")
                 else:
-                    in_family = np.array([data.system_of[int(k)] in family for k in data.keys(ALL)])
+                    in_family = np.isin(data.systems_of(data.keys(ALL)), list(family))
                     found = bias.group_difference(judged, people, in_family)
                     add("self_preference", found, f"leniency on the family's systems minus on others; {named}")
 

@@ -361,7 +361,7 @@ def strata(data: ReportData, attribute: Attribute, judge: str, f: np.ndarray, by
     judged = ~np.isnan(f)
     labels = np.full(f.shape, "", dtype=object)
     if by == "system":
-        systems = np.array([data.system_of[int(k)] for k in data.keys(ALL)], dtype=object)
+        systems = data.systems_of(data.keys(ALL))
         labels[judged] = systems[judged]
         return labels if len(set(labels[judged].tolist())) > 1 else None
     if by != "confidence":

@@ -1,0 +1,51 @@
+"""The report's per-item bookkeeping is columns (issue 35 item 2): the items' keys and systems that every section
+asks for are arrays, not a Python int, str and dict entry per item (at a million items those were most of the
+report's memory beside the ratings, and a pass of Python per item for each system asked for)."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+
+from tests.stats.test_load_columns import _study
+from tui_rater.stats.records import ALL
+from tui_rater.stats.sections.data import ReportData, load_all
+
+
+def _built(study) -> tuple[ReportData, int]:
+    frame, readings = load_all(study, "story")
+    tracemalloc.start()
+    try:
+        data = ReportData(study, study.task("story"), frame=frame, readings=readings)
+        for system in data.systems_and_pooled():
+            data.keys(system)
+        return data, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_keys_and_systems_are_the_items_table(tmp_path):
+    study = _study(tmp_path, 1_000)
+    data, _ = _built(study)
+    # independently: the items table itself, through SQL
+    rows = study._db.conn.execute("SELECT key, system FROM items WHERE task = 'story' ORDER BY key").fetchall()
+    assert data.systems == ["gpt2", "human"]
+    assert data.keys(ALL).tolist() == [k for k, _ in rows]
+    for system in ("gpt2", "human"):
+        assert data.keys(system).tolist() == [k for k, s in rows if s == system]
+        assert data.keys(system).dtype == np.int64
+    assert data.keys("no such system").tolist() == []
+    every = np.array([k for k, _ in rows], dtype=np.int64)
+    assert data.systems_of(every[::-7]).tolist() == [s for _, s in rows][::-7]
+    assert data.system_of == dict(rows)
+    assert data.item_keys == [k for k, _ in rows]
+
+
+def test_item_bookkeeping_holds_no_python_object_per_item(tmp_path):
+    _, small = _built(_study(tmp_path, 1_000))
+    _, large = _built(_study(tmp_path, 16_000))
+    # 15,000 more items: two int64 columns are 16 bytes an item; a list of keys and a dict key -> system (a Python
+    # int, a str and a dict entry each) were ~170 bytes an item
+    per_item = (large - small) / 15_000
+    assert per_item < 48, per_item
