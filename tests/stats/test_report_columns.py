@@ -9,8 +9,10 @@ import tracemalloc
 import numpy as np
 
 from tests.stats.test_load_columns import _study
+from tui_rater.service.reports import build_reports
 from tui_rater.stats.records import ALL
 from tui_rater.stats.sections.data import ReportData, load_all
+from tui_rater.store.readings import implicit_jumps
 
 
 def _built(study) -> tuple[ReportData, int]:
@@ -49,3 +51,28 @@ def test_item_bookkeeping_holds_no_python_object_per_item(tmp_path):
     # int, a str and a dict entry each) were ~170 bytes an item
     per_item = (large - small) / 15_000
     assert per_item < 48, per_item
+
+
+def _groupings(study) -> list[str]:
+    """The statements ``report`` runs that group the whole ratings table into the ratings in force."""
+    seen: list[str] = []
+    study._db.conn.set_trace_callback(seen.append)
+    try:
+        build_reports(study, None)
+    finally:
+        study._db.conn.set_trace_callback(None)
+    return [s for s in seen if "GROUP BY item_key, attribute, rater_id, presentation, sample" in s]
+
+
+def test_details_nobody_stored_are_not_looked_for_in_every_rating(tmp_path):
+    # the people's and an imported judge's ratings carry no next-token details: the report does not group the
+    # table three times to find none (implicit scores' p(no), distributions, expected scores)
+    study = _study(tmp_path, 200)
+    assert len(_groupings(study)) == 0
+    # and where one rating has them, they are read (the statements still run)
+    conn = study._db.conn
+    details = '{"p_yes": 0.4, "p_no": 0}'
+    conn.execute("UPDATE ratings SET details = ? WHERE id = (SELECT max(id) FROM ratings)", [details])
+    conn.commit()
+    assert implicit_jumps(study, "story") == [("j", "relevance", 1, 0.4)]
+    assert len(_groupings(study)) >= 1
