@@ -11,6 +11,8 @@ import numpy as np
 from tests.stats.test_load_columns import _study
 from tui_rater.service.reports import build_reports
 from tui_rater.stats.records import ALL
+from tui_rater.stats.sections import bias_card
+from tui_rater.stats.sections.bias_card import word_counts
 from tui_rater.stats.sections.data import ReportData, load_all
 from tui_rater.store.readings import implicit_jumps
 
@@ -76,3 +78,33 @@ def test_details_nobody_stored_are_not_looked_for_in_every_rating(tmp_path):
     conn.commit()
     assert implicit_jumps(study, "story") == [("j", "relevance", 1, 0.4)]
     assert len(_groupings(study)) >= 1
+
+
+def _counted(study) -> tuple[np.ndarray, int]:
+    frame, readings = load_all(study, "story")
+    data = ReportData(study, study.task("story"), frame=frame, readings=readings)
+    tracemalloc.start()
+    try:
+        found = word_counts(data, ("story",))["story"]
+        return found, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_word_counts_read_the_texts_a_chunk_at_a_time(tmp_path, monkeypatch):
+    monkeypatch.setattr(bias_card, "_CHUNK", 500, raising=False)  # (raising: the code before had none)
+    counts, peak = {}, {}
+    for items in (1_000, 8_000):
+        study = _study(tmp_path, items)
+        # each story k % 7 + 300 words of 3 letters; one item without the field
+        study._db.conn.execute(
+            "UPDATE items SET fields = json_object('story', trim(replace(hex(zeroblob(key % 7 + 300)), '00', 'ab ')))"
+        )
+        study._db.conn.execute("UPDATE items SET fields = '{}' WHERE key = 5")
+        study._db.conn.commit()
+        counts[items], peak[items] = _counted(study)
+        keys = [k for (k,) in study._db.conn.execute("SELECT key FROM items ORDER BY key")]
+        expected = [np.nan if k == 5 else float(k % 7 + 300) for k in keys]
+        np.testing.assert_array_equal(counts[items], expected)
+    # 8x the items (~1 kB of text each): the texts held at once stay a chunk's, not the study's
+    assert peak[8_000] < 3 * peak[1_000], peak

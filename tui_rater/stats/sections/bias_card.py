@@ -43,16 +43,30 @@ def as_stat(estimate: bias.Estimate, note: str = "") -> Stat:
     return Stat(estimate.value, estimate.n, "; ".join(x for x in (estimate.note, note) if x), None, extra)
 
 
+_CHUNK = 20_000  # items read at a time for their word counts
+
+
 def word_counts(data: ReportData, fields: Sequence[str]) -> dict[str, np.ndarray]:
     """Per field, the number of words of each item's text (``data.keys(ALL)`` order; NaN where it has none)."""
     cache: dict[str, np.ndarray] = data.extra.setdefault("bias_word_counts", {})
     wanted = [f for f in fields if f not in cache]
     if wanted:
         keys = data.keys(ALL).tolist()
-        items = data.study.items_of(keys)
-        for field in wanted:
-            texts = [items[k].fields.get(field) if k in items else None for k in keys]
-            cache[field] = np.array([np.nan if t is None else float(len(t.split())) for t in texts])
+        found = {field: np.full(len(keys), np.nan) for field in wanted}
+        # the items a chunk at a time, each dropped once counted: a million items' texts and objects are never
+        # held at once (issue 35); Python's split, the count the paper's length bias is measured in
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start : start + _CHUNK]
+            items = data.study.items_of(chunk)
+            for position, key in enumerate(chunk, start):
+                item = items.get(key)
+                if item is None:
+                    continue
+                for field, counts in found.items():
+                    text = item.fields.get(field)
+                    if text is not None:
+                        counts[position] = float(len(text.split()))
+        cache.update(found)
     return {f: cache[f] for f in fields}
 
 

@@ -171,6 +171,13 @@ def _interval(add: partial[None], prefix: str, interval: pp.Interval, note: str,
 
 def paired_units(data: ReportData, a: str, b: str) -> tuple[list[int], list[int]] | None:
     """The two systems' items aligned by prompt, when both wrote exactly once for the same prompts; else None."""
+    cache: dict[tuple[str, str], tuple[list[int], list[int]] | None] = data.extra.setdefault("paired_units", {})
+    if (a, b) not in cache:  # asked once per question and judge: the same pairs each time
+        cache[a, b] = _paired_units(data, a, b)
+    return cache[a, b]
+
+
+def _paired_units(data: ReportData, a: str, b: str) -> tuple[list[int], list[int]] | None:
     prompt_of = prompts(data)
     by_a = {prompt_of.get(int(k), ""): int(k) for k in data.keys(a)}
     by_b = {prompt_of.get(int(k), ""): int(k) for k in data.keys(b)}
@@ -198,8 +205,8 @@ def _difference(
         return
     how = "paired by prompt" if units is not None else "unpaired (the systems did not write for the same prompts)"
     if units is not None:
-        position = {s: {int(k): i for i, k in enumerate(data.keys(s))} for s in pair}
-        ia, ib = [position[a][k] for k in units[0]], [position[b][k] for k in units[1]]
+        # each unit's position among its system's (sorted) keys
+        ia, ib = (np.searchsorted(data.keys(s), np.asarray(u, dtype=np.int64)) for s, u in zip(pair, units))
         fa, ya, fb, yb = fa[ia], ya[ia], fb[ib], yb[ib]
     result = pp.ppi_difference(fa, ya, fb, yb, paired=units is not None, names=pair, confidence=CONFIDENCE)
     note = "; ".join(x for x in (how, UNIFORM) if x)
