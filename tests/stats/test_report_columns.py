@@ -7,6 +7,7 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
+import polars as pl
 
 from tests.stats.test_load_columns import _study
 from tui_rater.service.reports import build_reports
@@ -108,3 +109,26 @@ def test_word_counts_read_the_texts_a_chunk_at_a_time(tmp_path, monkeypatch):
         np.testing.assert_array_equal(counts[items], expected)
     # 8x the items (~1 kB of text each): the texts held at once stay a chunk's, not the study's
     assert peak[8_000] < 3 * peak[1_000], peak
+
+
+def test_annotators_are_np_unique_of_the_names(tmp_path):
+    # names whose UTF-8 bytes and whose code points could sort apart if either were mishandled
+    study = _study(tmp_path, 300)
+    conn = study._db.conn
+    for old, new in (("h0", "Zoë"), ("h1", "Åsa"), ("h2", "bob")):
+        conn.execute("UPDATE raters SET label = ?, name = ? WHERE label = ?", [new, new, old])
+    conn.commit()
+    frame, readings = load_all(study, "story")
+    data = ReportData(study, study.task("story"), frame=frame, readings=readings)
+    humans = frame.filter((pl.col("kind") == "human") & (pl.col("attribute") == "relevance"))
+    index, keys, _values, names, _ = data._arrays("humans", "relevance")
+    expected_names, expected_index = np.unique(np.array(humans["rater"].to_list(), dtype=object), return_inverse=True)
+    assert names.tolist() == expected_names.tolist() == ["Zoë", "bob", "Åsa"]
+    np.testing.assert_array_equal(index, expected_index)
+    np.testing.assert_array_equal(keys, humans["item_key"].to_numpy())
+    judged = frame.filter((pl.col("rater") == "j") & (pl.col("attribute") == "relevance"))
+    index, _, _, names, _shown = data._arrays("j", "relevance")
+    who = [f"{p}/{s}" for p, s in zip(judged["presentation"].to_list(), judged["sample"].to_list())]
+    expected_names, expected_index = np.unique(np.array(who, dtype=object), return_inverse=True)
+    assert names.tolist() == expected_names.tolist()
+    np.testing.assert_array_equal(index, expected_index)

@@ -4,7 +4,7 @@ connection). Each is the statement its caller used to run, unchanged."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from tui_rater.store.retest import RETEST_NOTE
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
@@ -102,6 +102,17 @@ def item_prompts(study: Study, task: str) -> dict[int, str]:
     """Item key -> its `prompt` field ("" where it has none)."""
     rows = study._db.conn.execute("SELECT key, json_extract(fields, '$.prompt') FROM items WHERE task = ?", [task])
     return {int(key): prompt if isinstance(prompt, str) else "" for key, prompt in rows}
+
+
+def item_ids_of(study: Study, task: str, keys: Sequence[int]) -> dict[int, str]:
+    """Item key -> the item's id, of these keys of the task's items (``item_ids`` reads them all)."""
+    found: dict[int, str] = {}
+    for start in range(0, len(keys), 500):  # bound values at a time (``Study.items_of``)
+        chunk = list(keys[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT key, id FROM items WHERE task = ? AND key IN ({marks})"
+        found.update(study._db.conn.execute(sql, [task, *chunk]).fetchall())
+    return found
 
 
 def item_ids(study: Study, task: str) -> dict[int, str]:

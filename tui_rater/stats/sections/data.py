@@ -193,13 +193,16 @@ class ReportData:
         if key not in self._arrays_cache:
             if evaluator == HUMANS:
                 rows = self.frame.filter((pl.col("kind") == "human") & (pl.col("attribute") == attribute))
-                who = rows["rater"].to_numpy()
+                who = rows["rater"]
             else:
                 rows = self.frame.filter((pl.col("rater") == evaluator) & (pl.col("attribute") == attribute))
                 # a judge's annotators are its samples of each presentation of the item
-                who = (rows["presentation"] + "/" + rows["sample"].cast(pl.Utf8)).to_numpy()
+                who = rows["presentation"] + "/" + rows["sample"].cast(pl.Utf8)
             if len(who):
-                names, index = np.unique(who, return_inverse=True)
+                # np.unique's (names sorted, each row's index among them) in polars: no Python str per rating;
+                # UTF-8's byte order, polars' sort, is the code points' order, Python's
+                names = who.unique().sort().to_numpy().astype(object, copy=False)
+                index = (who.rank("dense") - 1).cast(pl.Int64).to_numpy()
             else:
                 names, index = np.array([], dtype=object), np.array([], dtype=int)
             shown = np.array([name.split("/")[0] if evaluator != HUMANS else "" for name in names], dtype=object)
