@@ -4,6 +4,7 @@ report's memory beside the ratings, and a pass of Python per item for each syste
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 
 import numpy as np
@@ -132,3 +133,16 @@ def test_annotators_are_np_unique_of_the_names(tmp_path):
     expected_names, expected_index = np.unique(np.array(who, dtype=object), return_inverse=True)
     assert names.tolist() == expected_names.tolist()
     np.testing.assert_array_equal(index, expected_index)
+
+
+def test_word_counts_of_fields_with_a_path_s_characters_in_their_names(tmp_path):
+    study = _study(tmp_path, 50)
+    fields = {"a.b": "one two", 'q"t': "x  y\tz", "s[0]": "é à\u2003b", "$": ""}
+    study._db.conn.execute("UPDATE items SET fields = ?", [json.dumps(fields)])
+    study._db.conn.commit()
+    frame, readings = load_all(study, "story")
+    data = ReportData(study, study.task("story"), frame=frame, readings=readings)
+    found = word_counts(data, (*fields, "missing"))
+    for name, text in fields.items():
+        assert found[name].tolist() == [float(len(text.split()))] * 50, name
+    assert np.isnan(found["missing"]).all()

@@ -26,6 +26,7 @@ from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.sections import cells, pairwise
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
+from tui_rater.store.progress_reads import field_text_batches
 
 FIGURES = {  # statistic -> (table, how the card names it)
     "leniency": ("bias", "leniency"),
@@ -51,22 +52,19 @@ def word_counts(data: ReportData, fields: Sequence[str]) -> dict[str, np.ndarray
     cache: dict[str, np.ndarray] = data.extra.setdefault("bias_word_counts", {})
     wanted = [f for f in fields if f not in cache]
     if wanted:
-        keys = data.keys(ALL).tolist()
-        found = {field: np.full(len(keys), np.nan) for field in wanted}
-        # the items a chunk at a time, each dropped once counted: a million items' texts and objects are never
-        # held at once (issue 35); Python's split, the count the paper's length bias is measured in
-        for start in range(0, len(keys), _CHUNK):
-            chunk = keys[start : start + _CHUNK]
-            items = data.study.items_of(chunk)
-            for position, key in enumerate(chunk, start):
-                item = items.get(key)
-                if item is None:
-                    continue
-                for field, counts in found.items():
-                    text = item.fields.get(field)
-                    if text is not None:
-                        counts[position] = float(len(text.split()))
-        cache.update(found)
+        keys = data.keys(ALL)
+        # each field's texts a batch at a time, each dropped once counted: a million items' texts and objects are
+        # never held at once (issue 35); Python's split, the count the paper's length bias is measured in
+        for field in wanted:
+            counts = np.full(len(keys), np.nan)
+            for batch in field_text_batches(data.study, data.task.name, field, _CHUNK):
+                batch_keys = np.array([key for key, _ in batch], dtype=np.int64)
+                words = np.array([np.nan if text is None else float(len(text.split())) for _, text in batch])
+                # the batch's items among the rated ones (keys sorted, as the batch)
+                at = np.minimum(np.searchsorted(keys, batch_keys), max(len(keys) - 1, 0))
+                rated = keys[at] == batch_keys if len(keys) else np.zeros(len(batch), dtype=bool)
+                counts[at[rated]] = words[rated]
+            cache[field] = counts
     return {f: cache[f] for f in fields}
 
 
