@@ -15,6 +15,7 @@ from tui_rater.service.reports import build_reports
 from tui_rater.stats.records import ALL
 from tui_rater.stats.sections import bias_card
 from tui_rater.stats.sections.bias_card import word_counts
+from tui_rater.stats.sections.bias_corrected import paired_units
 from tui_rater.stats.sections.data import ReportData, load_all
 from tui_rater.store.readings import implicit_jumps
 
@@ -146,3 +147,25 @@ def test_word_counts_of_fields_with_a_path_s_characters_in_their_names(tmp_path)
     for name, text in fields.items():
         assert found[name].tolist() == [float(len(text.split()))] * 50, name
     assert np.isnan(found["missing"]).all()
+
+
+def test_systems_are_paired_by_prompt_as_sorted_strings(tmp_path):
+    study = _study(tmp_path, 40)
+    conn = study._db.conn
+    # items 2j and 2j+1 (one of each system) wrote for prompt j; prompts whose bytes and code points are mixed
+    conn.execute(
+        "UPDATE items SET fields = json_object('prompt', char(65 + (position / 2) % 3 * 150) || (position / 2))"
+    )
+    conn.commit()
+    frame, readings = load_all(study, "story")
+    data = ReportData(study, study.task("story"), frame=frame, readings=readings)
+    rows = conn.execute("SELECT key, system, json_extract(fields, '$.prompt') FROM items").fetchall()
+    by = {s: {p: k for k, system, p in rows if system == s} for s in ("gpt2", "human")}
+    shared = sorted(by["gpt2"])
+    assert paired_units(data, "gpt2", "human") == ([by["gpt2"][p] for p in shared], [by["human"][p] for p in shared])
+    # a prompt twice in one system, or one missing: no pairing
+    for change in ("json_object('prompt', 'same')", "'{}'"):
+        conn.execute(f"UPDATE items SET fields = {change} WHERE position IN (0, 2)")
+        conn.commit()
+        fresh = ReportData(study, study.task("story"), frame=frame, readings=readings)
+        assert paired_units(fresh, "gpt2", "human") is None
