@@ -16,6 +16,7 @@ from tui_rater.stats.records import ALL
 from tui_rater.stats.sections import bias_card
 from tui_rater.stats.sections.bias_card import word_counts
 from tui_rater.stats.sections.bias_corrected import paired_units
+from tui_rater.stats.sections.calibration import distributions
 from tui_rater.stats.sections.data import ReportData, load_all
 from tui_rater.store.readings import implicit_jumps
 
@@ -169,3 +170,25 @@ def test_systems_are_paired_by_prompt_as_sorted_strings(tmp_path):
         conn.commit()
         fresh = ReportData(study, study.task("story"), frame=frame, readings=readings)
         assert paired_units(fresh, "gpt2", "human") is None
+
+
+def _shares_peak(study) -> tuple[object, int]:
+    frame, readings = load_all(study, "story")
+    data = ReportData(study, study.task("story"), frame=frame, readings=readings)
+    attribute = study.task("story").attribute("relevance")
+    data.matrix("j", "relevance", ALL)  # (the judge's matrix, which any section builds, is cached first)
+    tracemalloc.start()
+    try:
+        return distributions(data, attribute, "j"), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_judge_of_one_sample_an_item_has_no_sample_shares_at_no_cost_per_item(tmp_path):
+    # the judge rated each item once and stored no distribution: it has no distribution to calibrate; finding so
+    # builds no dict of every item's position and counts no sample shares over every item
+    small_found, small = _shares_peak(_study(tmp_path, 1_000))
+    large_found, large = _shares_peak(_study(tmp_path, 16_000))
+    assert small_found is None and large_found is None
+    per_item = (large - small) / 15_000
+    assert per_item < 64, per_item

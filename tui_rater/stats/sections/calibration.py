@@ -68,10 +68,11 @@ def distributions(data: ReportData, attribute: Attribute, judge: str) -> tuple[n
     jury = _distribution_juries(data).get(judge)
     if jury is not None:
         return _jury_distribution(data, attribute, jury)
-    total, passes = _passes(data, attribute, judge, normalise=True)
-    if np.any(passes > 0):
-        found = np.where(passes[:, None] > 0, total / np.maximum(passes, 1)[:, None], np.nan)
-        return found, "its next-token distribution over the scale (distribution pass)"
+    if _stored(data).get((judge, attribute.name)):  # (else it has no pass: no items x points of zeros to add up)
+        total, passes = _passes(data, attribute, judge, normalise=True)
+        if np.any(passes > 0):
+            found = np.where(passes[:, None] > 0, total / np.maximum(passes, 1)[:, None], np.nan)
+            return found, "its next-token distribution over the scale (distribution pass)"
     points = [float(p) for p in attribute.scale.points]
     m = data.matrix(judge, attribute.name, ALL)
     if m.size == 0:
