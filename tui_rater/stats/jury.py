@@ -85,7 +85,7 @@ def _jury_rows(
             pl.DataFrame(
                 {
                     "item_key": keys[present],
-                    "system": [data.system_of[int(k)] for k in keys[present]],
+                    "system": data.systems_of(keys[present]).tolist(),
                     "attribute": attribute.name,
                     "rater": jury.label,
                     "kind": "llm",

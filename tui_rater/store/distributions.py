@@ -8,12 +8,15 @@ import json
 from typing import Any
 
 from tui_rater.domain.details import Details
+from tui_rater.store.readings import details_mention
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
 
 
 def judge_distributions(study: Study, task: str) -> list[tuple[str, str, int, str, str, dict[str, float]]]:
     """(judge label, question, item key, presentation, the judge's prompt variant, option label -> probability)
     for every judge rating in force that stores a distribution."""
+    if not details_mention(study, Details.DISTRIBUTION):
+        return []
     rows = study._db.conn.execute(
         f"""SELECT ra.label, r.attribute, r.item_key, r.presentation,
                    coalesce(json_extract(ra.config, '$.variant'), ''),

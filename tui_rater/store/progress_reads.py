@@ -4,7 +4,8 @@ connection). Each is the statement its caller used to run, unchanged."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from tui_rater.store.retest import RETEST_NOTE
 from tui_rater.store.study import RATINGS_IN_FORCE, Study
@@ -102,6 +103,34 @@ def item_prompts(study: Study, task: str) -> dict[int, str]:
     """Item key -> its `prompt` field ("" where it has none)."""
     rows = study._db.conn.execute("SELECT key, json_extract(fields, '$.prompt') FROM items WHERE task = ?", [task])
     return {int(key): prompt if isinstance(prompt, str) else "" for key, prompt in rows}
+
+
+def field_text_batches(study: Study, task: str, field: str, size: int = 20_000) -> Iterator[list[tuple[int, Any]]]:
+    """(item key, the text of one field of the item: None where it has none), the task's items by key, a batch at a
+    time: one field read by SQLite's JSON, not every item decoded into an ``Item`` (the report's word counts).
+    A field whose name JSON's path cannot quote (a ``"`` or ``\\`` in it) is read from the decoded items."""
+    if '"' in field or "\\" in field:
+        keys = [key for (key,) in study._db.conn.execute("SELECT key FROM items WHERE task = ? ORDER BY key", [task])]
+        for start in range(0, len(keys), size):
+            items = study.items_of(keys[start : start + size])
+            yield [(k, items[k].fields.get(field)) for k in keys[start : start + size] if k in items]
+        return
+    cursor = study._db.conn.execute(
+        "SELECT key, json_extract(fields, ?) FROM items WHERE task = ? ORDER BY key", [f'$."{field}"', task]
+    )
+    while batch := cursor.fetchmany(size):
+        yield batch
+
+
+def item_ids_of(study: Study, task: str, keys: Sequence[int]) -> dict[int, str]:
+    """Item key -> the item's id, of these keys of the task's items (``item_ids`` reads them all)."""
+    found: dict[int, str] = {}
+    for start in range(0, len(keys), 500):  # bound values at a time (``Study.items_of``)
+        chunk = list(keys[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT key, id FROM items WHERE task = ? AND key IN ({marks})"
+        found.update(study._db.conn.execute(sql, [task, *chunk]).fetchall())
+    return found
 
 
 def item_ids(study: Study, task: str) -> dict[int, str]:

@@ -106,6 +106,15 @@ def task_items(study: Study, task: str) -> pl.DataFrame:
     return _read_rows(study, sql, _ITEMS_SCHEMA)
 
 
+def task_prompts(study: Study, task: str) -> pl.DataFrame:
+    """The task's items: item_key, prompt (its ``prompt`` field where that is text, else ''), by key -- the pairing
+    of two systems' items by prompt (``stats/sections/bias_corrected.py``) as columns."""
+    sql = f"""SELECT key, CASE WHEN typeof(prompt) = 'text' THEN prompt ELSE '' END
+              FROM (SELECT key, json_extract(fields, '$.prompt') AS prompt FROM items WHERE task = {_literal(task)})
+              ORDER BY key"""
+    return _read_rows(study, sql, {"item_key": pl.Int64, "prompt": pl.Utf8})
+
+
 def ratings_in_force(
     study: Study,
     task: str,

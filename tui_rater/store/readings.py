@@ -15,6 +15,14 @@ from tui_rater.store.team import has_team_tables
 NOT_GOLD = " AND r.item_key NOT IN (SELECT item_key FROM gold)"
 
 
+def details_mention(study: Study, key: str) -> bool:
+    """Does any stored rating's details name ``key`` (the ``LIKE`` each statement below filters on)? One scan of
+    the table, stopping at the first: 0.1 s at 400k ratings against ~1 s for grouping the table into the ratings in
+    force (issue 35), which a study with no such detail (every imported or human rating) need not pay."""
+    found = study._db.conn.execute(f"""SELECT EXISTS (SELECT 1 FROM ratings WHERE details LIKE '%"{key}"%')""")
+    return bool(found.fetchone()[0])
+
+
 def task_ratings(study: Study, task: str, excluded: Sequence[str] = ()) -> list[tuple[Any, ...]]:
     """``task_rating_batches`` in one list."""
     return [row for batch in task_rating_batches(study, task, excluded) for row in batch]
@@ -69,6 +77,8 @@ def excluded_ratings(study: Study, task: str, names: Sequence[str]) -> dict[str,
 
 def implicit_jumps(study: Study, task: str) -> list[tuple[Any, ...]]:
     """(judge, question, how many of its Implicit Scores had p(no) = 0, the least p(yes) among them)."""
+    if not details_mention(study, Details.P_NO):
+        return []
     return study._db.conn.execute(
         f"""SELECT ra.label, r.attribute, count(*), min(json_extract(r.details, '$.{Details.P_YES}'))
             FROM {RATINGS_IN_FORCE}
@@ -83,6 +93,8 @@ def implicit_jumps(study: Study, task: str) -> list[tuple[Any, ...]]:
 
 def expected_scores(study: Study, task: str) -> list[tuple[Any, ...]]:
     """(judge, question, item key, the judge's expected score averaged over its passes)."""
+    if not details_mention(study, Details.EXPECTED):
+        return []
     return study._db.conn.execute(
         f"""SELECT ra.label, r.attribute, r.item_key, avg(json_extract(r.details, '$.{Details.EXPECTED}'))
             FROM {RATINGS_IN_FORCE}

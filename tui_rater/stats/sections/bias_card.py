@@ -26,6 +26,7 @@ from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.sections import cells, pairwise
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
+from tui_rater.store.progress_reads import field_text_batches
 
 FIGURES = {  # statistic -> (table, how the card names it)
     "leniency": ("bias", "leniency"),
@@ -43,16 +44,27 @@ def as_stat(estimate: bias.Estimate, note: str = "") -> Stat:
     return Stat(estimate.value, estimate.n, "; ".join(x for x in (estimate.note, note) if x), None, extra)
 
 
+_CHUNK = 20_000  # items read at a time for their word counts
+
+
 def word_counts(data: ReportData, fields: Sequence[str]) -> dict[str, np.ndarray]:
     """Per field, the number of words of each item's text (``data.keys(ALL)`` order; NaN where it has none)."""
     cache: dict[str, np.ndarray] = data.extra.setdefault("bias_word_counts", {})
     wanted = [f for f in fields if f not in cache]
     if wanted:
-        keys = data.keys(ALL).tolist()
-        items = data.study.items_of(keys)
+        keys = data.keys(ALL)
+        # each field's texts a batch at a time, each dropped once counted: a million items' texts and objects are
+        # never held at once (issue 35); Python's split, the count the paper's length bias is measured in
         for field in wanted:
-            texts = [items[k].fields.get(field) if k in items else None for k in keys]
-            cache[field] = np.array([np.nan if t is None else float(len(t.split())) for t in texts])
+            counts = np.full(len(keys), np.nan)
+            for batch in field_text_batches(data.study, data.task.name, field, _CHUNK):
+                batch_keys = np.array([key for key, _ in batch], dtype=np.int64)
+                words = np.array([np.nan if text is None else float(len(text.split())) for _, text in batch])
+                # the batch's items among the rated ones (keys sorted, as the batch)
+                at = np.minimum(np.searchsorted(keys, batch_keys), max(len(keys) - 1, 0))
+                rated = keys[at] == batch_keys if len(keys) else np.zeros(len(batch), dtype=bool)
+                counts[at[rated]] = words[rated]
+            cache[field] = counts
     return {f: cache[f] for f in fields}
 
 
@@ -95,7 +107,7 @@ def bias_card(data: ReportData, attributes: Sequence[Attribute]) -> None:
                     found = bias.mean_difference(judged * sign, people * sign)
                     add("self_preference", found, f"preference for the family's text beyond the people's; {named}")
                 else:
-                    in_family = np.array([data.system_of[int(k)] in family for k in data.keys(ALL)])
+                    in_family = np.isin(data.systems_of(data.keys(ALL)), list(family))
                     found = bias.group_difference(judged, people, in_family)
                     add("self_preference", found, f"leniency on the family's systems minus on others; {named}")
 

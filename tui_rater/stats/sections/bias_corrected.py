@@ -21,6 +21,7 @@ from functools import partial
 from itertools import combinations
 
 import numpy as np
+import polars as pl
 
 from tui_rater.domain.protocols import Level
 from tui_rater.domain.tasks import Attribute
@@ -30,7 +31,7 @@ from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.sections import cells
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
-from tui_rater.store.progress_reads import item_prompts
+from tui_rater.store import rating_columns
 
 CONFIDENCE = 0.95
 UNIFORM = (
@@ -85,11 +86,12 @@ def sampling_note(data: ReportData, attribute: Attribute) -> str:
     return UNIFORM if inclusion(data, attribute) is None else WEIGHTED
 
 
-def prompts(data: ReportData) -> dict[int, str]:
-    """item key -> its prompt field (what the systems wrote for; Chen et al.'s input)."""
-    if "prompt_of" not in data.extra:
-        data.extra["prompt_of"] = item_prompts(data.study, data.task.name)
-    found: dict[int, str] = data.extra["prompt_of"]
+def prompts(data: ReportData) -> pl.DataFrame:
+    """item_key, prompt: each item's prompt field ('' where none; what the systems wrote for, Chen et al.'s
+    input), by key, as columns (not a dict of a million items' prompts)."""
+    if "prompt_frame" not in data.extra:
+        data.extra["prompt_frame"] = rating_columns.task_prompts(data.study, data.task.name)
+    found: pl.DataFrame = data.extra["prompt_frame"]
     return found
 
 
@@ -171,15 +173,32 @@ def _interval(add: partial[None], prefix: str, interval: pp.Interval, note: str,
 
 def paired_units(data: ReportData, a: str, b: str) -> tuple[list[int], list[int]] | None:
     """The two systems' items aligned by prompt, when both wrote exactly once for the same prompts; else None."""
+    cache: dict[tuple[str, str], tuple[list[int], list[int]] | None] = data.extra.setdefault("paired_units", {})
+    if (a, b) not in cache:  # asked once per question and judge: the same pairs each time
+        cache[a, b] = _paired_units(data, a, b)
+    return cache[a, b]
+
+
+def _paired_units(data: ReportData, a: str, b: str) -> tuple[list[int], list[int]] | None:
+    """(``paired_units``) over columns: each system's items with their prompts; a pairing needs no item without one,
+    each prompt once in each system, the same prompts in both, and two of them; the pairs in the prompts' order
+    (polars sorts strings by their UTF-8 bytes: the code points' order, as Python's ``sorted``)."""
     prompt_of = prompts(data)
-    by_a = {prompt_of.get(int(k), ""): int(k) for k in data.keys(a)}
-    by_b = {prompt_of.get(int(k), ""): int(k) for k in data.keys(b)}
-    if "" in by_a or "" in by_b or len(by_a) != len(data.keys(a)) or len(by_b) != len(data.keys(b)):
+
+    def of(system: str) -> pl.DataFrame:
+        keys = pl.DataFrame({"item_key": data.keys(system)}, schema={"item_key": pl.Int64})
+        return keys.join(prompt_of, on="item_key", how="left").with_columns(pl.col("prompt").fill_null(""))
+
+    by_a, by_b = of(a), of(b)
+    for by in (by_a, by_b):
+        if (by["prompt"] == "").any() or by["prompt"].n_unique() != by.height:
+            return None
+    by_a, by_b = by_a.sort("prompt"), by_b.sort("prompt")
+    if not by_a["prompt"].equals(by_b["prompt"]) or by_a.height < 2:  # (each prompt once: the same set, sorted)
         return None
-    if set(by_a) != set(by_b) or len(by_a) < 2:
-        return None
-    shared = sorted(by_a)
-    return [by_a[p] for p in shared], [by_b[p] for p in shared]
+    keys_a: list[int] = by_a["item_key"].to_list()
+    keys_b: list[int] = by_b["item_key"].to_list()
+    return keys_a, keys_b
 
 
 def _difference(
@@ -198,8 +217,8 @@ def _difference(
         return
     how = "paired by prompt" if units is not None else "unpaired (the systems did not write for the same prompts)"
     if units is not None:
-        position = {s: {int(k): i for i, k in enumerate(data.keys(s))} for s in pair}
-        ia, ib = [position[a][k] for k in units[0]], [position[b][k] for k in units[1]]
+        # each unit's position among its system's (sorted) keys
+        ia, ib = (np.searchsorted(data.keys(s), np.asarray(u, dtype=np.int64)) for s, u in zip(pair, units))
         fa, ya, fb, yb = fa[ia], ya[ia], fb[ib], yb[ib]
     result = pp.ppi_difference(fa, ya, fb, yb, paired=units is not None, names=pair, confidence=CONFIDENCE)
     note = "; ".join(x for x in (how, UNIFORM) if x)

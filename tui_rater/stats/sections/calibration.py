@@ -68,18 +68,19 @@ def distributions(data: ReportData, attribute: Attribute, judge: str) -> tuple[n
     jury = _distribution_juries(data).get(judge)
     if jury is not None:
         return _jury_distribution(data, attribute, jury)
-    total, passes = _passes(data, attribute, judge, normalise=True)
-    if np.any(passes > 0):
-        found = np.where(passes[:, None] > 0, total / np.maximum(passes, 1)[:, None], np.nan)
-        return found, "its next-token distribution over the scale (distribution pass)"
+    if _stored(data).get((judge, attribute.name)):  # (else it has no pass: no items x points of zeros to add up)
+        total, passes = _passes(data, attribute, judge, normalise=True)
+        if np.any(passes > 0):
+            found = np.where(passes[:, None] > 0, total / np.maximum(passes, 1)[:, None], np.nan)
+            return found, "its next-token distribution over the scale (distribution pass)"
     points = [float(p) for p in attribute.scale.points]
     m = data.matrix(judge, attribute.name, ALL)
     if m.size == 0:
         return None
-    counts = _counts(m, points)
     enough = (~np.isnan(m)).sum(axis=0) >= 2
-    if not enough.any():
+    if not enough.any():  # (asked before the counts: a judge of one sample an item has none, at any size)
         return None
+    counts = _counts(m, points)
     found = np.where(enough[:, None], counts / np.maximum(counts.sum(axis=1, keepdims=True), 1), np.nan)
     return found, "the share of its samples at each point (2 or more samples an item)"
 
@@ -89,12 +90,17 @@ def _passes(data: ReportData, attribute: Attribute, judge: str, normalise: bool)
     to sum to 1 when ``normalise``), and the number of passes an item (0: none)."""
     points = [float(p) for p in attribute.scale.points]
     keys = data.keys(ALL)
-    position = {int(k): i for i, k in enumerate(keys.tolist())}
     protocol = data.protocol(attribute)
     total = np.zeros((len(keys), len(points)))
     passes = np.zeros(len(keys))
-    for item_key, presentation, variant, distribution in _stored(data).get((judge, attribute.name), []):
-        if item_key not in position:
+    stored = _stored(data).get((judge, attribute.name), [])
+    # each pass's item's position among the keys (sorted), -1 for an item not among them: no dict of every item's
+    asked = np.array([item_key for item_key, _, _, _ in stored], dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, asked), max(len(keys) - 1, 0))
+    found = (keys[at] == asked) if len(keys) else np.zeros(len(asked), dtype=bool)
+    positions = np.where(found, at, -1).tolist()
+    for (_, presentation, variant, distribution), where in zip(stored, positions, strict=True):
+        if where < 0:
             continue
         row = np.zeros(len(points))
         for label, p in distribution.items():
@@ -102,8 +108,8 @@ def _passes(data: ReportData, attribute: Attribute, judge: str, normalise: bool)
             if value is not None and value in points:
                 row[points.index(value)] += p
         if row.sum() > 0:
-            total[position[item_key]] += row / row.sum() if normalise else row
-            passes[position[item_key]] += 1
+            total[where] += row / row.sum() if normalise else row
+            passes[where] += 1
     return total, passes
 
 
@@ -361,7 +367,7 @@ def strata(data: ReportData, attribute: Attribute, judge: str, f: np.ndarray, by
     judged = ~np.isnan(f)
     labels = np.full(f.shape, "", dtype=object)
     if by == "system":
-        systems = np.array([data.system_of[int(k)] for k in data.keys(ALL)], dtype=object)
+        systems = data.systems_of(data.keys(ALL))
         labels[judged] = systems[judged]
         return labels if len(set(labels[judged].tolist())) > 1 else None
     if by != "confidence":

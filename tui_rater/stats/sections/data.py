@@ -9,6 +9,7 @@ pairwise V4's five samples are voted, Chen et al. Figure 1).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -111,11 +112,15 @@ class ReportData:
             readings = loaded_readings if readings is None else readings
         self.frame, self.readings = frame, readings
         self.records: list[Record] = []
-        self.systems: list[str] = sorted(self.frame["system"].unique().to_list())
         self.judges: list[str] = sorted(self.frame.filter(pl.col("kind") == "llm")["rater"].unique().to_list())
         self.humans: list[str] = sorted(self.frame.filter(pl.col("kind") == "human")["rater"].unique().to_list())
-        self.item_keys: list[int] = sorted(self.frame["item_key"].unique().to_list())
-        self.system_of: dict[int, str] = dict(self.frame.select("item_key", "system").unique().iter_rows())
+        # every item's key, sorted, and its system's index in ``systems`` alongside: columns, not a Python int,
+        # str and dict entry per item (``item_keys`` / ``system_of`` build those when a section asks for them)
+        by_key = self.frame.select("item_key", "system").unique(subset="item_key").sort("item_key")
+        self.systems: list[str] = sorted(by_key["system"].unique().to_list())
+        self._key_array: np.ndarray = by_key["item_key"].to_numpy().astype(np.int64, copy=False)
+        code = by_key["system"].replace_strict(self.systems, list(range(len(self.systems))), return_dtype=pl.Int64)
+        self._system_code: np.ndarray = code.to_numpy().astype(np.int64, copy=False)
         self._arrays_cache: dict[tuple[str, str], tuple[np.ndarray, ...]] = {}
         self._keys_cache: dict[str, np.ndarray] = {}
         self._values_cache: dict[tuple[str, str, str], np.ndarray] = {}
@@ -155,12 +160,29 @@ class ReportData:
         """Each system, then ``all`` (every system pooled) where there are several."""
         return self.systems + ([ALL] if len(self.systems) > 1 else [])
 
+    @functools.cached_property
+    def item_keys(self) -> list[int]:
+        """Every item's key, sorted."""
+        keys: list[int] = self._key_array.tolist()
+        return keys
+
+    @functools.cached_property
+    def system_of(self) -> dict[int, str]:
+        """Item key -> its system (``systems_of`` for many keys at once)."""
+        return dict(zip(self._key_array.tolist(), self.systems_of(self._key_array).tolist()))
+
+    def systems_of(self, keys: np.ndarray) -> np.ndarray:
+        """The system of each of these item keys (keys of the task's items), as an object array."""
+        position = np.searchsorted(self._key_array, np.asarray(keys, dtype=np.int64))
+        names = np.array([*self.systems, ""], dtype=object)  # never [] for no systems: an object array
+        return names[self._system_code[position]] if len(position) else np.array([], dtype=object)
+
     def keys(self, system: str) -> np.ndarray:
         """The item keys of one system (``all``: every item), sorted."""
         if system not in self._keys_cache:
-            self._keys_cache[system] = np.array(
-                [k for k in self.item_keys if system == ALL or self.system_of[k] == system], dtype=np.int64
-            )
+            code = self.systems.index(system) if system in self.systems else -1
+            keys = self._key_array if system == ALL else self._key_array[self._system_code == code]
+            self._keys_cache[system] = np.array(keys, dtype=np.int64)
         return self._keys_cache[system]
 
     # --- matrices ------------------------------------------------------------------------
@@ -171,13 +193,16 @@ class ReportData:
         if key not in self._arrays_cache:
             if evaluator == HUMANS:
                 rows = self.frame.filter((pl.col("kind") == "human") & (pl.col("attribute") == attribute))
-                who = rows["rater"].to_numpy()
+                who = rows["rater"]
             else:
                 rows = self.frame.filter((pl.col("rater") == evaluator) & (pl.col("attribute") == attribute))
                 # a judge's annotators are its samples of each presentation of the item
-                who = (rows["presentation"] + "/" + rows["sample"].cast(pl.Utf8)).to_numpy()
+                who = rows["presentation"] + "/" + rows["sample"].cast(pl.Utf8)
             if len(who):
-                names, index = np.unique(who, return_inverse=True)
+                # np.unique's (names sorted, each row's index among them) in polars: no Python str per rating;
+                # UTF-8's byte order, polars' sort, is the code points' order, Python's
+                names = who.unique().sort().to_numpy().astype(object, copy=False)
+                index = (who.rank("dense") - 1).cast(pl.Int64).to_numpy()
             else:
                 names, index = np.array([], dtype=object), np.array([], dtype=int)
             shown = np.array([name.split("/")[0] if evaluator != HUMANS else "" for name in names], dtype=object)

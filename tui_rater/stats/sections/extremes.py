@@ -13,7 +13,7 @@ import polars as pl
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats.sections.base import Found, Layout, Section, Table, Who
 from tui_rater.stats.sections.data import ReportData
-from tui_rater.store.progress_reads import item_ids
+from tui_rater.store.progress_reads import item_ids_of
 
 
 def extremes(data: ReportData, attributes: Sequence[Attribute]) -> None:
@@ -34,12 +34,15 @@ def extremes(data: ReportData, attributes: Sequence[Attribute]) -> None:
     flagged = per_item.filter((pl.col("attributes") == len(bounds)) & (pl.col("all_max") | pl.col("all_min")))
     if flagged.is_empty():
         return
-    ids = item_ids(data.study, data.task.name)
-    for judge, item_key, _, n, all_max, _all_min in flagged.iter_rows():
+    # the flagged items' ids and systems only (not a dict of every item's)
+    keys = flagged["item_key"].to_numpy()
+    ids = item_ids_of(data.study, data.task.name, keys.tolist())
+    systems = data.systems_of(keys).tolist()
+    for (judge, item_key, _, n, all_max, _all_min), system in zip(flagged.iter_rows(), systems):
         data.add(
             "extremes",
             "*",
-            data.system_of[item_key],
+            system,
             judge,
             "all_max" if all_max else "all_min",
             value=float(item_key),
