@@ -135,40 +135,33 @@ def _draws(
     levels = [((found.rated > 0) & (d == v)).astype(float) for v in (-1.0, 0.0, 1.0)]
     # every column is 0 or 1, so each resampled sum is an integer, exact in any order, and so are the sums made
     # from them: a human's items n = the three levels' counts, Σd = #(1) - #(-1), Σd² = #(1) + #(-1). One
-    # product with each block (its float copy read once) gives every figure, the same to the bit as a product
-    # per sum (5 columns a human, not 7 here and 3 more in a second pass for the per-human intervals)
+    # resampled sum of each column (``intervals.resampled_sums``: drawn by the items' distinct rows) gives every
+    # figure of every resample at once (5 columns a human)
     columns = np.hstack([*levels, found.w_judge, found.w_human])
-    # integer sums (0/1 columns): drawn by the items' distinct rows (``intervals.resampled_sums``), exact
     every = iv.resampled_sums(columns)
-    omegas, rhos, judge_shares, human_shares = [], [], [], []
-    for start in range(0, every.shape[0], 100):
-        sums = every[start : start + 100]
-        below, tied, above, judge_sum, human_sum = np.hsplit(sums, 5)
-        n = below + tied + above
-        d_sum, d2_sum = above - below, above + below
-        tested = n >= max(2, min_items_per_human)
-        with np.errstate(all="ignore"):
-            mean = d_sum / n
-            variance = (d2_sum - n * mean**2) / (n - 1)
-            t = (mean - epsilon) / np.sqrt(np.maximum(variance, 0.0) / n)
-            p = sp.t.cdf(t, n - 1)
-            rho_judge = judge_sum / n
-            judge_shares.append(rho_judge)
-            human_shares.append(human_sum / n)
-        # d takes the values -1, 0, 1: a human whose resampled d are all one value has no variation (a level's
-        # resampled count is positive where one of its items was drawn: w >= 0)
-        distinct = sum(count > 0 for count in (below, tied, above))
-        flat = distinct <= 1
-        p = np.where(flat, np.where(mean < epsilon, 0.0, 1.0), p)  # mean == ε: undefined, never a rejection
-        p = np.where(np.isfinite(p), p, 1.0)
-        count = tested.sum(axis=1)
-        verdict = count >= min_humans
-        rejected = _by_rejections(p, tested, alpha)
-        with np.errstate(all="ignore"):
-            omegas.append(np.where(verdict, rejected / count, np.nan))
-            rhos.append(np.where(verdict, np.sum(np.where(tested, rho_judge, 0.0), axis=1) / count, np.nan))
-    join = np.concatenate
-    return join(omegas), join(rhos), join(judge_shares), join(human_shares)
+    below, tied, above, judge_sum, human_sum = np.hsplit(every, 5)
+    n = below + tied + above
+    d_sum, d2_sum = above - below, above + below
+    tested = n >= max(2, min_items_per_human)
+    with np.errstate(all="ignore"):
+        mean = d_sum / n
+        variance = (d2_sum - n * mean**2) / (n - 1)
+        t = (mean - epsilon) / np.sqrt(np.maximum(variance, 0.0) / n)
+        p = sp.t.cdf(t, n - 1)
+        rho_judge, rho_human = judge_sum / n, human_sum / n
+    # d takes the values -1, 0, 1: a human whose resampled d are all one value has no variation (a level's
+    # resampled count is positive where one of its items was drawn: w >= 0)
+    distinct = sum(count > 0 for count in (below, tied, above))
+    flat = distinct <= 1
+    p = np.where(flat, np.where(mean < epsilon, 0.0, 1.0), p)  # mean == ε: undefined, never a rejection
+    p = np.where(np.isfinite(p), p, 1.0)
+    count = tested.sum(axis=1)
+    verdict = count >= min_humans
+    rejected = _by_rejections(p, tested, alpha)
+    with np.errstate(all="ignore"):
+        omega = np.where(verdict, rejected / count, np.nan)
+        rho = np.where(verdict, np.sum(np.where(tested, rho_judge, 0.0), axis=1) / count, np.nan)
+    return omega, rho, rho_judge, rho_human
 
 
 def alt_test_intervals(
