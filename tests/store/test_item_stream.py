@@ -174,3 +174,19 @@ def test_pieces_cut_between_records_as_polars_reads_the_whole_file(tmp_path, sep
         assert columns == whole.columns
         read = pl.concat(list(frames(source, header, offset, separator, piece)))
         assert read.equals(whole), piece
+
+
+def test_a_parquet_file_named_like_a_glob_is_read_as_named(tmp_path):
+    """polars' scan takes `*` and `[...]` as a pattern and `key=value/` folders as Hive columns; a file is its name."""
+    from tui_rater.store.row_stream import stream_rows
+
+    folder = tmp_path / "year=2024"
+    folder.mkdir()
+    source = folder / "items[1]*.parquet"
+    pl.DataFrame(_rows(7)).write_parquet(source)
+    (folder / "items1x.parquet").write_bytes(b"PAR1 not this one")  # what the pattern would also match
+    columns, batches = stream_rows(source, batch_rows=3)
+    assert columns == list(_rows(1)[0])
+    rows = [row for batch in batches for row in batch]
+    assert [row["id"] for row in rows] == [row["id"] for row in _rows(7)]
+    assert [row["_row"] for row in rows] == list(range(1, 8))

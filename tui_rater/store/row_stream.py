@@ -4,7 +4,8 @@
 file, whose texts are kept anyway, and wrong for a ratings file of 1.6M rows (3.2 GB at 100k stories). Here the
 file is checked as UTF-8 in 1 MB pieces, then CSV/TSV are parsed by polars a few megabytes of whole records at a
 time (``csv_pieces``: its streaming scan held 1.7 times the file) and JSON Lines a line at a time; the errors are
-``read_rows``' sentences. A Parquet file is columnar and compressed already: it is read whole and cut into batches.
+``read_rows``' sentences. A Parquet file is read a slice of rows at a time through polars' lazy scan, which decodes
+only the row groups a slice touches (held whole, an 8M-row ratings file took 501 MB; sliced, 77 MB, as 2M rows did).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import polars as pl
 
 from tui_rater.domain.errors import UserError
 from tui_rater.store.csv_pieces import frames, read_header
-from tui_rater.store.table_files import _read_parquet, file_format, json_row
+from tui_rater.store.table_files import file_format, json_row, parquet_error
 
 BATCH_ROWS = 5_000
 _PIECE = 1 << 20
@@ -34,8 +35,7 @@ def stream_rows(path: str | Path, batch_rows: int = BATCH_ROWS) -> tuple[list[st
     fmt = file_format(path)
     _check_file(path, fmt)
     if fmt == "parquet":
-        frame = _read_parquet(path, path.read_bytes())
-        return list(frame.columns), _frame_batches(path, frame, batch_rows)
+        return _parquet(path, batch_rows)
     if fmt == "jsonl":
         return _jsonl(path, batch_rows)
     separator = "\t" if fmt == "tsv" else ","
@@ -128,8 +128,25 @@ def _csv_batches(
     return _numbered(path, batches())
 
 
-def _frame_batches(path: Path, frame: pl.DataFrame, batch_rows: int) -> Iterator[list[dict[str, Any]]]:
-    return _numbered(path, (frame.slice(at, batch_rows).to_dicts() for at in range(0, frame.height, batch_rows)))
+def _parquet(path: Path, batch_rows: int) -> tuple[list[str], Iterator[list[dict[str, Any]]]]:
+    """The columns from the file's schema, its row count from its metadata, then each batch a slice of its own
+    (8M rows of ratings in 5,000-row slices: 4.5 s against 5.7 s read whole, as the rows are made either way)."""
+    scan = pl.scan_parquet(path, glob=False, hive_partitioning=False)  # a name with `*` or `[` is a name
+    try:
+        columns = list(scan.collect_schema().names())
+        total = int(scan.select(pl.len()).collect().item())
+    except Exception as exc:  # polars raises several types for a damaged file
+        raise parquet_error(path, exc) from None
+
+    def batches() -> Iterator[list[dict[str, Any]]]:
+        for start in range(0, total, batch_rows):
+            try:
+                frame = scan.slice(start, batch_rows).collect()
+            except Exception as exc:
+                raise parquet_error(path, exc) from None
+            yield frame.to_dicts()
+
+    return columns, _numbered(path, batches())
 
 
 def _jsonl(path: Path, batch_rows: int) -> tuple[list[str], Iterator[list[dict[str, Any]]]]:

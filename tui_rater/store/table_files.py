@@ -70,7 +70,13 @@ def _read_parquet(path: Path, data: bytes) -> pl.DataFrame:
     try:
         return pl.read_parquet(io.BytesIO(data))
     except Exception as exc:  # polars raises several types for a damaged file
-        raise UserError(f"{path}: cannot read it as Parquet ({str(exc).splitlines()[0]})") from None
+        raise parquet_error(path, exc) from None
+
+
+def parquet_error(path: Path, exc: Exception) -> UserError:
+    """The one sentence for a file polars cannot read as Parquet."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return UserError(f"{path}: cannot read it as Parquet ({first})")
 
 
 @overload
