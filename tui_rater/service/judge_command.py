@@ -168,8 +168,8 @@ def _judge(
     tasks = judging.only_questions([study.task(name) for name in task_names], request.attributes)
     task_names = [task.name for task in tasks]
     spec = judging.resolve_spec(request.judge, tasks, defaults)
-    if warming is not None:
-        warming.resolved(spec)
+    if warming is not None:  # (a batch sends its requests through a client of its own)
+        warming.resolved(None if request.batch else spec)
     note = load_note(spec)
     if note:  # a large model: its checksum and load take a while; say so before the wait
         events.note(note)
