@@ -37,10 +37,14 @@ from study_scale import judge_first_request, write_files  # noqa: E402  (bench/ 
 
 def use_bytecode(repos: list[Path], compiled: bool) -> None:
     """Compile each checkout's modules and let the children read them (``compiled``), or leave every child to
-    compile them from source (``PYTHONDONTWRITEBYTECODE``, no ``__pycache__`` written): the children inherit this
-    process's environment (``study_scale.judge_first_request`` too)."""
+    compile them from source: each checkout's ``tui_rater/**/__pycache__`` removed (Python reads whatever bytecode
+    is there, ``PYTHONDONTWRITEBYTECODE`` or not) and none written. The children inherit this process's environment
+    (``study_scale.judge_first_request`` too)."""
     if not compiled:
         os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        for repo in repos:
+            for cache in (repo / "tui_rater").rglob("__pycache__"):
+                shutil.rmtree(cache)
         return
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     for repo in repos:
@@ -71,7 +75,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--judge-items", type=int, default=0, help="also judge launch -> first request at N items")
     parser.add_argument("--judge-runs", type=int, default=7)
-    parser.add_argument("--no-bytecode", action="store_true", help="every process compiles tui-rater from source")
+    parser.add_argument("--no-bytecode", action="store_true", help="tui-rater compiled from source by each process")
     args = parser.parse_args()
     repos = {label: Path(path).resolve() for label, path in (r.split("=", 1) for r in args.repos.split(","))}
     use_bytecode(list(repos.values()), not args.no_bytecode)
