@@ -193,7 +193,7 @@ class Worker(threading.Thread):
                         queue.renew(study, jobs[index:], self.owner)
                         leased_until = time.monotonic() + queue.LEASE_S
                     done = self._process(study, job)
-                    self.progress.working.set()  # a first request was made: the feeder's chunks may come now
+                    self.progress.working.set()  # a first job ended (asked, failed or read from the store): feed
                     sources.note(study, self.rater_id, self.spec, self.backend)  # model file / server seen
                     if not done:
                         queue.release(study, jobs[index + 1 :], self.owner)
