@@ -237,7 +237,7 @@ def test_the_rest_is_queued_once_a_first_request_is_answered_not_while_it_is_mad
     db = tmp_path / "s.db"
     study = Study.open(db)
     study.add_items(study.task("story"), _many(6))
-    script = Script([(200, {}, ok_body("4"), 3.0), (200, {}, ok_body("4"), 0)])  # the first reply held 3 s
+    script = Script([(200, {}, ok_body("4"), 6.0), (200, {}, ok_body("4"), 0)])  # the first reply held 6 s
     spec = JudgeSpec("api:m", base_url=fake_server(script), decoding=Decoding(samples=1)).validate()
     plan = plan_judge(study, spec, ["story"], first=2)
     run = start_judge(db, plan, workers=1, chunk_items=2)
