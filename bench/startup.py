@@ -8,8 +8,11 @@ machine's load falls on all of them alike. Wall seconds of the whole process (in
 peak RSS; the median and the quartiles are printed, and one JSON line (also bench/runs/startup-LABELS.json).
 With ``--judge-items N``: also `judge --model api:bench` on a fresh copy of an N-item study (items only), launch ->
 the loopback server's first request (``study_scale.judge_first_request``), ``--judge-runs`` rounds interleaved.
+Each checkout's modules are compiled first (``compileall``) and read from their bytecode, as an installed tui-rater's
+are: with ``PYTHONDONTWRITEBYTECODE`` set (as in this project's sessions) every process compiled tui-rater's modules
+from source again (~0.1 s of `info`, more of `judge`); ``--no-bytecode`` measures that way instead.
 
-    python bench/startup.py [--repos before=/tmp/startup-old,after=.] [--runs 20] [--judge-items 10000]
+    python bench/startup.py [--repos before=/tmp/startup-old,after=.] [--runs 20] [--judge-items 10000] [--no-bytecode]
 """
 
 from __future__ import annotations
@@ -30,6 +33,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 from study_scale import judge_first_request, write_files  # noqa: E402  (bench/ is no package)
+
+
+def use_bytecode(repos: list[Path], compiled: bool) -> None:
+    """Compile each checkout's modules and let the children read them (``compiled``), or leave every child to
+    compile them from source: each checkout's ``tui_rater/**/__pycache__`` removed (Python reads whatever bytecode
+    is there, ``PYTHONDONTWRITEBYTECODE`` or not) and none written. The children inherit this process's environment
+    (``study_scale.judge_first_request`` too)."""
+    if not compiled:
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        for repo in repos:
+            for cache in (repo / "tui_rater").rglob("__pycache__"):
+                shutil.rmtree(cache)
+        return
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    for repo in repos:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(repo / "tui_rater")], check=True)
 
 
 def once(repo: Path, args: list[str]) -> tuple[float, float]:
@@ -56,8 +75,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--judge-items", type=int, default=0, help="also judge launch -> first request at N items")
     parser.add_argument("--judge-runs", type=int, default=7)
+    parser.add_argument("--no-bytecode", action="store_true", help="tui-rater compiled from source by each process")
     args = parser.parse_args()
     repos = {label: Path(path).resolve() for label, path in (r.split("=", 1) for r in args.repos.split(","))}
+    use_bytecode(list(repos.values()), not args.no_bytecode)
     first = next(iter(repos.values()))
     with tempfile.TemporaryDirectory(prefix="startup-") as tmp:
         work = Path(tmp)
@@ -96,10 +117,11 @@ def main() -> None:
                     walls[label, "judge"].append(got["s"])
                     mbs[label, "judge"].append(0.0)
         load.append(os.getloadavg()[0])
-    out = {"runs": args.runs, "load": [round(x, 1) for x in load],
+    out = {"runs": args.runs, "bytecode": not args.no_bytecode, "load": [round(x, 1) for x in load],
            **{f"{r}/{c}": summary(walls[r, c], mbs[r, c]) for r, c in walls}}  # fmt: skip
     head = f"{'command':<8} {'checkout':<10} {'median':>8} {'q1':>7} {'q3':>7} {'MB':>6}"
-    print(f"{head}   (load {load[0]:.1f} -> {load[1]:.1f})")
+    how = "from source" if args.no_bytecode else "from bytecode"
+    print(f"{head}   (load {load[0]:.1f} -> {load[1]:.1f}; modules {how})")
     for (label, command), _walls in walls.items():
         s = out[f"{label}/{command}"]
         print(f"{command:<8} {label:<10} {s['median_s']:>7.3f}s {s['q1_s']:>6.3f}s {s['q3_s']:>6.3f}s {s['mb']:>6.1f}")

@@ -200,8 +200,8 @@ def test_the_rest_is_queued_once_a_worker_holds_its_backend_not_while_the_client
 ):
     """Issue 35 item 4: the feeder's chunks took the GIL and the write lock while the workers' client library was
     being imported (`import openai`: a second of pure Python), so launch -> first request lasted as long as both.
-    Now nothing more is queued until a worker holds its backend; a backend that takes its time (here: held back
-    for 1 s) sees the queue as the plan left it."""
+    Now nothing more is queued until a worker's first job has ended; a backend that takes its time (here: held
+    back for 1 s) sees the queue as the plan left it."""
     from tui_rater.judge.worker import make_backend
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -225,6 +225,32 @@ def test_the_rest_is_queued_once_a_worker_holds_its_backend_not_while_the_client
     assert run.wait(120) and run.progress.fatal is None
     assert run.feeder.added == 10 * 4 and run.progress.done == 12 * 4
     assert seen and max(seen) == plan.added
+
+
+def test_the_rest_is_queued_once_a_first_request_is_answered_not_while_it_is_made(tmp_path, fake_server, monkeypatch):
+    """Issue 35 item 4: a chunk queued while the first request was being made (the feeder began once the backend was
+    made) held the write lock and the GIL the worker needed first. The first request held by the server: nothing
+    more is queued until its reply comes, and then every job is queued and done once."""
+    from tests.support import Script, ok_body
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    db = tmp_path / "s.db"
+    study = Study.open(db)
+    study.add_items(study.task("story"), _many(6))
+    script = Script([(200, {}, ok_body("4"), 6.0), (200, {}, ok_body("4"), 0)])  # the first reply held 6 s
+    spec = JudgeSpec("api:m", base_url=fake_server(script), decoding=Decoding(samples=1)).validate()
+    plan = plan_judge(study, spec, ["story"], first=2)
+    run = start_judge(db, plan, workers=1, chunk_items=2)
+    deadline = time.monotonic() + 60
+    while not script.times and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert script.times, "the first request never came"
+    time.sleep(1.0)  # the reply is still held: a feeder begun with the backend would have queued its chunks by now
+    assert len(script.times) == 1
+    assert run.feeder is not None and run.feeder.added == 0 and not run.feeder.fed.is_set()
+    assert run.wait(120) and run.progress.fatal is None
+    assert run.feeder.added == 4 * 4 and run.progress.done == 6 * 4
+    assert queue.counts(study, plan.rater.id)["done"] == 6 * 4
 
 
 def test_a_run_whose_first_items_are_done_still_queues_the_rest(tmp_path, deterministic_judge, monkeypatch):

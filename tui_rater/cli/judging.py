@@ -115,8 +115,9 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
         attributes=tuple(args.attribute),
     )
     use.check_request(request)  # before a model is looked at
+    warming = use.warm_up(request)  # openai imported in a thread while the study is opened and the first jobs queued
     study = open_study(args, settings, create=False, readonly=args.check)  # a check stores nothing
-    outcome = use.judge(study, request, settings.judge, _Shown())
+    outcome = use.judge(study, request, settings.judge, _Shown(), warming)
     if isinstance(outcome, use.Checked):
         from tui_rater.cli import preflight as show
 

@@ -4,8 +4,9 @@ Queueing every job of a 100,000-item study before the first worker starts took 1
 every start, for nothing new). The run queues the first items' jobs itself (``service.judging.plan_judge``) and this
 thread the rest, in chunks of items, each chunk one short write transaction, so workers lease between them. The
 workers' drain rule waits for it (``Worker.fed``): a queue empty before the last chunk lands is not a drained one.
-It starts once a worker holds its backend (``Progress.working``): queueing while the API client library was being
-imported (a second of pure Python) made the launch -> first request as long as both.
+It starts once a worker's first job has ended (``Progress.working``), or a worker found nothing to lease: queueing
+while the API client library was being imported (a second of pure Python) made the launch -> first request as long
+as both, and a chunk queued while the first request was being made held the write lock its worker needed first.
 """
 
 from __future__ import annotations
@@ -58,8 +59,9 @@ class Feeder(threading.Thread):
 
     def run(self) -> None:
         try:
-            # behind the workers' start: a worker holding its backend (the client library imported, the model
-            # loaded) or finding the queue empty; until then the first items' jobs (queued by the plan) are theirs
+            # behind the workers' start: a worker's first job ended (the client library imported, the model loaded,
+            # a first request made) or a worker finding the queue empty; until then the first items' jobs (queued by
+            # the plan) are theirs
             while not self.progress.working.wait(0.05):
                 if self.stop_event.is_set():
                     return

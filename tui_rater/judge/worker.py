@@ -99,9 +99,9 @@ class Progress:
     # UNANSWERED_TO_STOP different jobs are in it (a few jobs' retries alone never stop it)
     unanswered: set[int] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
-    # set when a worker holds its backend, found nothing to lease, or ended: the feeder queues behind this (its
-    # chunks took the GIL and the write lock from the client import and the first leases: launch -> first request
-    # waited for them)
+    # set when a worker's first job ended (its first request answered, or failed), a worker found nothing to lease,
+    # or ended: the feeder queues behind this (its chunks took the GIL and the write lock from the client import, the
+    # first leases and the first request: launch -> first request waited for them)
     working: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     changed: threading.Condition = field(default_factory=threading.Condition)
@@ -182,7 +182,6 @@ class Worker(threading.Thread):
                     # nothing (a late worker reloaded the model the others had just released, under load)
                     held = jobs
                     self.backend = self.backend_factory(self.spec)
-                    self.progress.working.set()
                     self.counts = self.backend.counts
                     sources.note_server(study, self.rater_id, self.spec, self.backend)  # what stands behind an alias
                 for index, job in enumerate(jobs):
@@ -194,6 +193,7 @@ class Worker(threading.Thread):
                         queue.renew(study, jobs[index:], self.owner)
                         leased_until = time.monotonic() + queue.LEASE_S
                     done = self._process(study, job)
+                    self.progress.working.set()  # a first job ended (asked, failed or read from the store): feed
                     sources.note(study, self.rater_id, self.spec, self.backend)  # model file / server seen
                     if not done:
                         queue.release(study, jobs[index + 1 :], self.owner)

@@ -131,20 +131,45 @@ def check_request(request: JudgeRequest) -> None:
         raise UserError(API_ONLY if not request.check else "--check and --batch go separately: check first, then batch")
 
 
-def judge(
-    study: Study, request: JudgeRequest, defaults: JudgeDefaults | None = None, events: JudgeEvents | None = None
-) -> JudgeOutcome:
-    """Run the `judge` command's work on an open study (``check_request`` first, when the study is not open yet)."""
-    from tui_rater.judge.spec import load_note
+def warm_up(request: JudgeRequest) -> judging.WarmUp | None:
+    """Begin importing the judge backend's library (openai: half of `judge`'s launch) in a thread, to go on beside the
+    study's opening and the first jobs' queueing (``judging.WarmUp``): call it first, and give it to ``judge``."""
+    return None if request.cancel else judging.warm_up(request.judge.model)
 
+
+def judge(
+    study: Study,
+    request: JudgeRequest,
+    defaults: JudgeDefaults | None = None,
+    events: JudgeEvents | None = None,
+    warming: judging.WarmUp | None = None,
+) -> JudgeOutcome:
+    """Run the `judge` command's work on an open study (``check_request`` first, when the study is not open yet;
+    ``warm_up`` before it is opened: else it is begun here)."""
     events = events or QuietEvents()
     check_request(request)
+    warming = warming or warm_up(request)
+    try:
+        return _judge(study, request, defaults, events, warming)
+    finally:
+        if warming is not None:
+            warming.resolved(None)  # (a no-op once given the judge: the thread ends either way)
+
+
+def _judge(
+    study: Study, request: JudgeRequest, defaults: JudgeDefaults | None, events: JudgeEvents,
+    warming: judging.WarmUp | None,
+) -> JudgeOutcome:  # fmt: skip
+    from tui_rater.judge.spec import load_note
+
     task_names = [request.task] if request.task else study.item_task_names()
     if not task_names:
         raise UserError(f"{study.path} holds no items; import some first")
     tasks = judging.only_questions([study.task(name) for name in task_names], request.attributes)
     task_names = [task.name for task in tasks]
     spec = judging.resolve_spec(request.judge, tasks, defaults)
+    if warming is not None:  # (a batch sends its requests through a client of its own)
+        warming.resolved(None if request.batch else spec)
     note = load_note(spec)
     if note:  # a large model: its checksum and load take a while; say so before the wait
         events.note(note)

@@ -274,6 +274,48 @@ def longest_prompts(task: Task, items: list[Item], spec: JudgeSpec, count: int =
     return found
 
 
+class WarmUp(threading.Thread):
+    """The judge backend's imports (``JudgeBackend.preload``: ``import openai`` is ~0.5 s of a ~1 s launch) begun in
+    a thread at the start of `judge`, while the command opens the study, resolves the judge and queues the first
+    jobs, then, once the judge is resolved (``resolved``), what its first request would make (``warm``: the API
+    client). The workers' start imports the same modules again: Python's import lock makes it wait for what this
+    thread has not finished, never import it twice. Most of both is pure Python under the GIL, so what it gains is
+    the time the other thread spends in SQLite (which releases the GIL) and in file reads. It is a head start only:
+    an error here is left for the run to meet, and say, where it needs what failed."""
+
+    def __init__(self, model: str):
+        super().__init__(daemon=True, name="judge-warm-up")
+        self.kind = for_model(model)
+        self._spec: JudgeSpec | None = None
+        self._given = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self.kind.preload()
+            self._given.wait()
+            if self._spec is not None:
+                self.kind.warm(self._spec)
+        except Exception:  # met again, and said, where the run itself imports or connects
+            pass
+
+    def resolved(self, spec: JudgeSpec | None) -> None:
+        """The judge to warm the client of (the first call counts); None: none (the command ends before)."""
+        if not self._given.is_set():
+            self._spec = spec
+            self._given.set()
+
+
+def warm_up(model: str) -> WarmUp | None:
+    """Begin the judge backend's imports in a thread (``WarmUp``); None for a model no backend takes (the run says
+    why, in one sentence, where it resolves the judge)."""
+    try:
+        warming = WarmUp(model)
+    except UserError:
+        return None
+    warming.start()
+    return warming
+
+
 def default_workers(spec: JudgeSpec) -> int:
     """API: 8 clients; a local model: 16 concurrent sequences of the one engine (never 16 copies of the model)."""
     return spec.kind.default_workers()
@@ -626,4 +668,5 @@ __all__ = [
     "start_judge",
     "stop_now",
     "unfinished_jobs",
+    "warm_up",
 ]

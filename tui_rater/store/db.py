@@ -17,10 +17,10 @@ import urllib.parse
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from tui_rater.domain.errors import StudyMoved, UserError
+from tui_rater.store import sqlite_utils_module
 from tui_rater.store.schema import (
     APPLICATION_ID,
     LEGACY_VERSIONS,
@@ -30,7 +30,39 @@ from tui_rater.store.schema import (
     statements,
 )
 
+if TYPE_CHECKING:
+    import sqlite_utils
+
 BUSY_TIMEOUT_S = 30.0
+
+
+class StudyConnection:
+    """A study's SQLite connection (``conn``) and sqlite-utils' ``Database`` over it, made at its first use: the
+    first write (``write``), ``query``, or any other of the ``Database``'s attributes. A command that only reads
+    through ``conn`` (`info`) never imports sqlite-utils; every write goes through the ``Database`` as before."""
+
+    __slots__ = ("_database", "conn")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._database: sqlite_utils.Database | None = None
+        # what ``sqlite_utils.Database`` sets when it is made, set now: the connection behaves the same before
+        conn.execute("PRAGMA recursive_triggers = on")
+
+    @property
+    def database(self) -> sqlite_utils.Database:
+        if self._database is None:
+            # no metadata scan: a study uses no plugin
+            self._database = sqlite_utils_module().Database(self.conn, execute_plugins=False)
+        return self._database
+
+    def query(self, sql: str, params: Any = None) -> Iterator[dict[str, Any]]:
+        return self.database.query(sql, params)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # (not made for ``copy``'s or ``pickle``'s probes, nor before ``__init__`` ends)
+            raise AttributeError(name)
+        return getattr(self.database, name)
 
 
 def utc_now() -> str:
@@ -52,7 +84,7 @@ def connect(
     shared: bool = False,
     durable: bool = True,
     readonly: bool = False,
-) -> sqlite_utils.Database:
+) -> StudyConnection:
     """Open (and if needed create and migrate) a study file.
 
     ``durable``: fsync every commit (``synchronous = FULL``), for ratings a person typed. Judge
@@ -156,7 +188,7 @@ def check_still_named(path: str | Path, held: FileIdentity | None) -> None:
         raise StudyMoved(f"the study file {name} was given a second name (a hard link) {tail}")
 
 
-def _open_writable(path: Path, durable: bool) -> sqlite_utils.Database:
+def _open_writable(path: Path, durable: bool) -> StudyConnection:
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -167,7 +199,7 @@ def _open_writable(path: Path, durable: bool) -> sqlite_utils.Database:
     except sqlite3.DatabaseError as exc:  # the file was recognised: this is the disk or the folder
         conn.close()
         raise UserError(f"cannot open {path} for writing ({exc}): is the disk full, or the folder read-only?") from None
-    db = sqlite_utils.Database(conn, execute_plugins=False)  # no metadata scan: a study uses no plugin
+    db = StudyConnection(conn)
     migrate(db, path)
     return db
 
@@ -295,7 +327,7 @@ def _uri(path: Path) -> str:
     return "file:" + urllib.parse.quote(str(path.resolve()))
 
 
-def open_readonly(path: Path) -> sqlite_utils.Database:
+def open_readonly(path: Path) -> StudyConnection:
     """A study this process cannot write (the file, or its folder for -wal and -shm).
 
     Without a -wal file the main file holds everything: ``immutable=1`` reads it and creates
@@ -330,7 +362,7 @@ def open_readonly(path: Path) -> sqlite_utils.Database:
             f"{path} has schema {version} and must be upgraded once by a tui-rater command that can write to it "
             f"(this user cannot: {_why_not_writable(path)})"
         )
-    return sqlite_utils.Database(conn, execute_plugins=False)
+    return StudyConnection(conn)
 
 
 def _connect_ro(path: Path, mode: str) -> sqlite3.Connection:
@@ -346,7 +378,7 @@ def _connect_ro(path: Path, mode: str) -> sqlite3.Connection:
     return conn
 
 
-def migrate(db: sqlite_utils.Database, path: Path | str = "") -> int:
+def migrate(db: StudyConnection, path: Path | str = "") -> int:
     """Apply the migrations this file lacks; return the version it ends at."""
     conn = db.conn
     version: int = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -381,13 +413,14 @@ def migrate(db: sqlite_utils.Database, path: Path | str = "") -> int:
 
 
 @contextlib.contextmanager
-def write(db: sqlite_utils.Database) -> Iterator[sqlite3.Connection]:
+def write(db: StudyConnection) -> Iterator[sqlite3.Connection]:
     """One short write transaction (``BEGIN IMMEDIATE``), committed on exit, rolled back on error.
 
     Nested use joins the outer transaction. ``BEGIN IMMEDIATE`` takes the write lock up front,
-    so two writers never deadlock on a lock upgrade; the busy timeout makes them queue.
+    so two writers never deadlock on a lock upgrade; the busy timeout makes them queue. Writes go through
+    sqlite-utils' ``Database`` (made here at the first write).
     """
-    conn = db.conn
+    conn = db.database.conn
     if conn.in_transaction:
         yield conn
         return

@@ -100,6 +100,16 @@ def _shared_client(openai: types.ModuleType, base_url: str | None, key: str, tim
         return _CLIENTS[ident]
 
 
+def warm_client(spec: JudgeSpec) -> None:
+    """The client the judge's workers will share (``_shared_client``), made ahead, and openai's chat resources,
+    which it imports at their first use (~0.1 s with the client's TLS context, under load: the first request waited
+    for them)."""
+    import openai
+
+    client = _shared_client(openai, spec.base_url, spec.api_key(), spec.timeout_s)
+    _ = client.chat.completions
+
+
 def _seed_of(messages: list[Message]) -> int:
     return int.from_bytes(hashlib.sha256(json.dumps(messages).encode()).digest()[:4], "big") & 0x7FFFFFFF
 

@@ -111,7 +111,13 @@ class JudgeBackend:
         return (4, 4)
 
     def preload(self) -> None:
-        """Import what the workers need once, before they start (not under the import lock of 16 threads)."""
+        """Import what the workers need once, before they start (not under the import lock of 16 threads). `judge`
+        calls it in a thread at its start (``service.judging.WarmUp``), beside the study's opening and the queueing
+        of the first jobs, and again on the workers' start (waiting there for what is still being imported)."""
+
+    def warm(self, spec: JudgeSpec) -> None:
+        """Once the judge is resolved, make ahead what the workers' first request would make first (an API client
+        and the parts of its library imported at first use); in ``WarmUp``'s thread, after ``preload``."""
 
     def make(
         self,

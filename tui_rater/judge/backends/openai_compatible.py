@@ -86,6 +86,13 @@ class OpenAICompatible(JudgeBackend):
     def preload(self) -> None:
         import openai  # noqa: F401 - once here, not under the import lock of 16 starting threads
 
+    def warm(self, spec: JudgeSpec) -> None:
+        if spec.replicas:  # (a pool's clients are made with it)
+            return
+        from tui_rater.judge.backends.api import warm_client
+
+        warm_client(spec)
+
     def make(
         self,
         spec: JudgeSpec,
