@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +46,20 @@ def test_every_table_of_every_section_has_rows_in_the_golden_study():
     written = {table for section in SECTIONS.values() for table in section.tables}
     assert written - tables == set()
     assert len(written) >= 25  # table1, welch, ..., notes: every table of today's sections
+
+
+@pytest.mark.skipif(not Path("/proc/cpuinfo").exists(), reason="the pin is for x86-64 Linux")
+def test_the_arithmetic_is_pinned_before_numpy_is_imported(capsys):
+    """The golden reports hold only where the machine's arithmetic is the one they were written with (``tests``'
+    package pins it before numpy is imported): numpy's dispatch without AVX-512, OpenBLAS on its Haswell kernels."""
+    import numpy as np
+
+    with open("/proc/cpuinfo", encoding="utf-8") as handle:
+        flags = next((line.split(":", 1)[1].split() for line in handle if line.startswith("flags")), [])
+    np.show_runtime()
+    shown = capsys.readouterr().out
+    found = shown.split("'found':", 1)[1].split("]", 1)[0]
+    if "avx512f" in flags:
+        assert "X86_V4" not in found and "AVX512" not in found, shown
+    if "avx2" in flags and "'architecture'" in shown:
+        assert "'architecture': 'Haswell'" in shown, shown
