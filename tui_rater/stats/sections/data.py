@@ -119,8 +119,9 @@ class ReportData:
         self.humans: list[str] = sorted(who.filter(pl.col("kind") == "human")["rater"].unique().to_list())
         # every item's key, sorted, and its system's index in ``systems`` alongside: columns, not a Python int,
         # str and dict entry per item (``item_keys`` / ``system_of`` build those when a section asks for them)
-        by_key = self.frame.select("item_key", pl.col("system").cast(pl.Utf8)).unique(subset="item_key")
-        by_key = by_key.sort("item_key")
+        # (each item once, then its system as text: not the text of every row's system)
+        by_key = self.frame.select("item_key", "system").unique(subset="item_key").sort("item_key")
+        by_key = by_key.with_columns(pl.col("system").cast(pl.Utf8))
         self.systems: list[str] = sorted(by_key["system"].unique().to_list())
         self._key_array: np.ndarray = by_key["item_key"].to_numpy().astype(np.int64, copy=False)
         code = by_key["system"].replace_strict(self.systems, list(range(len(self.systems))), return_dtype=pl.Int64)
