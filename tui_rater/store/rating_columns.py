@@ -107,24 +107,41 @@ def _read_rows(study: Study, sql: str, schema: dict[str, Any], codes: Sequence[s
 
 def _read_coded(study: Study, task: str, readings: bool) -> pl.DataFrame:
     """``read_columns`` with its string columns as categorical codes (``_read_rows``)."""
-    # two seeks in the index of items by task, not a scan
-    (other_tasks,) = study._db.conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM items WHERE task < ?) OR EXISTS (SELECT 1 FROM items WHERE task > ?)",
-        [task, task],
-    ).fetchone()
     if not readings:
-        return _read_rows(study, _statement(task, False, bool(other_tasks)), _RATINGS_SCHEMA, _RATING_CODES)
-    # the readings' mass only on the judges' rows: a person's row read with it took 2x as long (issue 35)
-    plain = _RATINGS_SCHEMA | {"parse_status": pl.Utf8}
-    others = _read_rows(study, _statement(task, True, bool(other_tasks), judges=False), plain, _READING_CODES[:3])
+        sql = _statement(task, False, _other_tasks(study, task))
+        return _read_rows(study, sql, _RATINGS_SCHEMA, _RATING_CODES)
+    others, judged = _read_parts(study, task)
     others = others.with_columns(
         pl.lit(1, dtype=pl.Int64).alias("no_mass"),
         pl.lit(0.0, dtype=pl.Float64).alias("mass"),
         pl.lit("", dtype=pl.Utf8).cast(pl.Categorical).alias("mass_on"),
     )
-    schema = _RATINGS_SCHEMA | _READINGS_SCHEMA
-    judged = _read_rows(study, _statement(task, True, bool(other_tasks), judges=True), schema, _READING_CODES)
     return pl.concat([others, judged], rechunk=False)
+
+
+def _other_tasks(study: Study, task: str) -> bool:
+    # two seeks in the index of items by task, not a scan
+    (other_tasks,) = study._db.conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM items WHERE task < ?) OR EXISTS (SELECT 1 FROM items WHERE task > ?)",
+        [task, task],
+    ).fetchone()
+    return bool(other_tasks)
+
+
+def _read_parts(study: Study, task: str, people_status: bool = True) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the others' rows -- the people's -- with their parse status where ``people_status``; the judges' rows with
+    their readings), coded. The readings' mass only on the judges' rows: a person's row read with it took 2x as
+    long (issue 35)."""
+    other_tasks = _other_tasks(study, task)
+    if people_status:
+        plain = _RATINGS_SCHEMA | {"parse_status": pl.Utf8}
+        others = _read_rows(study, _statement(task, True, other_tasks, judges=False), plain, _READING_CODES[:3])
+    else:
+        sql = _statement(task, False, other_tasks, judges=False)
+        others = _read_rows(study, sql, _RATINGS_SCHEMA, _RATING_CODES)
+    schema = _RATINGS_SCHEMA | _READINGS_SCHEMA
+    judged = _read_rows(study, _statement(task, True, other_tasks, judges=True), schema, _READING_CODES)
+    return others, judged
 
 
 def read_columns(study: Study, task: str, *, readings: bool = False) -> pl.DataFrame:
@@ -157,13 +174,17 @@ def _in_force(
     """(the rows in force, kept, with their string columns as codes; the expressions of ``ratings_in_force``'s
     columns over them, each string column categorical)."""
     rows = _read_coded(study, task, readings)
-    raters = study._db.conn.execute("SELECT id, label, kind, name FROM raters").fetchall()
-    ids = [r[0] for r in raters]
+    rows = rows[_chosen(study, rows, excluded)]
+    return rows, _columns(study, task, items, readings)
 
-    def of_rater(i: int) -> pl.Expr:
-        names = pl.Series([r[i] for r in raters], dtype=pl.Utf8).cast(pl.Categorical)
-        return pl.col("rater_id").replace_strict(ids, names, default=None, return_dtype=pl.Categorical)
 
+def _raters(study: Study) -> list[tuple[Any, ...]]:
+    return study._db.conn.execute("SELECT id, label, kind, name FROM raters").fetchall()
+
+
+def _chosen(study: Study, rows: pl.DataFrame, excluded: Sequence[str]) -> pl.Series | np.ndarray:
+    """The indices of the rows in force and kept, in the group's order."""
+    raters = _raters(study)
     # the people and the judges by their ids (a person's rating only under sample 0; ``excluded`` people left out)
     people = [r[0] for r in raters if r[2] == "human" and r[3] not in set(excluded)]
     judges = [r[0] for r in raters if r[2] == "llm"]
@@ -178,7 +199,18 @@ def _in_force(
     # one sample), so it may come before the choice. Only the group's columns and each row's index are sorted, and
     # the rows in force gathered once: sorting every column was most of a 100k study's peak memory (issue 35)
     group = [_by_string(rows, c) if rows.schema[c] == pl.Categorical else pl.col(c) for c in GROUP]
-    rows = rows[_newest(rows.select(*group, "rating_id", kept.alias("kept")))]
+    return _newest(rows.select(*group, "rating_id", kept.alias("kept")))
+
+
+def _columns(study: Study, task: str, items: pl.DataFrame | None, readings: bool) -> list[pl.Expr]:
+    """The expressions of ``ratings_in_force``'s columns over the coded rows, each string column categorical."""
+    raters = _raters(study)
+    ids = [r[0] for r in raters]
+
+    def of_rater(i: int) -> pl.Expr:
+        names = pl.Series([r[i] for r in raters], dtype=pl.Utf8).cast(pl.Categorical)
+        return pl.col("rater_id").replace_strict(ids, names, default=None, return_dtype=pl.Categorical)
+
     items = task_items(study, task) if items is None else items
     systems = items["system"].cast(pl.Categorical)
     dash = pl.lit("-", dtype=pl.Utf8).cast(pl.Categorical)
@@ -200,7 +232,7 @@ def _in_force(
             pl.when((pl.col("no_mass") == 0) & pl.col("mass").is_finite()).then(pl.col("mass")).alias("mass"),
             pl.when(pl.col("mass_on") != "").then(pl.col("mass_on")).alias("mass_on"),
         ]
-    return rows, columns
+    return columns
 
 
 def _as_text(columns: list[pl.Expr]) -> list[pl.Expr]:
@@ -271,7 +303,16 @@ def ratings_and_readings(study: Study, task: str, excluded: Sequence[str] = ()) 
     rows, every column) -- from the coded rows in force, without the whole frame of strings between. A report holds
     the first all along: a 16-byte string view per row for its five columns of a few distinct strings was half of
     it (issue 35: a 100k study's 1.6M rows)."""
-    rows, columns = _in_force(study, task, excluded, True, None)
+    others, judges = _read_parts(study, task, people_status=False)
+    # the people's rows and the judges' side by side (their chunks, not a copy), of the columns both have: the
+    # people's rows carry no readings' columns (1.2M rows of constants at 100k, issue 35: memory)
+    shared = list(_RATINGS_SCHEMA)
+    rows = pl.concat([others.select(shared), judges.select(shared)], rechunk=False)
+    in_force = np.asarray(_chosen(study, rows, excluded))
+    columns = _columns(study, task, None, True)
+    rows = rows[in_force]  # (the rows read are let go here)
     rated = rows.lazy().filter(pl.col("value").is_not_null()).select(columns[:9]).collect()
-    judged = rows.lazy().filter(columns[4] == "llm").select(_as_text(columns)).collect()
+    del rows
+    # the judges' rows in force, in the same order: those past the people's in the side-by-side rows
+    judged = judges[in_force[in_force >= others.height] - others.height].select(_as_text(columns))
     return rated, judged
