@@ -233,10 +233,12 @@ class ReportData:
         # annotators with no rating of this system's items carry no information
         return m[~np.all(np.isnan(m), axis=1)] if m.size else m
 
-    def ratings(self, evaluator: str, attribute: str, system: str) -> list[float]:
-        """Every rating (each annotator's) of the system's items: Table 1's mean and std are over these."""
+    def ratings(self, evaluator: str, attribute: str, system: str) -> np.ndarray:
+        """Every rating (each annotator's) of the system's items, in the matrix's order: Table 1's mean and std are
+        over these (an array, not a Python float each: issue 35)."""
         m = self.matrix(evaluator, attribute, system)
-        return [float(v) for v in m[~np.isnan(m)]]
+        ratings: np.ndarray = m[~np.isnan(m)]
+        return ratings
 
     # --- per-item scores -----------------------------------------------------------------
 
