@@ -50,12 +50,17 @@ def _clocked(function: Callable[..., Any], name: str, into: dict[str, float]) ->
     return clocked
 
 
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     sections: dict[str, float] = {}
+    peaks: dict[str, float] = {}  # the process's peak RSS (MB) once the section has run: which one raised it
     functions: dict[str, float] = {}
     original = report_module.Report._compute
 
@@ -65,6 +70,7 @@ def main() -> None:
             return original(self, section, attributes)
         finally:
             sections[section.name] = sections.get(section.name, 0.0) + time.perf_counter() - start
+            peaks[section.name] = _peak_mb()
 
     report_module.Report._compute = timed  # type: ignore[method-assign]
     for module, names in ((iv, FUNCTIONS), (gwet, ("ac",))):
@@ -74,16 +80,34 @@ def main() -> None:
     study = Study.open(args.db, create=False, readonly=True)
     load = os.getloadavg()[0]
     start = time.perf_counter()
+    original_load = report_module.load_all
+
+    def timed_load(*args: Any, **kwargs: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return original_load(*args, **kwargs)
+        finally:
+            sections["(load)"] = sections.get("(load)", 0.0) + time.perf_counter() - began
+            peaks["(load)"] = _peak_mb()
+
+    report_module.load_all = timed_load  # type: ignore[assignment]
     build_reports(study, None)
     total = time.perf_counter() - start
     for name, seconds in sorted(sections.items(), key=lambda kv: -kv[1]):
-        print(f"{name:40s} {seconds:8.2f} s")
+        print(f"{name:40s} {seconds:8.2f} s   peak so far {peaks[name]:6.0f} MB")
     for name, seconds in sorted(functions.items(), key=lambda kv: -kv[1]):
         print(f"  {name:38s} {seconds:8.2f} s")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    peak = _peak_mb()
     print(f"{'total (build_reports)':40s} {total:8.2f} s   load {load:.2f} -> {os.getloadavg()[0]:.2f}, {peak:.0f} MB")
     if args.json:
-        record = {"sections": sections, "functions": functions, "total": total, "load": load, "peak_mb": peak}
+        record = {
+            "sections": sections,
+            "peaks_mb": peaks,
+            "functions": functions,
+            "total": total,
+            "load": load,
+            "peak_mb": peak,
+        }
         args.json.write_text(json.dumps(record, indent=1))
 
 

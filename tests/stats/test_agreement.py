@@ -177,3 +177,19 @@ def test_differences_of_large_ratings_equal_but_for_rounding_are_no_variation():
     likert = {f"a{i}": {"x": float(judge[i]), "y": float(human[i])} for i in range(4)}
     row = systems.spa(answers, [("x", "y")], likert=likert).comparisons[0]
     assert row.likert_delta is not None and row.likert_p is None
+
+
+def test_a_float_array_is_summarised_as_its_list_to_the_bit():
+    """Table 1's mean and std, and Welch's test, take a float array as it is (issue 35: no Python float per rating);
+    the numbers are those of the same ratings as a list, to the last bit, NaN left out of Welch's groups."""
+    rng = np.random.default_rng(5)
+    a = rng.normal(3.0, 1.1, 10_001)
+    b = np.where(rng.random(9_999) < 0.1, np.nan, rng.normal(3.2, 0.9, 9_999))
+    assert ag.summary(a) == ag.summary(a.tolist())
+    from_arrays, from_lists = ag.welch(a, b), ag.welch(a.tolist(), b.tolist())
+    assert (from_arrays.value, from_arrays.p, from_arrays.n, from_arrays.extra) == (
+        from_lists.value,
+        from_lists.p,
+        from_lists.n,
+        from_lists.extra,
+    )

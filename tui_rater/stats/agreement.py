@@ -66,7 +66,8 @@ class Summary:
 
 
 def summary(values: Iterable[float | None]) -> Summary:
-    x = np.asarray([v for v in values if v is not None], dtype=float)
+    # a float array has no None: the same numbers in the same order without a Python float each (issue 35)
+    x = _floats(values) if _is_float_array(values) else np.asarray([v for v in values if v is not None], dtype=float)
     if x.size == 0:
         return Summary(None, None, 0)
     return Summary(float(x.mean()), float(x.std(ddof=1)) if x.size > 1 else None, int(x.size))
@@ -291,10 +292,25 @@ def confusion(x: npt.ArrayLike, y: npt.ArrayLike, labels: list[float]) -> npt.ND
 # --- between systems, and many comparisons --------------------------------------------------------
 
 
+def _is_float_array(values: object) -> bool:
+    return isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind == "f"
+
+
+def _floats(values: Iterable[float | None]) -> FloatArray:
+    return np.asarray(values, dtype=float)
+
+
+def _present(values: Iterable[float | None]) -> FloatArray:
+    """The values that are neither None nor NaN, in order (a float array's without a Python float each)."""
+    if _is_float_array(values):
+        x = _floats(values)
+        return x[~np.isnan(x)]
+    return np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=float)
+
+
 def welch(a: Iterable[float | None], b: Iterable[float | None]) -> Stat:
     """Welch's t-test (unequal variances); value = t, with df and p."""
-    xa = np.asarray([v for v in a if v is not None and not math.isnan(v)], dtype=float)
-    xb = np.asarray([v for v in b if v is not None and not math.isnan(v)], dtype=float)
+    xa, xb = (_present(x) for x in (a, b))
     if xa.size < 2 or xb.size < 2:
         return _na(int(xa.size + xb.size), "each group needs at least 2 ratings")
     if no_variation(xa) and no_variation(xb):

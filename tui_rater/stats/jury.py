@@ -74,7 +74,8 @@ def _jury_rows(
     members = frame.filter(pl.col("rater").is_in(labels))
     data = ReportData(study, task, frame=members, readings=readings.clear())
     keys = data.keys(ALL)
-    last = members.group_by("item_key", "attribute").agg(pl.col("rating_id").max())
+    # (the question as text, as the jury's rows below have it: the report's frame has it categorical)
+    last = members.group_by("item_key", pl.col("attribute").cast(pl.Utf8)).agg(pl.col("rating_id").max())
     parts = []
     for attribute in task.attributes:
         values = jury_values(study, task, jury, data, attribute)

@@ -53,7 +53,10 @@ def rating_order(data: ReportData) -> dict[str, list[int]]:
     """question -> its human-rated item keys, in the order their human ratings were completed."""
     if "rating_order" not in data.extra:
         last = (
-            data.frame.filter(pl.col("kind") == "human")
+            # the three columns it needs, then the people's rows: a copy of every column of their 1.2M rows was a
+            # 100k study's report's peak memory (issue 35)
+            data.frame.select("kind", "attribute", "item_key", "rating_id")
+            .filter(pl.col("kind") == "human")
             .group_by("attribute", "item_key")
             .agg(pl.col("rating_id").max())
             .sort("rating_id")

@@ -28,13 +28,16 @@ from tui_rater.store import rating_columns
 from tui_rater.store.adjudication import ADJUDICATED, adjudicated_values
 from tui_rater.store.study import Study
 
+# the string columns categorical: a few distinct strings each, 4 bytes a row, not a 16-byte view (issue 35: a 100k
+# study's 1.6M rows); compared with strings as strings (``pl.col("kind") == "human"``), and cast to text where their
+# order or their text is used. A frame given to ``ReportData`` may have them as text: the same numbers
 _FRAME_SCHEMA = {
     "item_key": pl.Int64,
-    "system": pl.Utf8,
-    "attribute": pl.Utf8,
-    "rater": pl.Utf8,
-    "kind": pl.Utf8,
-    "presentation": pl.Utf8,
+    "system": pl.Categorical,
+    "attribute": pl.Categorical,
+    "rater": pl.Categorical,
+    "kind": pl.Categorical,
+    "presentation": pl.Categorical,
     "sample": pl.Int64,
     "value": pl.Float64,
     "rating_id": pl.Int64,  # the order ratings arrived in (convergence)
@@ -56,20 +59,18 @@ def load_all(study: Study, task: str, excluded: Sequence[str] = ()) -> tuple[pl.
     its scale mass) -- read as columns (``store/rating_columns.py``: one query, no Python object per rating; the
     rows ``readings.task_rating_batches`` gives, in its order). ``excluded``: annotators left out
     (``--exclude-annotator``)."""
-    rows = rating_columns.ratings_in_force(study, task, excluded, readings=True)
-    frame = rows.filter(pl.col("value").is_not_null()).select(list(_FRAME_SCHEMA)).cast(_FRAME_SCHEMA)  # type: ignore[arg-type]
-    readings = (
-        rows.filter(pl.col("kind") == "llm")
-        .select(
-            pl.col("rater"),
-            pl.col("attribute"),
-            pl.col("parse_status").alias("status"),
-            pl.col("value").is_not_null().alias("read"),
-            pl.col("mass"),
-            pl.col("mass_on"),
-        )
-        .cast(_READINGS_SCHEMA)  # type: ignore[arg-type]
-    )
+    # the rows with a value and the judges' rows straight from the coded rows in force: the whole frame of the
+    # ratings in force, as strings, never held beside them (issue 35: a third of a 100k study's peak memory)
+    rated, judged = rating_columns.ratings_and_readings(study, task, excluded)
+    frame = rated.select(list(_FRAME_SCHEMA)).cast(_FRAME_SCHEMA)  # type: ignore[arg-type]
+    readings = judged.select(
+        pl.col("rater"),
+        pl.col("attribute"),
+        pl.col("parse_status").alias("status"),
+        pl.col("value").is_not_null().alias("read"),
+        pl.col("mass"),
+        pl.col("mass_on"),
+    ).cast(_READINGS_SCHEMA)  # type: ignore[arg-type]
     return frame.rechunk(), readings.rechunk()
 
 
@@ -112,11 +113,15 @@ class ReportData:
             readings = loaded_readings if readings is None else readings
         self.frame, self.readings = frame, readings
         self.records: list[Record] = []
-        self.judges: list[str] = sorted(self.frame.filter(pl.col("kind") == "llm")["rater"].unique().to_list())
-        self.humans: list[str] = sorted(self.frame.filter(pl.col("kind") == "human")["rater"].unique().to_list())
+        # (each filter over the two columns it reads: a filter of the whole frame copies every column of its rows)
+        who = self.frame.select("rater", "kind")
+        self.judges: list[str] = sorted(who.filter(pl.col("kind") == "llm")["rater"].unique().to_list())
+        self.humans: list[str] = sorted(who.filter(pl.col("kind") == "human")["rater"].unique().to_list())
         # every item's key, sorted, and its system's index in ``systems`` alongside: columns, not a Python int,
         # str and dict entry per item (``item_keys`` / ``system_of`` build those when a section asks for them)
+        # (each item once, then its system as text: not the text of every row's system)
         by_key = self.frame.select("item_key", "system").unique(subset="item_key").sort("item_key")
+        by_key = by_key.with_columns(pl.col("system").cast(pl.Utf8))
         self.systems: list[str] = sorted(by_key["system"].unique().to_list())
         self._key_array: np.ndarray = by_key["item_key"].to_numpy().astype(np.int64, copy=False)
         code = by_key["system"].replace_strict(self.systems, list(range(len(self.systems))), return_dtype=pl.Int64)
@@ -191,13 +196,15 @@ class ReportData:
         """(annotator index, item key, value, annotator names, annotator presentations), cached."""
         key = (evaluator, attribute)
         if key not in self._arrays_cache:
+            # the columns read here, then the rows: not a copy of every column of the rows
+            needed = self.frame.select("kind", "attribute", "rater", "presentation", "sample", "item_key", "value")
             if evaluator == HUMANS:
-                rows = self.frame.filter((pl.col("kind") == "human") & (pl.col("attribute") == attribute))
-                who = rows["rater"]
+                rows = needed.filter((pl.col("kind") == "human") & (pl.col("attribute") == attribute))
+                who = rows["rater"].cast(pl.Utf8)  # sorted and ranked as text below
             else:
-                rows = self.frame.filter((pl.col("rater") == evaluator) & (pl.col("attribute") == attribute))
+                rows = needed.filter((pl.col("rater") == evaluator) & (pl.col("attribute") == attribute))
                 # a judge's annotators are its samples of each presentation of the item
-                who = rows["presentation"] + "/" + rows["sample"].cast(pl.Utf8)
+                who = rows["presentation"].cast(pl.Utf8) + "/" + rows["sample"].cast(pl.Utf8)
             if len(who):
                 # np.unique's (names sorted, each row's index among them) in polars: no Python str per rating;
                 # UTF-8's byte order, polars' sort, is the code points' order, Python's
@@ -226,10 +233,12 @@ class ReportData:
         # annotators with no rating of this system's items carry no information
         return m[~np.all(np.isnan(m), axis=1)] if m.size else m
 
-    def ratings(self, evaluator: str, attribute: str, system: str) -> list[float]:
-        """Every rating (each annotator's) of the system's items: Table 1's mean and std are over these."""
+    def ratings(self, evaluator: str, attribute: str, system: str) -> np.ndarray:
+        """Every rating (each annotator's) of the system's items, in the matrix's order: Table 1's mean and std are
+        over these (an array, not a Python float each: issue 35)."""
         m = self.matrix(evaluator, attribute, system)
-        return [float(v) for v in m[~np.isnan(m)]]
+        ratings: np.ndarray = m[~np.isnan(m)]
+        return ratings
 
     # --- per-item scores -----------------------------------------------------------------
 

@@ -18,7 +18,9 @@ from tui_rater.store.progress_reads import item_ids_of
 
 def extremes(data: ReportData, attributes: Sequence[Attribute]) -> None:
     bounds = {a.name: (a.scale.low, a.scale.high) for a in attributes}
-    judged = data.frame.filter((pl.col("kind") == "llm") & pl.col("attribute").is_in(list(bounds)))
+    # the columns read here (not a copy of every column), the question and the judge as text
+    judged = data.frame.select("kind", pl.col("attribute", "rater").cast(pl.Utf8), "item_key", "value")
+    judged = judged.filter((pl.col("kind") == "llm") & pl.col("attribute").is_in(list(bounds)))
     if not bounds or judged.is_empty():
         return
     judged = judged.with_columns(

@@ -61,7 +61,7 @@ def table12(data: ReportData, attributes: Sequence[Attribute]) -> None:
         for rater in data.humans:
             for system in data.systems:
                 values = data.rater_values(rater, attribute, system)
-                s = ag.summary(values[~np.isnan(values)].tolist())
+                s = ag.summary(values[~np.isnan(values)])
                 data.add(
                     "table12",
                     attribute.name,

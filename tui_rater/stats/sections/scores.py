@@ -34,7 +34,7 @@ def table1(data: ReportData, attributes: Sequence[Attribute]) -> None:
         for evaluator in data.evaluators():
             for system in data.systems_and_pooled():
                 m = data.matrix(evaluator, attribute.name, system)
-                s = ag.summary(m[~np.isnan(m)].tolist())
+                s = ag.summary(m[~np.isnan(m)])
                 name = attribute.name
                 mean = ag.Stat(s.mean, s.n, _no("ratings", s.mean))
                 data.add("table1", name, system, evaluator, "mean", iv.with_interval(mean, partial(iv.mean, m)))
@@ -70,7 +70,7 @@ def _shared(data: ReportData, attribute: Attribute, judge: str, system: str) -> 
         (judge, theirs, "humans_mean_on_shared_items"),
     ):
         values = m[:, both]
-        s = ag.summary(values[~np.isnan(values)].tolist())
+        s = ag.summary(values[~np.isnan(values)])
         note = f"on the {n} items the judge and the humans both rated" if n else "no item rated by both"
         data.add("table1", attribute.name, system, evaluator, statistic, value=s.mean, n=n, note=note)
 
