@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -224,6 +225,17 @@ def _gaps(text: Text, pane: AttributePane, selected_gap: int) -> None:
             f"{marker}{safe_text(gap.item_id, inline=True)[:24]:<24} {detail}\n",
             style="reverse" if i == selected_gap else "",
         )
+
+
+def same_height(before: Text | None, after: Text, width: int) -> bool:
+    """Do ``before`` and ``after`` take as many lines at ``width`` columns? True only when sure: the same number of
+    lines, none wider than ``width`` (a line that wraps takes more)."""
+    if before is None or width <= 0:
+        return False
+    lines = after.plain.split("\n")
+    if len(lines) != before.plain.count("\n") + 1:
+        return False
+    return all(cell_len(line) <= width for line in (*lines, *before.plain.split("\n")))
 
 
 def render_pane(data: PaneData, focus: int, selected_gap: int, question_keys: str = "←→") -> Text:
@@ -479,10 +491,16 @@ class AgreementScreen(Screen[int | None]):
 
     def _draw(self, part: str, text: Text) -> None:
         """Show ``text`` in the part, unless it shows that already: a redraw of the same text is Textual's whole
-        layout and rendering of the part again, on the UI thread, for nothing."""
-        if self._drawn.get(part) != text:
-            self._drawn[part] = text
-            self.query_one(part, Static).update(text)
+        layout and rendering of the part again, on the UI thread, for nothing. A text as tall as the one shown is
+        drawn without a layout: the part keeps its size, and the screen's layout (every widget's size found again by
+        rendering its content, then the whole screen painted) was most of the UI thread's work for each key and each
+        result of the full computation (issue 35 item 1: keys < 50 ms p99 while the pane computes)."""
+        before = self._drawn.get(part)
+        if before == text:
+            return
+        self._drawn[part] = text
+        widget = self.query_one(part, Static)
+        widget.update(text, layout=not same_height(before, text, widget.content_region.width))
 
     def question_keys(self) -> str:
         """The keys bound now (a keymap may have moved them) to the previous and the next question: ``←→``."""
