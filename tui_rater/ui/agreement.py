@@ -14,6 +14,7 @@ thread itself it shared the interpreter's lock with the keys).
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -29,7 +30,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
-from tui_rater.service.pane_worker import PaneComputationFailed, PaneRequest, PaneWorker
+from tui_rater.service.pane_worker import PaneComputationFailed, PaneRequest, PaneWorker, RetestRequest
 from tui_rater.ui.background import Background
 from tui_rater.ui.retest import retest_text
 from tui_rater.ui.screens.confirm import ConfirmScreen
@@ -37,7 +38,7 @@ from tui_rater.ui.screens.confirm import ConfirmScreen
 if TYPE_CHECKING:  # the statistics stack (polars, scipy: ~0.8 s) is imported in the workers, never on the UI thread
     from tui_rater.domain.values import ChangeMarker
     from tui_rater.service.live import AttributePane, JudgeRow, LivePane, PaneData, Stat, SumsLook
-    from tui_rater.service.retest import RetestSummary
+    from tui_rater.service.retest_lines import RetestLines
     from tui_rater.service.study import Study
 
 SHADES = " ░▒▓█"
@@ -322,7 +323,7 @@ class AgreementScreen(Screen[int | None]):
     class RetestComputed(Message):
         """The annotator's test-retest summary (computed apart: the pane's numbers do not wait for it)."""
 
-        def __init__(self, summary: RetestSummary, marker: ChangeMarker) -> None:
+        def __init__(self, summary: RetestLines, marker: ChangeMarker) -> None:
             super().__init__()
             self.summary, self.marker = summary, marker
 
@@ -346,7 +347,7 @@ class AgreementScreen(Screen[int | None]):
         super().__init__()
         self.study, self.task_name, self.item_index_of = study, task_name, item_index_of
         self.annotator = annotator  # whose test-retest lines to show (None: none)
-        self.retest: RetestSummary | None = None
+        self.retest: RetestLines | None = None
         self.retest_marker: ChangeMarker | None = None
         self.data: PaneData | None = None  # what the pane shows: the sums merged over the full computation
         self.early: PaneData | None = None  # the sums alone, before the full computation's first figures
@@ -372,6 +373,11 @@ class AgreementScreen(Screen[int | None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        # the objects alive now (the app's, its study's items: millions on a large study) kept out of the garbage
+        # collector's full collections while the pane is open: each traversed them all on the UI thread, 130-400 ms
+        # under load, 22 times in 45 s at 100k items while the sums and results arrived (the keys' slowest, issue 35
+        # item 1); what the pane makes and drops meanwhile is collected as ever, and the rest again once it closes
+        gc.freeze()
         self.query_one("#retest", Static).display = False
         self.query_one("#agreement-head", Static).display = False
         self.sums_work.request()
@@ -384,6 +390,7 @@ class AgreementScreen(Screen[int | None]):
             self.set_interval(2.0, self.retest_work.request)
 
     def on_unmount(self) -> None:
+        gc.unfreeze()  # (collected as ever again: the pane's keys are done)
         self.pane.close()  # a computation still running delivers nothing and is never waited for
         self.worker.close()  # (its process killed: an abandoned computation stops at once)
         self.sums_work.close()
@@ -426,16 +433,23 @@ class AgreementScreen(Screen[int | None]):
 
     def _compute_retest(self) -> None:
         assert self.annotator is not None
-        from tui_rater.service.retest import retest_pane
-
-        study = self.study.reopen()
-        try:
-            summary, marker = retest_pane(study, self.task_name, self.annotator, self.retest_marker)
-            if summary is not None and self.retest_work is not None and not self.retest_work.closed:
-                self.retest_marker = marker  # (kept by the thread: the next run compares with it at once)
-                self.post_message(self.RetestComputed(summary, marker))
-        finally:
-            study.close()
+        # in the worker process too: in this thread the summary's statistics (scipy) held the interpreter's lock
+        # while the keys waited, each time a full computation had ended (issue 35 item 1)
+        request = RetestRequest(
+            str(self.study.path),
+            self.study.task_files,
+            self.study.readonly,
+            self.task_name,
+            self.annotator,
+            self.retest_marker,
+        )
+        found = self.worker.compute_retest(request)
+        if found is None:  # the pane closed meanwhile
+            return
+        summary, marker = found
+        if summary is not None and self.retest_work is not None and not self.retest_work.closed:
+            self.retest_marker = marker  # (kept by the thread: the next run compares with it at once)
+            self.post_message(self.RetestComputed(summary, marker))
 
     def _failed(self, exc: BaseException) -> None:
         """A computation raised: said on the pane (the app and its unsaved ratings carry on)."""
@@ -517,7 +531,7 @@ class AgreementScreen(Screen[int | None]):
         text = None
         if self.retest is not None and self.retest.attributes:
             names = [a.attribute for a in self.shown.attributes] if self.shown and self.shown.attributes else []
-            name = names[self.focus_attr] if names else self.retest.attributes[0].attribute
+            name = names[self.focus_attr] if names else self.retest.attributes[0]
             text = retest_text(self.retest, name)
         widget.display = text is not None
         if text is not None:
