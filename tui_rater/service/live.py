@@ -15,7 +15,7 @@ from tui_rater.domain.tasks import Task
 from tui_rater.domain.values import ChangeMarker
 from tui_rater.service.judging import queue_counts, queue_failures
 from tui_rater.stats.live_sums import LiveSums, PaneSums, merge
-from tui_rater.stats.pane_types import AttributePane, JudgeRow, PaneData
+from tui_rater.stats.pane_types import AttributePane, JudgeRow, PaneData, shown
 from tui_rater.stats.stat import Stat
 from tui_rater.store import pane_reads
 from tui_rater.store.study import Study
@@ -54,14 +54,16 @@ def full_pane(
     study: Study, task_name: str, previous: ChangeMarker | None = None
 ) -> tuple[PaneData | None, ChangeMarker, tuple[int, int, int]]:
     """``agreement_pane``, and what it read (the newest rating id, the undone ratings, the newest rating change): the
-    pane shows its figures as current only while the running sums have read the same (``PaneSums.seen``)."""
+    pane shows its figures as current only while the running sums have read the same (``PaneSums.seen``). The judges'
+    readings and anytime verdicts are what the pane shows of them (``pane_types.shown``)."""
     seen = (
         pane_reads.newest_rating_id(study),
         len(pane_reads.retracted_ratings(study, task_name)),
         pane_reads.newest_change(study),
     )
     data, marker = agreement_pane(study, task_name, previous)
-    return data, marker, seen
+    # (the worker's answer to the app: copies of the readings and verdicts whose classes import no statistics)
+    return (None if data is None else shown(data)), marker, seen
 
 
 @dataclass

@@ -4,7 +4,9 @@ In a thread of the app, the computation (the alt-test's per-item Python, the seq
 items) shared the interpreter's lock with the screen: each key's redraw waited for the lock, 5 ms at a time, and
 the keys lagged (bench/pane_keys.py at 10k: bench/RESULTS.md §11, run 9).
 A process has a lock of its own, and runs at a lower priority than the app (``nice`` +10), so that on a busy
-machine the kernel gives the screen's short bursts the CPU first.
+machine the kernel gives the screen's short bursts the CPU first. The annotator's test-retest lines are computed here
+too (``RetestRequest``), and both answers are made of classes that import no scipy or polars: the app never imports the
+statistics stack for the pane (its running sums are numpy only: ``stats/live_sums.py``).
 
 ``PaneWorker`` starts ``python -m tui_rater.service.pane_worker`` on the first request and keeps it for the
 pane's life (its imports, ~1 s, are paid once); requests and answers are pickles over its stdin and stdout. The

@@ -24,6 +24,38 @@ if TYPE_CHECKING:  # (their modules import polars and scipy: never at run time i
 NONE = Stat(None, 0, "no ratings of the same items")
 
 
+@dataclass(frozen=True)
+class ShownReadings:
+    """What the pane shows of a judge's readings (``JudgeReadings``): the full computation's answer carries this
+    copy to the app, whose unpickling of ``JudgeReadings`` imported its module, the report's sections and polars."""
+
+    mass_mean: float | None
+    ready: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class ShownAnytime:
+    """What the pane shows of the anytime alt-test (``AnytimeVerdict``, whose module imports scipy)."""
+
+    winning_rate: float | None
+    passed: bool | None
+
+
+def shown(data: PaneData) -> PaneData:
+    """``data`` with each judge's readings and anytime verdict as the copies above, the rest as it is: the same
+    text drawn (the pane reads these fields only), and nothing in it whose class imports the statistics stack."""
+    for pane in data.attributes:
+        for row in pane.rows:
+            readings = row.readings
+            if readings is not None:
+                row.readings = ShownReadings(readings.mass_mean, readings.ready, readings.reason)
+            anytime = row.verdict.anytime if row.verdict is not None else None
+            if row.verdict is not None and anytime is not None:
+                row.verdict.anytime = ShownAnytime(anytime.winning_rate, anytime.passed)
+    return data
+
+
 @dataclass
 class Verdict:
     """The alt-test of one judge on one question: ω, ρ and the verdict, or why there is none."""
@@ -34,7 +66,7 @@ class Verdict:
     passed: bool | None = None
     humans: int = 0  # humans tested
     note: str = ""
-    anytime: AnytimeVerdict | None = None  # the verdict valid at every look (the one the pane words)
+    anytime: AnytimeVerdict | ShownAnytime | None = None  # the verdict valid at every look (the one the pane words)
 
 
 @dataclass
@@ -59,7 +91,7 @@ class JudgeRow:
     bias: Stat | None  # scores only
     kappa: Stat | None = None  # nominal only: Cohen's unweighted κ
     shares: dict[str, float] = field(default_factory=dict)  # nominal only: the judge's verdict shares
-    readings: JudgeReadings | None = None  # None: the judge has no stored readings of this question
+    readings: JudgeReadings | ShownReadings | None = None  # None: the judge has no stored readings of this question
     verdict: Verdict | None = None  # None: the judge has no value of this question to test
 
     @property
