@@ -17,7 +17,6 @@ presentation as its text (in hexadecimal where one holds the separator), a NULL 
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -29,7 +28,7 @@ from tui_rater.store.team import has_team_tables
 NO_VALUE = 2**60 + 1  # the mark of a NULL value (a reply that did not parse): odd above 2^53, so no float's integer
 _SCALE = 1024  # a value is sent as this multiple of it, where that is a whole number
 _SEPARATOR = "\x00"
-_RANGE = 1_000_000  # ids read by one statement: its texts ≈ 10 bytes a number, a column
+_RANGE = 2_000_000  # ids read by one statement: its texts ≈ 10 bytes a number, a column
 _ITEMS = 5_000  # items read by one statement (an update's: the few rated since the last look)
 
 _RATINGS = "FROM ratings WHERE retracted = 0 AND retest_of IS NULL"
@@ -82,11 +81,7 @@ def stored_ratings(study: Study, attributes: list[str], item_keys: Iterable[int]
         low, high = conn.execute("SELECT min(id), max(id) FROM ratings").fetchone()
         starts = [] if low is None else range(low, high + 1, _RANGE)
         wheres = [f"{_RATINGS} AND id >= {int(start)} AND id < {int(start + _RANGE)}" for start in starts]
-    if len(wheres) > 1 and not conn.in_transaction:
-        found_parts = _read_beside(study, question, wheres)
-    else:  # (what this connection has not committed is seen by this connection alone)
-        found_parts = [_read(conn, question, within) for within in wheres]
-    parts = [part for part in found_parts if len(part[0][0])]
+    parts = [part for part in (_read(conn, question, within) for within in wheres) if len(part[0][0])]
     presentations = sorted({text for part in parts for text in part[1]})
     code = {text: i for i, text in enumerate(presentations)}
     columns = [
@@ -109,36 +104,6 @@ def stored_ratings(study: Study, attributes: list[str], item_keys: Iterable[int]
         for name in ("rating_id", "item_key", "rater_id", "sample", "attribute", "presentation", "value"):
             setattr(found, name, getattr(found, name)[by_id])
     return found
-
-
-def _read_beside(study: Study, question: str, wheres: list[str]) -> list[_Part]:
-    """The ranges read two at a time, on this connection and on a second one, in a thread: SQLite writes the texts
-    without the interpreter's lock, so the two statements use both cores (most of the first look's time at 100k
-    items is these statements). The second connection may see ratings stored since the first began; the running
-    sums read whatever was stored after their markers again at the next look (``live_sums.LiveSums.update``)."""
-    found: list[_Part | None] = [None] * len(wheres)
-    failed: list[BaseException] = []
-    beside = study.reopen()
-
-    def read_odd() -> None:
-        try:
-            for index in range(1, len(wheres), 2):
-                found[index] = _read(beside._db.conn, question, wheres[index])
-        except BaseException as exc:  # (raised again by the caller)
-            failed.append(exc)
-
-    # a daemon thread: the app's sums thread is never waited for at exit (ui/background.py), nor is this one
-    thread = threading.Thread(target=read_odd, name="pane-columns", daemon=True)
-    thread.start()
-    try:
-        for index in range(0, len(wheres), 2):
-            found[index] = _read(study._db.conn, question, wheres[index])
-    finally:
-        thread.join()
-        beside.close()
-    if failed:
-        raise failed[0]
-    return [part for part in found if part is not None]
 
 
 def _read(conn: sqlite3.Connection, question: str, within: str) -> _Part:
