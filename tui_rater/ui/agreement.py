@@ -355,6 +355,7 @@ class AgreementScreen(Screen[int | None]):
         self.full_seen: tuple[int, int, int] | None = None
         self.sums: SumsLook | None = None
         self._sums_posted = False
+        self._looked = threading.Event()  # the running sums' first look is done: the rest may start
         self.focus_attr = 0
         self.selected_gap = 0
         self.marker: ChangeMarker | None = None
@@ -381,13 +382,11 @@ class AgreementScreen(Screen[int | None]):
         self.query_one("#retest", Static).display = False
         self.query_one("#agreement-head", Static).display = False
         self.sums_work.request()
-        self.pane.request()
         self.set_interval(0.5, self.sums_work.request)
         self.set_interval(2.0, self.compute)
         if self.annotator is not None:
             self.retest_work = Background("retest-pane", self._compute_retest, self._failed)
-            self.retest_work.request()
-            self.set_interval(2.0, self.retest_work.request)
+            self.set_interval(2.0, self._request_retest)
 
     def on_unmount(self) -> None:
         gc.unfreeze()  # (collected as ever again: the pane's keys are done)
@@ -398,8 +397,24 @@ class AgreementScreen(Screen[int | None]):
             self.retest_work.close()
 
     def compute(self) -> None:
-        """Compute the pane's numbers (off the UI thread), or once more after the computation running now."""
-        self.pane.request()
+        """Compute the pane's numbers (off the UI thread), or once more after the computation running now; from the
+        running sums' first look on (``_looked``)."""
+        if self._looked.is_set():
+            self.pane.request()
+
+    def _request_retest(self) -> None:
+        if self._looked.is_set() and self.retest_work is not None:
+            self.retest_work.request()
+
+    def _after_first_look(self) -> None:
+        """The full computation and the test-retest lines start once the running sums' first look is done: started
+        with it, the worker process's start and imports took the CPU from the first numbers (seconds at 100k items
+        on a busy machine: issue 35 item 1), and the full computation's figures come minutes later there anyway."""
+        if not self._looked.is_set():
+            self._looked.set()
+            self.pane.request()
+            if self.retest_work is not None:
+                self.retest_work.request()
 
     def _compute(self) -> None:
         # in a process of its own (service/pane_worker.py): in a thread here it shared the interpreter's lock with
@@ -430,6 +445,7 @@ class AgreementScreen(Screen[int | None]):
                 self.post_message(self.SumsComputed(look))
         finally:
             study.close()
+            self._after_first_look()  # (a look that raised too: the full computation says what is wrong)
 
     def _compute_retest(self) -> None:
         assert self.annotator is not None
