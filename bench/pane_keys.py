@@ -21,6 +21,7 @@ average, and one JSON line (also bench/runs/pane_keys-LABEL.json).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import re
@@ -176,11 +177,12 @@ def writer(db: Path, every: float, stop: threading.Event, written: list[int]) ->
     study = Study.open(db)
     try:
         judge = study.judge("bench-writer", {"model": "bench-writer"})
-        items = study.items("story")
+        keys = [item.key for item in study.items("story")]  # (keys only: 100k items' objects, each traversed by the
+        # garbage collector's full collections, paused this process's output reader: see measure)
         k = 0
         while not stop.wait(every):
-            item = items[(k * 37) % len(items)]
-            study.add_rating(item.key, QUESTIONS[k % len(QUESTIONS)], judge.id, float(1 + k % 5))
+            key = keys[(k * 37) % len(keys)]
+            study.add_rating(key, QUESTIONS[k % len(QUESTIONS)], judge.id, float(1 + k % 5))
             k += 1
             written[0] = k
     finally:
@@ -218,6 +220,11 @@ def measure(work: Path, n: int, args: argparse.Namespace) -> dict[str, Any]:
         out["first_numbers_s"] = round(time.monotonic() - opened, 2)
         name = HEADER.findall(first)[-1]
         feeding = threading.Thread(target=writer, args=(db, args.write_every, stop, written), daemon=True)
+        # no garbage collection in this process while the keys are timed: a full collection (100 ms under load)
+        # held the thread that timestamps the app's output, and a key's latency read as that much longer than the
+        # app's (nothing here makes cycles worth collecting in a minute)
+        gc.collect()
+        gc.disable()
         if args.write_every > 0:
             feeding.start()
         keys = press(app, output, threads, args.keys, args.rate, name)
@@ -232,6 +239,7 @@ def measure(work: Path, n: int, args: argparse.Namespace) -> dict[str, Any]:
         idle = press(app, output, threads, args.idle_keys, args.rate, name)
         threads.stop.set()
     finally:
+        gc.enable()
         app.close()
     busy = [k["s"] for k in keys if k["s"] is not None and k["busy"] >= BUSY]
     out["while_computing"] = stats(busy)

@@ -194,10 +194,20 @@ def _per_item_build(study: Study, task_name: str) -> LiveSums:
     positions = np.array([sums.position[key] for key in data.keys(ALL).tolist()], dtype=np.int64)
     for attribute in task.attributes:
         question = _Question(attribute, data.protocol(attribute).level, len(keys))
-        question.store(data, positions, positions)
+        _store(question, data, positions)
         question.add(np.arange(len(keys)), 1)
         sums.questions[attribute.name] = question
     return sums
+
+
+def _store(question: _Question, data: ReportData, positions: np.ndarray) -> None:
+    """The evaluators' per-item values and counts at ``positions`` from the report's per-item code on ``data`` (what
+    ``_Question.store`` did, for the build and the updates, before the columns)."""
+    for evaluator in data.evaluators():
+        question.arrays(evaluator)
+    for evaluator in data.evaluators():
+        values = data.item_values(evaluator, question.attribute, ALL)
+        question.put(evaluator, positions, values, data.matrix(evaluator, question.attribute.name, ALL))
 
 
 def _nearest(value: float, points: list[float]) -> float:

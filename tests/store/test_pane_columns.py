@@ -29,8 +29,8 @@ def _by_hand(study: Study, attributes: list[str]) -> list[tuple[object, ...]]:
     ]
 
 
-def _read(study: Study, attributes: list[str]) -> list[tuple[object, ...]]:
-    found = pane_columns.stored_ratings(study, attributes)
+def _read(study: Study, attributes: list[str], item_keys: list[int] | None = None) -> list[tuple[object, ...]]:
+    found = pane_columns.stored_ratings(study, attributes, item_keys)
     return [
         (i, key, rater, sample, a, found.presentations[p], None if math.isnan(v) else v)
         for i, key, rater, sample, a, p, v in zip(
@@ -45,14 +45,21 @@ def _read(study: Study, attributes: list[str]) -> list[tuple[object, ...]]:
     ]
 
 
+@pytest.mark.parametrize("items", [False, True])
 @pytest.mark.parametrize("ids_a_read", [None, 4])
 @pytest.mark.parametrize("presentations", [("", "original", "swapped"), ("a,b", "a\x00b", "")])
 def test_every_column_is_the_row_as_stored(
-    tmp_path: Path, presentations: tuple[str, ...], ids_a_read: int | None, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    presentations: tuple[str, ...],
+    ids_a_read: int | None,
+    items: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Read at once, and 4 ids at a time (a large study's reads: each range's presentations numbered alike)."""
+    """Read at once, and 4 ids at a time (a large study's reads: each range's presentations numbered alike); and
+    the ratings of two of the items only (an update of the running sums), one item a statement, by id as ever."""
     if ids_a_read is not None:
         monkeypatch.setattr(pane_columns, "_RANGE", ids_a_read)
+        monkeypatch.setattr(pane_columns, "_ITEMS", 1)
     study = Study.open(tmp_path / "s.db")
     try:
         task = study.task("story")
@@ -77,8 +84,13 @@ def test_every_column_is_the_row_as_stored(
         (first,) = study._db.conn.execute("SELECT min(id) FROM ratings").fetchone()
         study.retract_rating(first)  # an undo: not read
         expected = _by_hand(study, names)
-        found = _read(study, names)
-        assert len(found) == len(VALUES) * 2 - 1
+        found = _read(study, names, [keys[2], keys[0]] if items else None)
+        if items:
+            expected = [row for row in expected if row[1] != keys[1]]
+            assert 0 < len(found) < len(VALUES) * 2 - 1
+        else:
+            assert len(found) == len(VALUES) * 2 - 1
+        assert len(found) == len(expected)
         assert [row[:6] for row in found] == [row[:6] for row in expected]
         for mine, theirs in zip(found, expected):  # to the bit
             assert (mine[6] is None) == (theirs[6] is None)

@@ -40,3 +40,53 @@ async def test_a_rating_of_another_question_redraws_the_head_only(app_for, study
         shown_body = body.content
         await pilot.press("right")  # the next question: the body redrawn
         assert body.content is not shown_body and "cohesiveness" in str(body.render())
+
+
+def test_same_height_only_when_no_line_count_or_wrap_can_differ() -> None:
+    from rich.text import Text
+
+    from tui_rater.ui.agreement import same_height
+
+    two = Text("α 0.51\nτ 0.40")
+    assert same_height(Text("α 0.52\nτ 0.41"), two, 20)
+    assert not same_height(None, two, 20)  # nothing shown yet: its size is found by a layout
+    assert not same_height(Text("one line"), two, 20)
+    assert not same_height(Text("α 0.52\nτ 0.41\n"), two, 20)  # a last newline is a line more
+    assert not same_height(Text("α 0.52\n" + "x" * 21), two, 20)  # wrapped: 3 lines at 20 columns
+    assert not same_height(Text("α 0.52\nτ 0.41"), Text("α 0.52\n" + "字" * 11), 20)  # wide characters: 22 cells
+    assert not same_height(Text("a\nb"), Text("a\nb"), 0)  # (not laid out yet)
+
+
+async def test_a_question_drawn_without_a_layout_shows_all_its_lines(app_for, study) -> None:
+    """Each question's figures take as many lines here: → draws the next one without Textual's layout. The part keeps
+    the height of its lines and the screen shows the new question's text, the same as a pane drawn from scratch."""
+    from tui_rater.ui.agreement import AgreementScreen, render_parts
+
+    items = study.items("story")
+    judge, person = study.judge("judge-x", {"m": "x"}), study.human("bob")
+    for item, value in zip(items, (1, 5, 3, 4)):
+        for question in ("grammaticality", "cohesiveness"):
+            study.add_rating(item.key, question, judge.id, value)
+            study.add_rating(item.key, question, person.id, 6 - value)
+    app = app_for()
+    async with app.run_test(size=(100, 60)) as pilot:
+        await pilot.press("a")
+        screen = app.screen
+        assert isinstance(screen, AgreementScreen)
+        await wait_until(pilot, lambda: screen.data is not None and not screen.data.stale, "the full figures")
+        await pilot.pause(0.3)
+        body = screen.query_one("#agreement-text", Static)
+        layouts = body._layout_updates
+        shown = screen._drawn["#agreement-text"]
+        await pilot.press("right")
+        await pilot.pause(0.3)
+        drawn = screen._drawn["#agreement-text"]
+        assert "◀ cohesiveness ▶" in drawn.plain and drawn.plain.count("\n") == shown.plain.count("\n")
+        assert body._layout_updates == layouts  # drawn without a layout
+        _, expected = render_parts(screen.shown, screen.focus_attr, screen.selected_gap, screen.question_keys())
+        assert drawn == expected  # the text is the pane's, as drawn from scratch
+        assert body.size.height == len(drawn.wrap(app.console, body.content_region.width))
+        lines = [strip.text for strip in screen._compositor.render_strips() if strip.text.strip()]
+        for line in drawn.plain.split("\n"):
+            if line.strip():
+                assert any(line.strip() in shown_line for shown_line in lines), line

@@ -14,9 +14,9 @@ from typing import Any
 from tui_rater.domain.tasks import Task
 from tui_rater.domain.values import ChangeMarker
 from tui_rater.service.judging import queue_counts, queue_failures
-from tui_rater.stats.agreement import Stat
-from tui_rater.stats.live import AttributePane, JudgeRow, PaneData, pane_data
 from tui_rater.stats.live_sums import LiveSums, PaneSums, merge
+from tui_rater.stats.pane_types import AttributePane, JudgeRow, PaneData, shown
+from tui_rater.stats.stat import Stat
 from tui_rater.store import pane_reads
 from tui_rater.store.study import Study
 
@@ -40,6 +40,10 @@ def agreement_pane(
     study: Study, task_name: str, previous: ChangeMarker | None = None
 ) -> tuple[PaneData | None, ChangeMarker]:
     """(the pane's data, the file's change marker); no data when the marker equals ``previous``."""
+    # the full computation's statistics (scipy, polars, the report's sections): imported where it runs, the pane's
+    # worker process, never by the app's running sums (issue 35 item 1: their first numbers within 2 s)
+    from tui_rater.stats.live import pane_data
+
     marker = study.change_marker()
     if marker == previous:
         return None, marker
@@ -50,14 +54,16 @@ def full_pane(
     study: Study, task_name: str, previous: ChangeMarker | None = None
 ) -> tuple[PaneData | None, ChangeMarker, tuple[int, int, int]]:
     """``agreement_pane``, and what it read (the newest rating id, the undone ratings, the newest rating change): the
-    pane shows its figures as current only while the running sums have read the same (``PaneSums.seen``)."""
+    pane shows its figures as current only while the running sums have read the same (``PaneSums.seen``). The judges'
+    readings and anytime verdicts are what the pane shows of them (``pane_types.shown``)."""
     seen = (
         pane_reads.newest_rating_id(study),
         len(pane_reads.retracted_ratings(study, task_name)),
         pane_reads.newest_change(study),
     )
     data, marker = agreement_pane(study, task_name, previous)
-    return data, marker, seen
+    # (the worker's answer to the app: copies of the readings and verdicts whose classes import no statistics)
+    return (None if data is None else shown(data)), marker, seen
 
 
 @dataclass

@@ -4,7 +4,9 @@ In a thread of the app, the computation (the alt-test's per-item Python, the seq
 items) shared the interpreter's lock with the screen: each key's redraw waited for the lock, 5 ms at a time, and
 the keys lagged (bench/pane_keys.py at 10k: bench/RESULTS.md §11, run 9).
 A process has a lock of its own, and runs at a lower priority than the app (``nice`` +10), so that on a busy
-machine the kernel gives the screen's short bursts the CPU first.
+machine the kernel gives the screen's short bursts the CPU first. The annotator's test-retest lines are computed here
+too (``RetestRequest``), and both answers are made of classes that import no scipy or polars: the app never imports the
+statistics stack for the pane (its running sums are numpy only: ``stats/live_sums.py``).
 
 ``PaneWorker`` starts ``python -m tui_rater.service.pane_worker`` on the first request and keeps it for the
 pane's life (its imports, ~1 s, are paid once); requests and answers are pickles over its stdin and stdout. The
@@ -31,7 +33,9 @@ from typing import IO, TYPE_CHECKING, Any
 from tui_rater.domain.values import ChangeMarker
 
 if TYPE_CHECKING:  # the app imports this module on its UI thread: the statistics stack only in the worker
-    from tui_rater.stats.live import PaneData
+    from tui_rater.service.retest_lines import RetestLines
+    from tui_rater.stats.pane_types import PaneData
+    from tui_rater.store.study import Study
 
 PARENT_CHECK_S = 0.5
 NICENESS = 10  # added to the app's
@@ -51,12 +55,37 @@ class PaneRequest:
     task_name: str
     previous: ChangeMarker | None
 
+    def compute(self, study: Study) -> tuple[PaneData | None, ChangeMarker, tuple[int, int, int]]:
+        from tui_rater.service.live import full_pane
+
+        return full_pane(study, self.task_name, self.previous)
+
+
+@dataclass(frozen=True)
+class RetestRequest:
+    """The annotator's test-retest lines (``service/retest_lines.py:retest_pane_lines``) on this study file and task:
+    in the worker too, for its statistics (scipy) never to run or be imported in the app."""
+
+    path: str
+    task_files: list[str]
+    readonly: bool
+    task_name: str
+    annotator: str
+    previous: ChangeMarker | None
+
+    def compute(self, study: Study) -> tuple[RetestLines | None, ChangeMarker]:
+        from tui_rater.service.retest_lines import retest_pane_lines
+
+        return retest_pane_lines(study, self.task_name, self.annotator, self.previous)
+
 
 class PaneWorker:
-    """One worker process, started on the first ``compute`` and ended by ``close``; one request at a time."""
+    """One worker process, started on the first request and ended by ``close``; one request at a time (the pane's
+    computations and its test-retest lines, asked from two threads, take turns)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._talking = threading.Lock()  # one request and its answer on the pipes at a time (never taken by close)
         self._process: subprocess.Popen[bytes] | None = None
         self._closed = False
 
@@ -69,6 +98,19 @@ class PaneWorker:
         self, request: PaneRequest
     ) -> tuple[PaneData | None, ChangeMarker, tuple[int, int, int]] | None:
         """``full_pane``'s answer, computed in the worker; None when closed before or during the computation."""
+        found: tuple[PaneData | None, ChangeMarker, tuple[int, int, int]] | None = self._ask(request)
+        return found
+
+    def compute_retest(self, request: RetestRequest) -> tuple[RetestLines | None, ChangeMarker] | None:
+        """``retest_pane_lines``'s answer, computed in the worker; None when closed before or during it."""
+        found: tuple[RetestLines | None, ChangeMarker] | None = self._ask(request)
+        return found
+
+    def _ask(self, request: PaneRequest | RetestRequest) -> Any:
+        with self._talking:
+            return self._ask_now(request)
+
+    def _ask_now(self, request: PaneRequest | RetestRequest) -> Any:
         with self._lock:
             if self._closed:
                 return None
@@ -87,8 +129,7 @@ class PaneWorker:
             raise PaneComputationFailed(f"the pane's worker process ended ({type(exc).__name__})") from exc
         if status != "ok":
             raise PaneComputationFailed(str(answer))
-        found: tuple[PaneData | None, ChangeMarker, tuple[int, int, int]] = answer
-        return found
+        return answer
 
     def close(self) -> None:
         """No more requests; the worker is killed (a computation in progress is abandoned, never waited for)."""
@@ -139,8 +180,7 @@ def _watch_parent(parent: int) -> None:
 
 
 def serve(parent: int, requests: IO[bytes], answers: IO[bytes]) -> None:
-    """The worker's loop: a request in, ``full_pane``'s answer out, until the app closes the pipe."""
-    from tui_rater.service.live import full_pane
+    """The worker's loop: a request in, its answer out (``PaneRequest.compute``), until the app closes the pipe."""
     from tui_rater.store.study import Study
 
     # one connection for the worker's life (a study opened once; reopened only when the app asks for another file)
@@ -149,7 +189,7 @@ def serve(parent: int, requests: IO[bytes], answers: IO[bytes]) -> None:
     opened: tuple[str, list[str], bool] | None = None
     while True:
         try:
-            request: PaneRequest = pickle.load(requests)
+            request: PaneRequest | RetestRequest = pickle.load(requests)
         except EOFError:
             return
         answer: tuple[str, Any]
@@ -158,7 +198,9 @@ def serve(parent: int, requests: IO[bytes], answers: IO[bytes]) -> None:
             if study is None or opened != wanted:
                 study = Study.open(request.path, create=False, task_files=request.task_files, readonly=request.readonly)
                 opened = wanted
-            answer = ("ok", full_pane(study, request.task_name, request.previous))
+            # (each request says what it computes: this module runs as __main__ here, and the requests' classes
+            # are the ones of tui_rater.service.pane_worker, imported again by the unpickling)
+            answer = ("ok", request.compute(study))
         except Exception as exc:  # said on the pane, as a computation in the app's thread was
             answer = ("failed", f"{type(exc).__name__}: {exc}")
         pickle.dump(answer, answers, protocol=pickle.HIGHEST_PROTOCOL)

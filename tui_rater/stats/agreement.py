@@ -8,27 +8,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 from scipy import stats as sp
 
-FloatArray = npt.NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class Stat:
-    value: float | None
-    n: int
-    note: str = ""
-    p: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.value is not None
+# moved to stats/stat.py (numpy only: the app's running sums need them without scipy); re-exported here
+from tui_rater.stats.stat import FloatArray as FloatArray
+from tui_rater.stats.stat import Stat as Stat
+from tui_rater.stats.stat import to_labels as to_labels
 
 
 def _na(n: int, note: str) -> Stat:
@@ -218,20 +208,6 @@ def spearman(x: npt.ArrayLike, y: npt.ArrayLike) -> Stat:
 
 def pearson(x: npt.ArrayLike, y: npt.ArrayLike) -> Stat:
     return _correlation(sp.pearsonr, x, y)
-
-
-def to_labels(values: npt.ArrayLike, labels: list[float]) -> FloatArray:
-    """Round (averaged) ratings to the nearest scale point (ties go up: 3.5 -> 4, 2.5 -> 3).
-
-    The tolerance keeps a half computed in floating point (a mean of 3.4999999999999996) a half.
-    """
-    labels_arr = np.asarray(sorted(labels), dtype=float)
-    array = np.asarray(values, dtype=float)
-    distance = np.abs(array[:, None] - labels_arr[None, :])
-    nearest = distance <= distance.min(axis=1, keepdims=True) + 1e-9
-    # of the nearest points (two at a tie), the highest
-    index: npt.NDArray[np.intp] = len(labels_arr) - 1 - np.argmax(nearest[:, ::-1], axis=1)
-    return labels_arr[index]
 
 
 def weighted_kappa(x: npt.ArrayLike, y: npt.ArrayLike, labels: list[float], weights: str = "quadratic") -> Stat:

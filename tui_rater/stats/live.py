@@ -16,7 +16,6 @@ confidence sequences (prediction-powered and human-only) that cover the truth at
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,13 @@ from tui_rater.domain.protocols import Level
 from tui_rater.domain.tasks import Attribute
 from tui_rater.stats import agreement as ag
 from tui_rater.stats import alternative_annotator as at
-from tui_rater.stats import sequential as sq
+from tui_rater.stats.pane_types import NONE as _NONE
+from tui_rater.stats.pane_types import AttributePane as AttributePane
+from tui_rater.stats.pane_types import Gap as Gap
+from tui_rater.stats.pane_types import JudgeRow as JudgeRow
+from tui_rater.stats.pane_types import PaneData as PaneData
+from tui_rater.stats.pane_types import Verdict as Verdict
+from tui_rater.stats.pane_types import WatchedMean as WatchedMean
 from tui_rater.stats.records import ALL, HUMANS
 from tui_rater.stats.report import Report
 from tui_rater.stats.sections.converging import rating_order
@@ -35,100 +40,6 @@ from tui_rater.stats.sections.settings import FDR
 from tui_rater.stats.sections.verdict import judge_ratings, level_of, rated, verdict_humans
 from tui_rater.stats.sections.watched import mean_sequence, verdict_curve
 from tui_rater.store.study import Study
-
-_NONE = ag.Stat(None, 0, "no ratings of the same items")
-
-
-@dataclass
-class Verdict:
-    """The alt-test of one judge on one question: ω, ρ and the verdict, or why there is none."""
-
-    epsilon: float
-    winning_rate: float | None = None
-    advantage_probability: float | None = None
-    passed: bool | None = None
-    humans: int = 0  # humans tested
-    note: str = ""
-    anytime: sq.AnytimeVerdict | None = None  # the verdict valid at every look (the one the pane words)
-
-
-@dataclass
-class WatchedMean:
-    """One judge and system's mean human rating, valid at every look: (low, high) of the 95 % confidence
-    sequences after ``rated`` human-rated items, or why there are none."""
-
-    judge: str
-    system: str
-    rated: int = 0
-    ppi: tuple[float, float] | None = None
-    humans: tuple[float, float] | None = None
-    note: str = ""
-
-
-@dataclass
-class JudgeRow:
-    judge: str
-    alpha: ag.Stat  # interval for scores, nominal for nominal answers
-    tau: ag.Stat | None  # scores only
-    exact: ag.Stat
-    bias: ag.Stat | None  # scores only
-    kappa: ag.Stat | None = None  # nominal only: Cohen's unweighted κ
-    shares: dict[str, float] = field(default_factory=dict)  # nominal only: the judge's verdict shares
-    readings: JudgeReadings | None = None  # None: the judge has no stored readings of this question
-    verdict: Verdict | None = None  # None: the judge has no value of this question to test
-
-    @property
-    def n(self) -> int:
-        return self.exact.n
-
-    @property
-    def ready(self) -> bool:
-        return self.readings is None or self.readings.ready
-
-
-@dataclass
-class Gap:
-    item_key: int
-    item_id: str
-    human: float
-    llm: float
-    human_label: str = ""  # how the protocol shows the value (a choice's key)
-    llm_label: str = ""
-
-    @property
-    def size(self) -> float:
-        if self.human_label or self.llm_label:  # nominal: a disagreement, not a distance
-            return float(self.human_label != self.llm_label)
-        return abs(self.llm - self.human)
-
-
-@dataclass
-class AttributePane:
-    attribute: str
-    labels: list[float]
-    level: str = Level.INTERVAL.value
-    label_names: list[str] = field(default_factory=list)  # how each label is shown (a choice's key)
-    rows: list[JudgeRow] = field(default_factory=list)
-    confusion: np.ndarray | None = None  # humans (rows) x first judge (columns)
-    confusion_judge: str | None = None
-    distributions: dict[str, list[int]] = field(default_factory=dict)  # evaluator -> count per label
-    gaps: list[Gap] = field(default_factory=list)
-    humans: bool = True  # are there human ratings to compare with?
-    watched: list[WatchedMean] = field(default_factory=list)  # scored questions: the anytime system means
-
-    @property
-    def nominal(self) -> bool:
-        return self.level == Level.NOMINAL.value
-
-
-@dataclass
-class PaneData:
-    task: str
-    n_ratings: int
-    attributes: list[AttributePane]
-    queue: dict[str, int]
-    failures: list[dict[str, Any]]
-    stale: bool = False  # the figures that are not sums are an earlier look's (``live_sums.merge``), being recomputed
 
 
 def pane_data(

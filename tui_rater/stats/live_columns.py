@@ -52,13 +52,14 @@ def _in_force(found: pane_columns.StoredRatings) -> np.ndarray:
 
 
 def read_matrices(
-    study: Study, task: str, attributes: list[str], keys: np.ndarray
+    study: Study, task: str, attributes: list[str], keys: np.ndarray, only: bool = False
 ) -> tuple[list[str], list[dict[str, Matrix]]]:
     """(the evaluators: the humans where any person rated, then each judge by label -- ``ReportData.evaluators``;
     per question of ``attributes``, evaluator -> its matrix over ``keys``, the task's sorted item keys): from the
     ratings in force with a value of the task's people and judges, gold items left out, a person's only under
-    sample 0 (``rating_columns.ratings_in_force``'s rows)."""
-    found = pane_columns.stored_ratings(study, attributes)
+    sample 0 (``rating_columns.ratings_in_force``'s rows). ``only``: ``keys`` are a few of the task's items (an
+    update), and only their ratings are read."""
+    found = pane_columns.stored_ratings(study, attributes, keys.tolist() if only else None)
     rows = _in_force(found)
     raters = pane_columns.raters(study)
     top = max([found.rater_id.max(initial=0), *(r[0] for r in raters)]) + 1

@@ -3,11 +3,14 @@ a judge and the humans both rated, how many of them they agree on, the sum of th
 the confusion counts, each evaluator's rating distribution and verdict shares, the number of ratings -- kept per
 (question, judge) and updated from the items rated since the last look, in time proportional to those items.
 
-Each item's contribution is computed by the report's own per-item code (``ReportData.item_values`` on a frame of
-that item's ratings in force: the protocol's aggregate, its presentations), so a revised rating, a changed mind or
-an undo on an item is its old contribution subtracted and its new one added. A full build is vectorised (the
-report's frame, once). What is not a sum (α, τ, κ, the alt-test, the confidence sequences, the gaps) is the slow
-computation's (``stats/live.py``), merged here with the sums (``merge``) and marked stale until it catches up.
+Each item's contribution is computed by the report's own per-item code (``item_combine.combined_values``, what
+``ReportData.item_values`` uses: the protocol's aggregate, its presentations) on the item's ratings in force, read as
+columns (``live_columns``), so a revised rating, a changed mind or an undo on an item is its old contribution
+subtracted and its new one added. A build reads every item's ratings, an update the changed items' (each by its
+index). numpy only: the app's thread that keeps the sums imports no scipy, polars or report section (issue 35 item 1:
+they were 1-2 s before its first numbers). What is not a sum (α, τ, κ, the alt-test, the confidence sequences, the
+gaps) is the slow computation's (``stats/live.py``), merged here with the sums (``merge``) and marked stale until it
+catches up.
 """
 
 from __future__ import annotations
@@ -16,17 +19,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from tui_rater.domain import protocols
 from tui_rater.domain.protocols import Level
 from tui_rater.domain.tasks import Attribute, Task
-from tui_rater.stats import agreement as ag
 from tui_rater.stats import live_columns
-from tui_rater.stats.live import _NONE, AttributePane, JudgeRow, PaneData
-from tui_rater.stats.records import ALL, HUMANS
-from tui_rater.stats.sections import data as data_module
-from tui_rater.stats.sections.data import _FRAME_SCHEMA, _READINGS_SCHEMA, ReportData
+from tui_rater.stats.item_combine import combined_values
+from tui_rater.stats.pane_types import NONE, AttributePane, JudgeRow, PaneData
+from tui_rater.stats.records import HUMANS
+from tui_rater.stats.stat import Stat, to_labels
 from tui_rater.store import pane_columns, pane_reads
 from tui_rater.store.study import Study
 
@@ -112,7 +113,7 @@ class _Question:
             # the pane's figures (``stats/live.py:_row``): exact agreement on the scale's points for scores, on the
             # answers themselves for nominal ones; the bias is the mean of (judge − humans)
             if self.labels:
-                hl, jl = ag.to_labels(h, self.labels), ag.to_labels(j, self.labels)
+                hl, jl = to_labels(h, self.labels), to_labels(j, self.labels)
             else:
                 hl, jl = h, j
             sums.agree += sign * int(np.sum((h == j) if self.nominal else (hl == jl)))
@@ -121,29 +122,19 @@ class _Question:
                 rows, columns = np.searchsorted(self.labels, hl), np.searchsorted(self.labels, jl)
                 np.add.at(sums.confusion, (rows, columns), sign)
 
-    def store(self, data: ReportData, cleared: np.ndarray, positions: np.ndarray) -> None:
-        """The evaluators' per-item values and counts at ``cleared`` from ``data``, whose items (the ones with a
-        rating left) are those at ``positions`` (an update: the report's per-item code on a few items)."""
-        for evaluator in data.evaluators():
-            self.arrays(evaluator)
-        for evaluator in list(self.values):
-            self.values[evaluator][cleared] = np.nan
-            self.counts[evaluator][cleared] = 0
-            self.rows[evaluator][cleared] = 0
-        if not len(positions):
-            return
-        for evaluator in data.evaluators():
-            values = data.item_values(evaluator, self.attribute, ALL)
-            self.put(evaluator, positions, values, data.matrix(evaluator, self.attribute.name, ALL))
-
-    def fill(self, evaluators: list[str], matrices: dict[str, live_columns.Matrix]) -> None:
-        """Every item's values and counts from each evaluator's matrix over all the task's items (a build)."""
+    def fill(
+        self, evaluators: list[str], matrices: dict[str, live_columns.Matrix], positions: np.ndarray | None = None
+    ) -> None:
+        """The values and counts of the items at ``positions`` (None: every item, a build) from each evaluator's
+        matrix over those items; an evaluator with no rating of them left has none there."""
         protocol = protocols.of(self.attribute)
-        everything = np.arange(self.size)
+        at = np.arange(self.size) if positions is None else positions
         for evaluator in evaluators:
             self.arrays(evaluator)
-            m, shown = matrices.get(evaluator, (np.full((0, self.size), np.nan), np.array([], dtype=object)))
-            self.put(evaluator, everything, data_module.combined_values(protocol, m, shown), m)
+        for evaluator in self.values:
+            m, shown = matrices.get(evaluator, (np.full((0, len(at)), np.nan), np.array([], dtype=object)))
+            self.counts[evaluator][at] = 0
+            self.put(evaluator, at, combined_values(protocol, m, shown), m)
 
     def put(self, evaluator: str, positions: np.ndarray, values: np.ndarray, m: np.ndarray) -> None:
         """One evaluator's values of the items at ``positions`` and what its ratings count (``m``: its annotators x
@@ -159,7 +150,7 @@ class _Question:
             present = ~np.isnan(m)
             # each distinct rating rounded once (a study's ratings take a few values; the rounding is per value)
             distinct, index = np.unique(m[present], return_inverse=True)
-            counted[present] = ag.to_labels(distinct, self.labels)[index]
+            counted[present] = to_labels(distinct, self.labels)[index]
         else:
             return
         for j, label in enumerate(self.points):
@@ -222,16 +213,16 @@ class LiveSums:
             return True
         self.looked_at, self.retracted = newest, {rating_id for rating_id, _ in retracted}
         self.changes_seen = max([newest_change, *(change for change, *_ in changes)])
-        rows = pane_reads.item_ratings_in_force(study, self.task.name, changed)
-        self.rows_read = len(rows)
         positions = np.array(sorted(self.position[key] for key in changed), dtype=np.int64)
-        frame = pl.DataFrame(rows, schema=_FRAME_SCHEMA, orient="row")
-        data = ReportData(study, self.task, frame=frame, readings=pl.DataFrame(schema=_READINGS_SCHEMA))
-        # the items of ``data`` are those with a rating left: the others' contributions go to nothing
-        kept = np.array([self.position[key] for key in data.keys(ALL).tolist()], dtype=np.int64)
-        for question in self.questions.values():
+        # these items' ratings in force as matrices over them, as the build reads every item's: numpy only (the
+        # report's frame of them imported polars and the report's sections into the app at the first update)
+        keys = np.array(sorted(changed), dtype=np.int64)
+        names = [attribute.name for attribute in self.task.attributes]
+        evaluators, matrices = live_columns.read_matrices(study, self.task.name, names, keys, only=True)
+        self.rows_read = sum(int(np.sum(~np.isnan(m))) for question in matrices for m, _ in question.values())
+        for question, found in zip(self.questions.values(), matrices):
             question.add(positions, -1)
-            question.store(data, positions, kept)
+            question.fill(evaluators, found, positions)
             question.add(positions, 1)
         return True
 
@@ -255,16 +246,16 @@ class LiveSums:
         )
 
 
-def _exact(sums: JudgeSums) -> ag.Stat:
+def _exact(sums: JudgeSums) -> Stat:
     # ``agreement.exact_agreement``'s figure and its note where no item was rated by both
-    return ag.Stat(100.0 * (sums.agree / sums.n), sums.n) if sums.n else ag.Stat(None, 0, "no item rated by both")
+    return Stat(100.0 * (sums.agree / sums.n), sums.n) if sums.n else Stat(None, 0, "no item rated by both")
 
 
-def _bias(sums: JudgeSums) -> ag.Stat:
+def _bias(sums: JudgeSums) -> Stat:
     # ``agreement.bias``'s mean; its t interval needs every difference, so it is the slow computation's
     if sums.n < 2:
-        return ag.Stat(None, sums.n, "fewer than 2 items rated by both")
-    return ag.Stat(sums.difference / sums.n, sums.n)
+        return Stat(None, sums.n, "fewer than 2 items rated by both")
+    return Stat(sums.difference / sums.n, sums.n)
 
 
 def _skeleton(task: Task, attribute: Attribute, humans: bool) -> AttributePane:
@@ -292,7 +283,7 @@ def merge(
         for judge in sums.judges:
             row = rows.get(judge)
             if row is None:  # a judge the slow computation has not seen yet
-                row = JudgeRow(judge, _NONE, None if pane.nominal else _NONE, _NONE, None if pane.nominal else _NONE)
+                row = JudgeRow(judge, NONE, None if pane.nominal else NONE, NONE, None if pane.nominal else NONE)
             judged = found.judges.get(judge)
             if sums.humans and judged is not None:
                 row = replace(row, exact=_exact(judged))
@@ -303,9 +294,9 @@ def merge(
                 else:
                     row.bias = _bias(judged)
             elif sums.humans:  # rated no item of this question: as the full computation says
-                row = replace(row, exact=ag.Stat(None, 0, "no item rated by both"))
+                row = replace(row, exact=Stat(None, 0, "no item rated by both"))
                 if not pane.nominal:
-                    row.bias = ag.Stat(None, 0, "fewer than 2 items rated by both")
+                    row.bias = Stat(None, 0, "fewer than 2 items rated by both")
             rows[judge] = row
         pane.rows = [rows[judge] for judge in sorted(rows)]
         distributions = dict(found.distributions)

@@ -17,6 +17,7 @@ presentation as its text (in hexadecimal where one holds the separator), a NULL 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,7 @@ NO_VALUE = 2**60 + 1  # the mark of a NULL value (a reply that did not parse): o
 _SCALE = 1024  # a value is sent as this multiple of it, where that is a whole number
 _SEPARATOR = "\x00"
 _RANGE = 2_000_000  # ids read by one statement: its texts ≈ 10 bytes a number, a column
+_ITEMS = 5_000  # items read by one statement (an update's: the few rated since the last look)
 
 _RATINGS = "FROM ratings WHERE retracted = 0 AND retest_of IS NULL"
 _SCALED = f"value * {_SCALE}"
@@ -48,6 +50,11 @@ class StoredRatings:
     value: np.ndarray  # float64; NaN: no value (NULL)
 
 
+# one statement's read: (id, item, rater, sample, question; the distinct presentations, each rating's index among
+# them; the values)
+_Part = tuple[list[np.ndarray], list[str], np.ndarray, np.ndarray]
+
+
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -59,16 +66,22 @@ def _numbers(text: str | None, n: int) -> np.ndarray:
     return found
 
 
-def stored_ratings(study: Study, attributes: list[str]) -> StoredRatings:
+def stored_ratings(study: Study, attributes: list[str], item_keys: Iterable[int] | None = None) -> StoredRatings:
     """Every stored rating not undone and not a retest, ``attributes`` numbered in that order; read ``_RANGE`` ids at a
-    time, so that the texts SQLite writes stay a few tens of MB whatever the study's size."""
+    time, so that the texts SQLite writes stay a few tens of MB whatever the study's size. ``item_keys``: those of
+    these items only (the running sums' update after a few ratings: each item read by its index)."""
     question = "CASE attribute " + " ".join(f"WHEN {_literal(a)} THEN {i}" for i, a in enumerate(attributes))
     question += " ELSE -1 END"
     conn = study._db.conn
-    low, high = conn.execute("SELECT min(id), max(id) FROM ratings").fetchone()
-    parts = (
-        [] if low is None else [_read(conn, question, start, start + _RANGE) for start in range(low, high + 1, _RANGE)]
-    )
+    if item_keys is not None:
+        keys = sorted({int(key) for key in item_keys})  # (integers: written into the statement as such)
+        chunks = [keys[start : start + _ITEMS] for start in range(0, len(keys), _ITEMS)]
+        wheres = [f"{_RATINGS} AND item_key IN ({','.join(map(str, chunk))})" for chunk in chunks]
+    else:
+        low, high = conn.execute("SELECT min(id), max(id) FROM ratings").fetchone()
+        starts = [] if low is None else range(low, high + 1, _RANGE)
+        wheres = [f"{_RATINGS} AND id >= {int(start)} AND id < {int(start + _RANGE)}" for start in starts]
+    parts = [part for part in (_read(conn, question, within) for within in wheres) if len(part[0][0])]
     presentations = sorted({text for part in parts for text in part[1]})
     code = {text: i for i, text in enumerate(presentations)}
     columns = [
@@ -93,12 +106,9 @@ def stored_ratings(study: Study, attributes: list[str]) -> StoredRatings:
     return found
 
 
-def _read(
-    conn: sqlite3.Connection, question: str, start: int, stop: int
-) -> tuple[list[np.ndarray], list[str], np.ndarray, np.ndarray]:
-    """The ratings with ids in [start, stop): (id, item, rater, sample, question; the distinct presentations, each
-    rating's index among them; the values)."""
-    within = f"{_RATINGS} AND id >= {int(start)} AND id < {int(stop)}"
+def _read(conn: sqlite3.Connection, question: str, within: str) -> _Part:
+    """The ratings ``within`` (FROM ... WHERE ...): (id, item, rater, sample, question; the distinct presentations,
+    each rating's index among them; the values)."""
     n, ids, keys, raters, samples, questions, values, not_whole, shown = conn.execute(
         f"""SELECT count(*), group_concat(id), group_concat(item_key), group_concat(rater_id), group_concat(sample),
                    group_concat({question}), group_concat(ifnull(CAST({_SCALED} AS INTEGER), {NO_VALUE})),

@@ -14,10 +14,12 @@ thread itself it shared the interpreter's lock with the keys).
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -28,7 +30,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui_rater.domain.display import safe_text
-from tui_rater.service.pane_worker import PaneComputationFailed, PaneRequest, PaneWorker
+from tui_rater.service.pane_worker import PaneComputationFailed, PaneRequest, PaneWorker, RetestRequest
 from tui_rater.ui.background import Background
 from tui_rater.ui.retest import retest_text
 from tui_rater.ui.screens.confirm import ConfirmScreen
@@ -36,7 +38,7 @@ from tui_rater.ui.screens.confirm import ConfirmScreen
 if TYPE_CHECKING:  # the statistics stack (polars, scipy: ~0.8 s) is imported in the workers, never on the UI thread
     from tui_rater.domain.values import ChangeMarker
     from tui_rater.service.live import AttributePane, JudgeRow, LivePane, PaneData, Stat, SumsLook
-    from tui_rater.service.retest import RetestSummary
+    from tui_rater.service.retest_lines import RetestLines
     from tui_rater.service.study import Study
 
 SHADES = " ░▒▓█"
@@ -226,6 +228,17 @@ def _gaps(text: Text, pane: AttributePane, selected_gap: int) -> None:
         )
 
 
+def same_height(before: Text | None, after: Text, width: int) -> bool:
+    """Do ``before`` and ``after`` take as many lines at ``width`` columns? True only when sure: the same number of
+    lines, none wider than ``width`` (a line that wraps takes more)."""
+    if before is None or width <= 0:
+        return False
+    lines = after.plain.split("\n")
+    if len(lines) != before.plain.count("\n") + 1:
+        return False
+    return all(cell_len(line) <= width for line in (*lines, *before.plain.split("\n")))
+
+
 def render_pane(data: PaneData, focus: int, selected_gap: int, question_keys: str = "←→") -> Text:
     """``question_keys``: the keys that change the question, as bound (the header names them)."""
     head, body = render_parts(data, focus, selected_gap, question_keys)
@@ -310,7 +323,7 @@ class AgreementScreen(Screen[int | None]):
     class RetestComputed(Message):
         """The annotator's test-retest summary (computed apart: the pane's numbers do not wait for it)."""
 
-        def __init__(self, summary: RetestSummary, marker: ChangeMarker) -> None:
+        def __init__(self, summary: RetestLines, marker: ChangeMarker) -> None:
             super().__init__()
             self.summary, self.marker = summary, marker
 
@@ -334,7 +347,7 @@ class AgreementScreen(Screen[int | None]):
         super().__init__()
         self.study, self.task_name, self.item_index_of = study, task_name, item_index_of
         self.annotator = annotator  # whose test-retest lines to show (None: none)
-        self.retest: RetestSummary | None = None
+        self.retest: RetestLines | None = None
         self.retest_marker: ChangeMarker | None = None
         self.data: PaneData | None = None  # what the pane shows: the sums merged over the full computation
         self.early: PaneData | None = None  # the sums alone, before the full computation's first figures
@@ -342,6 +355,7 @@ class AgreementScreen(Screen[int | None]):
         self.full_seen: tuple[int, int, int] | None = None
         self.sums: SumsLook | None = None
         self._sums_posted = False
+        self._looked = threading.Event()  # the running sums' first look is done: the rest may start
         self.focus_attr = 0
         self.selected_gap = 0
         self.marker: ChangeMarker | None = None
@@ -360,18 +374,22 @@ class AgreementScreen(Screen[int | None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        # the objects alive now (the app's, its study's items: millions on a large study) kept out of the garbage
+        # collector's full collections while the pane is open: each traversed them all on the UI thread, 130-400 ms
+        # under load, 22 times in 45 s at 100k items while the sums and results arrived (the keys' slowest, issue 35
+        # item 1); what the pane makes and drops meanwhile is collected as ever, and the rest again once it closes
+        gc.freeze()
         self.query_one("#retest", Static).display = False
         self.query_one("#agreement-head", Static).display = False
         self.sums_work.request()
-        self.pane.request()
         self.set_interval(0.5, self.sums_work.request)
         self.set_interval(2.0, self.compute)
         if self.annotator is not None:
             self.retest_work = Background("retest-pane", self._compute_retest, self._failed)
-            self.retest_work.request()
-            self.set_interval(2.0, self.retest_work.request)
+            self.set_interval(2.0, self._request_retest)
 
     def on_unmount(self) -> None:
+        gc.unfreeze()  # (collected as ever again: the pane's keys are done)
         self.pane.close()  # a computation still running delivers nothing and is never waited for
         self.worker.close()  # (its process killed: an abandoned computation stops at once)
         self.sums_work.close()
@@ -379,8 +397,24 @@ class AgreementScreen(Screen[int | None]):
             self.retest_work.close()
 
     def compute(self) -> None:
-        """Compute the pane's numbers (off the UI thread), or once more after the computation running now."""
-        self.pane.request()
+        """Compute the pane's numbers (off the UI thread), or once more after the computation running now; from the
+        running sums' first look on (``_looked``)."""
+        if self._looked.is_set():
+            self.pane.request()
+
+    def _request_retest(self) -> None:
+        if self._looked.is_set() and self.retest_work is not None:
+            self.retest_work.request()
+
+    def _after_first_look(self) -> None:
+        """The full computation and the test-retest lines start once the running sums' first look is done: started
+        with it, the worker process's start and imports took the CPU from the first numbers (seconds at 100k items
+        on a busy machine: issue 35 item 1), and the full computation's figures come minutes later there anyway."""
+        if not self._looked.is_set():
+            self._looked.set()
+            self.pane.request()
+            if self.retest_work is not None:
+                self.retest_work.request()
 
     def _compute(self) -> None:
         # in a process of its own (service/pane_worker.py): in a thread here it shared the interpreter's lock with
@@ -411,19 +445,27 @@ class AgreementScreen(Screen[int | None]):
                 self.post_message(self.SumsComputed(look))
         finally:
             study.close()
+            self._after_first_look()  # (a look that raised too: the full computation says what is wrong)
 
     def _compute_retest(self) -> None:
         assert self.annotator is not None
-        from tui_rater.service.retest import retest_pane
-
-        study = self.study.reopen()
-        try:
-            summary, marker = retest_pane(study, self.task_name, self.annotator, self.retest_marker)
-            if summary is not None and self.retest_work is not None and not self.retest_work.closed:
-                self.retest_marker = marker  # (kept by the thread: the next run compares with it at once)
-                self.post_message(self.RetestComputed(summary, marker))
-        finally:
-            study.close()
+        # in the worker process too: in this thread the summary's statistics (scipy) held the interpreter's lock
+        # while the keys waited, each time a full computation had ended (issue 35 item 1)
+        request = RetestRequest(
+            str(self.study.path),
+            self.study.task_files,
+            self.study.readonly,
+            self.task_name,
+            self.annotator,
+            self.retest_marker,
+        )
+        found = self.worker.compute_retest(request)
+        if found is None:  # the pane closed meanwhile
+            return
+        summary, marker = found
+        if summary is not None and self.retest_work is not None and not self.retest_work.closed:
+            self.retest_marker = marker  # (kept by the thread: the next run compares with it at once)
+            self.post_message(self.RetestComputed(summary, marker))
 
     def _failed(self, exc: BaseException) -> None:
         """A computation raised: said on the pane (the app and its unsaved ratings carry on)."""
@@ -479,10 +521,16 @@ class AgreementScreen(Screen[int | None]):
 
     def _draw(self, part: str, text: Text) -> None:
         """Show ``text`` in the part, unless it shows that already: a redraw of the same text is Textual's whole
-        layout and rendering of the part again, on the UI thread, for nothing."""
-        if self._drawn.get(part) != text:
-            self._drawn[part] = text
-            self.query_one(part, Static).update(text)
+        layout and rendering of the part again, on the UI thread, for nothing. A text as tall as the one shown is
+        drawn without a layout: the part keeps its size, and the screen's layout (every widget's size found again by
+        rendering its content, then the whole screen painted) was most of the UI thread's work for each key and each
+        result of the full computation (issue 35 item 1: keys < 50 ms p99 while the pane computes)."""
+        before = self._drawn.get(part)
+        if before == text:
+            return
+        self._drawn[part] = text
+        widget = self.query_one(part, Static)
+        widget.update(text, layout=not same_height(before, text, widget.content_region.width))
 
     def question_keys(self) -> str:
         """The keys bound now (a keymap may have moved them) to the previous and the next question: ``←→``."""
@@ -499,7 +547,7 @@ class AgreementScreen(Screen[int | None]):
         text = None
         if self.retest is not None and self.retest.attributes:
             names = [a.attribute for a in self.shown.attributes] if self.shown and self.shown.attributes else []
-            name = names[self.focus_attr] if names else self.retest.attributes[0].attribute
+            name = names[self.focus_attr] if names else self.retest.attributes[0]
             text = retest_text(self.retest, name)
         widget.display = text is not None
         if text is not None:
