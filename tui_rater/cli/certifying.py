@@ -47,11 +47,13 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="recompute a certificate from the study and name every difference",
         description="Recomputes every digest and number of CERT from the study (--db) with the certificate's "
-        "settings and compares: exit 0 when all match, else one line per difference (which rating, which job, "
-        "which number) and exit 1. A certificate of another method version says what differs in method (exit 3). "
-        "--rerun N asks N randomly chosen local-judge jobs again through llama.cpp with the model file the study "
-        "recorded (its SHA-256 checked first) and compares replies and distributions bit for bit. The certificate "
-        "is read as data: nothing in it is run or opened.",
+        "settings and "
+        "compares (the data to the bit; a computed figure within 1e-6, since another machine's BLAS rounds last "
+        "bits differently: those are one note): exit 0 when all match, else one line per difference (which "
+        "rating, which job, which number) and exit 1. A certificate of another method version says what differs "
+        "in method (exit 3). --rerun N asks N randomly chosen local-judge jobs again through llama.cpp with the "
+        "model file the study recorded (its SHA-256 checked first) and compares replies and distributions bit for "
+        "bit. The certificate is read as data: nothing in it is run or opened.",
     )
     p.add_argument("certificate", type=Path, metavar="CERT", help="the certificate (.json) that `certify` wrote")
     p.add_argument(

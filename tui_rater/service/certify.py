@@ -6,12 +6,15 @@ A certificate holds, per task: a Merkle digest of every table the report reads (
 what the server reported), the prompts' hashes, the annotators' plans with their seeds and the items' inclusion
 probabilities, the verdict's settings, every test with its multiplicity correction, and every number of the report
 (its JSON records). ``verify`` builds the same document from the study with the certificate's settings and compares
-them: a table row by row, a number by its float64 bits. A certificate is data: its settings are checked values, its
-paths are never opened, its strings are only ever compared and quoted.
+them: a table row by row (its digests: the data, to the bit), a computed figure by its float64 bits, or within
+``TOLERANCE`` of them, which is a note and not a difference: another machine's BLAS kernels round the report's figures
+differently in their last bits (docs/VERDICT.md, Certificates). A certificate is data: its settings are checked
+values, its paths are never opened, its strings are only ever compared and quoted.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -45,6 +48,45 @@ HEADER_KEYS = frozenset(
     {"format", "format_version", "method_version", "method", "float_format", "digests", "settings", "tasks"}
     | NOT_COMPARED
 )
+# a computed figure (a report number, a test's p, an inclusion probability) that differs from the certificate's by at
+# most TOLERANCE x max(1, |a|, |b|) is the same figure computed with other floating-point arithmetic, not a
+# difference: OpenBLAS picks its kernels by CPU (Haswell on AVX2 or AMD, SkylakeX on Intel AVX-512), and the golden
+# studies' figures differ between the two by at most 1.45e-8 (the reliability model's spread, whose finite-difference
+# Newton step amplifies rounding); 1e-6 leaves room for that and stays far below any figure's printed precision
+TOLERANCE = 1e-6
+# the certificate's task-level values that are computed figures (compared with TOLERANCE); the rest are data
+COMPUTED = ("tests.", "plans.inclusion_probabilities.")
+
+
+@dataclass
+class Near:
+    """Computed figures that agree with the certificate's within ``TOLERANCE`` but not to the bit: how many, and the
+    largest difference with where it is."""
+
+    count: int = 0
+    largest: float = 0.0
+    where: str = ""
+
+    def within(self, theirs: Any, ours: Any, where: str) -> bool:
+        """Whether two finite floats agree within ``TOLERANCE`` (counted when they do); never for anything else."""
+        if not (
+            isinstance(theirs, float) and isinstance(ours, float) and math.isfinite(theirs) and math.isfinite(ours)
+        ):
+            return False
+        gap = abs(theirs - ours)
+        if gap > TOLERANCE * max(1.0, abs(theirs), abs(ours)):
+            return False
+        self.count += 1
+        if gap >= self.largest:
+            self.largest, self.where = gap, where
+        return True
+
+    def note(self) -> str:
+        return (
+            f"{self.count} number(s) agree with the certificate's to {TOLERANCE:g} but not to the last bit (largest "
+            f"difference {self.largest:.3g}, in {self.where}): another machine's or library's floating-point "
+            "arithmetic (BLAS kernels round differently); they are not counted as differences"
+        )
 
 
 @dataclass(frozen=True)
@@ -269,6 +311,7 @@ def verify(study: Study, found: dict[str, Any]) -> Verification:
         result.differences.append(f"{_quote(key)}: in the certificate, not made by this method (not checkable)")
     result.differences += list(_value_differences("settings", found["settings"], settings.as_dict()))
     known = set(study.item_task_names())
+    near = Near()
     for task, theirs in found["tasks"].items():
         if task not in known:
             result.differences.append(f"task {_quote(task)}: in the certificate, but the study has no such task")
@@ -278,13 +321,19 @@ def verify(study: Study, found: dict[str, Any]) -> Verification:
         except UserError as exc:
             result.differences.append(f"task {_quote(task)}: cannot be recomputed: {exc}")
             continue
-        result.differences += [f"task {_quote(task)}: {line}" for line in _task_differences(study, task, theirs, ours)]
+        result.differences += [
+            f"task {_quote(task)}: {line}" for line in _task_differences(study, task, theirs, ours, near)
+        ]
+    if near.count:
+        result.notes.append(near.note())
     for task in sorted(known - set(found["tasks"])):
         result.notes.append(f"task {_quote(task)} is in the study but not in the certificate (not checked)")
     return result
 
 
-def _task_differences(study: Study, task: str, theirs: dict[str, Any], ours: dict[str, Any]) -> Iterator[str]:
+def _task_differences(
+    study: Study, task: str, theirs: dict[str, Any], ours: dict[str, Any], near: Near
+) -> Iterator[str]:
     rows = certified.certified_rows(study, task)
     for table in sorted(set(theirs["tables"]) | set(ours["tables"])):
         if table not in ours["tables"]:
@@ -295,9 +344,9 @@ def _task_differences(study: Study, task: str, theirs: dict[str, Any], ours: dic
             continue
         by_key = {cert.canonical(key).decode(): row for key, row in rows[table]}
         yield from _table_differences(table, theirs["tables"][table], ours["tables"][table], by_key)
-    yield from _number_differences(theirs["numbers"], ours["numbers"])
+    yield from _number_differences(theirs["numbers"], ours["numbers"], near, task)
     for key in sorted((set(theirs) | set(ours)) - {"tables", "numbers"}):
-        yield from _value_differences(key, theirs.get(key), ours.get(key))
+        yield from _value_differences(key, theirs.get(key), ours.get(key), near, task)
 
 
 def _table_differences(
@@ -347,7 +396,7 @@ def _row_name(table: str, row: dict[str, Any] | None, key_text: str) -> str:
     return f"{table} row {_quote(key_text)}"
 
 
-def _number_differences(theirs: dict[str, Any], ours: dict[str, Any]) -> Iterator[str]:
+def _number_differences(theirs: dict[str, Any], ours: dict[str, Any], near: Near, task: str) -> Iterator[str]:
     for key in sorted(set(theirs) | set(ours)):
         if key not in ours:
             yield f"number {_quote(key)}: in the certificate, not in the report computed from the study"
@@ -359,15 +408,18 @@ def _number_differences(theirs: dict[str, Any], ours: dict[str, Any]) -> Iterato
                 yield f"number {_quote(key)}: not an object in the certificate"
                 continue
             for name in sorted(set(mine) | set(given)):
-                if not _same(given.get(name), mine.get(name)):
+                if not _same(given.get(name), mine.get(name)) and not near.within(
+                    given.get(name), _plain(mine.get(name)), f"task {_quote(task)}: number {_quote(key)} {name}"
+                ):
                     yield (
                         f"number {_quote(key)}: {name} is {_quote(given.get(name))} in the certificate, "
                         f"{_quote(_plain(mine.get(name)))} from the study"
                     )
 
 
-def _value_differences(path: str, theirs: Any, ours: Any) -> Iterator[str]:
-    """Differences of two JSON values, each named by its path (settings, judges, plans, prompts, tests)."""
+def _value_differences(path: str, theirs: Any, ours: Any, near: Near | None = None, task: str = "") -> Iterator[str]:
+    """Differences of two JSON values, each named by its path (settings, judges, plans, prompts, tests); with
+    ``near``, a computed figure (a path in ``COMPUTED``) within ``TOLERANCE`` is counted there, not a difference."""
     if path.split(".")[-1] in NOT_COMPARED:
         return
     ours = _plain(ours)
@@ -379,11 +431,15 @@ def _value_differences(path: str, theirs: Any, ours: Any) -> Iterator[str]:
             elif key not in theirs:
                 yield f"{_quote(where)}: computed from the study ({_quote(ours[key])}), not in the certificate"
             else:
-                yield from _value_differences(where, theirs[key], ours[key])
+                yield from _value_differences(where, theirs[key], ours[key], near, task)
     elif isinstance(theirs, list) and isinstance(ours, list) and len(theirs) == len(ours):
         for index, (a, b) in enumerate(zip(theirs, ours)):
-            yield from _value_differences(f"{path}[{index}]", a, b)
-    elif not _same(theirs, ours):
+            yield from _value_differences(f"{path}[{index}]", a, b, near, task)
+    elif not _same(theirs, ours) and not (
+        near is not None
+        and path.startswith(COMPUTED)
+        and near.within(theirs, ours, f"task {_quote(task)}: {_quote(path)}")
+    ):
         yield f"{_quote(path)}: {_quote(theirs)} in the certificate, {_quote(ours)} from the study"
 
 
