@@ -197,3 +197,24 @@ def test_a_json_lines_key_named_row_is_one_sentence_wherever_it_is(tmp_path, cli
     ratings.write_text(json.dumps({"item": "s1", "rater": "ann", "attribute": "likability", "value": 3, "_row": 1}))
     code, _out, err = cli("import-ratings", ratings, "--db", tmp_path / "s.db")
     assert code == 2 and "line 1: the key '_row' is the name tui-rater numbers rows with" in err
+
+
+@pytest.mark.parametrize("separator", [b",", b"\t"])
+def test_the_quoted_fields_are_found_from_the_first_quote_as_from_the_start(separator):
+    """``_quoted`` starts its search at the first quote (a field it finds starts with one): the same fields as the
+    expression run over the whole piece, on random pieces of text, separators, quotes and line breaks."""
+    import random
+
+    from tui_rater.store.csv_pieces import _fields, _quoted
+
+    rng = random.Random(7)
+    alphabet = [b"a", b"b", separator, b'"', b"\n", b"\r"]
+    for _ in range(3000):
+        data = b"".join(rng.choices(alphabet, weights=[6, 6, 3, 2, 2, 1], k=rng.randint(0, 40)))
+        whole: list[tuple[int, int]] = []
+        for found in _fields(separator).finditer(data):
+            if found.group(1) is None:
+                whole.append((found.start(), len(data)))
+                break
+            whole.append((found.start(), found.end() - 1))
+        assert _quoted(data, separator) == whole, data

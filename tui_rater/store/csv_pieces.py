@@ -33,7 +33,12 @@ def _quoted(data: bytes, separator: bytes) -> list[tuple[int, int]]:
     open to a later quote in it, which quotes again; a doubled quote is two toggles. One regular expression
     (possessive: no backtracking) finds the fields in C, not a Python step per quote."""
     regions: list[tuple[int, int]] = []
-    for field in _fields(separator).finditer(data):
+    # every field found starts at a quote: the search starts at the first one (a file without quotes, as a ratings
+    # file is, costs one memchr a piece, not the expression tried at each of its 4M positions: 12 % of an import)
+    first = data.find(b'"')
+    if first == -1:
+        return regions
+    for field in _fields(separator).finditer(data, first):
         if field.group(1) is None:  # the field goes on in the next piece
             regions.append((field.start(), len(data)))
             break
