@@ -10,20 +10,33 @@ from textual.widgets import Static
 from tests.support import wait_until
 
 
-async def test_a_rating_of_another_question_redraws_the_head_only(app_for, study) -> None:
+def _rated(study, questions):
+    """A judge and a person on the first four stories, for each of ``questions``; (the stories, the judge)."""
+    judge, person = study.judge("judge-x", {"m": "x"}), study.human("bob")
+    for item, value in zip(study.items("story"), (1, 5, 3, 4)):
+        for question in questions:
+            study.add_rating(item.key, question, judge.id, value)
+            study.add_rating(item.key, question, person.id, 6 - value)
+    return study.items("story"), judge
+
+
+async def _full_figures(app, pilot):
+    """The agreement pane opened (`a`) and its full computation's figures shown."""
     from tui_rater.ui.agreement import AgreementScreen
 
-    items = study.items("story")
-    judge, person = study.judge("judge-x", {"m": "x"}), study.human("bob")
-    for item, value in zip(items, (1, 5, 3, 4)):
-        study.add_rating(item.key, "grammaticality", judge.id, value)
-        study.add_rating(item.key, "grammaticality", person.id, 6 - value)
+    await pilot.press("a")
+    screen = app.screen
+    assert isinstance(screen, AgreementScreen)
+    await wait_until(pilot, lambda: screen.data is not None and not screen.data.stale, "the full figures")
+    return screen
+
+
+async def test_a_rating_of_another_question_redraws_the_head_only(app_for, study) -> None:
+
+    items, judge = _rated(study, ("grammaticality",))
     app = app_for()
     async with app.run_test(size=(100, 40)) as pilot:
-        await pilot.press("a")
-        screen = app.screen
-        assert isinstance(screen, AgreementScreen)
-        await wait_until(pilot, lambda: screen.data is not None and not screen.data.stale, "the full figures")
+        screen = await _full_figures(app, pilot)
         head, body = screen.query_one("#agreement-head", Static), screen.query_one("#agreement-text", Static)
         assert screen.data.attributes[screen.focus_attr].attribute == "grammaticality"
         shown_head, shown_body = head.content, body.content
@@ -60,20 +73,12 @@ def test_same_height_only_when_no_line_count_or_wrap_can_differ() -> None:
 async def test_a_question_drawn_without_a_layout_shows_all_its_lines(app_for, study) -> None:
     """Each question's figures take as many lines here: → draws the next one without Textual's layout. The part keeps
     the height of its lines and the screen shows the new question's text, the same as a pane drawn from scratch."""
-    from tui_rater.ui.agreement import AgreementScreen, render_parts
+    from tui_rater.ui.agreement import render_parts
 
-    items = study.items("story")
-    judge, person = study.judge("judge-x", {"m": "x"}), study.human("bob")
-    for item, value in zip(items, (1, 5, 3, 4)):
-        for question in ("grammaticality", "cohesiveness"):
-            study.add_rating(item.key, question, judge.id, value)
-            study.add_rating(item.key, question, person.id, 6 - value)
+    _rated(study, ("grammaticality", "cohesiveness"))
     app = app_for()
     async with app.run_test(size=(100, 60)) as pilot:
-        await pilot.press("a")
-        screen = app.screen
-        assert isinstance(screen, AgreementScreen)
-        await wait_until(pilot, lambda: screen.data is not None and not screen.data.stale, "the full figures")
+        screen = await _full_figures(app, pilot)
         await pilot.pause(0.3)
         body = screen.query_one("#agreement-text", Static)
         layouts = body._layout_updates
