@@ -102,3 +102,27 @@ def test_damage_past_the_first_batch_leaves_the_study_untouched(tmp_path, cli):
     with contextlib.closing(sqlite3.connect(db)) as conn:
         assert conn.execute("SELECT count(*) FROM ratings").fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM raters").fetchone() == (0,)
+
+
+def _versioned(path: Path, version: str) -> None:
+    """12,000 ratings by rater ``version``: two versions have the same layout, byte for byte but the rater's name."""
+    frame = pl.DataFrame({"item": [f"i{i}" for i in range(N)], "rater": [version] * N, "value": [3] * N})
+    frame.write_parquet(path, row_group_size=5_000, statistics=False)
+
+
+@pytest.mark.parametrize("how", ["renamed over it", "rewritten in place"])
+def test_a_file_replaced_while_it_is_read_is_refused_not_mixed(tmp_path, how):
+    """Each slice opens the file again: without a check the batches after the first came from the new file (the
+    ratings of two versions stored by one import)."""
+    path = tmp_path / "ratings.parquet"
+    _versioned(path, "v1")
+    _columns, batches = stream_rows(path)
+    assert {row["rater"] for row in next(batches)} == {"v1"}
+    if how == "renamed over it":  # a pipeline saving its next version atomically
+        _versioned(tmp_path / "next.parquet", "v2")
+        (tmp_path / "next.parquet").replace(path)
+    else:
+        _versioned(path, "v2")
+    with pytest.raises(UserError, match="was replaced or changed while it was being read; import it again"):
+        for _rows in batches:
+            pass
