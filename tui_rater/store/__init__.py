@@ -39,8 +39,10 @@ def sqlite_utils_module() -> ModuleType:
     page under ``serve``) is ~15 MB and ~0.1 CPU-s lighter without numpy, and would be ~60 MB lighter without
     pandas. A process that imported them before keeps them, and sqlite-utils sees them there."""
     found = sys.modules.get("sqlite_utils")
-    if found is not None:
+    if found is not None and not getattr(found.__spec__, "_initializing", False):
         return found
+    # absent, or still being imported by another thread (the module is in sys.modules from its first line, and
+    # has no ``Database`` until its ``db`` submodule is loaded): the import statement waits for that import
     finder = _HiddenFromThisThread()
     sys.meta_path.insert(0, finder)
     try:

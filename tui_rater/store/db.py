@@ -60,7 +60,10 @@ class StudyConnection:
         return self.database.query(sql, params)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):  # (not made for ``copy``'s or ``pickle``'s probes, nor before ``__init__`` ends)
+        if name.startswith("_") or name == "database":
+            # (not made for ``copy``'s or ``pickle``'s probes, nor before ``__init__`` ends; and an AttributeError
+            # raised inside the ``database`` property lands here: looking it up again would recurse until a
+            # RecursionError hid the first error)
             raise AttributeError(name)
         return getattr(self.database, name)
 

@@ -11,9 +11,9 @@ and the order of sentences of the whole-file reader:
 3. the study is written, a batch at a time, in one transaction (``Study.add_item_batches``): an id already stored
    with another text rolls back every batch before it.
 
-Nothing is written before step 3, so a bad row anywhere leaves the study (or its absence) as it was. A Parquet file
-is read whole by ``row_stream`` (columnar and compressed already) and cut into batches; CSV, TSV and JSON Lines are
-read a batch at a time. A JSON array is not an accepted format (``table_files.FORMATS``).
+Nothing is written before step 3, so a bad row anywhere leaves the study (or its absence) as it was. Every format
+is read a batch at a time: a Parquet file a slice of rows per batch through polars' lazy scan (``row_stream``).
+A JSON array is not an accepted format (``table_files.FORMATS``).
 """
 
 from __future__ import annotations
