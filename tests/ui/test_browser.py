@@ -213,8 +213,12 @@ def test_an_app_that_cannot_start_ends_the_session_in_the_browser_and_says_why_i
         page.goto(server.links()["alice"])
         page.wait_for_selector("body.-closed")
         assert page.locator(".closed-dialog .message").inner_text() == "Session ended."
-        assert server.wait_line(lambda line: line == "alice: session ended", timeout=TIMEOUT_MS / 1000)
-        assert "does not exist" in server.output()
+        assert server.wait_line(lambda line: line == "alice: session ended", timeout=TIMEOUT_MS / 1000), server.output()
+        # the app's sentence, whole and once (textual-serve wrote what it had read of it twice, and could cut it)
+        said = [line for line in server.lines if "does not exist" in line]
+        assert said == [f"tui-rater: error: database {db} does not exist (run `tui-rater import` first)"], (
+            server.output()
+        )
         assert children(server.process.pid) == []
     finally:
         assert server.stop() == 0, server.output()

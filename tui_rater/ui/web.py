@@ -23,6 +23,7 @@ import os
 import signal
 import socket
 import sqlite3
+import sys
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ log = logging.getLogger("textual-serve")
 
 WS_TAKEN_OVER = 4000  # (4000-4999: the application's own close codes)
 WS_REVOKED = 4001
+STDERR_GRACE_S = 5.0  # how long an ended app's stderr is read on, when something else still holds it
+EXIT_NOTE_S = 30.0  # an app still running this long after it was asked to quit is noted in serve's output
 REVOCATION_CHECK_S = 2.0  # how often the live sessions' links are read again from the study
 
 PAGE = """<!DOCTYPE html>
@@ -113,10 +116,59 @@ class AppSession(AppService):
 
     async def run(self) -> None:
         try:
-            await super().run()
+            await self._relay()
         finally:
             with contextlib.suppress(Exception):
                 await self.remote_close()
+
+    async def _relay(self) -> None:
+        """textual-serve's ``AppService.run``, but the app's stderr (the one sentence of an app that could not
+        start) is read to its end before it is written to serve's output, once and flushed: textual-serve
+        cancelled its stderr reader as soon as stdout ended, so the sentence could be cut or missing, and it
+        wrote what it had twice (when the app did not start, and again when it ended)."""
+        process = self._process
+        assert process is not None and process.stdout is not None and process.stderr is not None
+        stdout, stderr = process.stdout, process.stderr
+        said = bytearray()
+
+        async def read_errors() -> None:
+            while chunk := await stderr.read(4096):
+                said.extend(chunk)
+
+        errors = asyncio.create_task(read_errors())
+        try:
+            started = False
+            for _ in range(10):  # the prelude: a Textual app says so before its first packet
+                if not (line := await stdout.readline()):
+                    break
+                if line == b"__GANGLION__\n":
+                    started = True
+                    break
+            if not started:
+                log.error("Application failed to start")
+            while True:
+                kind = await stdout.readexactly(1)
+                size = int.from_bytes(await stdout.readexactly(4), "big")
+                payload = await stdout.readexactly(size)
+                if kind == b"D":
+                    await self.on_data(payload)
+                elif kind == b"M":
+                    await self.on_meta(payload)
+                elif kind == b"P":
+                    await self.on_packed(payload)
+        except (asyncio.IncompleteReadError, ConnectionResetError):
+            pass  # the app closed its output: it has ended
+        finally:
+            # stderr ends when the app does; a process the app left behind may hold it open: not for long
+            try:
+                with contextlib.suppress(asyncio.TimeoutError, OSError):
+                    await asyncio.wait_for(asyncio.shield(errors), STDERR_GRACE_S)
+            finally:
+                errors.cancel()
+            if said:
+                message = said.decode("utf-8", "replace")
+                sys.stdout.write(message if message.endswith("\n") else message + "\n")
+                sys.stdout.flush()
 
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         environment = super()._build_environment(width, height)
@@ -287,14 +339,26 @@ class LinkServer(Server):
         finally:
             try:
                 if app_service is not None:  # asks the app to quit, and waits until it has (it saves first)
-                    await app_service.stop()
-                    await app_service.exited()
-                    self.note(f"{annotator}: session ended")
+                    await self._end_app(annotator, app_service)
             finally:
                 if self._live.get(annotator) is live:
                     del self._live[annotator]
                 live.ended.set()
         return websocket
+
+    async def _end_app(self, annotator: str, app_service: AppSession) -> None:
+        """Ask the app to quit and wait until its process has exited (it saves first); serve's output says when,
+        and says so when that takes long, or when the wait itself failed."""
+        try:
+            await app_service.stop()
+            exited = asyncio.ensure_future(app_service.exited())
+            if not (await asyncio.wait({exited}, timeout=EXIT_NOTE_S))[0]:
+                self.note(f"{annotator}: the app has not exited after {EXIT_NOTE_S:.0f} s; waiting (it saves first)")
+            await exited
+        except Exception as error:
+            self.note(f"{annotator}: session error while ending: {type(error).__name__}: {error}")
+            raise
+        self.note(f"{annotator}: session ended")
 
     async def _take_over(self, annotator: str, earlier: Live) -> None:
         """End ``annotator``'s earlier session for a new page of the same link: its page is told why, its app
