@@ -201,8 +201,10 @@ def keep_messages_on_stderr() -> None:
 
 
 def say(message: str, *, err: bool = False) -> None:
-    """Print a one-line message that may quote data (file names, task names): literally, on one line."""
-    print(safe_text(message, inline=True), file=sys.stderr if err else sys.stdout)
+    """Print a one-line message that may quote data (file names, task names): literally, on one line. One write of
+    the line and its end (``print`` makes two, and stderr to a pipe is written through: a reader that stops at the
+    process's end, as textual-serve's did, could get the line without its newline)."""
+    (sys.stderr if err else sys.stdout).write(safe_text(message, inline=True) + "\n")
 
 
 def whole(low: int, high: int) -> Callable[[str], int]:
