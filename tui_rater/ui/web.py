@@ -158,6 +158,8 @@ class AppSession(AppService):
                     await self.on_packed(payload)
         except (asyncio.IncompleteReadError, ConnectionResetError):
             pass  # the app closed its output: it has ended
+        except asyncio.CancelledError:
+            pass  # (as textual-serve's: ``stop`` awaits this task, and returns when it was cancelled too)
         finally:
             # stderr ends when the app does; a process the app left behind may hold it open: not for long
             try:
