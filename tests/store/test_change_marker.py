@@ -5,6 +5,7 @@ every rating and every job: 10-15 % of a core with the app idle at 1.6M ratings)
 from __future__ import annotations
 
 from tests.support import story_study
+from tui_rater.store.db import write
 from tui_rater.store.study import Study
 
 
@@ -64,3 +65,33 @@ def test_a_study_opened_read_only_reads_the_tables_each_time(tmp_path):
     viewer.change_marker()
     assert any("FROM ratings" in statement for statement in seen)
     viewer.close()
+
+
+def test_a_marker_asked_inside_a_transaction_that_is_rolled_back_is_not_kept(tmp_path):
+    """Asked inside a write transaction, the marker counts its rows not yet committed; rolled back, the file is as
+    before while neither ``data_version`` (this connection's own transaction) nor ``total_changes`` (a rollback does
+    not lower it) moves: a marker kept from inside would name rows that never were, and the pane would stay on the
+    figures it computed with them (the uncached marker read the rolled-back state)."""
+    db = story_study(tmp_path / "s.db")
+    pane = Study.open(db, create=False)
+    item = pane.items("story")[0]
+    bob = pane.human("bob").id
+    before = pane.change_marker()
+
+    class Abandoned(Exception):
+        pass
+
+    inside = None
+    try:
+        with write(pane._db):
+            pane.add_rating(item.key, "cohesiveness", bob, 4.0)
+            inside = pane.change_marker()
+            raise Abandoned
+    except Abandoned:
+        pass
+    assert inside is not None and inside != before  # the uncommitted rating was counted
+    assert pane.change_marker() == before  # the file holds no such rating: the marker says so
+    fresh = Study.open(db, create=False)
+    assert fresh.change_marker() == before
+    for study in (pane, fresh):
+        study.close()

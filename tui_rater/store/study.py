@@ -530,7 +530,9 @@ class Study:
         # a jury made or forgotten (``tui-rater jury``) changes what the pane shows without a rating changing
         raters = conn.execute("SELECT count(*), max(id) FROM raters").fetchone()
         marker = (*ratings, *jobs, *raters)
-        self._marker = (conn, state, marker)
+        # not kept when read inside a transaction: it counts rows not yet committed, and a rollback moves neither
+        # data_version nor total_changes, so a kept one would outlive the rows it counted
+        self._marker = None if conn.in_transaction else (conn, state, marker)
         return marker
 
     # --- summary -------------------------------------------------------------------------
