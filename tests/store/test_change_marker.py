@@ -4,6 +4,9 @@ every rating and every job: 10-15 % of a core with the app idle at 1.6M ratings)
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from tests.support import story_study
 from tui_rater.store.db import write
 from tui_rater.store.study import Study
@@ -94,4 +97,44 @@ def test_a_marker_asked_inside_a_transaction_that_is_rolled_back_is_not_kept(tmp
     fresh = Study.open(db, create=False)
     assert fresh.change_marker() == before
     for study in (pane, fresh):
+        study.close()
+
+
+def _in_another_process(db, script: str) -> None:
+    """``script`` run by the sqlite3 module of another Python process on ``db`` (autocommit)."""
+    code = f"import sqlite3; c = sqlite3.connect({str(db)!r}, isolation_level=None); c.executescript({script!r})"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_the_marker_follows_another_process_s_writes_across_checkpoints_and_vacuum(tmp_path):
+    """The kept marker rests on SQLite seeing another process's commit (``data_version``): through a WAL reset by
+    ``wal_checkpoint(TRUNCATE)`` and a ``VACUUM`` (which rewrite the file but change no row: the marker stays), an
+    undo and a redo written and checkpointed away at once each move it, and a rating added while this connection
+    held a read snapshot moves it once the snapshot ends."""
+    db = story_study(tmp_path / "s.db")
+    pane, other = Study.open(db, create=False), Study.open(db, create=False)
+    item = pane.items("story")[0]
+    rating = other.add_rating(item.key, "grammaticality", other.human("ann").id, 3.0)
+    rated = pane.change_marker()
+
+    _in_another_process(db, "PRAGMA wal_checkpoint(TRUNCATE);")
+    assert pane.change_marker() == rated
+    _in_another_process(db, f"UPDATE ratings SET retracted = 1 WHERE id = {rating}; PRAGMA wal_checkpoint(TRUNCATE);")
+    undone = pane.change_marker()
+    assert undone != rated
+    _in_another_process(db, "VACUUM;")
+    assert pane.change_marker() == undone
+    _in_another_process(db, f"UPDATE ratings SET retracted = 0 WHERE id = {rating}; VACUUM;")
+    redone = pane.change_marker()
+    assert redone != undone
+
+    snapshot = pane._db.conn.execute("SELECT id FROM items")  # a statement not stepped to its end holds a snapshot
+    snapshot.fetchone()
+    other.add_rating(item.key, "cohesiveness", other.human("ann").id, 2.0)
+    assert pane.change_marker() == redone  # (inside the snapshot the rating is not there yet: nor for the tables)
+    snapshot.fetchall()
+    assert pane.change_marker() != redone
+    fresh = Study.open(db, create=False)
+    assert pane.change_marker() == fresh.change_marker()
+    for study in (pane, other, fresh):
         study.close()
