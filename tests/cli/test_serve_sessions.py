@@ -1,7 +1,8 @@
 """`tui-rater serve`'s sessions over plain HTTP and websockets on loopback (issue 36): a link replaced from another
 process stops opening at once, one live session per link (a second page takes over), a cap on sessions with a
 page past it, a page that says why for a name outside the plan, a plain GET on the websocket's address is a 400
-without a traceback, and the apps die with a SIGKILLed server, their ratings kept.
+without a traceback, the apps die with a SIGKILLed server, their ratings kept, and an app that floods its
+stderr and leaves a process holding it rates, saves and ends its session.
 
 A "page" here is what the browser's script does: a websocket to ``/a/<token>/ws`` sending ``["stdin", keys]``.
 The same cases in Chromium are in tests/ui/test_browser.py."""
@@ -336,3 +337,53 @@ def test_nothing_a_served_page_receives_marks_a_gold_item(tmp_path):
     assert len(received) > 10_000 and b"gold" not in received.lower()
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT count(DISTINCT item_key) FROM ratings").fetchone()[0] == 12
+
+
+# put before the app's code by Python itself (``sitecustomize``), in the served app only: 2 MB written to its
+# stderr before it starts, then a process started that holds its stderr (not its stdout) for two minutes
+NOISY_APP = """
+import os, subprocess, sys
+if "annotate" in sys.orig_argv:
+    for _ in range(2048):
+        os.write(2, b"noise " + b"x" * 1017 + b"\\n")
+    left = subprocess.Popen(["sleep", "120"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    with open({pids!r}, "a") as pids:
+        pids.write(f"{{left.pid}}\\n")
+"""
+
+
+def test_an_app_that_floods_its_stderr_and_leaves_a_process_holding_it_still_rates_ends_and_saves(
+    tmp_path, monkeypatch
+):
+    """serve reads the app's stderr while it runs (else 2 MB said before the app's first packet fill the pipe and
+    the app never starts), writes it once and whole when the app ends, and ends the session without waiting for a
+    process the app left holding its stderr; a SIGTERM then stops serve with status 0."""
+    inject, pids = tmp_path / "inject", tmp_path / "pids"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(NOISY_APP.format(pids=str(pids)))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(inject), os.environ.get("PYTHONPATH", "")]))
+    db = story_study(tmp_path / "s.db")
+    server = ServeProcess(db, "--task", "story", "--annotators", "alice")
+    try:
+
+        async def scenario() -> None:
+            async with aiohttp.ClientSession() as client:
+                page = await Page(client, server.links()["alice"]).open()
+                assert await until(lambda: page.shows("item 1/4"))
+                await page.keys("4325")
+                assert await until(lambda: len(ratings_in_force(db, "alice")) == 4)
+                await page.keys("q")
+                assert await until(lambda: page.closed is not None)
+
+        asyncio.run(scenario())
+        assert server.wait_line(lambda line: line == "alice: session ended", TIMEOUT), server.output()
+        (left,) = map(int, pids.read_text().split())
+        assert alive(left)  # the session ended while the process holding the app's stderr still ran
+        assert sum(1 for line in server.lines if line.startswith("noise ")) == 2048  # whole, and once
+        assert len(ratings_in_force(db, "alice")) == 4
+    finally:
+        code = server.stop()
+        for pid in map(int, pids.read_text().split()) if pids.exists() else []:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert code == 0, server.output()
